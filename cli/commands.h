@@ -1,0 +1,21 @@
+// The fib subcommands. Each lives in its own file (cmd_<name>.cpp), parses its flags with
+// CLI11 and calls into the modules; none holds logic of its own.
+#pragma once
+
+#include <CLI/CLI.hpp>
+#include <functional>
+
+namespace fib::cli {
+
+// Exit codes shared by every subcommand.
+inline constexpr int kExitOk = 0;
+inline constexpr int kExitFindings = 1;  // the command ran and found errors (validate, run)
+inline constexpr int kExitUsage = 2;     // bad flags or unusable input
+
+// Registers a subcommand; `run` is set to the function main() calls when it is chosen.
+using Runner = std::function<int()>;
+void register_validate(CLI::App& app, Runner& run);
+void register_validate_render(CLI::App& app, Runner& run);
+void register_report(CLI::App& app, Runner& run);
+
+}  // namespace fib::cli

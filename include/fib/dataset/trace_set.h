@@ -1,0 +1,117 @@
+// TraceSet: a FlashInfer-Trace dataset folder loaded into memory, indexed and queryable, with
+// crash-safe writes back to disk.
+#pragma once
+
+#include <cstdint>
+#include <filesystem>
+#include <optional>
+#include <span>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "fib/trace/definition.h"
+#include "fib/trace/diagnostics.h"
+#include "fib/trace/solution.h"
+#include "fib/trace/trace.h"
+
+namespace fib {
+
+enum class FileKind : std::uint8_t { kDefinition, kWorkloads, kSolution, kTraces, kOther };
+
+// A file of the dataset, relative to the root.
+struct DatasetFile {
+  std::string path;  // "definitions/gemm/gemm_n128_k2048.json"
+  FileKind kind = FileKind::kOther;
+  std::size_t records = 0;  // JSON records read from it
+};
+
+// Where a record came from: file index into TraceSet::files() and 1-based line (0 for JSON).
+struct RecordSource {
+  std::uint32_t file = 0;
+  std::uint32_t line = 0;
+};
+
+template <typename T>
+struct Record {
+  T value;
+  RecordSource source;
+};
+
+struct LoadOptions {
+  unsigned threads = 0;  // 0: one per core
+};
+
+class TraceSet {
+ public:
+  // Loads a dataset folder. Throws fib::Error when the root is missing, not a folder, or holds
+  // none of definitions/, workloads/, solutions/, traces/ (fib never invents an empty dataset).
+  // Files and lines that fail to parse are skipped and reported in load_diagnostics().
+  static TraceSet load(const std::filesystem::path& root, const LoadOptions& options = {});
+
+  // An empty in-memory dataset rooted at `root` (for building one to write out).
+  explicit TraceSet(std::filesystem::path root);
+
+  const std::filesystem::path& root() const { return root_; }
+  const Diagnostics& load_diagnostics() const { return load_diag_; }
+  const std::vector<DatasetFile>& files() const { return files_; }
+  // "path" or "path:line" for a record's source.
+  std::string where(const RecordSource& s) const;
+
+  // Definitions, in load order (sorted by path).
+  const std::vector<Record<Definition>>& definitions() const { return definitions_; }
+  const Definition* definition(std::string_view name) const;
+  const Record<Definition>* definition_record(std::string_view name) const;
+  std::vector<const Definition*> definitions_with_op_type(std::string_view op_type) const;
+  std::vector<const Definition*> definitions_with_tag(std::string_view tag) const;
+  std::vector<std::string> op_types() const;
+
+  // Workload records (traces without a solution) of a definition, in file order.
+  const std::vector<Record<Trace>>& workloads(std::string_view definition) const;
+  const Record<Trace>* workload(std::string_view uuid) const;
+  // Solutions of a definition, and by (globally unique) name.
+  const std::vector<Record<Solution>>& solutions(std::string_view definition) const;
+  const Record<Solution>* solution(std::string_view name) const;
+  // Evaluation traces of a definition, and those of one solution.
+  const std::vector<Record<Trace>>& traces(std::string_view definition) const;
+  std::vector<const Trace*> traces_of_solution(std::string_view solution) const;
+  // Names of definitions that have workloads, solutions or traces but no definition file.
+  std::vector<std::string> orphan_definition_names() const;
+  std::size_t trace_count() const;
+  std::size_t workload_count() const;
+  std::size_t solution_count() const;
+
+  // The fastest PASSED trace for each workload of a definition (by latency), keyed by uuid in
+  // workload order; workloads nobody passed are absent.
+  std::vector<const Trace*> best_per_workload(std::string_view definition) const;
+
+  // Adds records in memory (keeping indexes) without touching disk.
+  void add_definition(Definition d);
+  void add_solution(Solution s);
+  void add_workload(Trace w);
+  void add_trace(Trace t);
+
+ private:
+  std::filesystem::path root_;
+  Diagnostics load_diag_;
+  std::vector<DatasetFile> files_;
+  std::vector<Record<Definition>> definitions_;
+  std::unordered_map<std::string, std::size_t> definition_index_;
+  std::unordered_map<std::string, std::vector<Record<Trace>>> workloads_;
+  std::unordered_map<std::string, std::pair<std::string, std::size_t>> workload_index_;
+  std::unordered_map<std::string, std::vector<Record<Solution>>> solutions_;
+  std::unordered_map<std::string, std::pair<std::string, std::size_t>> solution_index_;
+  std::unordered_map<std::string, std::vector<Record<Trace>>> traces_;
+};
+
+// Appends traces to their canonical files (traces/<author>/<op_type>/<definition>.jsonl), one
+// locked write per file, flushed to disk. The solution of each trace must be in `set` (its
+// author picks the folder). Also adds them to `set` in memory.
+void append_traces(TraceSet& set, std::span<const Trace> traces);
+// Appends workload records to workloads/<op_type>/<definition>.jsonl.
+void append_workloads(TraceSet& set, std::span<const Trace> workloads);
+// Writes a definition or solution file atomically at its canonical path.
+void write_definition(const std::filesystem::path& root, const Definition& d);
+void write_solution(const std::filesystem::path& root, const Solution& s, std::string_view op_type);
+
+}  // namespace fib

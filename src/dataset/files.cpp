@@ -1,0 +1,131 @@
+#include "fib/dataset/files.h"
+
+#include <atomic>
+#include <cerrno>
+#include <chrono>
+#include <cstring>
+#include <fcntl.h>
+#include <fmt/format.h>
+#include <sys/file.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "fib/trace/diagnostics.h"
+
+namespace fib {
+
+namespace fs = std::filesystem;
+
+namespace {
+
+void write_all(int fd, std::string_view data, const fs::path& path) {
+  std::size_t done = 0;
+  while (done < data.size()) {
+    const ssize_t n = ::write(fd, data.data() + done, data.size() - done);
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      throw Error(path.string(), fmt::format("write failed: {}", std::strerror(errno)));
+    }
+    done += static_cast<std::size_t>(n);
+  }
+}
+
+void fsync_dir(const fs::path& dir) {
+  const int fd = ::open(dir.empty() ? "." : dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  if (fd >= 0) {
+    ::fsync(fd);
+    ::close(fd);
+  }
+}
+
+void make_parents(const fs::path& path) {
+  const fs::path parent = path.parent_path();
+  if (parent.empty()) return;
+  std::error_code ec;
+  fs::create_directories(parent, ec);
+  if (ec) throw Error(parent.string(), fmt::format("cannot create folder: {}", ec.message()));
+}
+
+}  // namespace
+
+void write_file_atomic(const fs::path& path, std::string_view content) {
+  make_parents(path);
+  static std::atomic<unsigned> counter{0};
+  const auto stamp = std::chrono::steady_clock::now().time_since_epoch().count();
+  const fs::path tmp = path.parent_path() /
+                       fmt::format(".{}.tmp.{}.{}.{}", path.filename().string(), ::getpid(),
+                                   counter.fetch_add(1), stamp);
+  const int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
+  if (fd < 0) throw Error(tmp.string(), fmt::format("cannot create: {}", std::strerror(errno)));
+  try {
+    write_all(fd, content, tmp);
+    if (::fsync(fd) != 0) throw Error(tmp.string(), fmt::format("fsync failed: {}", std::strerror(errno)));
+  } catch (...) {
+    ::close(fd);
+    ::unlink(tmp.c_str());
+    throw;
+  }
+  ::close(fd);
+  if (::rename(tmp.c_str(), path.c_str()) != 0) {
+    const int e = errno;
+    ::unlink(tmp.c_str());
+    throw Error(path.string(), fmt::format("cannot replace: {}", std::strerror(e)));
+  }
+  fsync_dir(path.parent_path());
+}
+
+void append_jsonl(const fs::path& path, std::span<const std::string> records, bool durable) {
+  if (records.empty()) return;
+  std::string buf;
+  for (const auto& r : records) {
+    if (r.find('\n') != std::string::npos) {
+      throw Error(path.string(), "a JSONL record must not contain a newline");
+    }
+    buf += r;
+    buf += '\n';
+  }
+  make_parents(path);
+  const int fd = ::open(path.c_str(), O_RDWR | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
+  if (fd < 0) throw Error(path.string(), fmt::format("cannot open for append: {}", std::strerror(errno)));
+  if (::flock(fd, LOCK_EX) != 0) {
+    ::close(fd);
+    throw Error(path.string(), fmt::format("cannot lock: {}", std::strerror(errno)));
+  }
+  try {
+    struct stat st {};
+    if (::fstat(fd, &st) == 0 && st.st_size > 0) {
+      char last = '\n';
+      if (::pread(fd, &last, 1, st.st_size - 1) == 1 && last != '\n') buf.insert(buf.begin(), '\n');
+    }
+    write_all(fd, buf, path);
+    if (durable && ::fdatasync(fd) != 0) {
+      throw Error(path.string(), fmt::format("fsync failed: {}", std::strerror(errno)));
+    }
+  } catch (...) {
+    ::flock(fd, LOCK_UN);
+    ::close(fd);
+    throw;
+  }
+  ::flock(fd, LOCK_UN);
+  ::close(fd);
+}
+
+std::vector<JsonlLine> split_jsonl(std::string_view text) {
+  std::vector<JsonlLine> out;
+  std::size_t pos = 0, number = 1;
+  while (pos < text.size()) {
+    const std::size_t nl = text.find('\n', pos);
+    const bool terminated = nl != std::string_view::npos;
+    const std::size_t end = terminated ? nl : text.size();
+    std::string_view line = text.substr(pos, end - pos);
+    if (!line.empty() && line.back() == '\r') line.remove_suffix(1);
+    bool blank = true;
+    for (char c : line) blank = blank && (c == ' ' || c == '\t');
+    if (!blank) out.push_back({number, line, terminated});
+    ++number;
+    pos = terminated ? nl + 1 : text.size();
+  }
+  return out;
+}
+
+}  // namespace fib

@@ -1,0 +1,443 @@
+#include "fib/dataset/trace_set.h"
+
+#include <algorithm>
+#include <atomic>
+#include <fmt/format.h>
+#include <map>
+#include <set>
+#include <sys/stat.h>
+#include <thread>
+
+#include "fib/dataset/files.h"
+#include "fib/dataset/layout.h"
+#include "fib/trace/json_file.h"
+
+namespace fib {
+
+namespace fs = std::filesystem;
+
+namespace {
+
+constexpr std::string_view kTopFolders[] = {"definitions", "workloads", "solutions", "traces"};
+
+// Runs fn(i) for i in [0, n) on up to `threads` threads.
+template <typename Fn>
+void parallel_for(std::size_t n, unsigned threads, Fn fn) {
+  if (threads <= 1 || n <= 1) {
+    for (std::size_t i = 0; i < n; ++i) fn(i);
+    return;
+  }
+  std::atomic<std::size_t> next{0};
+  auto worker = [&] {
+    for (std::size_t i = next.fetch_add(1); i < n; i = next.fetch_add(1)) fn(i);
+  };
+  std::vector<std::thread> pool;
+  const unsigned count = static_cast<unsigned>(std::min<std::size_t>(threads, n));
+  for (unsigned t = 1; t < count; ++t) pool.emplace_back(worker);
+  worker();
+  for (auto& t : pool) t.join();
+}
+
+bool is_temp_name(const std::string& name) {
+  return !name.empty() && name[0] == '.' && name.find(".tmp.") != std::string::npos;
+}
+
+// Collects every file under root/<top>, following folder symlinks but reporting loops.
+void walk(const fs::path& root, std::string_view top, std::vector<DatasetFile>& out, Diagnostics& diag) {
+  const fs::path start = root / std::string(top);
+  std::error_code ec;
+  if (!fs::exists(start, ec)) return;
+  if (!fs::is_directory(start, ec)) {
+    diag.error(std::string(top), {}, "expected a folder, found a file");
+    return;
+  }
+  std::set<std::pair<dev_t, ino_t>> seen;
+  std::vector<fs::path> stack{start};
+  while (!stack.empty()) {
+    const fs::path dir = stack.back();
+    stack.pop_back();
+    struct stat st {};
+    if (::stat(dir.c_str(), &st) != 0) {
+      diag.error(fs::relative(dir, root, ec).string(), {}, "cannot read folder (symbolic link loop or broken link)");
+      continue;
+    }
+    if (!seen.insert({st.st_dev, st.st_ino}).second) {
+      diag.error(fs::relative(dir, root, ec).string(), {},
+                 "symbolic link loop: this folder was already visited", "remove the link");
+      continue;
+    }
+    std::vector<fs::directory_entry> entries;
+    for (fs::directory_iterator it(dir, ec), end; !ec && it != end; it.increment(ec)) entries.push_back(*it);
+    if (ec) {
+      diag.error(fs::relative(dir, root).string(), {}, fmt::format("cannot list folder: {}", ec.message()));
+      continue;
+    }
+    for (const auto& e : entries) {
+      const std::string name = e.path().filename().string();
+      if (is_temp_name(name)) continue;  // an atomic write in progress (or abandoned)
+      const std::string rel = fs::relative(e.path(), root, ec).generic_string();
+      struct stat est {};
+      if (::stat(e.path().c_str(), &est) != 0) {
+        const int err = errno;
+        diag.error(rel, {}, err == ELOOP ? "symbolic link loop" : "broken symbolic link or unreadable entry");
+        continue;
+      }
+      if (S_ISDIR(est.st_mode)) {
+        stack.push_back(e.path());
+        continue;
+      }
+      DatasetFile f;
+      f.path = rel;
+      const std::string ext = e.path().extension().string();
+      if (top == "definitions" && ext == ".json") f.kind = FileKind::kDefinition;
+      else if (top == "solutions" && ext == ".json") f.kind = FileKind::kSolution;
+      else if (top == "workloads" && ext == ".jsonl") f.kind = FileKind::kWorkloads;
+      else if (top == "traces" && ext == ".jsonl") f.kind = FileKind::kTraces;
+      out.push_back(std::move(f));
+    }
+  }
+}
+
+struct ParsedChunk {
+  std::vector<Record<Definition>> definitions;
+  std::vector<Record<Solution>> solutions;
+  std::vector<Record<Trace>> workloads;
+  std::vector<Record<Trace>> traces;
+  Diagnostics diag;
+};
+
+struct Task {
+  std::uint32_t file = 0;
+  std::vector<JsonlLine> lines;  // empty for a JSON file
+  bool whole_file = false;
+};
+
+const std::vector<Record<Trace>> kNoTraces;
+const std::vector<Record<Solution>> kNoSolutions;
+
+}  // namespace
+
+TraceSet::TraceSet(fs::path root) : root_(std::move(root)) {}
+
+TraceSet TraceSet::load(const fs::path& root, const LoadOptions& options) {
+  std::error_code ec;
+  if (!fs::exists(root, ec)) {
+    throw Error(root.string(), "dataset folder does not exist",
+                "check the path; fib never creates a missing dataset");
+  }
+  if (!fs::is_directory(root, ec)) throw Error(root.string(), "dataset path is not a folder");
+  bool any = false;
+  for (auto top : kTopFolders) any = any || fs::is_directory(root / std::string(top), ec);
+  if (!any) {
+    throw Error(root.string(),
+                "not a FlashInfer-Trace dataset: it has none of definitions/, workloads/, solutions/, traces/",
+                "point --dataset/--local at the folder that contains definitions/");
+  }
+  TraceSet set(root);
+  for (auto top : kTopFolders) walk(root, top, set.files_, set.load_diag_);
+  std::sort(set.files_.begin(), set.files_.end(),
+            [](const DatasetFile& a, const DatasetFile& b) { return a.path < b.path; });
+
+  const unsigned threads = options.threads ? options.threads : std::max(1u, std::thread::hardware_concurrency());
+  // Phase 1: read every record file.
+  std::vector<std::string> contents(set.files_.size());
+  std::vector<Diagnostics> read_diag(set.files_.size());
+  parallel_for(set.files_.size(), threads, [&](std::size_t i) {
+    if (set.files_[i].kind == FileKind::kOther) return;
+    const std::uint64_t limit = (set.files_[i].kind == FileKind::kTraces || set.files_[i].kind == FileKind::kWorkloads)
+                                    ? (std::uint64_t{8} << 30)
+                                    : kMaxJsonFileBytes;
+    if (auto t = read_text_file((root / set.files_[i].path).string(), read_diag[i], limit)) {
+      contents[i] = std::move(*t);
+    }
+  });
+  for (std::size_t i = 0; i < read_diag.size(); ++i) {
+    for (auto d : read_diag[i]) {
+      d.file = set.files_[i].path;
+      set.load_diag_.add(std::move(d));
+    }
+  }
+  // Phase 2: cut JSONL files into chunks so one big file still uses every core.
+  std::vector<Task> tasks;
+  for (std::uint32_t i = 0; i < set.files_.size(); ++i) {
+    const FileKind k = set.files_[i].kind;
+    if (k == FileKind::kDefinition || k == FileKind::kSolution) {
+      if (!read_diag[i].has_errors()) tasks.push_back({i, {}, true});
+    } else if (k == FileKind::kWorkloads || k == FileKind::kTraces) {
+      auto lines = split_jsonl(contents[i]);
+      constexpr std::size_t kChunk = 4096;
+      for (std::size_t b = 0; b < lines.size(); b += kChunk) {
+        Task t;
+        t.file = i;
+        t.lines.assign(lines.begin() + static_cast<std::ptrdiff_t>(b),
+                       lines.begin() + static_cast<std::ptrdiff_t>(std::min(lines.size(), b + kChunk)));
+        tasks.push_back(std::move(t));
+      }
+    }
+  }
+  // Phase 3: parse in parallel, each task into its own chunk; merged in order below.
+  std::vector<ParsedChunk> parsed(tasks.size());
+  parallel_for(tasks.size(), threads, [&](std::size_t ti) {
+    const Task& task = tasks[ti];
+    ParsedChunk& out = parsed[ti];
+    const DatasetFile& file = set.files_[task.file];
+    if (task.whole_file) {
+      auto j = parse_json(contents[task.file], file.path, out.diag);
+      if (!j) return;
+      ReadContext ctx{file.path, &out.diag};
+      if (file.kind == FileKind::kDefinition) {
+        if (auto d = definition_from_json(*j, ctx)) out.definitions.push_back({std::move(*d), {task.file, 0}});
+      } else if (auto s = solution_from_json(*j, ctx)) {
+        out.solutions.push_back({std::move(*s), {task.file, 0}});
+      }
+      return;
+    }
+    for (const auto& line : task.lines) {
+      const std::string where = fmt::format("{}:{}", file.path, line.number);
+      Diagnostics line_diag;
+      auto j = parse_json(line.text, where, line_diag);
+      if (!j) {
+        if (!line.terminated) {
+          out.diag.error(where, {},
+                         "the last line is incomplete: the file ends in the middle of a record "
+                         "(an interrupted write?)",
+                         "delete the partial line; the records before it are intact");
+        } else {
+          out.diag.append(line_diag);
+        }
+        continue;
+      }
+      ReadContext ctx{where, &out.diag};
+      auto t = trace_from_json(*j, ctx);
+      if (!t) continue;
+      const RecordSource src{task.file, static_cast<std::uint32_t>(line.number)};
+      if (file.kind == FileKind::kWorkloads) {
+        if (!t->is_workload_trace()) {
+          out.diag.error(where, {}, "a record under workloads/ carries a solution and evaluation",
+                         "evaluation traces belong under traces/");
+          continue;
+        }
+        out.workloads.push_back({std::move(*t), src});
+      } else {
+        if (t->is_workload_trace()) {
+          out.diag.error(where, {}, "a record under traces/ has no solution or evaluation",
+                         "workload records belong under workloads/");
+          continue;
+        }
+        out.traces.push_back({std::move(*t), src});
+      }
+    }
+  });
+  contents.clear();
+  // Phase 4: merge and index, reporting duplicates.
+  for (std::size_t ti = 0; ti < parsed.size(); ++ti) {
+    auto& chunk = parsed[ti];
+    set.load_diag_.append(chunk.diag);
+    set.files_[tasks[ti].file].records += chunk.definitions.size() + chunk.solutions.size() +
+                                          chunk.workloads.size() + chunk.traces.size();
+    for (auto& d : chunk.definitions) {
+      if (const auto* prev = set.definition_record(d.value.name)) {
+        set.load_diag_.error(set.where(d.source), "$.name",
+                             fmt::format("duplicate definition name '{}' (also defined in {}); this "
+                                         "file is ignored", d.value.name, set.where(prev->source)));
+        continue;
+      }
+      set.definition_index_[d.value.name] = set.definitions_.size();
+      set.definitions_.push_back(std::move(d));
+    }
+    for (auto& s : chunk.solutions) {
+      if (const auto* prev = set.solution(s.value.name)) {
+        set.load_diag_.error(set.where(s.source), "$.name",
+                             fmt::format("duplicate solution name '{}' (also in {}); this file is "
+                                         "ignored", s.value.name, set.where(prev->source)));
+        continue;
+      }
+      auto& list = set.solutions_[s.value.definition];
+      set.solution_index_[s.value.name] = {s.value.definition, list.size()};
+      list.push_back(std::move(s));
+    }
+    for (auto& w : chunk.workloads) {
+      auto& list = set.workloads_[w.value.definition];
+      set.workload_index_.emplace(w.value.workload.uuid, std::make_pair(w.value.definition, list.size()));
+      list.push_back(std::move(w));
+    }
+    for (auto& t : chunk.traces) set.traces_[t.value.definition].push_back(std::move(t));
+  }
+  return set;
+}
+
+std::string TraceSet::where(const RecordSource& s) const {
+  if (s.file >= files_.size()) return "(in memory)";
+  if (s.line == 0) return files_[s.file].path;
+  return fmt::format("{}:{}", files_[s.file].path, s.line);
+}
+
+const Definition* TraceSet::definition(std::string_view name) const {
+  const auto* r = definition_record(name);
+  return r ? &r->value : nullptr;
+}
+const Record<Definition>* TraceSet::definition_record(std::string_view name) const {
+  auto it = definition_index_.find(std::string(name));
+  return it == definition_index_.end() ? nullptr : &definitions_[it->second];
+}
+std::vector<const Definition*> TraceSet::definitions_with_op_type(std::string_view op_type) const {
+  std::vector<const Definition*> out;
+  for (const auto& d : definitions_) {
+    if (d.value.op_type == op_type) out.push_back(&d.value);
+  }
+  return out;
+}
+std::vector<const Definition*> TraceSet::definitions_with_tag(std::string_view tag) const {
+  std::vector<const Definition*> out;
+  for (const auto& d : definitions_) {
+    if (d.value.has_tag(tag)) out.push_back(&d.value);
+  }
+  return out;
+}
+std::vector<std::string> TraceSet::op_types() const {
+  std::set<std::string> s;
+  for (const auto& d : definitions_) s.insert(d.value.op_type);
+  return {s.begin(), s.end()};
+}
+const std::vector<Record<Trace>>& TraceSet::workloads(std::string_view definition) const {
+  auto it = workloads_.find(std::string(definition));
+  return it == workloads_.end() ? kNoTraces : it->second;
+}
+const Record<Trace>* TraceSet::workload(std::string_view uuid) const {
+  auto it = workload_index_.find(std::string(uuid));
+  if (it == workload_index_.end()) return nullptr;
+  return &workloads_.at(it->second.first)[it->second.second];
+}
+const std::vector<Record<Solution>>& TraceSet::solutions(std::string_view definition) const {
+  auto it = solutions_.find(std::string(definition));
+  return it == solutions_.end() ? kNoSolutions : it->second;
+}
+const Record<Solution>* TraceSet::solution(std::string_view name) const {
+  auto it = solution_index_.find(std::string(name));
+  if (it == solution_index_.end()) return nullptr;
+  return &solutions_.at(it->second.first)[it->second.second];
+}
+const std::vector<Record<Trace>>& TraceSet::traces(std::string_view definition) const {
+  auto it = traces_.find(std::string(definition));
+  return it == traces_.end() ? kNoTraces : it->second;
+}
+std::vector<const Trace*> TraceSet::traces_of_solution(std::string_view solution) const {
+  std::vector<const Trace*> out;
+  const auto* s = this->solution(solution);
+  auto scan = [&](const std::vector<Record<Trace>>& list) {
+    for (const auto& t : list) {
+      if (t.value.solution && *t.value.solution == solution) out.push_back(&t.value);
+    }
+  };
+  if (s) {
+    scan(traces(s->value.definition));
+  } else {
+    for (const auto& [_, list] : traces_) scan(list);
+  }
+  return out;
+}
+std::vector<std::string> TraceSet::orphan_definition_names() const {
+  std::set<std::string> names;
+  for (const auto& [n, _] : workloads_) {
+    if (!definition(n)) names.insert(n);
+  }
+  for (const auto& [n, _] : solutions_) {
+    if (!definition(n)) names.insert(n);
+  }
+  for (const auto& [n, _] : traces_) {
+    if (!definition(n)) names.insert(n);
+  }
+  return {names.begin(), names.end()};
+}
+std::size_t TraceSet::trace_count() const {
+  std::size_t n = 0;
+  for (const auto& [_, l] : traces_) n += l.size();
+  return n;
+}
+std::size_t TraceSet::workload_count() const {
+  std::size_t n = 0;
+  for (const auto& [_, l] : workloads_) n += l.size();
+  return n;
+}
+std::size_t TraceSet::solution_count() const { return solution_index_.size(); }
+
+std::vector<const Trace*> TraceSet::best_per_workload(std::string_view definition) const {
+  std::map<std::string, const Trace*> best;
+  for (const auto& r : traces(definition)) {
+    const Trace& t = r.value;
+    if (!t.passed() || !t.evaluation->performance) continue;
+    const double lat = t.evaluation->performance->latency_ms;
+    if (lat <= 0) continue;
+    auto& slot = best[t.workload.uuid];
+    if (slot == nullptr || lat < slot->evaluation->performance->latency_ms) slot = &t;
+  }
+  std::vector<const Trace*> out;
+  std::set<std::string> emitted;
+  for (const auto& w : workloads(definition)) {
+    auto it = best.find(w.value.workload.uuid);
+    if (it != best.end() && emitted.insert(it->first).second) out.push_back(it->second);
+  }
+  for (const auto& [uuid, t] : best) {
+    if (emitted.insert(uuid).second) out.push_back(t);
+  }
+  return out;
+}
+
+void TraceSet::add_definition(Definition d) {
+  const std::string name = d.name;
+  if (definition_index_.count(name)) throw Error(name, "a definition with this name already exists");
+  definition_index_[name] = definitions_.size();
+  definitions_.push_back({std::move(d), {static_cast<std::uint32_t>(files_.size()), 0}});
+}
+void TraceSet::add_solution(Solution s) {
+  if (solution_index_.count(s.name)) throw Error(s.name, "a solution with this name already exists");
+  auto& list = solutions_[s.definition];
+  solution_index_[s.name] = {s.definition, list.size()};
+  list.push_back({std::move(s), {static_cast<std::uint32_t>(files_.size()), 0}});
+}
+void TraceSet::add_workload(Trace w) {
+  auto& list = workloads_[w.definition];
+  workload_index_.emplace(w.workload.uuid, std::make_pair(w.definition, list.size()));
+  list.push_back({std::move(w), {static_cast<std::uint32_t>(files_.size()), 0}});
+}
+void TraceSet::add_trace(Trace t) {
+  const std::string def = t.definition;
+  traces_[def].push_back({std::move(t), {static_cast<std::uint32_t>(files_.size()), 0}});
+}
+
+void append_traces(TraceSet& set, std::span<const Trace> traces) {
+  std::map<fs::path, std::vector<std::string>> by_file;
+  for (const auto& t : traces) {
+    if (!t.solution) throw Error(t.definition, "cannot append a trace without a solution");
+    const auto* s = set.solution(*t.solution);
+    const auto* d = set.definition(t.definition);
+    if (!s) throw Error(*t.solution, "trace names a solution that is not in the dataset");
+    if (!d) throw Error(t.definition, "trace names a definition that is not in the dataset");
+    by_file[set.root() / layout::traces_file(s->value.author, d->op_type, d->name)].push_back(
+        dump_json_line(to_json(t)));
+  }
+  for (const auto& [path, lines] : by_file) append_jsonl(path, lines);
+  for (const auto& t : traces) set.add_trace(t);
+}
+
+void append_workloads(TraceSet& set, std::span<const Trace> workloads) {
+  std::map<fs::path, std::vector<std::string>> by_file;
+  for (const auto& w : workloads) {
+    const auto* d = set.definition(w.definition);
+    if (!d) throw Error(w.definition, "workload names a definition that is not in the dataset");
+    by_file[set.root() / layout::workloads_file(d->op_type, d->name)].push_back(dump_json_line(to_json(w)));
+  }
+  for (const auto& [path, lines] : by_file) append_jsonl(path, lines);
+  for (const auto& w : workloads) set.add_workload(w);
+}
+
+void write_definition(const fs::path& root, const Definition& d) {
+  write_file_atomic(root / layout::definition_file(d.op_type, d.name), dump_json_pretty(to_json(d)));
+}
+
+void write_solution(const fs::path& root, const Solution& s, std::string_view op_type) {
+  write_file_atomic(root / layout::solution_file(s.author, op_type, s.definition, s.name),
+                    dump_json_pretty(to_json(s)));
+}
+
+}  // namespace fib

@@ -1,0 +1,711 @@
+#include "fib/trace/constraint.h"
+
+#include <cmath>
+#include <fmt/format.h>
+#include <stdexcept>
+
+namespace fib {
+
+std::string scalar_to_string(const Scalar& s) {
+  if (const auto* i = std::get_if<std::int64_t>(&s)) return std::to_string(*i);
+  if (const auto* b = std::get_if<bool>(&s)) return *b ? "True" : "False";
+  return fmt::format("{}", std::get<double>(s));
+}
+
+struct ConstraintNode {
+  enum class Kind { kInt, kFloat, kBool, kName, kNeg, kPos, kNot, kBinary, kCompare, kAnd, kOr,
+                    kIndex, kAttr, kCall, kMethod };
+  Kind kind = Kind::kInt;
+  std::int64_t ival = 0;
+  double fval = 0;
+  bool bval = false;
+  std::string name;                   // identifier, binary operator, attribute or function
+  std::vector<std::string> ops;       // chained comparison operators
+  std::vector<std::shared_ptr<const ConstraintNode>> kids;
+  std::string src;                    // source text, for messages
+};
+
+namespace {
+
+using NodePtr = std::shared_ptr<const ConstraintNode>;
+using Node = ConstraintNode;
+
+// ---------------------------------------------------------------- tokenizer
+enum class Tok { kEnd, kIdent, kInt, kFloat, kOp };
+struct Token {
+  Tok kind = Tok::kEnd;
+  std::string text;
+  std::size_t col = 0;  // 1-based
+};
+
+struct SyntaxError : std::runtime_error {
+  std::size_t col;
+  SyntaxError(std::size_t c, const std::string& m) : std::runtime_error(m), col(c) {}
+};
+
+std::vector<Token> tokenize(std::string_view s) {
+  std::vector<Token> out;
+  std::size_t i = 0;
+  while (i < s.size()) {
+    const char c = s[i];
+    if (c == ' ' || c == '\t') {
+      ++i;
+      continue;
+    }
+    Token t;
+    t.col = i + 1;
+    if (std::isalpha(static_cast<unsigned char>(c)) || c == '_') {
+      std::size_t j = i;
+      while (j < s.size() && (std::isalnum(static_cast<unsigned char>(s[j])) || s[j] == '_')) ++j;
+      t.kind = Tok::kIdent;
+      t.text = std::string(s.substr(i, j - i));
+      i = j;
+    } else if (std::isdigit(static_cast<unsigned char>(c)) ||
+               (c == '.' && i + 1 < s.size() && std::isdigit(static_cast<unsigned char>(s[i + 1])))) {
+      std::size_t j = i;
+      bool is_float = false;
+      while (j < s.size() && (std::isdigit(static_cast<unsigned char>(s[j])) || s[j] == '_')) ++j;
+      if (j < s.size() && s[j] == '.') {
+        is_float = true;
+        ++j;
+        while (j < s.size() && std::isdigit(static_cast<unsigned char>(s[j]))) ++j;
+      }
+      if (j < s.size() && (s[j] == 'e' || s[j] == 'E')) {
+        std::size_t k = j + 1;
+        if (k < s.size() && (s[k] == '+' || s[k] == '-')) ++k;
+        if (k < s.size() && std::isdigit(static_cast<unsigned char>(s[k]))) {
+          is_float = true;
+          j = k;
+          while (j < s.size() && std::isdigit(static_cast<unsigned char>(s[j]))) ++j;
+        }
+      }
+      t.kind = is_float ? Tok::kFloat : Tok::kInt;
+      for (char ch : s.substr(i, j - i)) {
+        if (ch != '_') t.text += ch;
+      }
+      i = j;
+    } else {
+      static constexpr std::string_view kTwo[] = {"**", "//", "==", "!=", "<=", ">="};
+      t.kind = Tok::kOp;
+      bool matched = false;
+      for (auto op : kTwo) {
+        if (s.substr(i, 2) == op) {
+          t.text = std::string(op);
+          i += 2;
+          matched = true;
+          break;
+        }
+      }
+      if (!matched) {
+        static constexpr std::string_view kOne = "+-*/%<>()[].,";
+        if (kOne.find(c) == std::string_view::npos) {
+          throw SyntaxError(i + 1, fmt::format("unexpected character '{}'", c));
+        }
+        t.text = std::string(1, c);
+        ++i;
+      }
+    }
+    out.push_back(std::move(t));
+  }
+  Token end;
+  end.kind = Tok::kEnd;
+  end.col = s.size() + 1;
+  out.push_back(end);
+  return out;
+}
+
+// ---------------------------------------------------------------- parser
+class Parser {
+ public:
+  Parser(std::string_view src, std::vector<Token> toks) : src_(src), toks_(std::move(toks)) {}
+
+  NodePtr parse() {
+    NodePtr n = parse_or();
+    if (peek().kind != Tok::kEnd) {
+      throw SyntaxError(peek().col, fmt::format("unexpected '{}' after the expression", peek().text));
+    }
+    return n;
+  }
+
+ private:
+  const Token& peek() const { return toks_[pos_]; }
+  bool is_op(std::string_view op) const { return peek().kind == Tok::kOp && peek().text == op; }
+  bool is_kw(std::string_view kw) const { return peek().kind == Tok::kIdent && peek().text == kw; }
+  void expect_op(std::string_view op) {
+    if (!is_op(op)) {
+      const std::string found = peek().kind == Tok::kEnd ? "end of expression" : "'" + peek().text + "'";
+      throw SyntaxError(peek().col, fmt::format("expected '{}', found {}", op, found));
+    }
+    ++pos_;
+  }
+  std::size_t start_col() const { return peek().col; }
+  std::string text_from(std::size_t col) const {
+    std::size_t end = toks_[pos_ - 1].col - 1 + toks_[pos_ - 1].text.size();
+    std::string s(src_.substr(col - 1, end - (col - 1)));
+    return s;
+  }
+  NodePtr make(Node n, std::size_t col) {
+    n.src = text_from(col);
+    return std::make_shared<const Node>(std::move(n));
+  }
+
+  NodePtr parse_or() {
+    const std::size_t c = start_col();
+    NodePtr l = parse_and();
+    while (is_kw("or")) {
+      ++pos_;
+      Node n;
+      n.kind = Node::Kind::kOr;
+      n.kids = {l, parse_and()};
+      l = make(std::move(n), c);
+    }
+    return l;
+  }
+  NodePtr parse_and() {
+    const std::size_t c = start_col();
+    NodePtr l = parse_not();
+    while (is_kw("and")) {
+      ++pos_;
+      Node n;
+      n.kind = Node::Kind::kAnd;
+      n.kids = {l, parse_not()};
+      l = make(std::move(n), c);
+    }
+    return l;
+  }
+  NodePtr parse_not() {
+    const std::size_t c = start_col();
+    if (is_kw("not")) {
+      ++pos_;
+      Node n;
+      n.kind = Node::Kind::kNot;
+      n.kids = {parse_not()};
+      return make(std::move(n), c);
+    }
+    return parse_compare();
+  }
+  NodePtr parse_compare() {
+    const std::size_t c = start_col();
+    NodePtr l = parse_arith();
+    static constexpr std::string_view kCmp[] = {"==", "!=", "<", "<=", ">", ">="};
+    Node n;
+    n.kind = Node::Kind::kCompare;
+    n.kids.push_back(l);
+    for (;;) {
+      bool found = false;
+      for (auto op : kCmp) {
+        if (is_op(op)) {
+          found = true;
+          ++pos_;
+          n.ops.emplace_back(op);
+          n.kids.push_back(parse_arith());
+          break;
+        }
+      }
+      if (!found) break;
+    }
+    if (n.ops.empty()) return l;
+    return make(std::move(n), c);
+  }
+  NodePtr parse_arith() {
+    const std::size_t c = start_col();
+    NodePtr l = parse_term();
+    while (is_op("+") || is_op("-")) {
+      Node n;
+      n.kind = Node::Kind::kBinary;
+      n.name = peek().text;
+      ++pos_;
+      n.kids = {l, parse_term()};
+      l = make(std::move(n), c);
+    }
+    return l;
+  }
+  NodePtr parse_term() {
+    const std::size_t c = start_col();
+    NodePtr l = parse_unary();
+    while (is_op("*") || is_op("/") || is_op("//") || is_op("%")) {
+      Node n;
+      n.kind = Node::Kind::kBinary;
+      n.name = peek().text;
+      ++pos_;
+      n.kids = {l, parse_unary()};
+      l = make(std::move(n), c);
+    }
+    return l;
+  }
+  NodePtr parse_unary() {
+    const std::size_t c = start_col();
+    if (is_op("-") || is_op("+")) {
+      Node n;
+      n.kind = is_op("-") ? Node::Kind::kNeg : Node::Kind::kPos;
+      ++pos_;
+      n.kids = {parse_unary()};
+      return make(std::move(n), c);
+    }
+    return parse_power();
+  }
+  NodePtr parse_power() {
+    const std::size_t c = start_col();
+    NodePtr base = parse_postfix();
+    if (is_op("**")) {
+      ++pos_;
+      Node n;
+      n.kind = Node::Kind::kBinary;
+      n.name = "**";
+      n.kids = {base, parse_unary()};  // right-associative, binds tighter than unary on the left
+      return make(std::move(n), c);
+    }
+    return base;
+  }
+  NodePtr parse_postfix() {
+    const std::size_t c = start_col();
+    NodePtr n = parse_atom();
+    for (;;) {
+      if (is_op("[")) {
+        ++pos_;
+        Node idx;
+        idx.kind = Node::Kind::kIndex;
+        idx.kids = {n, parse_or()};
+        expect_op("]");
+        n = make(std::move(idx), c);
+      } else if (is_op(".")) {
+        ++pos_;
+        if (peek().kind != Tok::kIdent) {
+          throw SyntaxError(peek().col, "expected an attribute name after '.'");
+        }
+        Node a;
+        a.kind = Node::Kind::kAttr;
+        a.name = peek().text;
+        ++pos_;
+        a.kids = {n};
+        if (is_op("(")) {  // method call: only argument-less methods are supported
+          ++pos_;
+          a.kind = Node::Kind::kMethod;
+          if (!is_op(")")) a.kids.push_back(parse_or());
+          expect_op(")");
+        }
+        n = make(std::move(a), c);
+      } else {
+        return n;
+      }
+    }
+  }
+  NodePtr parse_atom() {
+    const std::size_t c = start_col();
+    const Token& t = peek();
+    Node n;
+    switch (t.kind) {
+      case Tok::kInt:
+        n.kind = Node::Kind::kInt;
+        try {
+          n.ival = std::stoll(t.text);
+        } catch (const std::exception&) {
+          throw SyntaxError(t.col, fmt::format("integer '{}' is out of range", t.text));
+        }
+        ++pos_;
+        return make(std::move(n), c);
+      case Tok::kFloat:
+        n.kind = Node::Kind::kFloat;
+        n.fval = std::stod(t.text);
+        ++pos_;
+        return make(std::move(n), c);
+      case Tok::kIdent: {
+        if (t.text == "True" || t.text == "False") {
+          n.kind = Node::Kind::kBool;
+          n.bval = t.text == "True";
+          ++pos_;
+          return make(std::move(n), c);
+        }
+        if (t.text == "and" || t.text == "or" || t.text == "not") {
+          throw SyntaxError(t.col, fmt::format("unexpected keyword '{}'", t.text));
+        }
+        std::string name = t.text;
+        ++pos_;
+        if (is_op("(")) {  // function call: len, min, max, abs, int, float
+          ++pos_;
+          n.kind = Node::Kind::kCall;
+          n.name = name;
+          if (!is_op(")")) {
+            n.kids.push_back(parse_or());
+            while (is_op(",")) {
+              ++pos_;
+              n.kids.push_back(parse_or());
+            }
+          }
+          expect_op(")");
+          static constexpr std::string_view kFuncs[] = {"len", "min", "max", "abs", "int", "float"};
+          bool known = false;
+          for (auto f : kFuncs) known = known || f == name;
+          if (!known) {
+            throw SyntaxError(c, fmt::format("unknown function '{}' (supported: len, min, max, abs, "
+                                             "int, float)", name));
+          }
+          return make(std::move(n), c);
+        }
+        n.kind = Node::Kind::kName;
+        n.name = std::move(name);
+        return make(std::move(n), c);
+      }
+      case Tok::kOp:
+        if (t.text == "(") {
+          ++pos_;
+          NodePtr inner = parse_or();
+          expect_op(")");
+          return inner;
+        }
+        throw SyntaxError(t.col, fmt::format("unexpected '{}'", t.text));
+      case Tok::kEnd:
+        throw SyntaxError(t.col, "unexpected end of expression");
+    }
+    throw SyntaxError(t.col, "unexpected token");
+  }
+
+  std::string_view src_;
+  std::vector<Token> toks_;
+  std::size_t pos_ = 0;
+};
+
+void collect_names(const Node& n, std::vector<std::string>& out) {
+  if (n.kind == Node::Kind::kName) {
+    for (const auto& e : out) {
+      if (e == n.name) return;
+    }
+    out.push_back(n.name);
+    return;
+  }
+  for (const auto& k : n.kids) collect_names(*k, out);
+}
+
+// ---------------------------------------------------------------- evaluator
+struct Unknown : std::runtime_error {
+  using std::runtime_error::runtime_error;
+};
+struct EvalError : std::runtime_error {
+  using std::runtime_error::runtime_error;
+};
+
+struct Val {
+  enum class K { kScalar, kTensor, kShape } k = K::kScalar;
+  Scalar s = std::int64_t{0};
+  std::string tensor;                 // kTensor: name
+  std::vector<std::int64_t> fixed;    // kTensor: leading indices already applied
+  std::vector<std::int64_t> dims;     // kTensor: full shape; kShape: the tuple
+};
+
+std::string val_str(const Val& v) {
+  switch (v.k) {
+    case Val::K::kScalar: return scalar_to_string(v.s);
+    case Val::K::kShape: {
+      std::string s = "(";
+      for (std::size_t i = 0; i < v.dims.size(); ++i) s += (i ? ", " : "") + std::to_string(v.dims[i]);
+      return s + (v.dims.size() == 1 ? ",)" : ")");
+    }
+    case Val::K::kTensor: return "tensor " + v.tensor;
+  }
+  return "?";
+}
+
+double as_double(const Scalar& s) {
+  if (const auto* i = std::get_if<std::int64_t>(&s)) return static_cast<double>(*i);
+  if (const auto* b = std::get_if<bool>(&s)) return *b ? 1.0 : 0.0;
+  return std::get<double>(s);
+}
+bool is_intlike(const Scalar& s) { return !std::holds_alternative<double>(s); }
+std::int64_t as_int(const Scalar& s) {
+  if (const auto* i = std::get_if<std::int64_t>(&s)) return *i;
+  if (const auto* b = std::get_if<bool>(&s)) return *b ? 1 : 0;
+  return static_cast<std::int64_t>(std::get<double>(s));
+}
+bool truthy(const Scalar& s) { return as_double(s) != 0.0; }
+
+class Evaluator {
+ public:
+  explicit Evaluator(const ConstraintEnv& env) : env_(env) {}
+
+  Val eval(const Node& n) {
+    switch (n.kind) {
+      case Node::Kind::kInt: return scalar(n.ival);
+      case Node::Kind::kFloat: return scalar(n.fval);
+      case Node::Kind::kBool: return scalar(n.bval);
+      case Node::Kind::kName: {
+        if (auto a = env_.axis(n.name)) return scalar(*a);
+        if (env_.is_tensor(n.name)) {
+          auto shape = env_.tensor_shape(n.name);
+          if (!shape) throw Unknown(fmt::format("the shape of '{}' is not known", n.name));
+          Val v;
+          v.k = Val::K::kTensor;
+          v.tensor = n.name;
+          v.dims = *shape;
+          return v;
+        }
+        throw EvalError(fmt::format("unknown name '{}'", n.name));
+      }
+      case Node::Kind::kNeg: {
+        Scalar s = need_scalar(eval(*n.kids[0]), n);
+        if (is_intlike(s)) return scalar(-as_int(s));
+        return scalar(-as_double(s));
+      }
+      case Node::Kind::kPos: return scalar(need_scalar(eval(*n.kids[0]), n));
+      case Node::Kind::kNot: return scalar(!truthy(need_scalar(eval(*n.kids[0]), n)));
+      case Node::Kind::kAnd: {
+        Scalar l = need_scalar(eval(*n.kids[0]), n);
+        if (!truthy(l)) return scalar(l);
+        return scalar(need_scalar(eval(*n.kids[1]), n));
+      }
+      case Node::Kind::kOr: {
+        Scalar l = need_scalar(eval(*n.kids[0]), n);
+        if (truthy(l)) return scalar(l);
+        return scalar(need_scalar(eval(*n.kids[1]), n));
+      }
+      case Node::Kind::kBinary: return scalar(binary(n));
+      case Node::Kind::kCompare: return scalar(compare(n));
+      case Node::Kind::kIndex: return index(n);
+      case Node::Kind::kAttr: return attr(n);
+      case Node::Kind::kCall: return call(n);
+      case Node::Kind::kMethod: return method(n);
+    }
+    throw EvalError("bad expression");
+  }
+
+  std::string failed_detail;  // the comparison that came out false
+
+ private:
+  static Val scalar(Scalar s) {
+    Val v;
+    v.s = s;
+    return v;
+  }
+  static Val scalar(std::int64_t i) { return scalar(Scalar{i}); }
+  static Val scalar(double d) { return scalar(Scalar{d}); }
+  static Val scalar(bool b) { return scalar(Scalar{b}); }
+
+  Scalar need_scalar(const Val& v, const Node& n) {
+    if (v.k == Val::K::kScalar) return v.s;
+    if (v.k == Val::K::kTensor && v.fixed.size() == v.dims.size()) return element(v);
+    throw EvalError(fmt::format("'{}' is {}, not a number", n.src, val_str(v)));
+  }
+
+  Scalar element(const Val& v) {
+    auto e = env_.tensor_element(v.tensor, v.fixed);
+    if (!e) throw Unknown(fmt::format("the contents of '{}' are not at hand", v.tensor));
+    return *e;
+  }
+
+  Scalar binary(const Node& n) {
+    const Scalar l = need_scalar(eval(*n.kids[0]), *n.kids[0]);
+    const Scalar r = need_scalar(eval(*n.kids[1]), *n.kids[1]);
+    const std::string& op = n.name;
+    const bool ints = is_intlike(l) && is_intlike(r);
+    if (op == "/") {
+      if (as_double(r) == 0.0) throw EvalError(fmt::format("division by zero in '{}'", n.src));
+      return as_double(l) / as_double(r);
+    }
+    if (op == "//" || op == "%") {
+      if (as_double(r) == 0.0) throw EvalError(fmt::format("division by zero in '{}'", n.src));
+      if (ints) {
+        const std::int64_t a = as_int(l), b = as_int(r);
+        std::int64_t q = a / b, m = a % b;
+        if (m != 0 && ((m < 0) != (b < 0))) {  // Python floors toward negative infinity
+          q -= 1;
+          m += b;
+        }
+        return op == "//" ? Scalar{q} : Scalar{m};
+      }
+      const double a = as_double(l), b = as_double(r);
+      const double q = std::floor(a / b);
+      return op == "//" ? Scalar{q} : Scalar{a - q * b};
+    }
+    if (op == "**") {
+      if (ints && as_int(r) >= 0) {
+        std::int64_t result = 1, base = as_int(l);
+        for (std::int64_t i = 0; i < as_int(r); ++i) result *= base;
+        return result;
+      }
+      return std::pow(as_double(l), as_double(r));
+    }
+    if (ints) {
+      const std::int64_t a = as_int(l), b = as_int(r);
+      if (op == "+") return a + b;
+      if (op == "-") return a - b;
+      if (op == "*") return a * b;
+    } else {
+      const double a = as_double(l), b = as_double(r);
+      if (op == "+") return a + b;
+      if (op == "-") return a - b;
+      if (op == "*") return a * b;
+    }
+    throw EvalError(fmt::format("unknown operator '{}'", op));
+  }
+
+  bool compare(const Node& n) {
+    Scalar left = need_scalar(eval(*n.kids[0]), *n.kids[0]);
+    for (std::size_t i = 0; i < n.ops.size(); ++i) {
+      Scalar right = need_scalar(eval(*n.kids[i + 1]), *n.kids[i + 1]);
+      const std::string& op = n.ops[i];
+      bool ok;
+      if (is_intlike(left) && is_intlike(right)) {
+        const std::int64_t a = as_int(left), b = as_int(right);
+        ok = op == "==" ? a == b : op == "!=" ? a != b : op == "<" ? a < b : op == "<=" ? a <= b
+             : op == ">" ? a > b : a >= b;
+      } else {
+        const double a = as_double(left), b = as_double(right);
+        ok = op == "==" ? a == b : op == "!=" ? a != b : op == "<" ? a < b : op == "<=" ? a <= b
+             : op == ">" ? a > b : a >= b;
+      }
+      if (!ok) {
+        failed_detail = fmt::format("{} ({}) {} {} ({})", n.kids[i]->src, scalar_to_string(left), op,
+                                    n.kids[i + 1]->src, scalar_to_string(right));
+        return false;
+      }
+      left = right;
+    }
+    return true;
+  }
+
+  static std::int64_t wrap(std::int64_t i, std::int64_t size, const Node& n) {
+    const std::int64_t j = i < 0 ? i + size : i;
+    if (j < 0 || j >= size) {
+      throw EvalError(fmt::format("index {} is out of range for size {} in '{}'", i, size, n.src));
+    }
+    return j;
+  }
+
+  Val index(const Node& n) {
+    Val base = eval(*n.kids[0]);
+    const Scalar idx = need_scalar(eval(*n.kids[1]), *n.kids[1]);
+    if (!is_intlike(idx)) throw EvalError(fmt::format("index in '{}' is not an integer", n.src));
+    const std::int64_t i = as_int(idx);
+    if (base.k == Val::K::kShape) {
+      return scalar(base.dims[static_cast<std::size_t>(
+          wrap(i, static_cast<std::int64_t>(base.dims.size()), n))]);
+    }
+    if (base.k == Val::K::kTensor) {
+      if (base.fixed.size() >= base.dims.size()) {
+        throw EvalError(fmt::format("too many indices for tensor '{}' in '{}'", base.tensor, n.src));
+      }
+      base.fixed.push_back(wrap(i, base.dims[base.fixed.size()], n));
+      return base;
+    }
+    throw EvalError(fmt::format("'{}' cannot be indexed", n.kids[0]->src));
+  }
+
+  Val attr(const Node& n) {
+    Val base = eval(*n.kids[0]);
+    if (n.name == "shape" && base.k == Val::K::kTensor) {
+      Val v;
+      v.k = Val::K::kShape;
+      v.dims.assign(base.dims.begin() + static_cast<std::ptrdiff_t>(base.fixed.size()), base.dims.end());
+      return v;
+    }
+    if (n.name == "ndim" && base.k == Val::K::kTensor) {
+      return scalar(static_cast<std::int64_t>(base.dims.size() - base.fixed.size()));
+    }
+    throw EvalError(fmt::format("unsupported attribute '.{}' in '{}'", n.name, n.src));
+  }
+
+  Val method(const Node& n) {
+    Val base = eval(*n.kids[0]);
+    if (n.name == "item") {
+      if (base.k == Val::K::kScalar) return base;
+      if (base.k == Val::K::kTensor) {
+        std::int64_t remaining = 1;
+        for (std::size_t d = base.fixed.size(); d < base.dims.size(); ++d) remaining *= base.dims[d];
+        if (remaining != 1) {
+          throw EvalError(
+              fmt::format("'{}' has {} elements; .item() needs exactly one", n.src, remaining));
+        }
+        while (base.fixed.size() < base.dims.size()) base.fixed.push_back(0);
+        return scalar(element(base));
+      }
+    }
+    if (base.k == Val::K::kTensor) {
+      std::vector<std::int64_t> rest(
+          base.dims.begin() + static_cast<std::ptrdiff_t>(base.fixed.size()), base.dims.end());
+      if (n.name == "numel") {
+        std::int64_t p = 1;
+        for (auto d : rest) p *= d;
+        return scalar(p);
+      }
+      if (n.name == "dim") return scalar(static_cast<std::int64_t>(rest.size()));
+      if (n.name == "size") {
+        if (n.kids.size() < 2) {
+          Val v;
+          v.k = Val::K::kShape;
+          v.dims = rest;
+          return v;
+        }
+        const std::int64_t i = as_int(need_scalar(eval(*n.kids[1]), *n.kids[1]));
+        return scalar(rest[static_cast<std::size_t>(wrap(i, static_cast<std::int64_t>(rest.size()), n))]);
+      }
+    }
+    throw EvalError(fmt::format("unsupported method '.{}()' in '{}'", n.name, n.src));
+  }
+
+  Val call(const Node& n) {
+    if (n.name == "len") {
+      if (n.kids.size() != 1) throw EvalError("len() takes one argument");
+      Val v = eval(*n.kids[0]);
+      if (v.k == Val::K::kShape) return scalar(static_cast<std::int64_t>(v.dims.size()));
+      if (v.k == Val::K::kTensor && v.fixed.size() < v.dims.size()) return scalar(v.dims[v.fixed.size()]);
+      throw EvalError(fmt::format("len() of a number in '{}'", n.src));
+    }
+    if (n.name == "min" || n.name == "max") {
+      if (n.kids.empty()) throw EvalError(fmt::format("{}() needs arguments", n.name));
+      Scalar best = need_scalar(eval(*n.kids[0]), *n.kids[0]);
+      for (std::size_t i = 1; i < n.kids.size(); ++i) {
+        Scalar x = need_scalar(eval(*n.kids[i]), *n.kids[i]);
+        const bool less = as_double(x) < as_double(best);
+        if ((n.name == "min") == less && as_double(x) != as_double(best)) best = x;
+      }
+      return scalar(best);
+    }
+    if (n.name == "abs" || n.name == "int" || n.name == "float") {
+      if (n.kids.size() != 1) throw EvalError(fmt::format("{}() takes one argument", n.name));
+      Scalar x = need_scalar(eval(*n.kids[0]), *n.kids[0]);
+      if (n.name == "int") return scalar(as_int(x));
+      if (n.name == "float") return scalar(as_double(x));
+      if (is_intlike(x)) return scalar(std::abs(as_int(x)));
+      return scalar(std::fabs(as_double(x)));
+    }
+    throw EvalError(fmt::format("unknown function '{}'", n.name));
+  }
+
+  const ConstraintEnv& env_;
+};
+
+}  // namespace
+
+std::optional<Constraint> Constraint::parse(std::string_view text, std::string* error) {
+  try {
+    Parser p(text, tokenize(text));
+    Constraint c;
+    c.root_ = p.parse();
+    c.text_ = std::string(text);
+    collect_names(*c.root_, c.names_);
+    return c;
+  } catch (const SyntaxError& e) {
+    if (error) *error = fmt::format("column {}: {}", e.col, e.what());
+    return std::nullopt;
+  }
+}
+
+ConstraintResult Constraint::evaluate(const ConstraintEnv& env) const {
+  Evaluator ev(env);
+  try {
+    Val v = ev.eval(*root_);
+    Scalar s;
+    if (v.k == Val::K::kScalar) {
+      s = v.s;
+    } else {
+      return {Verdict::kError, fmt::format("'{}' is not a boolean expression", text_)};
+    }
+    if (truthy(s)) return {Verdict::kHolds, {}};
+    return {Verdict::kViolated, ev.failed_detail.empty() ? text_ : ev.failed_detail};
+  } catch (const Unknown& e) {
+    return {Verdict::kUnknown, e.what()};
+  } catch (const EvalError& e) {
+    return {Verdict::kError, e.what()};
+  }
+}
+
+}  // namespace fib
