@@ -1,5 +1,6 @@
 #include "fib/dataset/blob.h"
 
+#include <algorithm>
 #include <fmt/format.h>
 #include <fstream>
 
@@ -82,8 +83,11 @@ BlobLocation locate_blob(const fs::path& root, std::string_view relative) {
     return loc;
   }
   if (fs::file_size(real, ec) <= 1024) {
+    // Read with a bounded read() (istreambuf_iterator trips GCC's -Wnull-dereference).
     std::ifstream in(real, std::ios::binary);
-    std::string head((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    std::string head(1025, '\0');
+    in.read(head.data(), static_cast<std::streamsize>(head.size()));
+    head.resize(static_cast<std::size_t>(std::max<std::streamsize>(in.gcount(), 0)));
     if (auto p = parse_lfs_pointer(head)) {
       loc.state = BlobState::kLfsPointer;
       loc.lfs = p;

@@ -1,7 +1,10 @@
 #include "fib/trace/constraint.h"
 
+#include <algorithm>
 #include <cmath>
+#include <cstdlib>
 #include <fmt/format.h>
+#include <limits>
 #include <stdexcept>
 
 namespace fib {
@@ -23,12 +26,17 @@ struct ConstraintNode {
   std::vector<std::string> ops;       // chained comparison operators
   std::vector<std::shared_ptr<const ConstraintNode>> kids;
   std::string src;                    // source text, for messages
+  int depth = 1;                      // height of the tree below (bounded, see kMaxDepth)
 };
 
 namespace {
 
 using NodePtr = std::shared_ptr<const ConstraintNode>;
 using Node = ConstraintNode;
+
+// Deeper nesting (parentheses, unary chains, or a tree this tall) is refused: parsing and
+// evaluation recurse, and a hostile definition must not exhaust the stack.
+constexpr int kMaxDepth = 200;
 
 // ---------------------------------------------------------------- tokenizer
 enum class Tok { kEnd, kIdent, kInt, kFloat, kOp };
@@ -145,12 +153,30 @@ class Parser {
     return s;
   }
   NodePtr make(Node n, std::size_t col) {
+    for (const auto& k : n.kids) n.depth = std::max(n.depth, k->depth + 1);
+    if (n.depth > kMaxDepth) {
+      throw SyntaxError(col, fmt::format("the expression nests deeper than {} levels", kMaxDepth));
+    }
     n.src = text_from(col);
     return std::make_shared<const Node>(std::move(n));
   }
 
+  // Counts recursive descent into parse_or/parse_not/parse_unary.
+  struct Nest {
+    Nest(Parser& p, std::size_t col) : p_(p) {
+      if (++p_.nesting_ > kMaxDepth) {
+        throw SyntaxError(col, fmt::format("the expression nests deeper than {} levels", kMaxDepth));
+      }
+    }
+    ~Nest() { --p_.nesting_; }
+    Nest(const Nest&) = delete;
+    Nest& operator=(const Nest&) = delete;
+    Parser& p_;
+  };
+
   NodePtr parse_or() {
     const std::size_t c = start_col();
+    const Nest nest(*this, c);
     NodePtr l = parse_and();
     while (is_kw("or")) {
       ++pos_;
@@ -175,6 +201,7 @@ class Parser {
   }
   NodePtr parse_not() {
     const std::size_t c = start_col();
+    const Nest nest(*this, c);
     if (is_kw("not")) {
       ++pos_;
       Node n;
@@ -235,6 +262,7 @@ class Parser {
   }
   NodePtr parse_unary() {
     const std::size_t c = start_col();
+    const Nest nest(*this, c);
     if (is_op("-") || is_op("+")) {
       Node n;
       n.kind = is_op("-") ? Node::Kind::kNeg : Node::Kind::kPos;
@@ -306,7 +334,8 @@ class Parser {
         return make(std::move(n), c);
       case Tok::kFloat:
         n.kind = Node::Kind::kFloat;
-        n.fval = std::stod(t.text);
+        // strtod, not stod: out-of-range literals become inf or 0 as in Python, not a throw.
+        n.fval = std::strtod(t.text.c_str(), nullptr);
         ++pos_;
         return make(std::move(n), c);
       case Tok::kIdent: {
@@ -363,6 +392,7 @@ class Parser {
   std::string_view src_;
   std::vector<Token> toks_;
   std::size_t pos_ = 0;
+  int nesting_ = 0;
 };
 
 void collect_names(const Node& n, std::vector<std::string>& out) {
@@ -414,7 +444,15 @@ bool is_intlike(const Scalar& s) { return !std::holds_alternative<double>(s); }
 std::int64_t as_int(const Scalar& s) {
   if (const auto* i = std::get_if<std::int64_t>(&s)) return *i;
   if (const auto* b = std::get_if<bool>(&s)) return *b ? 1 : 0;
-  return static_cast<std::int64_t>(std::get<double>(s));
+  const double d = std::get<double>(s);
+  // [-2^63, 2^63): the doubles that convert to int64 (NaN fails both tests).
+  if (!(d >= -9223372036854775808.0 && d < 9223372036854775808.0)) {
+    throw EvalError(fmt::format("{} cannot be converted to a 64-bit integer", d));
+  }
+  return static_cast<std::int64_t>(d);
+}
+[[noreturn]] void overflow(const ConstraintNode& n) {
+  throw EvalError(fmt::format("integer overflow (beyond 64 bits) in '{}'", n.src));
 }
 bool truthy(const Scalar& s) { return as_double(s) != 0.0; }
 
@@ -442,7 +480,10 @@ class Evaluator {
       }
       case Node::Kind::kNeg: {
         Scalar s = need_scalar(eval(*n.kids[0]), n);
-        if (is_intlike(s)) return scalar(-as_int(s));
+        if (is_intlike(s)) {
+          if (as_int(s) == std::numeric_limits<std::int64_t>::min()) overflow(n);
+          return scalar(-as_int(s));
+        }
         return scalar(-as_double(s));
       }
       case Node::Kind::kPos: return scalar(need_scalar(eval(*n.kids[0]), n));
@@ -504,6 +545,10 @@ class Evaluator {
       if (as_double(r) == 0.0) throw EvalError(fmt::format("division by zero in '{}'", n.src));
       if (ints) {
         const std::int64_t a = as_int(l), b = as_int(r);
+        if (a == std::numeric_limits<std::int64_t>::min() && b == -1) {
+          if (op == "%") return std::int64_t{0};
+          overflow(n);
+        }
         std::int64_t q = a / b, m = a % b;
         if (m != 0 && ((m < 0) != (b < 0))) {  // Python floors toward negative infinity
           q -= 1;
@@ -517,17 +562,28 @@ class Evaluator {
     }
     if (op == "**") {
       if (ints && as_int(r) >= 0) {
-        std::int64_t result = 1, base = as_int(l);
-        for (std::int64_t i = 0; i < as_int(r); ++i) result *= base;
+        // Square and multiply: O(log exponent), and an overflow of base*base means the result
+        // overflows too (|base| >= 2 there, and a higher exponent bit is still to come).
+        std::int64_t result = 1, base = as_int(l), e = as_int(r);
+        while (e > 0) {
+          if ((e & 1) && __builtin_mul_overflow(result, base, &result)) overflow(n);
+          e >>= 1;
+          if (e > 0 && __builtin_mul_overflow(base, base, &base)) overflow(n);
+        }
         return result;
       }
       return std::pow(as_double(l), as_double(r));
     }
     if (ints) {
       const std::int64_t a = as_int(l), b = as_int(r);
-      if (op == "+") return a + b;
-      if (op == "-") return a - b;
-      if (op == "*") return a * b;
+      std::int64_t out = 0;
+      bool over = false;
+      if (op == "+") over = __builtin_add_overflow(a, b, &out);
+      else if (op == "-") over = __builtin_sub_overflow(a, b, &out);
+      else if (op == "*") over = __builtin_mul_overflow(a, b, &out);
+      else throw EvalError(fmt::format("unknown operator '{}'", op));
+      if (over) overflow(n);
+      return out;
     } else {
       const double a = as_double(l), b = as_double(r);
       if (op == "+") return a + b;
@@ -609,7 +665,9 @@ class Evaluator {
       if (base.k == Val::K::kScalar) return base;
       if (base.k == Val::K::kTensor) {
         std::int64_t remaining = 1;
-        for (std::size_t d = base.fixed.size(); d < base.dims.size(); ++d) remaining *= base.dims[d];
+        for (std::size_t d = base.fixed.size(); d < base.dims.size(); ++d) {
+          if (__builtin_mul_overflow(remaining, base.dims[d], &remaining)) overflow(n);
+        }
         if (remaining != 1) {
           throw EvalError(
               fmt::format("'{}' has {} elements; .item() needs exactly one", n.src, remaining));
@@ -623,7 +681,9 @@ class Evaluator {
           base.dims.begin() + static_cast<std::ptrdiff_t>(base.fixed.size()), base.dims.end());
       if (n.name == "numel") {
         std::int64_t p = 1;
-        for (auto d : rest) p *= d;
+        for (auto d : rest) {
+          if (__builtin_mul_overflow(p, d, &p)) overflow(n);
+        }
         return scalar(p);
       }
       if (n.name == "dim") return scalar(static_cast<std::int64_t>(rest.size()));
@@ -664,7 +724,10 @@ class Evaluator {
       Scalar x = need_scalar(eval(*n.kids[0]), *n.kids[0]);
       if (n.name == "int") return scalar(as_int(x));
       if (n.name == "float") return scalar(as_double(x));
-      if (is_intlike(x)) return scalar(std::abs(as_int(x)));
+      if (is_intlike(x)) {
+        if (as_int(x) == std::numeric_limits<std::int64_t>::min()) overflow(n);
+        return scalar(std::abs(as_int(x)));
+      }
       return scalar(std::fabs(as_double(x)));
     }
     throw EvalError(fmt::format("unknown function '{}'", n.name));
