@@ -3,6 +3,6 @@
 # Tests that need ../shared/corpus or a GPU skip visibly when those are absent.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-bash scripts/build.sh
+bash scripts/build.sh -DFIB_BUILD_TESTS=ON
 BUILD_DIR=${FIB_BUILD_DIR:-build}
 ctest --test-dir "$BUILD_DIR" --output-on-failure -j"$(nproc)" --timeout 1200

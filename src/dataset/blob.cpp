@@ -27,7 +27,12 @@ std::optional<LfsPointer> parse_lfs_pointer(std::string_view text) {
           digits = false;
           break;
         }
-        v = v * 10 + static_cast<std::uint64_t>(c - '0');
+        // A size that overflows 64 bits is not a pointer git-lfs wrote.
+        if (__builtin_mul_overflow(v, std::uint64_t{10}, &v) ||
+            __builtin_add_overflow(v, static_cast<std::uint64_t>(c - '0'), &v)) {
+          digits = false;
+          break;
+        }
       }
       if (digits) {
         p.size = v;

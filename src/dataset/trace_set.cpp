@@ -42,6 +42,13 @@ bool is_temp_name(const std::string& name) {
   return !name.empty() && name[0] == '.' && name.find(".tmp.") != std::string::npos;
 }
 
+// The path by which the walk reached `p`, relative to the root. Lexical on purpose:
+// fs::relative resolves symbolic links, which renames files reached through a linked folder
+// and turns a looping link into "" (it cannot be resolved).
+std::string relative_to(const fs::path& p, const fs::path& root) {
+  return p.lexically_relative(root).generic_string();
+}
+
 // Collects every file under root/<top>, following folder symlinks but reporting loops.
 void walk(const fs::path& root, std::string_view top, std::vector<DatasetFile>& out, Diagnostics& diag) {
   const fs::path start = root / std::string(top);
@@ -58,24 +65,24 @@ void walk(const fs::path& root, std::string_view top, std::vector<DatasetFile>& 
     stack.pop_back();
     struct stat st {};
     if (::stat(dir.c_str(), &st) != 0) {
-      diag.error(fs::relative(dir, root, ec).string(), {}, "cannot read folder (symbolic link loop or broken link)");
+      diag.error(relative_to(dir, root), {}, "cannot read folder (symbolic link loop or broken link)");
       continue;
     }
     if (!seen.insert({st.st_dev, st.st_ino}).second) {
-      diag.error(fs::relative(dir, root, ec).string(), {},
+      diag.error(relative_to(dir, root), {},
                  "symbolic link loop: this folder was already visited", "remove the link");
       continue;
     }
     std::vector<fs::directory_entry> entries;
     for (fs::directory_iterator it(dir, ec), end; !ec && it != end; it.increment(ec)) entries.push_back(*it);
     if (ec) {
-      diag.error(fs::relative(dir, root).string(), {}, fmt::format("cannot list folder: {}", ec.message()));
+      diag.error(relative_to(dir, root), {}, fmt::format("cannot list folder: {}", ec.message()));
       continue;
     }
     for (const auto& e : entries) {
       const std::string name = e.path().filename().string();
       if (is_temp_name(name)) continue;  // an atomic write in progress (or abandoned)
-      const std::string rel = fs::relative(e.path(), root, ec).generic_string();
+      const std::string rel = relative_to(e.path(), root);
       struct stat est {};
       if (::stat(e.path().c_str(), &est) != 0) {
         const int err = errno;

@@ -2,7 +2,6 @@
 
 #include <algorithm>
 #include <fmt/format.h>
-#include <set>
 
 namespace fib::report {
 
@@ -54,18 +53,14 @@ DefinitionComparison compare_definition(const TraceSet& set, std::string_view de
   c.definition = std::string(definition);
   std::map<std::string, std::size_t, std::less<>> row_of;
   for (const auto& r : set.solutions(definition)) {
-    SolutionOutcomes row;
-    row.solution = r.value.name;
-    row.author = r.value.author;
-    if (baseline.solutions.empty()) {
-      row.is_baseline = r.value.author == baseline.author;
-    } else {
-      row.is_baseline = std::find(baseline.solutions.begin(), baseline.solutions.end(),
-                                  r.value.name) != baseline.solutions.end();
+    bool is_baseline = r.value.author == baseline.author;
+    if (!baseline.solutions.empty()) {
+      is_baseline = std::find(baseline.solutions.begin(), baseline.solutions.end(),
+                              r.value.name) != baseline.solutions.end();
     }
-    if (row.is_baseline) c.baseline_solutions.push_back(row.solution);
-    row_of.emplace(row.solution, c.solutions.size());
-    c.solutions.push_back(std::move(row));
+    if (is_baseline) c.baseline_solutions.push_back(r.value.name);
+    row_of.emplace(r.value.name, c.solutions.size());
+    c.solutions.push_back(SolutionOutcomes{r.value.name, r.value.author, is_baseline, {}});
   }
   c.basis = c.baseline_solutions.empty() ? Basis::kReference : Basis::kBaseline;
 

@@ -30,6 +30,10 @@ constexpr CodeInfo kCodes[] = {
     {"F8_E8M0", 8, std::nullopt},       {"F4", 4, DType::kFloat4E2M1},
     {"U16", 16, std::nullopt},          {"U32", 32, std::nullopt},
     {"U64", 64, std::nullopt},
+    // The rest of the format's dtype table (safetensors 0.8), none a FlashInfer-Trace dtype.
+    {"F8_E4M3FNUZ", 8, std::nullopt},   {"F8_E5M2FNUZ", 8, std::nullopt},
+    {"F6_E2M3", 6, std::nullopt},       {"F6_E3M2", 6, std::nullopt},
+    {"C64", 64, std::nullopt},
 };
 
 const CodeInfo* code_info(std::string_view code) {

@@ -59,11 +59,13 @@ struct OpenBlob {
 class BlobCache {
  public:
   explicit BlobCache(const std::filesystem::path& root) : root_(root) {}
-  // The opened blob, or null with the reason in *why.
-  const OpenBlob* open(const std::string& relative, std::string* why) {
+  // The opened blob, or null with the reason in *why. *corrupt is set when the file exists
+  // but is not a valid safetensors file (missing files are the layout check's).
+  const OpenBlob* open(const std::string& relative, std::string* why, bool* corrupt) {
     auto it = cache_.find(relative);
     if (it != cache_.end()) {
       if (!it->second.blob) *why = it->second.why;
+      *corrupt = it->second.corrupt;
       return it->second.blob.get();
     }
     Entry e;
@@ -74,7 +76,9 @@ class BlobCache {
       Diagnostics d;
       auto h = read_safetensors_header(loc.path.string(), d);
       if (!h) {
-        e.why = d.empty() ? "unreadable safetensors file" : d.items().front().message;
+        e.corrupt = true;
+        e.why = fmt::format("{} is not a valid safetensors file: {}", relative,
+                            d.empty() ? "unreadable" : d.items().front().message);
       } else {
         e.blob = std::make_unique<OpenBlob>();
         e.blob->header = std::move(*h);
@@ -82,6 +86,7 @@ class BlobCache {
       }
     }
     *why = e.why;
+    *corrupt = e.corrupt;
     return cache_.emplace(relative, std::move(e)).first->second.blob.get();
   }
 
@@ -89,6 +94,7 @@ class BlobCache {
   struct Entry {
     std::unique_ptr<OpenBlob> blob;
     std::string why;
+    bool corrupt = false;
   };
   std::filesystem::path root_;
   std::map<std::string, Entry> cache_;
@@ -164,8 +170,14 @@ void check_workloads(Context& ctx) {
           if (in.kind != InputKind::kSafetensors) continue;
           const TensorSpec* spec = d.input(in.name);
           std::string why;
-          const OpenBlob* blob = blobs.open(in.path, &why);
-          const JsonPath ip = JsonPath().key("workload").key("inputs").key(in.name);
+          bool corrupt = false;
+          const OpenBlob* blob = blobs.open(in.path, &why, &corrupt);
+          const JsonPath root, workload = root.key("workload"), inputs = workload.key("inputs");
+          const JsonPath ip = inputs.key(in.name);
+          if (corrupt) {
+            rc.error(ip.key("path"), why);
+            ok = false;
+          }
           if (blob == nullptr || spec == nullptr) continue;  // missing blobs: the layout check
           const SafetensorsEntry* e = blob->header.find(in.tensor_key);
           if (e == nullptr) {

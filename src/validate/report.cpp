@@ -67,7 +67,8 @@ bool read_result(const Json& j, const JsonPath& p, const ReadContext& ctx, Check
     for (std::size_t i = 0; i < f[1]->size(); ++i) {
       static constexpr std::string_view kMsgFields[] = {"level", "message", "file", "path", "hint"};
       const Json* g[5];
-      const JsonPath mp = p.key("messages").index(i);
+      const JsonPath list = p.key("messages");
+      const JsonPath mp = list.index(i);
       if (!read_object((*f[1])[i], mp, ctx, kMsgFields, g, nullptr)) {
         ok = false;
         continue;

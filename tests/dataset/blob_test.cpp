@@ -64,7 +64,9 @@ TEST(ParseLfsPointer, RejectsEverythingElse) {
   EXPECT_FALSE(parse_lfs_pointer(pointer_text("18446744073709551616")));
   EXPECT_FALSE(parse_lfs_pointer(pointer_text("99999999999999999999999999")));
   // The version line must come first and be exact.
-  EXPECT_FALSE(parse_lfs_pointer("\n" + pointer_text()));
+  std::string leading_newline = "\n";
+  leading_newline += pointer_text();
+  EXPECT_FALSE(parse_lfs_pointer(leading_newline));
   EXPECT_FALSE(parse_lfs_pointer(std::string("oid ") + kOid +
                                  "\nsize 1\nversion https://git-lfs.github.com/spec/v1\n"));
   EXPECT_FALSE(parse_lfs_pointer("version https://example.com/spec/v1\noid sha256:ab\nsize 1\n"));
@@ -111,7 +113,8 @@ TEST(LocateBlob, AbsolutePathIsRefused) {
   EXPECT_EQ(loc.state, BlobState::kUnsafePath);
   EXPECT_EQ(loc.message, "blob path '" + abs + "' must be relative to the dataset root");
   EXPECT_EQ(locate_blob(t.root, "").state, BlobState::kUnsafePath);
-  EXPECT_EQ(locate_blob(t.root, "./").message, "blob path './' must be relative to the dataset root");
+  EXPECT_EQ(locate_blob(t.root, "./").message,
+            "blob path './' must be relative to the dataset root");
   EXPECT_EQ(locate_blob(t.root, ".//etc/passwd").state, BlobState::kUnsafePath);
 }
 
@@ -119,8 +122,9 @@ TEST(LocateBlob, DotDotIsRefusedEvenWhenItWouldStayInside) {
   BlobTree t;
   const auto out = locate_blob(t.root, "./blob/../../outside/secret.safetensors");
   EXPECT_EQ(out.state, BlobState::kUnsafePath);
-  EXPECT_EQ(out.message,
-            "blob path './blob/../../outside/secret.safetensors' climbs out of the dataset with '..'");
+  EXPECT_EQ(
+      out.message,
+      "blob path './blob/../../outside/secret.safetensors' climbs out of the dataset with '..'");
   EXPECT_EQ(locate_blob(t.root, "blob/workloads/../small.bin").state, BlobState::kUnsafePath);
   EXPECT_EQ(locate_blob(t.root, "..").state, BlobState::kUnsafePath);
   // ".." inside a name is not a parent reference.
@@ -134,7 +138,8 @@ TEST(LocateBlob, SymlinkEscapingTheRootIsRefused) {
   const auto loc = locate_blob(t.root, "./blob/esc");
   EXPECT_EQ(loc.state, BlobState::kOutsideRoot);
   const fs::path real = fs::canonical(t.tmp.path() / "outside" / "secret.safetensors");
-  EXPECT_EQ(loc.message, "blob './blob/esc' resolves to " + real.string() + ", outside the dataset root");
+  EXPECT_EQ(loc.message,
+            "blob './blob/esc' resolves to " + real.string() + ", outside the dataset root");
   // A folder link, and a neighbour whose name merely starts with the root's name.
   fs::create_directory_symlink("../../outside", t.root / "blob" / "out_dir");
   EXPECT_EQ(locate_blob(t.root, "blob/out_dir/secret.safetensors").state, BlobState::kOutsideRoot);

@@ -40,10 +40,9 @@ TEST(CorpusLoad, CountsAndNoDiagnostics) {
   EXPECT_EQ(set.solution_count(), 0u);
   EXPECT_EQ(set.trace_count(), 0u);
   EXPECT_TRUE(set.orphan_definition_names().empty());
-  EXPECT_EQ(set.op_types(),
-            (std::vector<std::string>{"dsa_paged", "gdn", "gemm", "gqa_paged", "gqa_ragged",
-                                      "mamba_ssu", "mla_paged", "mla_ragged", "moe", "rmsnorm",
-                                      "rope", "sampling"}));
+  EXPECT_EQ(set.op_types(), (std::vector<std::string>{
+                                "dsa_paged", "gdn", "gemm", "gqa_paged", "gqa_ragged", "mamba_ssu",
+                                "mla_paged", "mla_ragged", "moe", "rmsnorm", "rope", "sampling"}));
 }
 
 TEST(CorpusLoad, FilesAreSortedWithKindsAndRecordCounts) {
@@ -68,14 +67,14 @@ TEST(CorpusLoad, FilesAreSortedWithKindsAndRecordCounts) {
   EXPECT_EQ(records, 136u + 663u);
   EXPECT_TRUE(std::is_sorted(set.files().begin(), set.files().end(),
                              [](const auto& a, const auto& b) { return a.path < b.path; }));
-  EXPECT_EQ(set.files().front().path, "definitions/dsa_paged/dsa_sparse_attention_h16_ckv512_kpe64_topk2048_ps1.json");
+  EXPECT_EQ(set.files().front().path,
+            "definitions/dsa_paged/dsa_sparse_attention_h16_ckv512_kpe64_topk2048_ps1.json");
   EXPECT_EQ(set.files().back().path, "workloads/rmsnorm/rmsnorm_h7168.jsonl");
   // Definitions come in file (path) order.
   for (std::size_t i = 0; i < set.definitions().size(); ++i) {
     const auto& r = set.definitions()[i];
     EXPECT_EQ(r.source.line, 0u);
-    EXPECT_EQ(set.where(r.source),
-              "definitions/" + r.value.op_type + "/" + r.value.name + ".json");
+    EXPECT_EQ(set.where(r.source), "definitions/" + r.value.op_type + "/" + r.value.name + ".json");
   }
 }
 
@@ -83,8 +82,8 @@ TEST(CorpusLoad, QueriesByOpTypeAndTag) {
   FIB_REQUIRE_CORPUS(corpus);
   const TraceSet set = TraceSet::load(corpus);
   const std::map<std::string, std::size_t> expected = {
-      {"gqa_paged", 29}, {"gemm", 24},   {"sampling", 21},  {"moe", 19},
-      {"rmsnorm", 13},   {"gdn", 9},     {"gqa_ragged", 7}, {"mla_paged", 6},
+      {"gqa_paged", 29}, {"gemm", 24},     {"sampling", 21},  {"moe", 19},
+      {"rmsnorm", 13},   {"gdn", 9},       {"gqa_ragged", 7}, {"mla_paged", 6},
       {"dsa_paged", 3},  {"mamba_ssu", 2}, {"mla_ragged", 2}, {"rope", 1}};
   std::size_t total = 0;
   for (const auto& [op, n] : expected) {

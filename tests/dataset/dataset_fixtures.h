@@ -4,8 +4,8 @@
 
 #include <gtest/gtest.h>
 
-#include <cstdlib>
 #include <fmt/format.h>
+#include <cstdlib>
 #include <string>
 #include <string_view>
 
@@ -20,7 +20,7 @@ namespace fib::testing {
 // A gemm definition (C = A @ B.T, M var, N=4, K=8) named `name`, as a pretty JSON file.
 inline std::string definition_json(std::string_view name, std::string_view op_type = "gemm",
                                    std::string_view tags = R"("status:verified")") {
-  return fmt::format(R"({{
+  return fmt::format(R"JSON({{
   "name": "{}",
   "op_type": "{}",
   "tags": [{}],
@@ -38,7 +38,7 @@ inline std::string definition_json(std::string_view name, std::string_view op_ty
   }},
   "reference": "import torch\n\ndef run(A, B):\n    return torch.matmul(A, B.T)"
 }}
-)",
+)JSON",
                      name, op_type, tags);
 }
 
@@ -50,11 +50,13 @@ inline std::string workload_object(std::string_view uuid, int m) {
 
 // One workload record (a JSONL line without the newline).
 inline std::string workload_line(std::string_view definition, std::string_view uuid, int m = 1) {
-  return fmt::format(R"({{"definition": "{}", "solution": null, "workload": {}, "evaluation": null}})",
-                     definition, workload_object(uuid, m));
+  return fmt::format(
+      R"({{"definition": "{}", "solution": null, "workload": {}, "evaluation": null}})", definition,
+      workload_object(uuid, m));
 }
 
-// One PASSED evaluation trace with the given latency.
+// One PASSED evaluation trace with the given latency (speedup over a 2 ms reference; 0 when
+// the latency is 0).
 inline std::string passed_trace_line(std::string_view definition, std::string_view uuid,
                                      std::string_view solution, double latency_ms, int m = 1) {
   return fmt::format(
@@ -63,7 +65,8 @@ inline std::string passed_trace_line(std::string_view definition, std::string_vi
       R"("timestamp": "2025-01-01T00:00:00Z", "log": "", )"
       R"("correctness": {{"max_relative_error": 0.001, "max_absolute_error": 0.0005}}, )"
       R"("performance": {{"latency_ms": {}, "reference_latency_ms": 2.0, "speedup_factor": {}}}}}}})",
-      definition, workload_object(uuid, m), solution, latency_ms, 2.0 / latency_ms);
+      definition, workload_object(uuid, m), solution, latency_ms,
+      latency_ms > 0 ? 2.0 / latency_ms : 0.0);
 }
 
 // A failed evaluation (no correctness, no performance) with the given status.
@@ -134,8 +137,5 @@ inline Solution make_solution(std::string_view text) {
   if (!s || diag.has_errors()) throw Error(diag);
   return *s;
 }
-
-// The only diagnostic of a load, as "FILE: PATH: error: MESSAGE (HINT)".
-inline std::string diagnostics_text(const Diagnostics& d) { return d.to_string(); }
 
 }  // namespace fib::testing

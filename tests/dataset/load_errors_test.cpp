@@ -94,7 +94,8 @@ TEST(TraceSetLoadErrors, AnyOneTopFolderMakesADataset) {
     TempDir tmp;
     fs::create_directory(tmp.path() / top);
     const TraceSet set = TraceSet::load(tmp.path());
-    EXPECT_TRUE(set.load_diagnostics().empty()) << top << ": " << set.load_diagnostics().to_string();
+    EXPECT_TRUE(set.load_diagnostics().empty())
+        << top << ": " << set.load_diagnostics().to_string();
     EXPECT_TRUE(set.files().empty()) << top;
     EXPECT_TRUE(set.definitions().empty()) << top;
     EXPECT_EQ(set.workload_count(), 0u) << top;

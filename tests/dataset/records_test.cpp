@@ -64,10 +64,10 @@ TEST(TraceSetRecords, WorkloadRecordUnderTracesIsAnErrorWithFileAndLine) {
   TempDir tmp;
   tmp.write("definitions/gemm/d.json", testing::definition_json("d"));
   tmp.write("solutions/alice/gemm/d/s.json", testing::solution_json("s", "d", "alice"));
-  tmp.write("traces/alice/gemm/d.jsonl",
-            testing::passed_trace_line("d", "u1", "s", 1.0) + "\n" +
-                testing::workload_line("d", "u2") + "\n" +
-                testing::passed_trace_line("d", "u3", "s", 2.0) + "\n");
+  tmp.write("traces/alice/gemm/d.jsonl", testing::passed_trace_line("d", "u1", "s", 1.0) + "\n" +
+                                             testing::workload_line("d", "u2") + "\n" +
+                                             testing::passed_trace_line("d", "u3", "s", 2.0) +
+                                             "\n");
   const TraceSet set = TraceSet::load(tmp.path());
   ASSERT_EQ(set.load_diagnostics().size(), 1u) << set.load_diagnostics().to_string();
   const Diagnostic& d = set.load_diagnostics().items()[0];
@@ -105,18 +105,17 @@ TEST(TraceSetRecords, InvalidFilesAreReportedAndSkipped) {
   TempDir tmp;
   tmp.write("definitions/gemm/good.json", testing::definition_json("good"));
   tmp.write("definitions/gemm/broken.json", "{\"name\": \"broken\",\n  \"op_type\": }\n");
-  tmp.write("workloads/gemm/good.jsonl",
-            testing::workload_line("good", "u1") + "\n{not json}\n" +
-                testing::workload_line("good", "u3") + "\n");
+  tmp.write("workloads/gemm/good.jsonl", testing::workload_line("good", "u1") + "\n{not json}\n" +
+                                             testing::workload_line("good", "u3") + "\n");
   tmp.write("definitions/gemm/notes.txt", "ignored");
   const TraceSet set = TraceSet::load(tmp.path());
   ASSERT_EQ(set.load_diagnostics().size(), 2u) << set.load_diagnostics().to_string();
   const Diagnostic& a = set.load_diagnostics().items()[0];
   EXPECT_EQ(a.file, "definitions/gemm/broken.json");
-  EXPECT_TRUE(a.message.starts_with("line 2, column 15: invalid JSON: ")) << a.message;
+  EXPECT_TRUE(a.message.starts_with("line 2, column 14: invalid JSON: ")) << a.message;
   const Diagnostic& b = set.load_diagnostics().items()[1];
   EXPECT_EQ(b.file, "workloads/gemm/good.jsonl:2");
-  EXPECT_TRUE(b.message.starts_with("line 1, column 2: invalid JSON: ")) << b.message;
+  EXPECT_TRUE(b.message.starts_with("line 1, column 3: invalid JSON: ")) << b.message;
   EXPECT_EQ(set.definitions().size(), 1u);
   EXPECT_EQ(set.workloads("good").size(), 2u);
   // notes.txt is listed but not read as a record file.
@@ -157,11 +156,24 @@ TEST(TraceSetRecords, OrphansAreRecordsWithoutADefinitionFile) {
   tmp.write("definitions/gemm/d.json", testing::definition_json("d"));
   tmp.write("workloads/gemm/lost_w.jsonl", testing::workload_line("lost_w", "u1") + "\n");
   tmp.write("solutions/a/gemm/lost_s/s.json", testing::solution_json("s", "lost_s", "a"));
-  tmp.write("traces/a/gemm/lost_t.jsonl", testing::passed_trace_line("lost_t", "u9", "s", 1.0) + "\n");
+  tmp.write("traces/a/gemm/lost_t.jsonl",
+            testing::passed_trace_line("lost_t", "u9", "s", 1.0) + "\n");
   const TraceSet set = TraceSet::load(tmp.path());
   EXPECT_TRUE(set.load_diagnostics().empty()) << set.load_diagnostics().to_string();
   EXPECT_EQ(set.orphan_definition_names(),
             (std::vector<std::string>{"lost_s", "lost_t", "lost_w"}));
+}
+
+TEST(TraceSetRecords, RootWithATrailingSlashGivesTheSamePaths) {
+  TempDir tmp;
+  tmp.write("definitions/gemm/d.json", testing::definition_json("d"));
+  tmp.write("workloads/gemm/d.jsonl", testing::workload_line("d", "u1") + "\n");
+  const TraceSet set = TraceSet::load(tmp.path().string() + "/");
+  EXPECT_TRUE(set.load_diagnostics().empty()) << set.load_diagnostics().to_string();
+  ASSERT_EQ(set.files().size(), 2u);
+  EXPECT_EQ(set.files()[0].path, "definitions/gemm/d.json");
+  EXPECT_EQ(set.files()[1].path, "workloads/gemm/d.jsonl");
+  EXPECT_EQ(set.where(set.workload("u1")->source), "workloads/gemm/d.jsonl:1");
 }
 
 TEST(TraceSetRecords, TemporaryFilesOfAtomicWritesAreNotListed) {

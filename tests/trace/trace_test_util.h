@@ -7,6 +7,7 @@
 #include <stdexcept>
 #include <string>
 #include <string_view>
+#include <utility>
 
 #include "fib/trace/definition.h"
 #include "fib/trace/diagnostics.h"
@@ -21,9 +22,11 @@ inline constexpr std::string_view kFile = "test.json";
 inline Json json(std::string_view text) { return Json::parse(text); }
 
 struct Expected {
+  Expected(std::string p, std::string m, std::string h = {})
+      : path(std::move(p)), message(std::move(m)), hint(std::move(h)) {}
   std::string path;
   std::string message;
-  std::string hint;
+  std::string hint;  // empty: the finding must have no hint
 };
 
 namespace detail {
@@ -78,7 +81,7 @@ inline ::testing::AssertionResult Contains(const char* text_expr, const char* pa
 // A paged decode definition shaped like the corpus's gqa_paged ones, small enough to read:
 // var and const axes, the corpus constraints on indptr, tensor, scalar (float, int, bool) and
 // optional inputs, two outputs, and a decorated reference whose `def run` is on line 5.
-inline constexpr std::string_view kPagedDefinition = R"({
+inline constexpr std::string_view kPagedDefinition = R"json({
   "name": "paged_decode_test",
   "description": "A small paged decode definition for tests.",
   "op_type": "gqa_paged",
@@ -107,7 +110,7 @@ inline constexpr std::string_view kPagedDefinition = R"({
     "lse": {"shape": ["batch_size", "num_qo_heads"], "dtype": "float32"}
   },
   "reference": "import torch\n\n\n@torch.no_grad()\ndef run(q, k_cache, kv_indptr, kv_indices, alibi_slopes, sm_scale, window_left, causal):\n    return q, None\n"
-})";
+})json";
 
 inline Json paged_definition_json() { return json(kPagedDefinition); }
 

@@ -19,7 +19,9 @@ namespace fib {
 using Json = nlohmann::ordered_json;
 
 // A JSON path built on the stack without allocating; rendered only when a finding needs it.
-// A child refers to its parent, so a path must not outlive the one it was made from.
+// A child refers to its parent, so a path must not outlive the one it was made from: pass
+// `root.key("a").key("b")` straight to a call, but to keep it in a variable, name each level
+// (`const JsonPath a = root.key("a"); const JsonPath b = a.key("b");`).
 class JsonPath {
  public:
   JsonPath() = default;

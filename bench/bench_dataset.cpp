@@ -1,0 +1,190 @@
+// Dataset benchmarks: loading (and validating) the shared corpus and a synthetic dataset of
+// 100,000 evaluation traces. Targets (docs/benchmarks.md): corpus load + validate < 100 ms;
+// 100k traces load < 1 s with peak memory < 1 GB.
+//
+// Times are wall-clock (loading is multi-threaded); the process CPU time is reported beside
+// them. Each benchmark reports the input size and the process's peak RSS (getrusage
+// ru_maxrss, reset through /proc/self/clear_refs before the benchmark where the kernel allows,
+// so it is the peak of this benchmark; run one benchmark per process to be sure, as
+// scripts/bench.sh does).
+#include <benchmark/benchmark.h>
+#include <sys/resource.h>
+#include <unistd.h>
+
+#include <cstdint>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <optional>
+#include <string>
+#include <thread>
+#include <utility>
+
+#include "fib/dataset/trace_set.h"
+#include "synthetic_dataset.h"
+#ifdef FIB_BENCH_HAVE_VALIDATE
+#include "fib/validate/validator.h"
+#endif
+
+namespace {
+
+namespace fs = std::filesystem;
+
+fs::path corpus_dir() {
+  if (const char* c = std::getenv("FIB_CORPUS"); c != nullptr && *c != '\0') return c;
+  return fs::path(FIB_BENCH_SHARED_DIR) / "corpus";
+}
+
+// Makes ru_maxrss start again from the current RSS (Linux >= 4.0; ignored where refused).
+void reset_peak_rss() {
+  std::ofstream f("/proc/self/clear_refs");
+  f << "5";
+}
+double peak_rss_mb() {
+  rusage ru{};
+  ::getrusage(RUSAGE_SELF, &ru);
+  return static_cast<double>(ru.ru_maxrss) / 1024.0;  // ru_maxrss is in KiB
+}
+double current_rss_mb() {
+  std::ifstream f("/proc/self/statm");
+  long pages = 0, resident = 0;
+  f >> pages >> resident;
+  return static_cast<double>(resident) * static_cast<double>(::sysconf(_SC_PAGESIZE)) / (1024.0 * 1024.0);
+}
+
+// Bytes of the record files TraceSet::load reads (.json/.jsonl under the four top folders).
+std::uint64_t record_bytes(const fs::path& root) {
+  std::uint64_t total = 0;
+  for (const char* top : {"definitions", "workloads", "solutions", "traces"}) {
+    std::error_code ec;
+    if (!fs::is_directory(root / top, ec)) continue;
+    for (auto it = fs::recursive_directory_iterator(root / top, ec); !ec && it != fs::end(it);
+         it.increment(ec)) {
+      const auto ext = it->path().extension();
+      if (it->is_regular_file(ec) && (ext == ".json" || ext == ".jsonl")) total += it->file_size(ec);
+    }
+  }
+  return total;
+}
+
+// Loads `root` state.iterations() times; the loaded set is destroyed outside the timing.
+// `after` runs on each loaded set inside the timing (e.g. validation).
+template <typename After>
+void load_loop(benchmark::State& state, const fs::path& root, After after) {
+  fib::LoadOptions options;
+  options.threads = static_cast<unsigned>(state.range(0));  // 0: one per core
+  const std::uint64_t bytes = record_bytes(root);
+  const double rss_before = current_rss_mb();
+  reset_peak_rss();
+  std::size_t definitions = 0, workloads = 0, solutions = 0, traces = 0, diagnostics = 0;
+  for (auto _ : state) {
+    std::optional<fib::TraceSet> set(fib::TraceSet::load(root, options));
+    after(state, *set);
+    definitions = set->definitions().size();
+    workloads = set->workload_count();
+    solutions = set->solution_count();
+    traces = set->trace_count();
+    diagnostics = set->load_diagnostics().size();
+    benchmark::DoNotOptimize(set);
+    state.PauseTiming();
+    set.reset();
+    state.ResumeTiming();
+  }
+  state.SetBytesProcessed(static_cast<std::int64_t>(bytes) * state.iterations());
+  state.counters["input_MB"] = static_cast<double>(bytes) / 1e6;
+  state.counters["peak_rss_MB"] = peak_rss_mb();
+  state.counters["rss_before_MB"] = rss_before;
+  state.counters["definitions"] = static_cast<double>(definitions);
+  state.counters["workloads"] = static_cast<double>(workloads);
+  state.counters["solutions"] = static_cast<double>(solutions);
+  state.counters["traces"] = static_cast<double>(traces);
+  state.counters["load_diagnostics"] = static_cast<double>(diagnostics);
+  state.counters["threads"] = options.threads != 0 ? options.threads : std::thread::hardware_concurrency();
+}
+
+void no_validation(benchmark::State&, const fib::TraceSet&) {}
+
+void BM_LoadCorpus(benchmark::State& state) {
+  const fs::path root = corpus_dir();
+  if (!fs::is_directory(root)) {
+    state.SkipWithError(("corpus not found at " + root.string() + " (set FIB_CORPUS)").c_str());
+    return;
+  }
+  load_loop(state, root, no_validation);
+}
+
+const fs::path* synthetic_root(benchmark::State& state) {
+  try {
+    const auto& d = fib::bench::shared_synthetic_dataset();
+    state.counters["generate_s"] = d.generate_seconds;
+    return &d.root;
+  } catch (const std::exception& e) {
+    state.SkipWithError((std::string("cannot generate the synthetic dataset: ") + e.what()).c_str());
+    return nullptr;
+  }
+}
+
+void BM_Load100kTraces(benchmark::State& state) {
+  const fs::path* root = synthetic_root(state);
+  if (root == nullptr) return;
+  load_loop(state, *root, no_validation);
+}
+
+#ifdef FIB_BENCH_HAVE_VALIDATE
+// Validation with the default options (all checks, blobs read), counted per report.
+void validate(benchmark::State& state, const fib::TraceSet& set) {
+  const fib::validate::Report report = fib::validate::validate_dataset(set, fib::validate::Options{});
+  benchmark::DoNotOptimize(report);
+  state.counters["defs_ok"] = static_cast<double>(report.count(fib::validate::Status::kOk));
+  state.counters["defs_warning"] = static_cast<double>(report.count(fib::validate::Status::kWarning));
+  state.counters["defs_error"] = static_cast<double>(report.count(fib::validate::Status::kError));
+}
+
+void BM_LoadAndValidateCorpus(benchmark::State& state) {
+  const fs::path root = corpus_dir();
+  if (!fs::is_directory(root)) {
+    state.SkipWithError(("corpus not found at " + root.string() + " (set FIB_CORPUS)").c_str());
+    return;
+  }
+  load_loop(state, root, validate);
+}
+
+void BM_LoadAndValidate100kTraces(benchmark::State& state) {
+  const fs::path* root = synthetic_root(state);
+  if (root == nullptr) return;
+  load_loop(state, *root, validate);
+}
+#endif
+
+}  // namespace
+
+// Argument: loader threads (0: one per core, the default; 1: serial, for the parallel speedup).
+BENCHMARK(BM_LoadCorpus)
+    ->ArgName("threads")
+    ->Arg(0)
+    ->Unit(benchmark::kMillisecond)
+    ->UseRealTime()
+    ->MeasureProcessCPUTime();
+BENCHMARK(BM_Load100kTraces)
+    ->ArgName("threads")
+    ->Arg(0)
+    ->Arg(1)
+    ->Unit(benchmark::kMillisecond)
+    ->UseRealTime()
+    ->MeasureProcessCPUTime();
+#ifdef FIB_BENCH_HAVE_VALIDATE
+BENCHMARK(BM_LoadAndValidateCorpus)
+    ->ArgName("threads")
+    ->Arg(0)
+    ->Unit(benchmark::kMillisecond)
+    ->UseRealTime()
+    ->MeasureProcessCPUTime();
+BENCHMARK(BM_LoadAndValidate100kTraces)
+    ->ArgName("threads")
+    ->Arg(0)
+    ->Unit(benchmark::kMillisecond)
+    ->UseRealTime()
+    ->MeasureProcessCPUTime();
+#endif
+
+BENCHMARK_MAIN();

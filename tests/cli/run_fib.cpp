@@ -1,0 +1,58 @@
+#include "run_fib.h"
+
+#include <sys/wait.h>
+
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
+#include "support/temp_dir.h"
+
+namespace fib::testing {
+
+namespace {
+std::string quote(const std::string& s) {
+  std::string out;
+  out.reserve(s.size() + 2);
+  out.push_back('\'');
+  for (char c : s) {
+    if (c == '\'') {
+      out.append("'\\''");
+    } else {
+      out.push_back(c);
+    }
+  }
+  out.push_back('\'');
+  return out;
+}
+std::string slurp(const std::filesystem::path& p) {
+  std::ifstream in(p);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+}  // namespace
+
+CommandResult run_fib(const std::vector<std::string>& args, const std::vector<std::string>& env) {
+  TempDir tmp;
+  std::string cmd = "env";
+  auto add = [&cmd](const std::string& prefix, const std::string& word) {
+    cmd.append(prefix);
+    cmd.append(quote(word));
+  };
+  for (const auto& e : env) add(" ", e);
+  add(" ", FIB_EXE);
+  for (const auto& a : args) add(" ", a);
+  add(" >", (tmp.path() / "out").string());
+  add(" 2>", (tmp.path() / "err").string());
+  cmd.append(" </dev/null");
+  const int status = std::system(cmd.c_str());
+  CommandResult r;
+  r.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+  r.out = slurp(tmp.path() / "out");
+  r.err = slurp(tmp.path() / "err");
+  return r;
+}
+
+}  // namespace fib::testing
