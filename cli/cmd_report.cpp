@@ -1,6 +1,7 @@
 // `fib report summary|best|merge|fast-p`: flags to fib::report calls (docs/report.md).
 #include <fmt/format.h>
 
+#include <cmath>
 #include <filesystem>
 #include <iostream>
 #include <memory>
@@ -158,7 +159,13 @@ void register_fast_p(CLI::App* report, Runner& run) {
   author->excludes(solution);
   sub->add_option("--p", f->p, "thresholds for the table and the JSON (comma separated)")
       ->delimiter(',')
-      ->check(CLI::NonNegativeNumber)
+      ->check(CLI::Validator(
+          [](const std::string& text) -> std::string {
+            double v = 0;
+            if (CLI::detail::lexical_cast(text, v) && std::isfinite(v) && v >= 0) return {};
+            return fmt::format("p must be a finite number >= 0, got '{}'", text);
+          },
+          "P>=0"))
       ->capture_default_str();
   sub->add_option("--format", f->format, "table (default), csv (the curve) or json (everything)")
       ->check(CLI::IsMember({"table", "csv", "json"}))

@@ -5,6 +5,8 @@
 // read_safetensors_header does). Both must agree. An accepted header must describe the file
 // exactly: sizes add up, every tensor lies inside the data section with the bytes its shape and
 // dtype need, and the tensors tile the data section.
+// The same bytes are also read as a Git LFS pointer (what a blob path may hold instead of the
+// data, see fib/dataset/blob.h); no file is both.
 #include <algorithm>
 #include <cstddef>
 #include <cstdint>
@@ -12,6 +14,7 @@
 #include <string_view>
 #include <vector>
 
+#include "fib/dataset/blob.h"
 #include "fib/tensor/safetensors_header.h"
 #include "fuzz_common.h"
 
@@ -78,5 +81,11 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   // A file that claims to be larger than the bytes at hand must not be read past them.
   fib::Diagnostics big_diag;
   (void)fib::parse_safetensors_header(file, std::uint64_t{size} + 4096, "fuzz.safetensors", big_diag);
+
+  if (auto lfs = fib::parse_lfs_pointer(file)) {
+    check(size <= 1024, "an LFS pointer over 1 KiB accepted");
+    check(!lfs->oid.empty(), "an LFS pointer without an oid accepted");
+    check(!whole, "a file is both a safetensors file and an LFS pointer");
+  }
   return 0;
 }

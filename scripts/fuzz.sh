@@ -135,6 +135,7 @@ seed(S, st([("kv_indptr", "I32", [3], 12), ("kv_indices", "I32", [9], 36), ("sca
 seed(S, st([("a", "F32", [1], 4)], data_extra=b"\0\0\0\0"))   # bytes that belong to no tensor
 seed(S, struct.pack("<Q", 2 ** 40) + b"{}")                        # length past the end
 seed(S, b"\x02\0\0\0\0\0\0\0{}")
+seed(S, "version https://git-lfs.github.com/spec/v1\noid sha256:4d7a214614ab2935c943f9e0ff69d22eadbb8f32b1258daaa5e2ca24d17e2393\nsize 12345\n")
 
 # Constraint expressions: the corpus's, and some that reach every part of the language.
 C = "fuzz_constraint"

@@ -119,8 +119,8 @@ std::vector<JsonlLine> split_jsonl(std::string_view text) {
     const std::size_t end = terminated ? nl : text.size();
     std::string_view line = text.substr(pos, end - pos);
     if (!line.empty() && line.back() == '\r') line.remove_suffix(1);
-    bool blank = true;
-    for (char c : line) blank = blank && (c == ' ' || c == '\t');
+    // Stops at the first non-blank character instead of scanning the whole line.
+    const bool blank = line.find_first_not_of(" \t") == std::string_view::npos;
     if (!blank) out.push_back({number, line, terminated});
     ++number;
     pos = terminated ? nl + 1 : text.size();

@@ -236,7 +236,27 @@ TraceSet TraceSet::load(const fs::path& root, const LoadOptions& options) {
     }
   });
   contents.clear();
-  // Phase 4: merge and index, reporting duplicates.
+  // Phase 4: merge and index, reporting duplicates. Consecutive traces nearly always name the
+  // same definition, so the previous one's list is reused without hashing its name, and each
+  // list is reserved once (growing it one record at a time would move every record many times).
+  {
+    std::unordered_map<std::string, std::size_t> trace_counts;
+    std::size_t* count = nullptr;
+    const std::string* last = nullptr;
+    for (const auto& chunk : parsed) {
+      for (const auto& t : chunk.traces) {
+        if (last == nullptr || *last != t.value.definition) {
+          auto it = trace_counts.try_emplace(t.value.definition, 0).first;
+          last = &it->first;
+          count = &it->second;
+        }
+        ++*count;
+      }
+    }
+    for (const auto& [def, n] : trace_counts) set.traces_[def].reserve(n);
+  }
+  std::vector<Record<Trace>>* last_traces = nullptr;
+  const std::string* last_traces_def = nullptr;
   for (std::size_t ti = 0; ti < parsed.size(); ++ti) {
     auto& chunk = parsed[ti];
     set.load_diag_.append(chunk.diag);
@@ -268,7 +288,14 @@ TraceSet TraceSet::load(const fs::path& root, const LoadOptions& options) {
       set.workload_index_.emplace(w.value.workload.uuid, std::make_pair(w.value.definition, list.size()));
       list.push_back(std::move(w));
     }
-    for (auto& t : chunk.traces) set.traces_[t.value.definition].push_back(std::move(t));
+    for (auto& t : chunk.traces) {
+      if (last_traces == nullptr || *last_traces_def != t.value.definition) {
+        auto it = set.traces_.find(t.value.definition);  // present: reserved above
+        last_traces_def = &it->first;
+        last_traces = &it->second;
+      }
+      last_traces->push_back(std::move(t));
+    }
   }
   return set;
 }

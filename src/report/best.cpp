@@ -1,8 +1,8 @@
 #include "fib/report/best.h"
 
+#include <fmt/format.h>
 #include <algorithm>
 #include <cmath>
-#include <fmt/format.h>
 
 #include "fib/trace/suggest.h"
 #include "report/text_table.h"
@@ -84,8 +84,8 @@ BestReport best_solutions(const TraceSet& set, const BestOptions& options) {
     Diagnostics unknown;
     for (const auto& n : options.definitions) {
       if (std::find(all.begin(), all.end(), n) == all.end()) {
-        unknown.error("--definitions", {}, fmt::format("no definition named '{}' in the dataset", n),
-                      suggest(n, all));
+        unknown.error("--definitions", {},
+                      fmt::format("no definition named '{}' in the dataset", n), suggest(n, all));
       } else if (std::find(names.begin(), names.end(), n) == names.end()) {
         names.push_back(n);
       }
@@ -170,16 +170,16 @@ std::string render_text(const BestReport& r) {
   std::string out = fmt::format("Best solution per definition: {}.\n", kBestRule);
   if (r.definitions.empty()) out += "\nNo definition has traces.\n";
   for (const auto& d : r.definitions) {
-    out += fmt::format("\n{}{}\n", d.definition,
-                       d.op_type.empty() ? " (no definition file)" : fmt::format(" ({})", d.op_type));
+    out +=
+        fmt::format("\n{}{}\n", d.definition,
+                    d.op_type.empty() ? " (no definition file)" : fmt::format(" ({})", d.op_type));
     out += fmt::format("  basis: {}; {} workload(s) with a basis latency\n", d.basis_description,
                        d.basis_workloads);
     if (d.best) {
       const BestCandidate& b = *d.best;
       out += fmt::format("  best: {} by {}, geomean {} over {} workload(s) (min {}, max {})\n",
-                         b.solution, b.author, detail::format_ratio(b.geomean_speedup),
-                         b.workloads, detail::format_ratio(b.min_speedup),
-                         detail::format_ratio(b.max_speedup));
+                         b.solution, b.author, detail::format_ratio(b.geomean_speedup), b.workloads,
+                         detail::format_ratio(b.min_speedup), detail::format_ratio(b.max_speedup));
     } else {
       out += "  best: none (no solution passed every trace and was compared with the basis)\n";
     }
@@ -191,9 +191,8 @@ std::string render_text(const BestReport& r) {
                    detail::format_ratio(c.geomean_speedup), detail::format_ratio(c.min_speedup),
                    detail::format_ratio(c.max_speedup), c.is_baseline ? "baseline" : ""});
       } else {
-        cands.add({c.solution, c.author, std::to_string(c.traces), std::to_string(c.workloads),
-                   "-", "-", "-",
-                   c.is_baseline ? fmt::format("baseline; {}", c.reason) : c.reason});
+        cands.add({c.solution, c.author, std::to_string(c.traces), std::to_string(c.workloads), "-",
+                   "-", "-", c.is_baseline ? fmt::format("baseline; {}", c.reason) : c.reason});
       }
     }
     if (!cands.empty()) {

@@ -1,13 +1,11 @@
 #include "fib/report/comparison.h"
 
-#include <algorithm>
 #include <fmt/format.h>
+#include <algorithm>
 
 namespace fib::report {
 
-std::string_view basis_name(Basis b) {
-  return b == Basis::kBaseline ? "baseline" : "reference";
-}
+std::string_view basis_name(Basis b) { return b == Basis::kBaseline ? "baseline" : "reference"; }
 
 std::size_t SolutionOutcomes::trace_count() const {
   std::size_t n = 0;
@@ -55,8 +53,8 @@ DefinitionComparison compare_definition(const TraceSet& set, std::string_view de
   for (const auto& r : set.solutions(definition)) {
     bool is_baseline = r.value.author == baseline.author;
     if (!baseline.solutions.empty()) {
-      is_baseline = std::find(baseline.solutions.begin(), baseline.solutions.end(),
-                              r.value.name) != baseline.solutions.end();
+      is_baseline = std::find(baseline.solutions.begin(), baseline.solutions.end(), r.value.name) !=
+                    baseline.solutions.end();
     }
     if (is_baseline) c.baseline_solutions.push_back(r.value.name);
     row_of.emplace(r.value.name, c.solutions.size());
@@ -83,7 +81,8 @@ DefinitionComparison compare_definition(const TraceSet& set, std::string_view de
     ++o.traces;
     if (!passed) {
       ++o.failed;
-    } else if (perf && perf->latency_ms > 0 && (o.latency_ms == 0 || perf->latency_ms < o.latency_ms)) {
+    } else if (perf && perf->latency_ms > 0 &&
+               (o.latency_ms == 0 || perf->latency_ms < o.latency_ms)) {
       o.latency_ms = perf->latency_ms;
     }
   }
@@ -124,9 +123,8 @@ std::string describe_basis(const DefinitionComparison& c, const BaselineChoice& 
     return "reference latency recorded in traces (none of the named baseline solutions belongs "
            "to this definition)";
   }
-  return fmt::format(
-      "reference latency recorded in traces (no solution by baseline author '{}')",
-      baseline.author);
+  return fmt::format("reference latency recorded in traces (no solution by baseline author '{}')",
+                     baseline.author);
 }
 
 }  // namespace fib::report

@@ -10,8 +10,8 @@ std::string Conflict::to_string() const {
   std::string s = fmt::format("{} '{}': kept {}, dropped {}", kind, name, kept, rejected);
   if (!differing.empty()) s += fmt::format(" (differs in: {})", fmt::join(differing, ", "));
   if (dependents_dropped > 0) {
-    s += fmt::format("; {} record{} of the dropped one's dataset built on it also dropped",
-                     dependents_dropped, dependents_dropped == 1 ? "" : "s");
+    s += fmt::format("; {} record(s) of the same dataset that depend on it dropped too",
+                     dependents_dropped);
   }
   return s;
 }
@@ -51,8 +51,7 @@ Diagnostics Datasets::diagnostics() const {
   Diagnostics out;
   for (const auto& set : sets_) detail::append_load_diagnostics(set, out);
   for (const auto& c : conflicts_) {
-    out.warning(c.rejected, {}, fmt::format("conflicting {} '{}' ignored: {}", c.kind, c.name,
-                                            c.to_string()),
+    out.warning(c.rejected, {}, fmt::format("conflict: {}", c.to_string()),
                 "the record from the folder given first is used");
   }
   return out;

@@ -1,8 +1,8 @@
 #include "fib/report/fast_p.h"
 
+#include <fmt/format.h>
 #include <algorithm>
 #include <cmath>
-#include <fmt/format.h>
 #include <map>
 #include <set>
 
@@ -105,7 +105,8 @@ FastPReport fast_p(const TraceSet& set, const FastPOptions& options) {
     rep.definitions.push_back({name, c.basis, describe_basis(c, options.baseline),
                                c.baseline_solutions, c.basis_latency_ms.size()});
     if (c.basis == Basis::kReference) reference_defs.push_back(name);
-    if (c.basis == Basis::kBaseline && c.basis_latency_ms.empty()) empty_baseline_defs.push_back(name);
+    if (c.basis == Basis::kBaseline && c.basis_latency_ms.empty())
+      empty_baseline_defs.push_back(name);
     for (const auto& s : c.solutions) {
       if (s.is_baseline || s.outcomes.empty()) continue;
       FastPSeries series;
@@ -288,7 +289,8 @@ std::string render_table(const FastPReport& r) {
   section(SeriesKind::kAuthor, "Authors (all their solutions pooled)");
   section(SeriesKind::kSolution, "Solutions");
   section(SeriesKind::kAuthorDefinition, "Authors per definition");
-  if (r.series.empty()) out += "\nNothing to compare: no solution ran on a workload with a basis latency.\n";
+  if (r.series.empty())
+    out += "\nNothing to compare: no solution ran on a workload with a basis latency.\n";
   if (!r.notes.empty()) {
     out += "\nNotes:\n";
     for (const auto& n : r.notes) out += fmt::format("  - {}\n", n);

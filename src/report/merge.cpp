@@ -1,15 +1,15 @@
 #include "fib/report/merge.h"
 
+#include <fcntl.h>
+#include <fmt/format.h>
+#include <unistd.h>
 #include <algorithm>
 #include <atomic>
 #include <cerrno>
 #include <cstring>
-#include <fcntl.h>
-#include <fmt/format.h>
 #include <map>
 #include <optional>
 #include <set>
-#include <unistd.h>
 
 #include "fib/dataset/files.h"
 #include "fib/dataset/layout.h"
@@ -48,7 +48,8 @@ std::string errno_text() { return std::strerror(errno); }
 void copy_file_atomic(const fs::path& from, const fs::path& to) {
   std::error_code ec;
   fs::create_directories(to.parent_path(), ec);
-  if (ec) throw Error(to.parent_path().string(), fmt::format("cannot create folder: {}", ec.message()));
+  if (ec)
+    throw Error(to.parent_path().string(), fmt::format("cannot create folder: {}", ec.message()));
   static std::atomic<unsigned> counter{0};
   const fs::path tmp = to.parent_path() / fmt::format(".{}.tmp.{}.{}", to.filename().string(),
                                                       ::getpid(), counter.fetch_add(1));
@@ -187,10 +188,10 @@ class Merger {
       if (op && author && valid({*author, *op, t.definition})) {
         path = layout::traces_file(*author, *op, t.definition);
       }
-      place_line(p.set, p.record->source, path,
-                 fmt::format("trace of '{}' on workload '{}'", t.solution.value_or(""),
-                             t.workload.uuid),
-                 report_.counts.traces);
+      place_line(
+          p.set, p.record->source, path,
+          fmt::format("trace of '{}' on workload '{}'", t.solution.value_or(""), t.workload.uuid),
+          report_.counts.traces);
     }
   }
 
@@ -228,7 +229,8 @@ class Merger {
           if (o == layout_.other.end()) {
             report_.diagnostics.error(path.string(), {},
                                       fmt::format("not copied: a merged record file is written at "
-                                                  "the same path (from {})", c->second));
+                                                  "the same path (from {})",
+                                                  c->second));
           } else if (same_bytes(o->second.source, path)) {
             ++report_.counts.identical_duplicates;
           } else {
@@ -307,9 +309,9 @@ class Merger {
     const std::string source = detail::source_of(set, src);
     auto [it, inserted] = layout_.claimed_by.emplace(rel, source);
     if (!inserted) {
-      report_.diagnostics.error(source, {},
-                                fmt::format("{} not written: {} is already written from {}", what,
-                                            rel, it->second));
+      report_.diagnostics.error(
+          source, {},
+          fmt::format("{} not written: {} is already written from {}", what, rel, it->second));
       return;
     }
     layout_.whole.emplace(rel, WholeFile{si, src.file});
@@ -322,9 +324,9 @@ class Merger {
     const std::string rel = target(set, src, path, what);
     auto [it, inserted] = layout_.claimed_by.emplace(rel, detail::source_of(set, src));
     if (!inserted && !layout_.lines.count(rel)) {
-      report_.diagnostics.error(detail::source_of(set, src), {},
-                                fmt::format("{} not written: {} is already written from {}", what,
-                                            rel, it->second));
+      report_.diagnostics.error(
+          detail::source_of(set, src), {},
+          fmt::format("{} not written: {} is already written from {}", what, rel, it->second));
       return;
     }
     layout_.lines[rel].push_back({si, src.file, src.line});
@@ -348,7 +350,8 @@ class Merger {
 
   void write_lines(const fs::path& to, std::vector<LineRef>& refs) {
     std::sort(refs.begin(), refs.end());
-    const bool one_file = refs.front().set == refs.back().set && refs.front().file == refs.back().file;
+    const bool one_file =
+        refs.front().set == refs.back().set && refs.front().file == refs.back().file;
     const SourceText& first = source_text(refs.front().set, refs.front().file);
     if (one_file && refs.size() == first.lines.size()) {
       const TraceSet& set = sets_[refs.front().set];
@@ -357,11 +360,15 @@ class Merger {
       std::string content;
       for (const auto& r : refs) {
         const SourceText& st = source_text(r.set, r.file);
-        auto it = std::lower_bound(st.lines.begin(), st.lines.end(), r.line,
-                                   [](const JsonlLine& l, std::uint32_t n) { return l.number < n; });
+        auto it =
+            std::lower_bound(st.lines.begin(), st.lines.end(), r.line,
+                             [](const JsonlLine& l, std::uint32_t n) { return l.number < n; });
         if (it == st.lines.end() || it->number != r.line) {
-          throw Error(fmt::format("{}:{}", (sets_[r.set].root() / sets_[r.set].files()[r.file].path).string(), r.line),
-                      "the line changed while merging", "run the merge again");
+          throw Error(
+              fmt::format("{}:{}",
+                          (sets_[r.set].root() / sets_[r.set].files()[r.file].path).string(),
+                          r.line),
+              "the line changed while merging", "run the merge again");
         }
         content.append(it->text);
         content += '\n';
@@ -389,13 +396,15 @@ MergeReport merge_datasets(std::span<const fs::path> inputs, const fs::path& out
   for (const auto& in : inputs) {
     const fs::path in_abs = normalized(in);
     if (is_within(out_abs, in_abs) || is_within(in_abs, out_abs)) {
-      throw Error(output.string(), fmt::format("the output folder overlaps the input {}", in.string()),
+      throw Error(output.string(),
+                  fmt::format("the output folder overlaps the input {}", in.string()),
                   "choose an output folder outside every --local folder");
     }
   }
   std::error_code ec;
   if (fs::exists(output, ec)) {
-    if (!fs::is_directory(output, ec)) throw Error(output.string(), "output exists and is not a folder");
+    if (!fs::is_directory(output, ec))
+      throw Error(output.string(), "output exists and is not a folder");
     if (!fs::is_empty(output, ec) && !options.force) {
       throw Error(output.string(), "the output folder is not empty",
                   "choose a new folder, or pass --force to write into it (files at the same paths "
@@ -461,10 +470,12 @@ std::string render_text(const MergeReport& r) {
   const MergeCounts& c = r.counts;
   std::string out = fmt::format("Merged {} dataset(s) into {}\n", r.inputs.size(), r.output);
   out += fmt::format(
-      "  written: {} definitions, {} solutions, {} workloads, {} traces, {} other files ({} files)\n",
+      "  written: {} definitions, {} solutions, {} workloads, {} traces, {} other files ({} "
+      "files)\n",
       c.definitions, c.solutions, c.workloads, c.traces, c.other_files, c.files_written);
-  out += fmt::format("  identical duplicates merged: {}; traces with identical content dropped: {}\n",
-                     c.identical_duplicates, c.duplicate_traces);
+  out +=
+      fmt::format("  identical duplicates merged: {}; traces with identical content dropped: {}\n",
+                  c.identical_duplicates, c.duplicate_traces);
   if (!r.conflicts.empty()) {
     out += fmt::format("\nConflicts ({}; the first source is kept):\n", r.conflicts.size());
     for (const auto& x : r.conflicts) out += fmt::format("  - {}\n", x.to_string());

@@ -108,8 +108,8 @@ MergePlan plan_merge(std::span<const TraceSet> sets) {
       ++plan.conflicts[conflict].dependents_dropped;
       ++plan.counts.dependents_dropped;
     };
-    // Returns the conflict index when `json` differs from what was kept under `name`, npos
-    // when the record is new (and now kept) or an identical duplicate.
+    // Whether a record is new (now kept), an identical duplicate, or a conflict (recorded,
+    // its index stored in `conflict`).
     constexpr std::size_t kNone = static_cast<std::size_t>(-1);
     enum class Verdict { kNew, kDuplicate, kConflict };
     auto judge = [&](std::map<std::string, Seen>& seen, const char* kind, const std::string& name,
@@ -138,7 +138,8 @@ MergePlan plan_merge(std::span<const TraceSet> sets) {
     const std::vector<std::string> names = definition_names(set);
     for (const auto& r : set.definitions()) {
       std::size_t conflict = kNone;
-      switch (judge(definitions, "definition", r.value.name, to_json(r.value), r.source, conflict)) {
+      switch (
+          judge(definitions, "definition", r.value.name, to_json(r.value), r.source, conflict)) {
         case Verdict::kNew:
           plan.definitions.push_back({si, &r});
           break;

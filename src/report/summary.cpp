@@ -1,7 +1,7 @@
 #include "fib/report/summary.h"
 
-#include <algorithm>
 #include <fmt/format.h>
+#include <algorithm>
 #include <map>
 
 #include "report/text_table.h"
@@ -164,11 +164,12 @@ SummaryReport summarize(const TraceSet& set, const SummaryOptions& options) {
     a.win_rate /= n;
     rep.rankings.push_back(std::move(a));
   }
-  std::sort(rep.rankings.begin(), rep.rankings.end(), [](const AuthorScore& x, const AuthorScore& y) {
-    if (x.basis != y.basis) return x.basis < y.basis;
-    if (x.avg_speedup != y.avg_speedup) return x.avg_speedup > y.avg_speedup;
-    return x.author < y.author;
-  });
+  std::sort(rep.rankings.begin(), rep.rankings.end(),
+            [](const AuthorScore& x, const AuthorScore& y) {
+              if (x.basis != y.basis) return x.basis < y.basis;
+              if (x.avg_speedup != y.avg_speedup) return x.avg_speedup > y.avg_speedup;
+              return x.author < y.author;
+            });
 
   if (!reference_definitions.empty()) {
     rep.notes.push_back(fmt::format(
@@ -189,7 +190,8 @@ SummaryReport summarize(const TraceSet& set, const SummaryOptions& options) {
         unknown_solution_traces));
   }
   if (unevaluated > 0) {
-    rep.notes.push_back(fmt::format("{} trace(s) have no evaluation and are not counted", unevaluated));
+    rep.notes.push_back(
+        fmt::format("{} trace(s) have no evaluation and are not counted", unevaluated));
   }
   return rep;
 }
@@ -251,9 +253,9 @@ std::string render_text(const SummaryReport& r) {
   out += fmt::format("Definitions: {} ({} with traces), solutions: {}, workloads: {}\n",
                      r.definitions, with_traces, r.solutions, r.workloads);
 
-  TextTable defs({"definition", "op_type", "workloads", "solutions", "traces", "passed", "failed",
-                  "basis"},
-                 {false, false, true, true, true, true, true, false});
+  TextTable defs(
+      {"definition", "op_type", "workloads", "solutions", "traces", "passed", "failed", "basis"},
+      {false, false, true, true, true, true, true, false});
   std::size_t idle = 0;
   for (const auto& d : r.per_definition) {
     if (d.solutions == 0 && d.traces.total == 0) {
@@ -261,7 +263,7 @@ std::string render_text(const SummaryReport& r) {
       continue;
     }
     std::string basis = d.basis == Basis::kBaseline
-                            ? fmt::format("{}", fmt::join(d.baseline_solutions, ", "))
+                            ? fmt::format("baseline: {}", fmt::join(d.baseline_solutions, ", "))
                             : "reference";
     defs.add({d.name, d.has_definition ? d.op_type : "(no definition file)",
               std::to_string(d.workloads), std::to_string(d.solutions),
@@ -275,7 +277,7 @@ std::string render_text(const SummaryReport& r) {
   if (idle > 0) out += fmt::format("({} definition(s) have neither solutions nor traces)\n", idle);
 
   for (Basis basis : {Basis::kBaseline, Basis::kReference}) {
-    TextTable t({"rank", "author", "avg speedup", "success", "wins", "workloads", "definitions"},
+    TextTable t({"rank", "author", "avg speedup", "success", "wins", "compared", "definitions"},
                 {true, false, true, true, true, true, true});
     std::size_t rank = 0;
     for (const auto& a : r.rankings) {

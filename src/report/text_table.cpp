@@ -1,7 +1,7 @@
 #include "report/text_table.h"
 
-#include <algorithm>
 #include <fmt/format.h>
+#include <algorithm>
 
 namespace fib::report::detail {
 

@@ -21,10 +21,10 @@ class TextTable {
   std::vector<std::vector<std::string>> rows_;
 };
 
-std::string format_ratio(double r);    // "1.23x"
-std::string format_percent(double p);  // "66.67%" from 66.666...
+std::string format_ratio(double r);             // "1.23x"
+std::string format_percent(double p);           // "66.67%" from 66.666...
 std::string format_fraction_percent(double f);  // "50.00%" from 0.5
-std::string format_ms(double ms);      // "0.0123"
-std::string format_p(double p);        // shortest form: "0", "0.5", "1.5"
+std::string format_ms(double ms);               // "0.0123"
+std::string format_p(double p);                 // shortest form: "0", "0.5", "1.5"
 
 }  // namespace fib::report::detail

@@ -12,7 +12,11 @@ namespace fib {
 std::string scalar_to_string(const Scalar& s) {
   if (const auto* i = std::get_if<std::int64_t>(&s)) return std::to_string(*i);
   if (const auto* b = std::get_if<bool>(&s)) return *b ? "True" : "False";
-  return fmt::format("{}", std::get<double>(s));
+  // Python's repr: an integral float keeps its ".0" (2.0, not 2), so a float never reads as an
+  // int in a message ("value 2.0 does not fit dtype int32").
+  std::string out = fmt::format("{}", std::get<double>(s));
+  if (out.find_first_of(".en") == std::string::npos) out += ".0";  // not 1e+16, inf, nan
+  return out;
 }
 
 struct ConstraintNode {
@@ -467,6 +471,7 @@ class Evaluator {
       case Node::Kind::kBool: return scalar(n.bval);
       case Node::Kind::kName: {
         if (auto a = env_.axis(n.name)) return scalar(*a);
+        if (auto v = env_.scalar(n.name)) return scalar(*v);
         if (env_.is_tensor(n.name)) {
           auto shape = env_.tensor_shape(n.name);
           if (!shape) throw Unknown(fmt::format("the shape of '{}' is not known", n.name));
@@ -487,19 +492,22 @@ class Evaluator {
         return scalar(-as_double(s));
       }
       case Node::Kind::kPos: return scalar(need_scalar(eval(*n.kids[0]), n));
-      case Node::Kind::kNot: return scalar(!truthy(need_scalar(eval(*n.kids[0]), n)));
+      // A boolean node that comes out true makes any comparison that failed inside it (under
+      // `not`, or on the losing side of `or`) irrelevant: it must not be reported later as the
+      // reason the whole expression is violated.
+      case Node::Kind::kNot: return settle(!truthy(need_scalar(eval(*n.kids[0]), n)));
       case Node::Kind::kAnd: {
         Scalar l = need_scalar(eval(*n.kids[0]), n);
         if (!truthy(l)) return scalar(l);
-        return scalar(need_scalar(eval(*n.kids[1]), n));
+        return settle(need_scalar(eval(*n.kids[1]), n));
       }
       case Node::Kind::kOr: {
         Scalar l = need_scalar(eval(*n.kids[0]), n);
-        if (truthy(l)) return scalar(l);
-        return scalar(need_scalar(eval(*n.kids[1]), n));
+        if (truthy(l)) return settle(l);
+        return settle(need_scalar(eval(*n.kids[1]), n));
       }
       case Node::Kind::kBinary: return scalar(binary(n));
-      case Node::Kind::kCompare: return scalar(compare(n));
+      case Node::Kind::kCompare: return settle(compare(n));
       case Node::Kind::kIndex: return index(n);
       case Node::Kind::kAttr: return attr(n);
       case Node::Kind::kCall: return call(n);
@@ -519,6 +527,10 @@ class Evaluator {
   static Val scalar(std::int64_t i) { return scalar(Scalar{i}); }
   static Val scalar(double d) { return scalar(Scalar{d}); }
   static Val scalar(bool b) { return scalar(Scalar{b}); }
+  Val settle(Scalar s) {
+    if (truthy(s)) failed_detail.clear();
+    return scalar(s);
+  }
 
   Scalar need_scalar(const Val& v, const Node& n) {
     if (v.k == Val::K::kScalar) return v.s;

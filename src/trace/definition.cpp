@@ -276,6 +276,7 @@ std::optional<std::vector<std::int64_t>> Definition::concrete_shape(const Tensor
 }
 
 std::optional<Definition> definition_from_json(const Json& j, const ReadContext& ctx) {
+  const std::size_t errors_before = ctx.errors;
   const JsonPath root;
   const Json* f[std::size(kDefFields)];
   Definition d;
@@ -376,7 +377,7 @@ std::optional<Definition> definition_from_json(const Json& j, const ReadContext&
       ok = false;
     }
   }
-  if (!ok) return std::nullopt;
+  if (!ok || ctx.errors != errors_before) return std::nullopt;
   return d;
 }
 

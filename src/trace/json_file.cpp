@@ -67,6 +67,11 @@ namespace {
 
 // Finds the first place nesting exceeds kMaxJsonDepth (outside strings), or npos.
 std::size_t too_deep_at(std::string_view text) {
+  // Fast path: with no more opening brackets in all (strings included) than the limit, nothing
+  // can nest deeper. Counting is a simple loop the compiler vectorizes; most records take it.
+  std::size_t opens = 0;
+  for (const char c : text) opens += static_cast<std::size_t>(c == '[' || c == '{');
+  if (opens <= static_cast<std::size_t>(kMaxJsonDepth)) return std::string_view::npos;
   int depth = 0;
   bool in_string = false;
   for (std::size_t i = 0; i < text.size(); ++i) {

@@ -23,8 +23,23 @@ std::string JsonPath::str() const {
         out += '.';
         out += p->key_;
       } else {
+        // Quoted like a JSON string, so a key holding '"', '\\' or a newline reads unambiguously.
         out += "[\"";
-        out += p->key_;
+        for (char c : p->key_) {
+          const auto u = static_cast<unsigned char>(c);
+          if (c == '"' || c == '\\') {
+            out += '\\';
+            out += c;
+          } else if (c == '\n') {
+            out += "\\n";
+          } else if (c == '\t') {
+            out += "\\t";
+          } else if (u < 0x20) {
+            out += fmt::format("\\u{:04x}", u);
+          } else {
+            out += c;
+          }
+        }
         out += "\"]";
       }
     } else if (p->kind_ == Kind::kIndex) {
@@ -48,6 +63,7 @@ bool KeyOrder::contains(int field) const {
 }
 
 void ReadContext::error(const JsonPath& path, std::string message, std::string hint) const {
+  ++errors;
   if (diag) diag->error(file, path.str(), std::move(message), std::move(hint));
 }
 void ReadContext::warning(const JsonPath& path, std::string message, std::string hint) const {

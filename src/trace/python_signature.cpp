@@ -106,7 +106,7 @@ std::optional<PythonSignature> find_top_level_function(std::string_view source,
           }
           std::size_t n = 0;
           while (n < part.size() && is_ident_char(part[n])) ++n;
-          if (n == 0) {
+          if (n == 0 || std::isdigit(static_cast<unsigned char>(part[0]))) {
             if (error) *error = "cannot read parameter '" + part + "'";
             return std::nullopt;
           }

@@ -121,6 +121,7 @@ bool is_safe_relative_path(std::string_view path, std::string* why) {
 }
 
 std::optional<Solution> solution_from_json(const Json& j, const ReadContext& ctx) {
+  const std::size_t errors_before = ctx.errors;
   const JsonPath root;
   const Json* f[6];
   Solution s;
@@ -197,7 +198,7 @@ std::optional<Solution> solution_from_json(const Json& j, const ReadContext& ctx
       ok = false;
     }
   }
-  if (!ok) return std::nullopt;
+  if (!ok || ctx.errors != errors_before) return std::nullopt;
   return s;
 }
 

@@ -213,6 +213,7 @@ std::optional<EvaluationStatus> parse_status(std::string_view s) {
 }
 
 std::optional<Trace> trace_from_json(const Json& j, const ReadContext& ctx) {
+  const std::size_t errors_before = ctx.errors;
   const JsonPath root;
   const Json* f[4];
   Trace t;
@@ -236,7 +237,7 @@ std::optional<Trace> trace_from_json(const Json& j, const ReadContext& ctx) {
                                : "a trace with an evaluation needs a solution");
     ok = false;
   }
-  if (!ok) return std::nullopt;
+  if (!ok || ctx.errors != errors_before) return std::nullopt;
   return t;
 }
 

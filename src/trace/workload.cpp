@@ -23,6 +23,7 @@ const WorkloadInput* Workload::input(std::string_view name) const {
 }
 
 std::optional<Workload> workload_from_json(const Json& j, const JsonPath& path, const ReadContext& ctx) {
+  const std::size_t errors_before = ctx.errors;
   const Json* f[3];
   Workload w;
   if (!read_object(j, path, ctx, kWorkloadFields, f, &w.key_order)) return std::nullopt;
@@ -121,7 +122,7 @@ std::optional<Workload> workload_from_json(const Json& j, const JsonPath& path, 
       }
     }
   }
-  if (!ok) return std::nullopt;
+  if (!ok || ctx.errors != errors_before) return std::nullopt;
   return w;
 }
 
@@ -221,6 +222,7 @@ bool check_workload(const Definition& def, const Workload& w, const JsonPath& pa
   auto bound = def.bind_axes(w.axes);
   if (!bound) return ok;
   WorkloadConstraintEnv env(def, *bound);
+  env.set_scalars(w);
   for (std::size_t i = 0; i < def.parsed_constraints.size(); ++i) {
     const auto r = def.parsed_constraints[i].evaluate(env);
     if (r.verdict == Verdict::kViolated) {
@@ -251,5 +253,19 @@ std::optional<Scalar> WorkloadConstraintEnv::tensor_element(std::string_view nam
   return elements_(name, index);
 }
 bool WorkloadConstraintEnv::is_tensor(std::string_view name) const { return def_.tensor(name) != nullptr; }
+
+std::optional<Scalar> WorkloadConstraintEnv::scalar(std::string_view name) const {
+  for (const auto& [n, v] : scalars_) {
+    if (n == name) return v;
+  }
+  return std::nullopt;
+}
+
+void WorkloadConstraintEnv::set_scalars(const Workload& w) {
+  scalars_.clear();
+  for (const auto& in : w.inputs) {
+    if (in.kind == InputKind::kScalar) scalars_.emplace_back(in.name, in.value);
+  }
+}
 
 }  // namespace fib

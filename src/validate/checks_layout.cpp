@@ -82,10 +82,10 @@ void check_layout(Context& ctx) {
   if (!ctx.has_blob_folder && blob_refs > 0) {
     ctx.dataset.add(message(Severity::kInfo,
                             fmt::format("the dataset has no blob/ folder: {} safetensors inputs of {} "
-                                        "workloads are not present here (upstream keeps blobs outside "
-                                        "git); fib synthesizes valid inputs where a blob is missing",
+                                        "workloads are not present here (upstream distributes blobs "
+                                        "separately from the JSON)",
                                         blob_refs, blob_workloads),
-                            "blob/", {}, "fetch the blobs to check and use the recorded tensors"));
+                            "blob/", {}, "fetch the blobs to check them and to run those workloads on their recorded tensors"));
   }
 
   // Records whose definition is missing, and files outside the layout.

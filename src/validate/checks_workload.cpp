@@ -212,6 +212,7 @@ void check_workloads(Context& ctx) {
             return it->second.first->element(*it->second.second, flat);
           };
           WorkloadConstraintEnv env(d, *bound, element);
+          env.set_scalars(w);
           for (const auto& c : d.parsed_constraints) {
             const auto res = c.evaluate(env);
             if (res.verdict == Verdict::kViolated) {

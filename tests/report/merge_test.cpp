@@ -218,7 +218,7 @@ TEST(Datasets, SeveralFoldersReadAsOne) {
   a.solution("base", "gemm_a", "baseline");
   b.solution("fast", "gemm_a", "alice");
   a.trace("gemm_a", "base", "w1", "PASSED", 1.0);
-  b.solution("base", "gemm_a", "baseline");  // identical to a's
+  b.solution("base", "gemm_a", "baseline");        // identical to a's
   b.trace("gemm_a", "base", "w1", "PASSED", 1.0);  // identical to a's
   b.trace("gemm_a", "fast", "w1", "PASSED", 0.5);
   b.definition("gemm_b", "gemm", "only in b");

@@ -61,7 +61,8 @@ class DatasetBuilder {
   }
 
   static Json workload_json(const std::string& uuid, int m = 4) {
-    Json w = parse_or_fail(R"({"uuid": "", "axes": {"M": 0}, "inputs": {"A": {"type": "random"}}})");
+    Json w =
+        parse_or_fail(R"({"uuid": "", "axes": {"M": 0}, "inputs": {"A": {"type": "random"}}})");
     w["uuid"] = uuid;
     w["axes"]["M"] = m;
     return w;
@@ -92,9 +93,10 @@ class DatasetBuilder {
       e["correctness"] = Json{{"max_relative_error", 0.001}, {"max_absolute_error", 0.001}};
     }
     if (status == "PASSED") {
-      e["performance"] = Json{{"latency_ms", latency_ms},
-                              {"reference_latency_ms", reference_latency_ms},
-                              {"speedup_factor", latency_ms > 0 ? reference_latency_ms / latency_ms : 0.0}};
+      e["performance"] =
+          Json{{"latency_ms", latency_ms},
+               {"reference_latency_ms", reference_latency_ms},
+               {"speedup_factor", latency_ms > 0 ? reference_latency_ms / latency_ms : 0.0}};
     }
     Json j;
     j["definition"] = definition;

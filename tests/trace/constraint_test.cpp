@@ -70,13 +70,27 @@ std::vector<Scalar> ints(std::initializer_list<std::int64_t> v) {
 // Values under which every corpus constraint holds.
 MapEnv corpus_env() {
   MapEnv e;
-  e.axes = {{"batch_size", 4},     {"len_indptr", 5},        {"num_kv_indices", 9},
-            {"total_q", 6},        {"total_kv", 9},          {"num_seqs", 2},
-            {"len_cu_seqlens", 3}, {"total_seq_len", 10},    {"num_v_heads", 8},
-            {"num_q_heads", 4},    {"num_k_heads", 4},       {"seq_len", 3},
-            {"state_cache_size", 4}, {"intermediate_size", 8}, {"hidden_size", 16},
-            {"num_tokens", 5},     {"topk", 32},             {"nheads", 8},
-            {"ngroups", 2},        {"max_num_pages", 4},     {"page_size", 16},
+  e.axes = {{"batch_size", 4},
+            {"len_indptr", 5},
+            {"num_kv_indices", 9},
+            {"total_q", 6},
+            {"total_kv", 9},
+            {"num_seqs", 2},
+            {"len_cu_seqlens", 3},
+            {"total_seq_len", 10},
+            {"num_v_heads", 8},
+            {"num_q_heads", 4},
+            {"num_k_heads", 4},
+            {"seq_len", 3},
+            {"state_cache_size", 4},
+            {"intermediate_size", 8},
+            {"hidden_size", 16},
+            {"num_tokens", 5},
+            {"topk", 32},
+            {"nheads", 8},
+            {"ngroups", 2},
+            {"max_num_pages", 4},
+            {"page_size", 16},
             {"x", 2}};
   e.shapes = {{"kv_indptr", {5}},
               {"qo_indptr", {5}},
@@ -108,10 +122,14 @@ ConstraintResult eval(std::string_view text, const ConstraintEnv& env) {
 
 std::string verdict_name(Verdict v) {
   switch (v) {
-    case Verdict::kHolds: return "holds";
-    case Verdict::kViolated: return "violated";
-    case Verdict::kUnknown: return "unknown";
-    case Verdict::kError: return "error";
+    case Verdict::kHolds:
+      return "holds";
+    case Verdict::kViolated:
+      return "violated";
+    case Verdict::kUnknown:
+      return "unknown";
+    case Verdict::kError:
+      return "error";
   }
   return "?";
 }
@@ -242,37 +260,38 @@ TEST(Constraint, NamesInFirstUseOrder) {
 
 TEST(Constraint, PythonArithmetic) {
   const MapEnv env = corpus_env();  // x = 2
-  expect_golden({{"-7 // 2 == -4", Verdict::kHolds, ""},
-                 {"-7 % 2 == 1", Verdict::kHolds, ""},
-                 {"7 // -2 == -4", Verdict::kHolds, ""},
-                 {"7 % -2 == -1", Verdict::kHolds, ""},
-                 {"-7 // -2 == 3", Verdict::kHolds, ""},
-                 {"-7 % -2 == -1", Verdict::kHolds, ""},
-                 {"6 % 3 == 0", Verdict::kHolds, ""},
-                 {"7 / 2 == 3.5", Verdict::kHolds, ""},
-                 {"6 / 2 == 3", Verdict::kHolds, ""},
-                 {"-7.5 // 2 == -4", Verdict::kHolds, ""},
-                 {"-7.5 % 2 == 0.5", Verdict::kHolds, ""},
-                 {"2 ** 10 == 1024", Verdict::kHolds, ""},
-                 {"-2 ** 2 == -4", Verdict::kHolds, ""},
-                 {"(-2) ** 2 == 4", Verdict::kHolds, ""},
-                 {"2 ** -1 == 0.5", Verdict::kHolds, ""},
-                 {"2 ** 3 ** 2 == 512", Verdict::kHolds, ""},
-                 {"0 ** 0 == 1", Verdict::kHolds, ""},
-                 {"2 * (x + 1) == 6", Verdict::kHolds, ""},
-                 {"x * 3 - 1 == 5", Verdict::kHolds, ""},
-                 {"10 - 4 - 3 == 3", Verdict::kHolds, ""},
-                 {"12 // 3 // 2 == 2", Verdict::kHolds, ""},
-                 {"-x == -2", Verdict::kHolds, ""},
-                 {"+x == 2", Verdict::kHolds, ""},
-                 {"--x == 2", Verdict::kHolds, ""},
-                 {"1_000 == 1000", Verdict::kHolds, ""},
-                 {"1e3 == 1000", Verdict::kHolds, ""},
-                 {".5 == 0.5", Verdict::kHolds, ""},
-                 {"2.5e-1 == 0.25", Verdict::kHolds, ""},
-                 {"0.1 + 0.2 == 0.3", Verdict::kViolated, "0.1 + 0.2 (0.30000000000000004) == 0.3 (0.3)"},
-                 {"x / 4 == 1", Verdict::kViolated, "x / 4 (0.5) == 1 (1)"}},
-                env);
+  expect_golden(
+      {{"-7 // 2 == -4", Verdict::kHolds, ""},
+       {"-7 % 2 == 1", Verdict::kHolds, ""},
+       {"7 // -2 == -4", Verdict::kHolds, ""},
+       {"7 % -2 == -1", Verdict::kHolds, ""},
+       {"-7 // -2 == 3", Verdict::kHolds, ""},
+       {"-7 % -2 == -1", Verdict::kHolds, ""},
+       {"6 % 3 == 0", Verdict::kHolds, ""},
+       {"7 / 2 == 3.5", Verdict::kHolds, ""},
+       {"6 / 2 == 3", Verdict::kHolds, ""},
+       {"-7.5 // 2 == -4", Verdict::kHolds, ""},
+       {"-7.5 % 2 == 0.5", Verdict::kHolds, ""},
+       {"2 ** 10 == 1024", Verdict::kHolds, ""},
+       {"-2 ** 2 == -4", Verdict::kHolds, ""},
+       {"(-2) ** 2 == 4", Verdict::kHolds, ""},
+       {"2 ** -1 == 0.5", Verdict::kHolds, ""},
+       {"2 ** 3 ** 2 == 512", Verdict::kHolds, ""},
+       {"0 ** 0 == 1", Verdict::kHolds, ""},
+       {"2 * (x + 1) == 6", Verdict::kHolds, ""},
+       {"x * 3 - 1 == 5", Verdict::kHolds, ""},
+       {"10 - 4 - 3 == 3", Verdict::kHolds, ""},
+       {"12 // 3 // 2 == 2", Verdict::kHolds, ""},
+       {"-x == -2", Verdict::kHolds, ""},
+       {"+x == 2", Verdict::kHolds, ""},
+       {"--x == 2", Verdict::kHolds, ""},
+       {"1_000 == 1000", Verdict::kHolds, ""},
+       {"1e3 == 1000", Verdict::kHolds, ""},
+       {".5 == 0.5", Verdict::kHolds, ""},
+       {"2.5e-1 == 0.25", Verdict::kHolds, ""},
+       {"0.1 + 0.2 == 0.3", Verdict::kViolated, "0.1 + 0.2 (0.30000000000000004) == 0.3 (0.3)"},
+       {"x / 4 == 1", Verdict::kViolated, "x / 4 (0.5) == 1 (1)"}},
+      env);
 }
 
 TEST(Constraint, ComparisonsChainsAndBooleans) {
@@ -295,6 +314,12 @@ TEST(Constraint, ComparisonsChainsAndBooleans) {
                  {"not (x == 1 or x == 3)", Verdict::kHolds, ""},
                  {"not x == 2", Verdict::kViolated, "not x == 2"},
                  {"x and 0", Verdict::kViolated, "x and 0"},
+                 // x == 1 fails under `not`; it is not why the whole is violated.
+                 {"not x == 1 and not x == 2", Verdict::kViolated, "not x == 1 and not x == 2"},
+                 {"not x == 1 and x == 3", Verdict::kViolated, "x (2) == 3 (3)"},
+                 {"(x == 1 or x == 2) and 0", Verdict::kViolated, "(x == 1 or x == 2) and 0"},
+                 {"(x == 1) == False", Verdict::kHolds, ""},
+                 {"(x == 1) == True", Verdict::kViolated, "x == 1 (False) == True (True)"},
                  {"0 or x", Verdict::kHolds, ""},
                  {"x > 1 and x < 3 or x == 10", Verdict::kHolds, ""}},
                 env);
@@ -347,15 +372,15 @@ TEST(Constraint, TensorShapesAttributesAndMethods) {
 TEST(Constraint, UnknownWhenContentsOrShapesAreMissing) {
   MapEnv env = corpus_env();
   env.contents.erase("kv_indptr");
-  expect_golden({{"kv_indptr[0] == 0", Verdict::kUnknown,
-                  "the contents of 'kv_indptr' are not at hand"},
-                 {"mystery.shape[0] == 1", Verdict::kUnknown, "the shape of 'mystery' is not known"},
-                 // `and` short-circuits like Python: a false left side decides without contents.
-                 {"x == 3 and kv_indptr[0] == 0", Verdict::kViolated, "x (2) == 3 (3)"},
-                 {"x == 2 and kv_indptr[0] == 0", Verdict::kUnknown,
-                  "the contents of 'kv_indptr' are not at hand"},
-                 {"x == 2 or kv_indptr[0] == 0", Verdict::kHolds, ""}},
-                env);
+  expect_golden(
+      {{"kv_indptr[0] == 0", Verdict::kUnknown, "the contents of 'kv_indptr' are not at hand"},
+       {"mystery.shape[0] == 1", Verdict::kUnknown, "the shape of 'mystery' is not known"},
+       // `and` short-circuits like Python: a false left side decides without contents.
+       {"x == 3 and kv_indptr[0] == 0", Verdict::kViolated, "x (2) == 3 (3)"},
+       {"x == 2 and kv_indptr[0] == 0", Verdict::kUnknown,
+        "the contents of 'kv_indptr' are not at hand"},
+       {"x == 2 or kv_indptr[0] == 0", Verdict::kHolds, ""}},
+      env);
 }
 
 TEST(Constraint, ErrorsForUnknownNamesBadIndexesAndTypes) {
@@ -397,26 +422,50 @@ TEST(Constraint, IntegerOverflowIsAnErrorNotUndefinedBehaviour) {
   MapEnv env = corpus_env();
   env.axes["big"] = std::numeric_limits<std::int64_t>::max();
   env.axes["small"] = std::numeric_limits<std::int64_t>::min();
-  expect_golden({{"2 ** 62 == 4611686018427387904", Verdict::kHolds, ""},
-                 {"big == 9223372036854775807", Verdict::kHolds, ""},
-                 {"2 ** 63 > 0", Verdict::kError, "integer overflow in '2 ** 63'"},
-                 {"big + 1 > 0", Verdict::kError, "integer overflow in 'big + 1'"},
-                 {"small - 1 < 0", Verdict::kError, "integer overflow in 'small - 1'"},
-                 {"big * 2 > 0", Verdict::kError, "integer overflow in 'big * 2'"},
-                 {"-small > 0", Verdict::kError, "integer overflow in '-small'"},
-                 {"abs(small) > 0", Verdict::kError, "integer overflow in 'abs(small)'"},
-                 {"small // -1 > 0", Verdict::kError, "integer overflow in 'small // -1'"},
-                 {"small % -1 == 0", Verdict::kHolds, ""},
-                 // Huge exponents finish at once instead of looping.
-                 {"3 ** 1000000000000 > 0", Verdict::kError,
-                  "integer overflow in '3 ** 1000000000000'"},
-                 {"1 ** 1000000000000 == 1", Verdict::kHolds, ""},
-                 {"(-1) ** 1000000000001 == -1", Verdict::kHolds, ""},
-                 {"0 ** 1000000000000 == 0", Verdict::kHolds, ""}},
-                env);
+  expect_golden(
+      {{"2 ** 62 == 4611686018427387904", Verdict::kHolds, ""},
+       {"big == 9223372036854775807", Verdict::kHolds, ""},
+       {"2 ** 63 > 0", Verdict::kError, "integer overflow (beyond 64 bits) in '2 ** 63'"},
+       {"big + 1 > 0", Verdict::kError, "integer overflow (beyond 64 bits) in 'big + 1'"},
+       {"small - 1 < 0", Verdict::kError, "integer overflow (beyond 64 bits) in 'small - 1'"},
+       {"big * 2 > 0", Verdict::kError, "integer overflow (beyond 64 bits) in 'big * 2'"},
+       {"-small > 0", Verdict::kError, "integer overflow (beyond 64 bits) in '-small'"},
+       {"abs(small) > 0", Verdict::kError, "integer overflow (beyond 64 bits) in 'abs(small)'"},
+       {"small // -1 > 0", Verdict::kError, "integer overflow (beyond 64 bits) in 'small // -1'"},
+       {"small % -1 == 0", Verdict::kHolds, ""},
+       // Huge exponents finish at once instead of looping.
+       {"3 ** 1000000000000 > 0", Verdict::kError,
+        "integer overflow (beyond 64 bits) in '3 ** 1000000000000'"},
+       {"1 ** 1000000000000 == 1", Verdict::kHolds, ""},
+       {"(-1) ** 1000000000001 == -1", Verdict::kHolds, ""},
+       {"0 ** 1000000000000 == 0", Verdict::kHolds, ""}},
+      env);
+}
+
+TEST(Constraint, FloatsOutsideTheIntegerRange) {
+  const MapEnv env = corpus_env();
+  expect_golden(
+      {{"int(1e300) > 0", Verdict::kError, "1e+300 cannot be converted to a 64-bit integer"},
+       {"int(float(x)) == 2", Verdict::kHolds, ""},
+       // Out-of-range literals become inf as in Python, not a parse failure.
+       {"1e999 > 10 ** 18", Verdict::kHolds, ""}},
+      env);
 }
 
 // ------------------------------------------------------------------ syntax errors
+
+TEST(Constraint, DeepNestingIsRefusedInsteadOfExhaustingTheStack) {
+  std::string error;
+  const std::string fine = std::string(50, '(') + "x" + std::string(50, ')') + " == 2";
+  auto c = Constraint::parse(fine, &error);
+  ASSERT_TRUE(c) << error;
+  EXPECT_EQ(c->evaluate(corpus_env()).verdict, Verdict::kHolds);
+
+  EXPECT_FALSE(Constraint::parse(std::string(1000, '(') + "x" + std::string(1000, ')'), &error));
+  EXPECT_EQ(error, "column 67: the expression nests deeper than 200 levels");
+  EXPECT_FALSE(Constraint::parse(std::string(1000, '-') + "x", &error));
+  EXPECT_EQ(error, "column 199: the expression nests deeper than 200 levels");
+}
 
 TEST(Constraint, SyntaxErrorsNameTheColumn) {
   const std::pair<const char*, const char*> cases[] = {
@@ -427,7 +476,8 @@ TEST(Constraint, SyntaxErrorsNameTheColumn) {
       {"a = b", "column 3: unexpected character '='"},
       {"a ! b", "column 3: unexpected character '!'"},
       {"foo(a)", "column 1: unknown function 'foo' (supported: len, min, max, abs, int, float)"},
-      {"x + foo(a)", "column 5: unknown function 'foo' (supported: len, min, max, abs, int, float)"},
+      {"x + foo(a)",
+       "column 5: unknown function 'foo' (supported: len, min, max, abs, int, float)"},
       {"a b", "column 3: unexpected 'b' after the expression"},
       {"", "column 1: unexpected end of expression"},
       {"   ", "column 4: unexpected end of expression"},

@@ -67,8 +67,8 @@ TEST(CheckDefinitionReference, MultiLineAnnotatedRunPasses) {
 TEST(CheckDefinitionReference, NoRunAtAll) {
   Diagnostics diag;
   EXPECT_FALSE(check(paged_with_reference("import torch\n\ndef main(q):\n    return q\n"), diag));
-  EXPECT_TRUE(OnlyError(
-      diag, {"$.reference", "reference has no top-level function 'run'", kPagedRunHint}));
+  EXPECT_TRUE(
+      OnlyError(diag, {"$.reference", "reference has no top-level function 'run'", kPagedRunHint}));
 }
 
 TEST(CheckDefinitionReference, RunOnlyAsAMethodIsNotTopLevel) {
@@ -79,8 +79,8 @@ TEST(CheckDefinitionReference, RunOnlyAsAMethodIsNotTopLevel) {
                                           "    def run(self, q, k_cache):\n"
                                           "        return q\n"),
                      diag));
-  EXPECT_TRUE(OnlyError(
-      diag, {"$.reference", "reference has no top-level function 'run'", kPagedRunHint}));
+  EXPECT_TRUE(
+      OnlyError(diag, {"$.reference", "reference has no top-level function 'run'", kPagedRunHint}));
 }
 
 TEST(CheckDefinitionReference, RunOnlyNestedInAnotherFunctionIsNotTopLevel) {
@@ -90,8 +90,8 @@ TEST(CheckDefinitionReference, RunOnlyNestedInAnotherFunctionIsNotTopLevel) {
                                           "        return q\n"
                                           "    return run\n"),
                      diag));
-  EXPECT_TRUE(OnlyError(
-      diag, {"$.reference", "reference has no top-level function 'run'", kPagedRunHint}));
+  EXPECT_TRUE(
+      OnlyError(diag, {"$.reference", "reference has no top-level function 'run'", kPagedRunHint}));
 }
 
 TEST(CheckDefinitionReference, RunOnlyInsideADocstringDoesNotCount) {
@@ -105,8 +105,8 @@ TEST(CheckDefinitionReference, RunOnlyInsideADocstringDoesNotCount) {
                                           "def _run(q):\n"
                                           "    return q\n"),
                      diag));
-  EXPECT_TRUE(OnlyError(
-      diag, {"$.reference", "reference has no top-level function 'run'", kPagedRunHint}));
+  EXPECT_TRUE(
+      OnlyError(diag, {"$.reference", "reference has no top-level function 'run'", kPagedRunHint}));
 }
 
 TEST(CheckDefinitionReference, ParameterThatIsNotAnInput) {
@@ -117,10 +117,9 @@ TEST(CheckDefinitionReference, ParameterThatIsNotAnInput) {
                                  "sm_scale, window_left, causal, scale):\n"
                                  "    return q\n"),
             diag));
-  EXPECT_TRUE(OnlyError(diag,
-                        {"$.reference",
-                         "run() parameter 'scale' (line 3) is not an input of the definition",
-                         "did you mean 'sm_scale'?"}));
+  EXPECT_TRUE(OnlyError(
+      diag, {"$.reference", "run() parameter 'scale' (line 3) is not an input of the definition",
+             "did you mean 'sm_scale'?"}));
 }
 
 TEST(CheckDefinitionReference, InputThatIsNotAParameter) {
@@ -142,8 +141,9 @@ TEST(CheckDefinitionReference, RenamedParameterGivesBothFindingsWithSuggestions)
                      diag));
   ASSERT_EQ(diag.size(), 2u) << diag.to_string();
   EXPECT_TRUE(trace_test::HasError(
-      diag, {"$.reference", "run() parameter 'is_causal' (line 1) is not an input of the definition",
-             "did you mean 'causal'?"}));
+      diag,
+      {"$.reference", "run() parameter 'is_causal' (line 1) is not an input of the definition",
+       "did you mean 'causal'?"}));
   EXPECT_TRUE(trace_test::HasError(
       diag, {"$.reference", "input 'causal' is not a parameter of run() (line 1)",
              "did you mean 'is_causal'?"}));

@@ -177,14 +177,16 @@ TEST(DefinitionFromJson, ConstraintMayNameOutputs) {
 }
 
 // ------------------------------------------------------------------ unknown fields
+// An unknown field is an error, and a definition with an error is not returned: a typo in a
+// field name must not silently drop what the author meant to say.
 
 TEST(DefinitionFromJson, UnknownTopLevelFieldSuggestsTheClosest) {
   Json j = paged_definition_json();
   j["descripton"] = "typo";
   Diagnostics diag;
   EXPECT_FALSE(read(j, diag));
-  EXPECT_TRUE(OnlyError(diag, {"$.descripton", "unknown field 'descripton'",
-                               "did you mean 'description'?"}));
+  EXPECT_TRUE(OnlyError(
+      diag, {"$.descripton", "unknown field 'descripton'", "did you mean 'description'?"}));
 }
 
 TEST(DefinitionFromJson, UnknownFieldWithNothingCloseListsTheFields) {
@@ -211,8 +213,8 @@ TEST(DefinitionFromJson, UnknownTensorField) {
   j["inputs"]["q"]["optinal"] = true;
   Diagnostics diag;
   EXPECT_FALSE(read(j, diag));
-  EXPECT_TRUE(OnlyError(diag, {"$.inputs.q.optinal", "unknown field 'optinal'",
-                               "did you mean 'optional'?"}));
+  EXPECT_TRUE(OnlyError(
+      diag, {"$.inputs.q.optinal", "unknown field 'optinal'", "did you mean 'optional'?"}));
 }
 
 // ------------------------------------------------------------------ missing fields
@@ -293,50 +295,113 @@ TEST_P(DefinitionWrongType, IsReportedWithExpectedAndFound) {
 INSTANTIATE_TEST_SUITE_P(
     Cases, DefinitionWrongType,
     ::testing::Values(
-        TypeCase{"NameIsANumber", "/name", "7", false,
-                 {"$.name", "expected a string, found integer 7"}},
-        TypeCase{"NameIsEmpty", "/name", R"("")", false,
+        TypeCase{
+            "NameIsANumber", "/name", "7", false, {"$.name", "expected a string, found integer 7"}},
+        TypeCase{"NameIsEmpty",
+                 "/name",
+                 R"("")",
+                 false,
                  {"$.name", "expected a non-empty string, found \"\""}},
-        TypeCase{"OpTypeIsNull", "/op_type", "null", false,
+        TypeCase{"OpTypeIsNull",
+                 "/op_type",
+                 "null",
+                 false,
                  {"$.op_type", "expected a string, found null"}},
-        TypeCase{"DescriptionIsANumber", "/description", "3", false,
+        TypeCase{"DescriptionIsANumber",
+                 "/description",
+                 "3",
+                 false,
                  {"$.description", "expected a string, found integer 3"}},
-        TypeCase{"TagsIsAString", "/tags", R"("model:x")", false,
+        TypeCase{"TagsIsAString",
+                 "/tags",
+                 R"("model:x")",
+                 false,
                  {"$.tags", "expected an array of strings, found string \"model:x\""}},
-        TypeCase{"TagIsANumber", "/tags", R"(["model:x", 3])", false,
+        TypeCase{"TagIsANumber",
+                 "/tags",
+                 R"(["model:x", 3])",
+                 false,
                  {"$.tags[1]", "expected a string, found integer 3"}},
-        TypeCase{"AxesIsAnArray", "/axes", R"(["n"])", false,
+        TypeCase{"AxesIsAnArray",
+                 "/axes",
+                 R"(["n"])",
+                 false,
                  {"$.axes", "expected an object of axis name -> {type, value}, found array"}},
-        TypeCase{"AxisIsAString", "/axes/n", R"("var")", false,
+        TypeCase{"AxisIsAString",
+                 "/axes/n",
+                 R"("var")",
+                 false,
                  {"$.axes.n", "expected an object, found string \"var\""}},
-        TypeCase{"AxisTypeIsANumber", "/axes/n/type", "1", false,
+        TypeCase{"AxisTypeIsANumber",
+                 "/axes/n/type",
+                 "1",
+                 false,
                  {"$.axes.n.type", "expected a string, found integer 1"}},
-        TypeCase{"AxisValueIsAString", "/axes/num_qo_heads/value", R"("4")", true,
+        TypeCase{"AxisValueIsAString",
+                 "/axes/num_qo_heads/value",
+                 R"("4")",
+                 true,
                  {"$.axes.num_qo_heads.value", "expected an integer, found string \"4\""}},
-        TypeCase{"AxisValueIsAFloat", "/axes/num_qo_heads/value", "4.5", true,
+        TypeCase{"AxisValueIsAFloat",
+                 "/axes/num_qo_heads/value",
+                 "4.5",
+                 true,
                  {"$.axes.num_qo_heads.value", "expected an integer, found number 4.5"}},
-        TypeCase{"AxisValueTooLarge", "/axes/num_qo_heads/value", "18446744073709551615", true,
+        TypeCase{"AxisValueTooLarge",
+                 "/axes/num_qo_heads/value",
+                 "18446744073709551615",
+                 true,
                  {"$.axes.num_qo_heads.value",
                   "integer 18446744073709551615 is out of range (at most 2^63-1)"}},
-        TypeCase{"InputsIsAnArray", "/inputs", R"(["x"])", false,
+        TypeCase{"InputsIsAnArray",
+                 "/inputs",
+                 R"(["x"])",
+                 false,
                  {"$.inputs", "expected an object of name -> {shape, dtype}, found array"}},
-        TypeCase{"TensorIsAnArray", "/inputs/x", R"(["n"])", false,
+        TypeCase{"TensorIsAnArray",
+                 "/inputs/x",
+                 R"(["n"])",
+                 false,
                  {"$.inputs.x", "expected an object, found array"}},
-        TypeCase{"ShapeIsAString", "/inputs/q/shape", R"("batch_size")", true,
+        TypeCase{"ShapeIsAString",
+                 "/inputs/q/shape",
+                 R"("batch_size")",
+                 true,
                  {"$.inputs.q.shape", "expected an array of strings, found string \"batch_size\""}},
-        TypeCase{"ShapeEntryIsANumber", "/inputs/q/shape/1", "4", true,
+        TypeCase{"ShapeEntryIsANumber",
+                 "/inputs/q/shape/1",
+                 "4",
+                 true,
                  {"$.inputs.q.shape[1]", "expected a string, found integer 4"}},
-        TypeCase{"DtypeIsANumber", "/inputs/q/dtype", "16", true,
+        TypeCase{"DtypeIsANumber",
+                 "/inputs/q/dtype",
+                 "16",
+                 true,
                  {"$.inputs.q.dtype", "expected a string, found integer 16"}},
-        TypeCase{"OptionalIsAString", "/inputs/alibi_slopes/optional", R"("yes")", true,
-                 {"$.inputs.alibi_slopes.optional", "expected true or false, found string \"yes\""}},
-        TypeCase{"OutputsIsAString", "/outputs", R"("y")", false,
+        TypeCase{
+            "OptionalIsAString",
+            "/inputs/alibi_slopes/optional",
+            R"("yes")",
+            true,
+            {"$.inputs.alibi_slopes.optional", "expected true or false, found string \"yes\""}},
+        TypeCase{"OutputsIsAString",
+                 "/outputs",
+                 R"("y")",
+                 false,
                  {"$.outputs", "expected an object of name -> {shape, dtype}, found string"}},
-        TypeCase{"ReferenceIsANumber", "/reference", "5", false,
+        TypeCase{"ReferenceIsANumber",
+                 "/reference",
+                 "5",
+                 false,
                  {"$.reference", "expected a string, found integer 5"}},
-        TypeCase{"ReferenceIsEmpty", "/reference", R"("")", false,
+        TypeCase{"ReferenceIsEmpty",
+                 "/reference",
+                 R"("")",
+                 false,
                  {"$.reference", "expected a non-empty string, found \"\""}},
-        TypeCase{"ConstraintsIsAString", "/constraints", R"("len_indptr == batch_size + 1")",
+        TypeCase{"ConstraintsIsAString",
+                 "/constraints",
+                 R"("len_indptr == batch_size + 1")",
                  true,
                  {"$.constraints",
                   "expected an array of strings, found string \"len_indptr == batch_size + 1\""}}),
@@ -373,8 +438,8 @@ TEST(DefinitionFromJson, OddTensorNamesAreQuotedInThePath) {
   j["inputs"]["my input"] = json(R"({"shape": ["m"], "dtype": "float32"})");
   Diagnostics diag;
   EXPECT_FALSE(read(j, diag));
-  EXPECT_TRUE(OnlyError(diag, {"$.inputs[\"my input\"].shape[0]",
-                               "axis 'm' is not defined in axes", "did you mean 'n'?"}));
+  EXPECT_TRUE(OnlyError(diag, {"$.inputs[\"my input\"].shape[0]", "axis 'm' is not defined in axes",
+                               "did you mean 'n'?"}));
 }
 
 TEST(DefinitionFromJson, ConstAxisWithoutValue) {
@@ -391,9 +456,9 @@ TEST(DefinitionFromJson, VarAxisWithValue) {
   j["axes"]["batch_size"]["value"] = 3;
   Diagnostics diag;
   EXPECT_FALSE(read(j, diag));
-  EXPECT_TRUE(OnlyError(diag, {"$.axes.batch_size.value",
-                               "var axis 'batch_size' must not have a value",
-                               "make it \"const\" or drop \"value\""}));
+  EXPECT_TRUE(
+      OnlyError(diag, {"$.axes.batch_size.value", "var axis 'batch_size' must not have a value",
+                       "make it \"const\" or drop \"value\""}));
 }
 
 TEST(DefinitionFromJson, NegativeConstValue) {
@@ -409,8 +474,8 @@ TEST(DefinitionFromJson, UnknownAxisTypeSuggests) {
   j["axes"]["head_dim"]["type"] = "constant";
   Diagnostics diag;
   EXPECT_FALSE(read(j, diag));
-  EXPECT_TRUE(OnlyError(diag, {"$.axes.head_dim.type", "unknown axis type 'constant'",
-                               "did you mean 'const'?"}));
+  EXPECT_TRUE(OnlyError(
+      diag, {"$.axes.head_dim.type", "unknown axis type 'constant'", "did you mean 'const'?"}));
 }
 
 TEST(DefinitionFromJson, UnknownAxisTypeWithNothingClose) {
@@ -429,8 +494,8 @@ TEST(DefinitionFromJson, UnknownDtypeSuggests) {
   j["inputs"]["q"]["dtype"] = "bfloat61";
   Diagnostics diag;
   EXPECT_FALSE(read(j, diag));
-  EXPECT_TRUE(
-      OnlyError(diag, {"$.inputs.q.dtype", "unknown dtype 'bfloat61'", "did you mean 'bfloat16'?"}));
+  EXPECT_TRUE(OnlyError(
+      diag, {"$.inputs.q.dtype", "unknown dtype 'bfloat61'", "did you mean 'bfloat16'?"}));
 }
 
 TEST(DefinitionFromJson, UnknownDtypeWithNothingCloseListsAll) {
@@ -438,9 +503,10 @@ TEST(DefinitionFromJson, UnknownDtypeWithNothingCloseListsAll) {
   j["outputs"]["lse"]["dtype"] = "fp8";
   Diagnostics diag;
   EXPECT_FALSE(read(j, diag));
-  EXPECT_TRUE(OnlyError(diag, {"$.outputs.lse.dtype", "unknown dtype 'fp8'",
-                               "expected one of: float32, float16, bfloat16, float8_e4m3fn, "
-                               "float8_e5m2, float4_e2m1, int64, int32, int16, int8, uint8, bool"}));
+  EXPECT_TRUE(
+      OnlyError(diag, {"$.outputs.lse.dtype", "unknown dtype 'fp8'",
+                       "expected one of: float32, float16, bfloat16, float8_e4m3fn, "
+                       "float8_e5m2, float4_e2m1, int64, int32, int16, int8, uint8, bool"}));
 }
 
 TEST(DefinitionFromJson, InputAndOutputWithTheSameName) {
@@ -526,8 +592,8 @@ TEST(DefinitionFromJson, ReportsEveryProblemNotJustTheFirst) {
   EXPECT_TRUE(HasError(diag, {"$.name", "expected a string, found integer 7"}));
   EXPECT_TRUE(HasError(diag, {"$.axes.head_dim", "const axis 'head_dim' has no value",
                               "add \"value\": N, or make it \"var\""}));
-  EXPECT_TRUE(HasError(diag, {"$.inputs.q.dtype", "unknown dtype 'bfloat61'",
-                              "did you mean 'bfloat16'?"}));
+  EXPECT_TRUE(
+      HasError(diag, {"$.inputs.q.dtype", "unknown dtype 'bfloat61'", "did you mean 'bfloat16'?"}));
   EXPECT_TRUE(HasError(diag, {"$.constraints[0]",
                               "cannot parse constraint 'len_indptr ==': column 14: unexpected end "
                               "of expression"}));

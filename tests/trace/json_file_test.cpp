@@ -31,8 +31,8 @@ Diagnostic only_file_error(const Diagnostics& diag, const std::string& file) {
 
 TEST(ReadTextFile, ReadsTheWholeFile) {
   fib::testing::TempDir dir;
-  const std::string content = std::string("{\"a\": 1}\n") + std::string(200000, ' ') +
-                              std::string("\0x", 2);
+  const std::string content =
+      std::string("{\"a\": 1}\n") + std::string(200000, ' ') + std::string("\0x", 2);
   const auto path = dir.write("a.json", content);
   Diagnostics diag;
   EXPECT_EQ(read_text_file(path.string(), diag), content);
@@ -133,8 +133,7 @@ TEST(ParseJson, TrailingCommaAndEmptyText) {
 }
 
 TEST(ParseJson, NestingUpToTheLimitIsAccepted) {
-  const std::string text =
-      std::string(kMaxJsonDepth, '[') + std::string(kMaxJsonDepth, ']');
+  const std::string text = std::string(kMaxJsonDepth, '[') + std::string(kMaxJsonDepth, ']');
   Diagnostics diag;
   EXPECT_TRUE(parse_json(text, "deep.json", diag)) << diag.to_string();
 }
@@ -149,8 +148,7 @@ TEST(ParseJson, NestingDeeperThanTheLimitIsRefused) {
 }
 
 TEST(ParseJson, BracketsInsideStringsDoNotCountAsNesting) {
-  const std::string text =
-      "[\"" + std::string(300, '[') + "\\\"" + std::string(300, '{') + "\"]";
+  const std::string text = "[\"" + std::string(300, '[') + "\\\"" + std::string(300, '{') + "\"]";
   Diagnostics diag;
   auto j = parse_json(text, "s.json", diag);
   ASSERT_TRUE(j) << diag.to_string();
@@ -168,8 +166,9 @@ TEST(ReadJsonFile, ReadsParsesAndNamesTheFile) {
   const auto bad = dir.write("bad.json", "{\"a\": [1, 2}\n");
   Diagnostics diag2;
   EXPECT_EQ(read_json_file(bad.string(), diag2), std::nullopt);
-  EXPECT_EQ(only_file_error(diag2, bad.string()).message.rfind("line 1, column 12: invalid JSON: ", 0),
-            0u)
+  EXPECT_EQ(
+      only_file_error(diag2, bad.string()).message.rfind("line 1, column 12: invalid JSON: ", 0),
+      0u)
       << diag2.to_string();
 
   Diagnostics diag3;

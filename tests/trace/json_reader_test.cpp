@@ -184,8 +184,8 @@ TEST_F(Getters, ReadInt) {
             std::numeric_limits<std::int64_t>::max());
   EXPECT_TRUE(diag_.empty());
   EXPECT_EQ(read_int(json("9223372036854775808"), path_, ctx_), std::nullopt);
-  EXPECT_TRUE(OnlyError(
-      diag_, {"$.v", "integer 9223372036854775808 is out of range (at most 2^63-1)"}));
+  EXPECT_TRUE(
+      OnlyError(diag_, {"$.v", "integer 9223372036854775808 is out of range (at most 2^63-1)"}));
 }
 
 TEST_F(Getters, ReadIntWrongTypes) {
@@ -270,7 +270,8 @@ TEST(ReadContext, WarningsCarryFileAndPath) {
   ctx.warning(root.key("evaluation"), "odd", "check it");
   ASSERT_EQ(diag.size(), 1u);
   EXPECT_EQ(diag.items()[0].severity, Severity::kWarning);
-  EXPECT_EQ(diag.items()[0].to_string(), "traces/a.jsonl:12: $.evaluation: warning: odd (check it)");
+  EXPECT_EQ(diag.items()[0].to_string(),
+            "traces/a.jsonl:12: $.evaluation: warning: odd (check it)");
 }
 
 // ------------------------------------------------------------------ json_kind / json_preview

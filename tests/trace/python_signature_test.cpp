@@ -116,7 +116,8 @@ TEST(FindTopLevelFunction, IndentedAndNestedDefinitionsAreNotTopLevel) {
 }
 
 TEST(FindTopLevelFunction, OtherFunctionsWithACommonPrefixAreSkipped) {
-  const auto sig = find_ok("def runner(x):\n    pass\n\ndef run_all(y):\n    pass\n\ndef run(z):\n");
+  const auto sig =
+      find_ok("def runner(x):\n    pass\n\ndef run_all(y):\n    pass\n\ndef run(z):\n");
   EXPECT_EQ(sig.params, (Params{"z"}));
   EXPECT_EQ(sig.line, 7);
   const auto helper = find_ok("def runner(x):\n    pass\n\ndef run(z):\n", "runner");
@@ -161,8 +162,8 @@ TEST(FindTopLevelFunction, MalformedDefinitionsSetTheError) {
   EXPECT_EQ(error, "the parameter list of 'def run' is not closed");
 
   error.clear();
-  EXPECT_FALSE(find_top_level_function("def run(a, 3):\n    pass\n", "run", &error));
-  EXPECT_EQ(error, "cannot read parameter '3'");
+  EXPECT_FALSE(find_top_level_function("def run(a, (b, c)):\n    pass\n", "run", &error));
+  EXPECT_EQ(error, "cannot read parameter '(b, c)'");
 
   // A null error pointer is allowed.
   EXPECT_FALSE(find_top_level_function("def run(a, b:\n", "run", nullptr));

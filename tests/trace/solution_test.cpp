@@ -111,19 +111,19 @@ TEST_P(BadEntryPoint, IsNotFileColonColonSymbol) {
   j["spec"]["entry_point"] = GetParam();
   Diagnostics diag;
   EXPECT_FALSE(read(j, diag));
-  EXPECT_TRUE(OnlyError(diag, {"$.spec.entry_point",
-                               std::string("entry point '") + GetParam() +
-                                   "' is not of the form 'file::symbol'",
-                               "e.g. \"kernel.cu::run\""}));
+  EXPECT_TRUE(OnlyError(
+      diag, {"$.spec.entry_point",
+             std::string("entry point '") + GetParam() + "' is not of the form 'file::symbol'",
+             "e.g. \"kernel.cu::run\""}));
 }
 
 INSTANTIATE_TEST_SUITE_P(Forms, BadEntryPoint,
-                         ::testing::Values("kernel.cu",            // no ::
-                                           "kernel.cu:run",        // a single colon
-                                           "kernel.cu::run::x",    // two ::
-                                           "::run",                // empty file
-                                           "kernel.cu::",          // empty symbol
-                                           "kernel.cu::::run"));   // two :: back to back
+                         ::testing::Values("kernel.cu",           // no ::
+                                           "kernel.cu:run",       // a single colon
+                                           "kernel.cu::run::x",   // two ::
+                                           "::run",               // empty file
+                                           "kernel.cu::",         // empty symbol
+                                           "kernel.cu::::run"));  // two :: back to back
 
 TEST(SolutionFromJson, EntryPointEmpty) {
   Json j = json(kSolution);
@@ -138,9 +138,9 @@ TEST(SolutionFromJson, EntryFileNotAmongSourcesSuggests) {
   j["spec"]["entry_point"] = "kernal.cu::run";
   Diagnostics diag;
   EXPECT_FALSE(read(j, diag));
-  EXPECT_TRUE(OnlyError(diag, {"$.spec.entry_point",
-                               "entry point file 'kernal.cu' is not among the sources",
-                               "did you mean 'kernel.cu'?"}));
+  EXPECT_TRUE(OnlyError(
+      diag, {"$.spec.entry_point", "entry point file 'kernal.cu' is not among the sources",
+             "did you mean 'kernel.cu'?"}));
 }
 
 TEST(SolutionFromJson, EntryFileNotAmongSourcesListsThem) {
@@ -148,9 +148,9 @@ TEST(SolutionFromJson, EntryFileNotAmongSourcesListsThem) {
   j["spec"]["entry_point"] = "main.py::run";
   Diagnostics diag;
   EXPECT_FALSE(read(j, diag));
-  EXPECT_TRUE(OnlyError(diag, {"$.spec.entry_point",
-                               "entry point file 'main.py' is not among the sources",
-                               "expected one of: kernel.cu, include/util.h"}));
+  EXPECT_TRUE(
+      OnlyError(diag, {"$.spec.entry_point", "entry point file 'main.py' is not among the sources",
+                       "expected one of: kernel.cu, include/util.h"}));
 }
 
 TEST(SolutionFromJson, EntryFileInASubfolder) {
@@ -180,9 +180,9 @@ TEST_P(UnsafeSourcePath, IsRefusedWithTheReason) {
   j["sources"][1]["path"] = c.path;
   Diagnostics diag;
   EXPECT_FALSE(read(j, diag));
-  EXPECT_TRUE(OnlyError(diag, {"$.sources[1].path",
-                               std::string("unsafe source path '") + c.path + "': " + c.why,
-                               "use a relative path inside the solution, e.g. \"src/kernel.cu\""}));
+  EXPECT_TRUE(OnlyError(
+      diag, {"$.sources[1].path", std::string("unsafe source path '") + c.path + "': " + c.why,
+             "use a relative path inside the solution, e.g. \"src/kernel.cu\""}));
   std::string why;
   EXPECT_FALSE(is_safe_relative_path(c.path, &why));
   EXPECT_EQ(why, c.why);
@@ -205,8 +205,8 @@ INSTANTIATE_TEST_SUITE_P(
     [](const ::testing::TestParamInfo<PathCase>& p) { return std::string(p.param.label); });
 
 TEST(IsSafeRelativePath, AcceptsOrdinaryRelativePaths) {
-  for (const char* p : {"kernel.cu", "src/kernel.cu", "a/b/c/d.h", ".hidden", "a/.b", "..a",
-                        "a..", "a/...", "with space.cu"}) {
+  for (const char* p : {"kernel.cu", "src/kernel.cu", "a/b/c/d.h", ".hidden", "a/.b", "..a", "a..",
+                        "a/...", "with space.cu"}) {
     std::string why = "unchanged";
     EXPECT_TRUE(is_safe_relative_path(p, &why)) << p << ": " << why;
     EXPECT_EQ(why, "unchanged") << p;
@@ -280,8 +280,7 @@ TEST(SolutionFromJson, SourcesNotAnArray) {
   j["sources"] = json(R"({"kernel.cu": "..."})");
   Diagnostics diag;
   EXPECT_FALSE(read(j, diag));
-  EXPECT_TRUE(
-      OnlyError(diag, {"$.sources", "expected an array of {path, content}, found object"}));
+  EXPECT_TRUE(OnlyError(diag, {"$.sources", "expected an array of {path, content}, found object"}));
 }
 
 // ------------------------------------------------------------------ language and binding
@@ -351,16 +350,16 @@ TEST(SolutionFromJson, WrongTypes) {
     j["spec"]["destination_passing_style"] = "no";
     Diagnostics diag;
     EXPECT_FALSE(read(j, diag));
-    EXPECT_TRUE(OnlyError(diag, {"$.spec.destination_passing_style",
-                                 "expected true or false, found string \"no\""}));
+    EXPECT_TRUE(OnlyError(
+        diag, {"$.spec.destination_passing_style", "expected true or false, found string \"no\""}));
   }
   {
     Json j = json(kSolution);
     j["spec"]["target_hardware"] = "H100";
     Diagnostics diag;
     EXPECT_FALSE(read(j, diag));
-    EXPECT_TRUE(OnlyError(diag, {"$.spec.target_hardware",
-                                 "expected an array of strings, found string \"H100\""}));
+    EXPECT_TRUE(OnlyError(
+        diag, {"$.spec.target_hardware", "expected an array of strings, found string \"H100\""}));
   }
   {
     Json j = json(kSolution);
@@ -382,9 +381,9 @@ TEST(SolutionFromJson, UnknownSpecField) {
   Json j = json(kSolution);
   j["spec"]["entrypoint"] = "kernel.cu::run";
   Diagnostics diag;
-  EXPECT_FALSE(read(j, diag));
-  EXPECT_TRUE(OnlyError(diag, {"$.spec.entrypoint", "unknown field 'entrypoint'",
-                               "did you mean 'entry_point'?"}));
+  EXPECT_FALSE(read(j, diag));  // an unknown field is an error: the solution is not used
+  EXPECT_TRUE(OnlyError(
+      diag, {"$.spec.entrypoint", "unknown field 'entrypoint'", "did you mean 'entry_point'?"}));
 }
 
 }  // namespace

@@ -51,10 +51,9 @@ inline ::testing::AssertionResult OnlyError(const Diagnostics& diag, const Expec
   }
   const Diagnostic& d = diag.items()[0];
   if (!detail::matches(d, e)) {
-    return ::testing::AssertionFailure()
-           << "expected {file=\"" << kFile << "\", path=\"" << e.path << "\", message=\""
-           << e.message << "\", hint=\"" << e.hint << "\", severity=error}\n     got "
-           << detail::describe(d);
+    return ::testing::AssertionFailure() << "expected {file=\"" << kFile << "\", path=\"" << e.path
+                                         << "\", message=\"" << e.message << "\", hint=\"" << e.hint
+                                         << "\", severity=error}\n     got " << detail::describe(d);
   }
   return ::testing::AssertionSuccess();
 }
@@ -64,10 +63,9 @@ inline ::testing::AssertionResult HasError(const Diagnostics& diag, const Expect
   for (const auto& d : diag) {
     if (detail::matches(d, e)) return ::testing::AssertionSuccess();
   }
-  return ::testing::AssertionFailure()
-         << "no finding {path=\"" << e.path << "\", message=\"" << e.message << "\", hint=\""
-         << e.hint << "\"} among:\n"
-         << diag.to_string();
+  return ::testing::AssertionFailure() << "no finding {path=\"" << e.path << "\", message=\""
+                                       << e.message << "\", hint=\"" << e.hint << "\"} among:\n"
+                                       << diag.to_string();
 }
 
 // EXPECT_PRED_FORMAT2(Contains, text, part): substring check for long messages.
@@ -119,7 +117,8 @@ inline Definition must_parse_definition(const Json& j) {
   Diagnostics diag;
   ReadContext ctx{std::string(kFile), &diag};
   auto d = definition_from_json(j, ctx);
-  if (!d || !diag.empty()) throw std::runtime_error("definition did not parse:\n" + diag.to_string());
+  if (!d || !diag.empty())
+    throw std::runtime_error("definition did not parse:\n" + diag.to_string());
   return std::move(*d);
 }
 

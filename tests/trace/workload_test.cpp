@@ -63,8 +63,9 @@ class WorkloadTest : public ::testing::Test {
 TEST_F(WorkloadTest, ParsesEveryInputKind) {
   const Workload w = must_parse(w_);
   EXPECT_EQ(w.uuid, "6f1c0e3a-0000-4000-8000-000000000001");
-  EXPECT_EQ(w.axes, (AxisValues{{"batch_size", 3}, {"num_pages", 10}, {"len_indptr", 4},
-                                {"num_kv_indices", 7}}));
+  EXPECT_EQ(
+      w.axes,
+      (AxisValues{{"batch_size", 3}, {"num_pages", 10}, {"len_indptr", 4}, {"num_kv_indices", 7}}));
   ASSERT_EQ(w.inputs.size(), 7u);
   EXPECT_EQ(w.input("q")->kind, InputKind::kRandom);
   const WorkloadInput* indptr = w.input("kv_indptr");
@@ -93,8 +94,8 @@ TEST_F(WorkloadTest, UnknownInputTypeSuggests) {
   w_["inputs"]["q"]["type"] = "randn";
   Diagnostics diag;
   EXPECT_FALSE(parse(w_, diag));
-  EXPECT_TRUE(OnlyError(diag, {"$.workload.inputs.q.type", "unknown input type 'randn'",
-                               "did you mean 'random'?"}));
+  EXPECT_TRUE(OnlyError(
+      diag, {"$.workload.inputs.q.type", "unknown input type 'randn'", "did you mean 'random'?"}));
 }
 
 TEST_F(WorkloadTest, UnknownInputTypeWithNothingClose) {
@@ -121,9 +122,9 @@ TEST_P(FieldNotOfThisKind, IsReported) {
   w["inputs"][c.input][c.field] = json(c.value);
   Diagnostics diag;
   EXPECT_FALSE(parse(w, diag));
-  EXPECT_TRUE(OnlyError(diag, {std::string("$.workload.inputs.") + c.input + "." + c.field,
-                               std::string("field '") + c.field + "' does not belong to a '" +
-                                   c.kind + "' input"}));
+  EXPECT_TRUE(OnlyError(
+      diag, {std::string("$.workload.inputs.") + c.input + "." + c.field,
+             std::string("field '") + c.field + "' does not belong to a '" + c.kind + "' input"}));
 }
 
 INSTANTIATE_TEST_SUITE_P(
@@ -198,8 +199,8 @@ TEST_F(WorkloadTest, StructuralTypes) {
     w["inputs"] = "random";
     Diagnostics diag;
     EXPECT_FALSE(parse(w, diag));
-    EXPECT_TRUE(OnlyError(
-        diag, {"$.workload.inputs", "expected an object of input name -> {type, ...}, found string"}));
+    EXPECT_TRUE(OnlyError(diag, {"$.workload.inputs",
+                                 "expected an object of input name -> {type, ...}, found string"}));
   }
   {
     Json w = json(kWorkload);
@@ -229,8 +230,9 @@ TEST_F(WorkloadTest, ExtraAxisSuggests) {
   w_["axes"]["batch_sizes"] = 3;
   Diagnostics diag;
   EXPECT_FALSE(check(def_, w_, diag));
-  EXPECT_TRUE(OnlyError(diag, {"$.axes.batch_sizes", "'batch_sizes' is not an axis of "
-                                                     "paged_decode_test",
+  EXPECT_TRUE(OnlyError(diag, {"$.axes.batch_sizes",
+                               "'batch_sizes' is not an axis of "
+                               "paged_decode_test",
                                "did you mean 'batch_size'?"}));
 }
 
@@ -278,8 +280,9 @@ TEST_F(WorkloadTest, ExtraInputSuggests) {
   w_["inputs"]["kv_indice"] = json(R"({"type": "random"})");
   Diagnostics diag;
   EXPECT_FALSE(check(def_, w_, diag));
-  EXPECT_TRUE(OnlyError(diag, {"$.inputs.kv_indice", "'kv_indice' is not an input of "
-                                                     "paged_decode_test",
+  EXPECT_TRUE(OnlyError(diag, {"$.inputs.kv_indice",
+                               "'kv_indice' is not an input of "
+                               "paged_decode_test",
                                "did you mean 'kv_indices'?"}));
 }
 
@@ -317,15 +320,15 @@ TEST_F(WorkloadTest, TensorGivenAsScalar) {
   w_["inputs"]["q"] = json(R"({"type": "scalar", "value": 1.0})");
   Diagnostics diag;
   EXPECT_FALSE(check(def_, w_, diag));
-  EXPECT_TRUE(OnlyError(diag, {"$.inputs.q.type",
-                               "input 'q' is a tensor in the definition but given as a scalar",
-                               "use \"random\" or \"safetensors\""}));
+  EXPECT_TRUE(OnlyError(
+      diag, {"$.inputs.q.type", "input 'q' is a tensor in the definition but given as a scalar",
+             "use \"random\" or \"safetensors\""}));
 }
 
 struct ScalarCase {
   const char* label;
   const char* input;
-  const char* value;  // JSON
+  const char* value;    // JSON
   const char* message;  // empty: accepted
 };
 void PrintTo(const ScalarCase& c, std::ostream* os) { *os << c.label; }
@@ -428,12 +431,12 @@ TEST_F(WorkloadTest, ConstraintEnvSeesAxesShapesAndGivenContents) {
   const auto bound = def_.bind_axes(w.axes);
   ASSERT_TRUE(bound);
   const std::vector<std::int64_t> indptr = {0, 2, 5, 7};
-  WorkloadConstraintEnv env(def_, *bound,
-                            [&](std::string_view name, std::span<const std::int64_t> index)
-                                -> std::optional<Scalar> {
-                              if (name != "kv_indptr" || index.size() != 1) return std::nullopt;
-                              return Scalar{indptr.at(static_cast<std::size_t>(index[0]))};
-                            });
+  WorkloadConstraintEnv env(
+      def_, *bound,
+      [&](std::string_view name, std::span<const std::int64_t> index) -> std::optional<Scalar> {
+        if (name != "kv_indptr" || index.size() != 1) return std::nullopt;
+        return Scalar{indptr.at(static_cast<std::size_t>(index[0]))};
+      });
   EXPECT_EQ(env.axis("batch_size"), 3);
   EXPECT_EQ(env.axis("head_dim"), 8);
   EXPECT_EQ(env.axis("q"), std::nullopt);
@@ -453,11 +456,10 @@ TEST_F(WorkloadTest, ConstraintEnvSeesAxesShapesAndGivenContents) {
   for (auto& [n, v] : more) {
     if (n == "num_kv_indices") v = 9;
   }
-  WorkloadConstraintEnv env9(def_, more,
-                             [&](std::string_view, std::span<const std::int64_t> index) {
-                               return std::optional<Scalar>(
-                                   indptr.at(static_cast<std::size_t>(index[0])));
-                             });
+  WorkloadConstraintEnv env9(
+      def_, more, [&](std::string_view, std::span<const std::int64_t> index) {
+        return std::optional<Scalar>(indptr.at(static_cast<std::size_t>(index[0])));
+      });
   const auto r = c.evaluate(env9);
   EXPECT_EQ(r.verdict, Verdict::kViolated);
   EXPECT_EQ(r.detail, "num_kv_indices (9) == kv_indptr[-1].item() (7)");

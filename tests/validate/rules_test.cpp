@@ -163,7 +163,7 @@ TEST(ValidateRules, BlobsAbsentAltogetherIsOnlyANote) {
   ASSERT_FALSE(info.empty());
   EXPECT_EQ(info[0].message,
             "the dataset has no blob/ folder: 1 safetensors inputs of 1 workloads are not present here (upstream "
-            "keeps blobs outside git); fib synthesizes valid inputs where a blob is missing");
+            "distributes blobs separately from the JSON)");
 }
 
 TEST(ValidateRules, MissingBlobWhenTheBlobFolderExists) {

@@ -24,7 +24,7 @@ struct BestCandidate {
   std::string author;
   bool is_baseline = false;
   bool eligible = false;
-  std::string reason;         // why it is not eligible
+  std::string reason;  // why it is not eligible
   std::size_t traces = 0;
   std::size_t failed = 0;     // traces with a status other than PASSED
   std::size_t attempted = 0;  // workloads (per hardware) it has traces on
@@ -49,9 +49,9 @@ struct DefinitionBest {
   Basis basis = Basis::kReference;
   std::string basis_description;
   std::vector<std::string> baseline_solutions;
-  std::size_t basis_workloads = 0;     // workloads (per hardware) with a basis latency
-  std::optional<BestCandidate> best;   // the first eligible candidate
-  std::vector<BestCandidate> candidates;  // eligible ones ranked, then the others by name
+  std::size_t basis_workloads = 0;         // workloads (per hardware) with a basis latency
+  std::optional<BestCandidate> best;       // the first eligible candidate
+  std::vector<BestCandidate> candidates;   // eligible ones ranked, then the others by name
   std::vector<WorkloadBest> per_workload;  // TraceSet::best_per_workload, in workload order
 };
 

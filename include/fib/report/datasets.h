@@ -17,8 +17,8 @@ namespace fib::report {
 // Two sources holding different records under one identity. The first source's record is
 // kept; the other one, and the records of its dataset that were built on it, are dropped.
 struct Conflict {
-  std::string kind;  // "definition", "solution", "workload", "file"
-  std::string name;  // definition or solution name, workload uuid, or relative file path
+  std::string kind;      // "definition", "solution", "workload", "file"
+  std::string name;      // definition or solution name, workload uuid, or relative file path
   std::string kept;      // "<root>/<file>[:line]"
   std::string rejected;  // "<root>/<file>[:line]"
   std::vector<std::string> differing;  // fields that differ, e.g. "reference", "workload.axes"

@@ -31,7 +31,7 @@ std::string_view series_kind_name(SeriesKind k);  // "author", "solution", "auth
 
 struct FastPSeries {
   SeriesKind kind = SeriesKind::kSolution;
-  std::string name;        // the solution, or the author
+  std::string name;  // the solution, or the author
   std::string author;
   std::string definition;  // empty for an author pooled over definitions
   Basis basis = Basis::kBaseline;

@@ -25,7 +25,7 @@ struct StatusCounts {
 
 struct DefinitionSummary {
   std::string name;
-  std::string op_type;          // empty for an orphan (traces or solutions, no definition file)
+  std::string op_type;  // empty for an orphan (traces or solutions, no definition file)
   bool has_definition = true;
   std::size_t workloads = 0;
   std::size_t solutions = 0;
@@ -39,10 +39,10 @@ struct DefinitionSummary {
 struct AuthorScore {
   std::string author;
   Basis basis = Basis::kBaseline;
-  double avg_speedup = 0;   // mean of basis latency / author latency; a failed workload is 0
-  double success_rate = 0;  // share of compared workloads the author passed
-  double win_rate = 0;      // share of compared workloads with speedup > 1
-  std::size_t workloads = 0;  // compared workloads, summed over definitions
+  double avg_speedup = 0;     // mean of basis latency / author latency; a failed workload is 0
+  double success_rate = 0;    // share of compared workloads the author passed
+  double win_rate = 0;        // share of compared workloads with speedup > 1
+  std::size_t workloads = 0;  // compared (workload, hardware) pairs, summed over definitions
   std::size_t definitions = 0;
   std::vector<std::pair<std::string, std::string>> best_solutions;  // (definition, solution)
 };

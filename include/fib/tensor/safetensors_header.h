@@ -19,16 +19,16 @@ inline constexpr std::uint64_t kMaxSafetensorsHeaderBytes = std::uint64_t{100} <
 
 struct SafetensorsEntry {
   std::string name;
-  std::string dtype_code;     // "BF16", "F32", "I32", "F8_E4M3", ...
-  std::optional<DType> dtype; // nullopt for codes with no FlashInfer-Trace dtype (F64, U32...)
+  std::string dtype_code;      // "BF16", "F32", "I32", "F8_E4M3", ...
+  std::optional<DType> dtype;  // nullopt for codes with no FlashInfer-Trace dtype (F64, U32...)
   std::vector<std::int64_t> shape;
-  std::uint64_t begin = 0;    // byte offsets into the data section
+  std::uint64_t begin = 0;  // byte offsets into the data section
   std::uint64_t end = 0;
 };
 
 struct SafetensorsHeader {
-  std::uint64_t header_bytes = 0;  // length of the JSON header
-  std::uint64_t data_bytes = 0;    // length of the data section after it
+  std::uint64_t header_bytes = 0;         // length of the JSON header
+  std::uint64_t data_bytes = 0;           // length of the data section after it
   std::vector<SafetensorsEntry> tensors;  // in header order
   std::vector<std::pair<std::string, std::string>> metadata;
 
@@ -51,6 +51,7 @@ std::optional<SafetensorsHeader> parse_safetensors_header(std::string_view prefi
                                                           Diagnostics& diag);
 
 // Reads only the header of a file on disk.
-std::optional<SafetensorsHeader> read_safetensors_header(const std::string& path, Diagnostics& diag);
+std::optional<SafetensorsHeader> read_safetensors_header(const std::string& path,
+                                                         Diagnostics& diag);
 
 }  // namespace fib

@@ -24,6 +24,8 @@ class ConstraintEnv {
  public:
   virtual ~ConstraintEnv() = default;
   virtual std::optional<std::int64_t> axis(std::string_view name) const = 0;
+  // A scalar input's value (e.g. sm_scale), when known.
+  virtual std::optional<Scalar> scalar(std::string_view /*name*/) const { return std::nullopt; }
   // Shape of a tensor, or nullopt when `name` is not a tensor (or its shape is unknown).
   virtual std::optional<std::vector<std::int64_t>> tensor_shape(std::string_view name) const = 0;
   // Element at a full index (row-major); nullopt when the contents are not at hand.

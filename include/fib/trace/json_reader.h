@@ -58,6 +58,9 @@ class KeyOrder {
 struct ReadContext {
   std::string file;  // "definitions/gemm/x.json" or "traces/a/b/c.jsonl:12"
   Diagnostics* diag = nullptr;
+  // Errors reported through this context so far. A reader returns nothing when any error was
+  // reported while it read its record, so a record with an unknown field is never used.
+  mutable std::size_t errors = 0;
 
   void error(const JsonPath& path, std::string message, std::string hint = {}) const;
   void warning(const JsonPath& path, std::string message, std::string hint = {}) const;

@@ -53,11 +53,15 @@ class WorkloadConstraintEnv : public ConstraintEnv {
   std::optional<Scalar> tensor_element(std::string_view name,
                                        std::span<const std::int64_t> index) const override;
   bool is_tensor(std::string_view name) const override;
+  std::optional<Scalar> scalar(std::string_view name) const override;
+  // Makes the workload's scalar inputs visible to constraints (e.g. `sm_scale > 0`).
+  void set_scalars(const Workload& w);
 
  private:
   const Definition& def_;
   AxisValues bound_;
   ElementFn elements_;
+  std::vector<std::pair<std::string, Scalar>> scalars_;
 };
 
 }  // namespace fib

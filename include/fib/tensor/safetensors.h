@@ -1,0 +1,51 @@
+// safetensors files: read (memory-mapped, header fully validated) and write (atomic), in the
+// format PyTorch's safetensors library reads and writes.
+#pragma once
+
+#include <filesystem>
+#include <map>
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "fib/tensor/safetensors_header.h"
+#include "fib/tensor/tensor.h"
+#include "fib/trace/diagnostics.h"
+
+namespace fib {
+
+// An open safetensors file. Tensors are read from a read-only memory map on demand.
+class SafetensorsFile {
+ public:
+  // Opens and validates `path`; throws fib::Error with the header findings.
+  static SafetensorsFile open(const std::filesystem::path& path);
+  SafetensorsFile(SafetensorsFile&&) noexcept;
+  SafetensorsFile& operator=(SafetensorsFile&&) noexcept;
+  SafetensorsFile(const SafetensorsFile&) = delete;  // owns a memory map that must be unmapped once
+  SafetensorsFile& operator=(const SafetensorsFile&) = delete;
+  ~SafetensorsFile();
+
+  const SafetensorsHeader& header() const { return header_; }
+  const std::filesystem::path& path() const { return path_; }
+  std::vector<std::string> keys() const;
+  bool contains(const std::string& key) const;
+  // A copy of the tensor `key`; throws fib::Error when it is absent or its dtype has no
+  // FlashInfer-Trace equivalent.
+  Tensor read(const std::string& key) const;
+
+ private:
+  SafetensorsFile() = default;
+  std::filesystem::path path_;
+  SafetensorsHeader header_;
+  const std::byte* map_ = nullptr;
+  std::size_t map_size_ = 0;
+};
+
+// Writes tensors (in the given order, data laid out contiguously) with optional string
+// metadata, atomically. Keys must be unique and non-empty.
+void write_safetensors(const std::filesystem::path& path,
+                       const std::vector<std::pair<std::string, Tensor>>& tensors,
+                       const std::map<std::string, std::string>& metadata = {});
+
+}  // namespace fib

@@ -1,0 +1,249 @@
+#include "fib/tensor/safetensors.h"
+
+#include <fcntl.h>
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+#include <atomic>
+#include <bit>
+#include <cerrno>
+#include <chrono>
+#include <cstring>
+#include <nlohmann/json.hpp>
+#include <set>
+#include <utility>
+
+#include "fib/trace/suggest.h"
+
+namespace fib {
+
+namespace fs = std::filesystem;
+
+// The format is little-endian and fib copies bytes straight between files and tensors.
+static_assert(std::endian::native == std::endian::little, "safetensors I/O assumes little-endian");
+
+namespace {
+
+class Fd {
+ public:
+  explicit Fd(int fd) : fd_(fd) {}
+  ~Fd() {
+    if (fd_ >= 0) ::close(fd_);
+  }
+  Fd(const Fd&) = delete;  // closes its descriptor exactly once
+  Fd& operator=(const Fd&) = delete;
+  int get() const { return fd_; }
+  int release() {
+    const int fd = fd_;
+    fd_ = -1;
+    return fd;
+  }
+
+ private:
+  int fd_;
+};
+
+std::string json_string(const std::string& s, const fs::path& path) {
+  try {
+    return nlohmann::json(s).dump();
+  } catch (const nlohmann::json::exception&) {
+    throw Error(path.string(), fmt::format("'{}' is not valid UTF-8, which a safetensors header "
+                                           "(JSON) requires",
+                                           s));
+  }
+}
+
+std::string make_header(const std::vector<std::pair<std::string, Tensor>>& tensors,
+                        const std::map<std::string, std::string>& metadata, const fs::path& path) {
+  std::string h = "{";
+  if (!metadata.empty()) {
+    h += "\"__metadata__\":{";
+    bool first = true;
+    for (const auto& [k, v] : metadata) {
+      if (!first) h += ',';
+      first = false;
+      h += json_string(k, path) + ':' + json_string(v, path);
+    }
+    h += '}';
+  }
+  std::uint64_t offset = 0;
+  for (const auto& [name, t] : tensors) {
+    if (h.size() > 1) h += ',';
+    h += json_string(name, path);
+    h += fmt::format(R"(:{{"dtype":"{}","shape":[{}],"data_offsets":[{},{}]}})",
+                     safetensors_code(t.dtype()), fmt::join(t.shape(), ","), offset,
+                     offset + t.nbytes());
+    offset += t.nbytes();
+  }
+  h += '}';
+  // The format's own writer pads with spaces so the data section starts 8-byte aligned, which
+  // lets readers map tensors in place.
+  h.append((8 - h.size() % 8) % 8, ' ');
+  return h;
+}
+
+void write_all(int fd, const void* data, std::size_t n, const fs::path& path) {
+  const auto* p = static_cast<const char*>(data);
+  while (n > 0) {
+    const ssize_t w = ::write(fd, p, n);
+    if (w < 0) {
+      if (errno == EINTR) continue;
+      throw Error(path.string(), fmt::format("write failed: {}", std::strerror(errno)));
+    }
+    p += w;
+    n -= static_cast<std::size_t>(w);
+  }
+}
+
+void fsync_dir(const fs::path& dir) {
+  const int fd = ::open(dir.empty() ? "." : dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  if (fd >= 0) {
+    ::fsync(fd);
+    ::close(fd);
+  }
+}
+
+}  // namespace
+
+SafetensorsFile SafetensorsFile::open(const fs::path& path) {
+  const std::string name = path.string();
+  Fd fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC));
+  if (fd.get() < 0) {
+    const int e = errno;
+    throw Error(name, e == ENOENT  ? std::string("file not found")
+                      : e == ELOOP ? std::string("symbolic link loop")
+                                   : fmt::format("cannot open: {}", std::strerror(e)));
+  }
+  struct stat st {};
+  if (::fstat(fd.get(), &st) != 0 || !S_ISREG(st.st_mode)) throw Error(name, "not a regular file");
+  const auto size = static_cast<std::uint64_t>(st.st_size);
+  SafetensorsFile f;
+  f.path_ = path;
+  if (size > 0) {
+    void* m = ::mmap(nullptr, size, PROT_READ, MAP_PRIVATE, fd.get(), 0);
+    if (m == MAP_FAILED) {
+      throw Error(name, fmt::format("cannot map {} bytes: {}", size, std::strerror(errno)));
+    }
+    f.map_ = static_cast<const std::byte*>(m);
+    f.map_size_ = static_cast<std::size_t>(size);
+  }
+  // From here `f` owns the map and unmaps it if validation throws.
+  Diagnostics diag;
+  const std::string_view bytes(static_cast<const char*>(static_cast<const void*>(f.map_)),
+                               f.map_size_);
+  auto header = parse_safetensors_header(bytes, size, name, diag);
+  if (!header) throw Error(std::move(diag));
+  f.header_ = std::move(*header);
+  return f;
+}
+
+SafetensorsFile::SafetensorsFile(SafetensorsFile&& other) noexcept
+    : path_(std::move(other.path_)),
+      header_(std::move(other.header_)),
+      map_(std::exchange(other.map_, nullptr)),
+      map_size_(std::exchange(other.map_size_, 0)) {}
+
+SafetensorsFile& SafetensorsFile::operator=(SafetensorsFile&& other) noexcept {
+  if (this != &other) {
+    if (map_ != nullptr) ::munmap(const_cast<std::byte*>(map_), map_size_);
+    path_ = std::move(other.path_);
+    header_ = std::move(other.header_);
+    map_ = std::exchange(other.map_, nullptr);
+    map_size_ = std::exchange(other.map_size_, 0);
+  }
+  return *this;
+}
+
+SafetensorsFile::~SafetensorsFile() {
+  if (map_ != nullptr) ::munmap(const_cast<std::byte*>(map_), map_size_);
+}
+
+std::vector<std::string> SafetensorsFile::keys() const {
+  std::vector<std::string> out;
+  out.reserve(header_.tensors.size());
+  for (const auto& t : header_.tensors) out.push_back(t.name);
+  return out;
+}
+
+bool SafetensorsFile::contains(const std::string& key) const {
+  return header_.find(key) != nullptr;
+}
+
+Tensor SafetensorsFile::read(const std::string& key) const {
+  const SafetensorsEntry* e = header_.find(key);
+  if (e == nullptr) {
+    const std::vector<std::string> names = keys();
+    throw Error(path_.string(), fmt::format("no tensor named '{}'", key), suggest(key, names));
+  }
+  if (!e->dtype) {
+    throw Error(path_.string(),
+                fmt::format("tensor '{}' has safetensors dtype {}, which has no FlashInfer-Trace "
+                            "dtype",
+                            key, e->dtype_code));
+  }
+  Tensor t(*e->dtype, e->shape);
+  // The header check guarantees the entry's bytes are exactly the tensor's storage size.
+  if (t.nbytes() > 0) std::memcpy(t.raw(), map_ + header_.data_offset() + e->begin, t.nbytes());
+  return t;
+}
+
+void write_safetensors(const fs::path& path,
+                       const std::vector<std::pair<std::string, Tensor>>& tensors,
+                       const std::map<std::string, std::string>& metadata) {
+  std::set<std::string_view> seen;
+  for (const auto& [name, t] : tensors) {
+    if (name.empty()) throw Error(path.string(), "a tensor name must not be empty");
+    if (name == "__metadata__") {
+      throw Error(path.string(), "'__metadata__' is reserved and cannot name a tensor");
+    }
+    if (!seen.insert(name).second) {
+      throw Error(path.string(), fmt::format("tensor name '{}' appears twice", name));
+    }
+    if (!t.defined()) throw Error(path.string(), fmt::format("tensor '{}' is undefined", name));
+  }
+  const std::string header = make_header(tensors, metadata, path);
+  std::uint64_t n = header.size();
+  unsigned char len[8];
+  for (int i = 0; i < 8; ++i) len[i] = static_cast<unsigned char>((n >> (8 * i)) & 0xFF);
+
+  const fs::path parent = path.parent_path();
+  if (!parent.empty()) {
+    std::error_code ec;
+    fs::create_directories(parent, ec);
+    if (ec) throw Error(parent.string(), fmt::format("cannot create folder: {}", ec.message()));
+  }
+  // A unique name beside the target, so the rename is atomic (same file system) and
+  // concurrent writers in this or other processes never share a temporary file.
+  static std::atomic<unsigned> counter{0};
+  const auto stamp = std::chrono::steady_clock::now().time_since_epoch().count();
+  const fs::path tmp = parent / fmt::format(".{}.tmp.{}.{}.{}", path.filename().string(),
+                                            ::getpid(), counter.fetch_add(1), stamp);
+  Fd fd(::open(tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644));
+  if (fd.get() < 0) {
+    throw Error(tmp.string(), fmt::format("cannot create: {}", std::strerror(errno)));
+  }
+  try {
+    write_all(fd.get(), len, sizeof len, tmp);
+    write_all(fd.get(), header.data(), header.size(), tmp);
+    for (const auto& [name, t] : tensors) write_all(fd.get(), t.raw(), t.nbytes(), tmp);
+    if (::fsync(fd.get()) != 0) {
+      throw Error(tmp.string(), fmt::format("fsync failed: {}", std::strerror(errno)));
+    }
+    if (::close(fd.release()) != 0) {
+      throw Error(tmp.string(), fmt::format("close failed: {}", std::strerror(errno)));
+    }
+  } catch (...) {
+    ::unlink(tmp.c_str());
+    throw;
+  }
+  if (::rename(tmp.c_str(), path.c_str()) != 0) {
+    const int e = errno;
+    ::unlink(tmp.c_str());
+    throw Error(path.string(), fmt::format("cannot replace: {}", std::strerror(e)));
+  }
+  fsync_dir(parent);
+}
+
+}  // namespace fib
