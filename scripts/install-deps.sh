@@ -16,6 +16,7 @@ packages=(
   libgtest-dev libgmock-dev googletest
   libbenchmark-dev
   python3
+  python3-torch        # runs definitions' PyTorch references in the parity tests
 )
 
 missing=()

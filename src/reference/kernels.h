@@ -1,0 +1,52 @@
+// Internal: the factory of each op family's reference kernel (one file per family) and helpers
+// they share.
+#pragma once
+
+#include <functional>
+#include <memory>
+#include <vector>
+#include <string>
+
+#include "fib/reference/reference.h"
+
+namespace fib::reference::detail {
+
+// Factories, one per family file (src/reference/<family>.cpp).
+std::unique_ptr<Kernel> make_gemm();
+std::unique_ptr<Kernel> make_rmsnorm();  // rmsnorm and fused_add_rmsnorm
+// Attention families (src/reference/attention/*.cpp).
+std::unique_ptr<Kernel> make_gqa_paged();   // decode and causal prefill, any page size
+std::unique_ptr<Kernel> make_gqa_ragged();  // causal prefill
+std::unique_ptr<Kernel> make_mla_paged();   // decode and causal prefill
+std::unique_ptr<Kernel> make_mla_ragged();  // causal prefill
+std::unique_ptr<Kernel> make_dsa_sparse_attention();
+std::unique_ptr<Kernel> make_dsa_topk_indexer();
+// Other families.
+std::unique_ptr<Kernel> make_moe();  // every moe variant of the corpus
+std::unique_ptr<Kernel> make_gdn();  // decode, mtp, prefill
+std::unique_ptr<Kernel> make_mamba_ssu();
+std::unique_ptr<Kernel> make_rope();
+std::unique_ptr<Kernel> make_sampling();  // top_k, top_p, top_k_top_p
+
+// An axis value of the bound axes; throws fib::Error naming the axis when absent.
+std::int64_t axis(const CallContext& ctx, std::string_view name);
+// A new output tensor with the definition's dtype and the shape its axes give.
+Tensor make_output(const CallContext& ctx, std::string_view name);
+// Whether `name` ends with/starts with a token (for kernels keyed by the definition's naming).
+bool name_has(const Definition& def, std::string_view token);
+
+}  // namespace fib::reference::detail
+
+namespace fib::reference::detail {
+
+// Runs fn(begin, end) over [0, n) split into contiguous chunks on up to `threads` threads.
+// Chunks smaller than `grain` items are not split further (threads cost more than they save).
+void parallel_for(std::int64_t n, unsigned threads, std::int64_t grain,
+                  const std::function<void(std::int64_t, std::int64_t)>& fn);
+
+// float32 copies of inputs, for kernels that compute in fp32 as the corpus references do.
+std::vector<float> as_floats(const Tensor& t);
+// Rounds fp32 values into `out` (any float dtype), as PyTorch's .to(dtype) does.
+void store_floats(const std::vector<float>& values, Tensor& out);
+
+}  // namespace fib::reference::detail

@@ -1,0 +1,42 @@
+#include <algorithm>
+#include <thread>
+#include <vector>
+
+#include "reference/kernels.h"
+
+namespace fib::reference::detail {
+
+void parallel_for(std::int64_t n, unsigned threads, std::int64_t grain,
+                  const std::function<void(std::int64_t, std::int64_t)>& fn) {
+  if (n <= 0) return;
+  const std::int64_t max_parts = std::max<std::int64_t>(1, n / std::max<std::int64_t>(1, grain));
+  const auto parts = static_cast<unsigned>(std::min<std::int64_t>(std::max(1u, threads), max_parts));
+  if (parts <= 1) {
+    fn(0, n);
+    return;
+  }
+  std::vector<std::thread> pool;
+  pool.reserve(parts - 1);
+  const std::int64_t step = (n + parts - 1) / parts;
+  for (unsigned p = 1; p < parts; ++p) {
+    const std::int64_t b = p * step, e = std::min(n, b + step);
+    if (b < e) pool.emplace_back([&fn, b, e] { fn(b, e); });
+  }
+  fn(0, std::min(n, step));
+  for (auto& t : pool) t.join();
+}
+
+std::vector<float> as_floats(const Tensor& t) {
+  const Tensor f = t.dtype() == DType::kFloat32 ? t : to_float32(t);
+  const float* p = f.data<float>();
+  return std::vector<float>(p, p + f.numel());
+}
+
+void store_floats(const std::vector<float>& values, Tensor& out) {
+  Tensor f(DType::kFloat32, out.shape());
+  std::copy(values.begin(), values.end(), f.data<float>());
+  Tensor r = out.dtype() == DType::kFloat32 ? f : from_float32(f, out.dtype());
+  std::copy(r.bytes().begin(), r.bytes().end(), out.bytes().begin());
+}
+
+}  // namespace fib::reference::detail

@@ -1,0 +1,66 @@
+// Helpers for reference tests: seeded random tensors, corpus definitions, and a closeness
+// check that reports the first mismatch.
+#pragma once
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <random>
+#include <string>
+
+#include "fib/reference/reference.h"
+#include "fib/tensor/tensor.h"
+#include "fib/trace/definition.h"
+#include "support/test_paths.h"
+
+namespace fib::testing {
+
+inline Tensor random_tensor(DType dtype, Shape shape, std::mt19937_64& rng, double lo = -1.0, double hi = 1.0) {
+  Tensor t(dtype, std::move(shape));
+  std::uniform_real_distribution<double> u(lo, hi);
+  for (std::int64_t i = 0; i < t.numel(); ++i) t.set(i, u(rng));
+  return t;
+}
+
+// Loads a corpus definition by op_type and name (the caller has checked the corpus exists).
+inline Definition corpus_definition(const std::filesystem::path& corpus, const std::string& op_type,
+                                    const std::string& name) {
+  return load_definition((corpus / "definitions" / op_type / (name + ".json")).string());
+}
+
+// Every element within atol + rtol * |expected| (NaN only where expected is NaN, equal infs).
+inline ::testing::AssertionResult tensors_close(const Tensor& actual, const Tensor& expected, double atol,
+                                                double rtol) {
+  if (actual.shape() != expected.shape()) {
+    return ::testing::AssertionFailure() << "shape " << shape_to_string(actual.shape()) << " vs "
+                                         << shape_to_string(expected.shape());
+  }
+  if (actual.dtype() != expected.dtype()) {
+    return ::testing::AssertionFailure() << "dtype " << dtype_name(actual.dtype()) << " vs "
+                                         << dtype_name(expected.dtype());
+  }
+  std::int64_t bad = 0, first = -1;
+  double worst = 0;
+  for (std::int64_t i = 0; i < actual.numel(); ++i) {
+    const double a = actual.get(i), e = expected.get(i);
+    bool ok;
+    if (std::isnan(e) || std::isnan(a)) {
+      ok = std::isnan(e) && std::isnan(a);
+    } else if (std::isinf(e) || std::isinf(a)) {
+      ok = a == e;
+    } else {
+      ok = std::fabs(a - e) <= atol + rtol * std::fabs(e);
+      worst = std::max(worst, std::fabs(a - e));
+    }
+    if (!ok) {
+      if (first < 0) first = i;
+      ++bad;
+    }
+  }
+  if (bad == 0) return ::testing::AssertionSuccess() << "max abs error " << worst;
+  return ::testing::AssertionFailure() << bad << " of " << actual.numel() << " elements differ; first at flat index "
+                                       << first << ": " << actual.get(first) << " vs " << expected.get(first)
+                                       << " (max abs error of the others " << worst << ")";
+}
+
+}  // namespace fib::testing
