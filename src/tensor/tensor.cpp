@@ -36,15 +36,12 @@ std::string_view storage_type_name(DType t) {
 }
 
 std::shared_ptr<std::byte[]> allocate_zeroed(std::size_t n, const Shape& shape, DType dtype) {
-  // operator new of size 0 may hand out a shared sentinel; a real block keeps every defined
-  // tensor's storage distinct.
-  const std::size_t size = std::max<std::size_t>(n, 1);
-  void* p = ::operator new (size, std::align_val_t{kTensorAlignment}, std::nothrow);
+  void* p = ::operator new (n, std::align_val_t{kTensorAlignment}, std::nothrow);
   if (p == nullptr) {
-    throw Error("", fmt::format("cannot allocate {} bytes for a {} tensor of shape {}", n,
+    throw Error("", fmt::format("cannot allocate {} bytes for a tensor of dtype {} and shape {}", n,
                                 dtype_name(dtype), shape_to_string(shape)));
   }
-  std::memset(p, 0, size);
+  std::memset(p, 0, n);
   return std::shared_ptr<std::byte[]>(static_cast<std::byte*>(p), [](std::byte* q) {
     ::operator delete (q, std::align_val_t{kTensorAlignment});
   });
@@ -69,16 +66,6 @@ std::int64_t float_to_int64(double v) {
   if (v >= kTwo63) return std::numeric_limits<std::int64_t>::max();
   if (v < -kTwo63) return std::numeric_limits<std::int64_t>::min();
   return static_cast<std::int64_t>(v);
-}
-
-// C++20 defines integer narrowing as keeping the low bits (two's complement).
-template <typename T>
-T narrow_int(std::int64_t v) {
-  if constexpr (std::is_same_v<T, bool>) {
-    return v != 0;
-  } else {
-    return static_cast<T>(v);
-  }
 }
 
 // Calls fn(T{}) with the storage type of an integer or bool dtype.
@@ -128,7 +115,8 @@ void write_int(Tensor& t, std::int64_t i, std::int64_t v) {
   }
   with_int_type(t.dtype(), [&](auto tag) {
     using T = decltype(tag);
-    t.data<T>()[i] = narrow_int<T>(v);
+    // C++20 defines integer narrowing as keeping the low bits (two's complement).
+    t.data<T>()[i] = static_cast<T>(v);
   });
 }
 
@@ -213,7 +201,7 @@ Tensor::Tensor(DType dtype, Shape shape) : dtype_(dtype), shape_(std::move(shape
   numel_ = shape_numel(shape_);
   const auto bytes = dtype_storage_bytes(dtype_, static_cast<std::uint64_t>(numel_));
   if (!bytes || *bytes > std::numeric_limits<std::size_t>::max() / 2) {
-    throw Error("", fmt::format("a {} tensor of shape {} is too large to allocate",
+    throw Error("", fmt::format("a tensor of dtype {} and shape {} is too large to allocate",
                                 dtype_name(dtype_), shape_to_string(shape_)));
   }
   nbytes_ = static_cast<std::size_t>(*bytes);

@@ -29,7 +29,7 @@ struct FormatModel {
   int mant;               // explicit mantissa bits
   int bias;
   double max_finite;
-  Overflow overflow;      // what a too-large magnitude (and inf) becomes
+  Overflow overflow;        // what a too-large magnitude (and inf) becomes
   std::uint32_t over_code;  // that code without the sign
 };
 
@@ -70,7 +70,8 @@ inline std::uint32_t model_encode(const FormatModel& f, float x) {
   std::frexp(v, &e);
   const int vlead = e - 1;
   if (vlead < emin) return sign | static_cast<std::uint32_t>(std::ldexp(v, f.mant - emin));
-  const auto frac_field = static_cast<std::uint32_t>(std::ldexp(v, f.mant - vlead)) - (1u << f.mant);
+  const auto frac_field =
+      static_cast<std::uint32_t>(std::ldexp(v, f.mant - vlead)) - (1u << f.mant);
   return sign | (static_cast<std::uint32_t>(vlead + f.bias) << f.mant) | frac_field;
 }
 
@@ -95,8 +96,7 @@ inline float fast_decode(const FormatModel& f, std::uint32_t code) {
 inline const nlohmann::json& pytorch_golden() {
   static const nlohmann::json golden = [] {
     std::ifstream in(test_data_dir() / "numeric" / "pytorch_golden.json");
-    return in ? nlohmann::json::parse(in, nullptr, /*allow_exceptions=*/false)
-              : nlohmann::json();
+    return in ? nlohmann::json::parse(in, nullptr, /*allow_exceptions=*/false) : nlohmann::json();
   }();
   return golden;
 }

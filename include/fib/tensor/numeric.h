@@ -31,7 +31,8 @@ inline std::uint32_t round_normal(std::uint32_t a) {
 // Rounds a magnitude below the target's smallest normal to a subnormal code. Adding a power of
 // two whose float32 spacing equals the target's subnormal spacing makes the FPU do the round
 // to nearest even; the low bits of the sum are then the code (reaching the smallest normal's
-// code when the value rounds up to it).
+// code when the value rounds up to it). Flush-to-zero modes cannot change the result: the sum
+// is normal, and float32 subnormal inputs round to code 0 in every target anyway.
 template <int kTargetUlpExp>
 inline std::uint32_t round_subnormal(std::uint32_t a) {
   constexpr std::uint32_t kMagicBits = static_cast<std::uint32_t>(127 + kTargetUlpExp + 23) << 23;

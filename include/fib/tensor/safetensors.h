@@ -15,7 +15,10 @@
 
 namespace fib {
 
-// An open safetensors file. Tensors are read from a read-only memory map on demand.
+// An open safetensors file. Tensors are read from a read-only memory map on demand. The map
+// pins the file's contents as they were when opened, even when write_safetensors replaces the
+// file meanwhile (a rename leaves the old inode alive); only a writer that truncates the file
+// in place could break it, and fib's writers never do.
 class SafetensorsFile {
  public:
   // Opens and validates `path`; throws fib::Error with the header findings.
@@ -30,8 +33,8 @@ class SafetensorsFile {
   const std::filesystem::path& path() const { return path_; }
   std::vector<std::string> keys() const;
   bool contains(const std::string& key) const;
-  // A copy of the tensor `key`; throws fib::Error when it is absent or its dtype has no
-  // FlashInfer-Trace equivalent.
+  // A copy of the tensor `key`; throws fib::Error when it is absent (with a "did you mean"
+  // hint) or its dtype has no FlashInfer-Trace equivalent (F64, C64, F8_E4M3FNUZ, ...).
   Tensor read(const std::string& key) const;
 
  private:
@@ -43,7 +46,12 @@ class SafetensorsFile {
 };
 
 // Writes tensors (in the given order, data laid out contiguously) with optional string
-// metadata, atomically. Keys must be unique and non-empty.
+// metadata, atomically: a temporary file beside `path`, fsync, rename, fsync of the folder, so
+// readers see the old file or the new one, never a part. Missing parent folders are created.
+// Names must be unique, non-empty, valid UTF-8 and not "__metadata__"; every tensor must be
+// defined. The header is compact JSON (metadata first, then the tensors) padded with spaces to
+// a multiple of 8 bytes, as the safetensors library writes it, so the same tensors in the same
+// order give the same bytes. Throws fib::Error.
 void write_safetensors(const std::filesystem::path& path,
                        const std::vector<std::pair<std::string, Tensor>>& tensors,
                        const std::map<std::string, std::string>& metadata = {});

@@ -1,0 +1,62 @@
+// Input materialization: turns a workload's input specs into tensors and scalars — scalars as
+// given, safetensors blobs loaded (shape and dtype checked), and everything else synthesized
+// from a seed, structure-aware per op family (valid indptr/indices/page tables, causal q/kv
+// lengths, routing logits and scales, probability rows), so every synthesized set satisfies
+// the definition's constraints.
+#pragma once
+
+#include <cstdint>
+#include <filesystem>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "fib/tensor/tensor.h"
+#include "fib/trace/constraint.h"
+#include "fib/trace/definition.h"
+#include "fib/trace/workload.h"
+
+namespace fib {
+
+enum class InputOrigin : std::uint8_t {
+  kScalar,       // a scalar value from the workload
+  kBlob,         // read from the workload's safetensors blob
+  kSynthesized,  // made by the op family's recipe (structure-aware)
+  kRandom,       // seeded random values of the dtype
+};
+std::string_view input_origin_name(InputOrigin o);
+
+struct MaterializedInputs {
+  std::map<std::string, Tensor, std::less<>> tensors;
+  std::map<std::string, Scalar, std::less<>> scalars;
+  std::map<std::string, InputOrigin, std::less<>> origins;
+  // What was not taken from the workload as written, e.g. a missing blob replaced by a
+  // synthesized tensor, or a random scalar given its conventional value.
+  std::vector<std::string> notes;
+  std::uint64_t seed = 0;
+};
+
+struct MaterializeOptions {
+  std::uint64_t seed = 0;
+  std::filesystem::path dataset_root;  // blob paths are relative to it
+  bool use_blobs = true;               // false: synthesize even where a blob exists
+  // Only integer and bool tensors (indices, offsets, page tables) and scalars: checks the index
+  // structure of full-size workloads without allocating their float tensors.
+  bool integers_only = false;
+  // Only scalars (their given or conventional values): how workload synthesis fills them in.
+  bool scalars_only = false;
+};
+
+// Materializes every input of `w` (throws fib::Error when a blob disagrees with the
+// definition, or the axes admit no valid input, e.g. page indices into an empty cache).
+MaterializedInputs materialize_inputs(const Definition& def, const Workload& w, const MaterializeOptions& options);
+
+// Evaluates the definition's constraints on the materialized data; returns one message per
+// violated or unevaluable constraint (empty when all hold).
+std::vector<std::string> check_input_constraints(const Definition& def, const Workload& w,
+                                                 const MaterializedInputs& inputs);
+
+// Whether an op family has a structure-aware recipe.
+bool has_input_recipe(std::string_view op_type);
+
+}  // namespace fib

@@ -1,0 +1,79 @@
+// Internal: the context an op family's input recipe works in, and helpers recipes share.
+#pragma once
+
+#include <functional>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "fib/tensor/inputs.h"
+#include "fib/tensor/random.h"
+
+namespace fib::recipes {
+
+class RecipeContext {
+ public:
+  RecipeContext(const Definition& def, const AxisValues& axes, std::uint64_t seed, MaterializedInputs& out,
+                bool integers_only = false, bool scalars_only = false)
+      : def_(def), axes_(axes), seed_(seed), out_(out), integers_only_(integers_only), scalars_only_(scalars_only) {}
+
+  const Definition& definition() const { return def_; }
+  // Whether the definition has this input and it still needs a value.
+  bool wants(std::string_view name) const;
+  bool has_tensor(std::string_view name) const { return out_.tensors.count(name) > 0; }
+  std::int64_t axis(std::string_view name) const;  // throws fib::Error when absent
+  std::optional<std::int64_t> maybe_axis(std::string_view name) const { return axis_value(axes_, name); }
+  Rng rng(std::string_view label) const { return Rng(Rng::derive(seed_, label)); }
+  // The definition's shape for an input under the workload's axes.
+  Shape shape_of(std::string_view name) const;
+  // Integer contents of a present tensor (given by a blob or made earlier).
+  std::vector<std::int64_t> ints(std::string_view name) const;
+
+  // Stores a synthesized tensor of the definition's dtype and shape, from int64 / double values.
+  void put_ints(std::string_view name, const std::vector<std::int64_t>& values);
+  void put_doubles(std::string_view name, const std::vector<double>& values);
+  void put_tensor(std::string_view name, Tensor t);
+  // Fills a new tensor for `name` element by element from gen(rng), without an intermediate
+  // copy (MoE weights reach billions of elements).
+  void fill(std::string_view name, const std::function<double(Rng&)>& gen);
+  void put_scalar(std::string_view name, Scalar value, std::string why);
+  void note(std::string text) { out_.notes.push_back(std::move(text)); }
+
+ private:
+  const Definition& def_;
+  const AxisValues& axes_;
+  std::uint64_t seed_;
+  MaterializedInputs& out_;
+  bool integers_only_;
+  bool scalars_only_;
+};
+
+using Recipe = void (*)(RecipeContext&);
+
+// Fills t with gen(rng) in fixed chunks of 2^20 elements, each with its own stream derived from
+// `seed`, so the values do not depend on how many threads fill them.
+void fill_tensor(Tensor& t, std::uint64_t seed, const std::function<double(Rng&)>& gen);
+
+// Splits `total` into `parts` non-negative integers. Each part gets at least `min_each` when
+// total allows, and part i at most caps[i] when caps are given and the total fits under them.
+std::vector<std::int64_t> split_total(Rng& rng, std::int64_t total, std::int64_t parts, std::int64_t min_each,
+                                      const std::vector<std::int64_t>* caps = nullptr);
+// `count` distinct values from [0, universe) in random order (with repeats only when count >
+// universe, which the caller reports).
+std::vector<std::int64_t> sample_indices(Rng& rng, std::int64_t count, std::int64_t universe);
+// Exclusive prefix sums with a leading 0: {2, 3} -> {0, 2, 5}.
+std::vector<std::int64_t> offsets(const std::vector<std::int64_t>& lengths);
+
+// The softmax scale a scalar input's description states ("1/sqrt(192)"), if any.
+std::optional<double> described_inverse_sqrt(const TensorSpec& spec);
+
+// Recipes by op family (src/tensor/recipes/<family>.cpp).
+void attention(RecipeContext& ctx);  // gqa_paged, gqa_ragged, mla_paged, mla_ragged, dsa_paged
+void gdn(RecipeContext& ctx);
+void mamba_ssu(RecipeContext& ctx);
+void moe(RecipeContext& ctx);
+void sampling(RecipeContext& ctx);
+void rope(RecipeContext& ctx);
+
+}  // namespace fib::recipes

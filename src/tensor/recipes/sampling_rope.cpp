@@ -1,0 +1,66 @@
+// Inputs of sampling (probability rows that sum to 1, per-row top_k and top_p) and rope
+// (positions inside the cache and a cos/sin cache built the way models build it).
+#include <cmath>
+
+#include "tensor/recipes/recipe.h"
+
+namespace fib::recipes {
+
+void sampling(RecipeContext& ctx) {
+  if (ctx.wants("probs")) {
+    const Shape shape = ctx.shape_of("probs");
+    const std::int64_t rows = shape[0], vocab = shape[1];
+    Rng rng = ctx.rng("probs");
+    std::vector<double> p(static_cast<std::size_t>(rows * vocab));
+    for (std::int64_t r = 0; r < rows; ++r) {
+      // Logits with a temperature drawn per row: from peaked to flat distributions.
+      const double temp = rng.uniform(0.5, 3.0);
+      double mx = -1e300, sum = 0;
+      double* row = p.data() + r * vocab;
+      for (std::int64_t i = 0; i < vocab; ++i) mx = std::max(mx, row[i] = rng.normal() * temp);
+      for (std::int64_t i = 0; i < vocab; ++i) sum += (row[i] = std::exp(row[i] - mx));
+      for (std::int64_t i = 0; i < vocab; ++i) row[i] /= sum;
+    }
+    ctx.put_doubles("probs", p);
+  }
+  if (ctx.wants("top_k")) {
+    const std::int64_t rows = shape_numel(ctx.shape_of("top_k"));
+    const std::int64_t vocab = ctx.maybe_axis("vocab_size").value_or(1);
+    Rng rng = ctx.rng("top_k");
+    static constexpr std::int64_t kChoices[] = {1, 5, 20, 50, 100, 1000};
+    std::vector<std::int64_t> k(static_cast<std::size_t>(rows));
+    for (auto& x : k) x = std::min(vocab, kChoices[rng.randint(0, std::size(kChoices))]);
+    ctx.put_ints("top_k", k);
+  }
+  if (ctx.wants("top_p")) {
+    Rng rng = ctx.rng("top_p");
+    std::vector<double> p(static_cast<std::size_t>(shape_numel(ctx.shape_of("top_p"))));
+    for (auto& x : p) x = rng.uniform(0.5, 0.99);
+    ctx.put_doubles("top_p", p);
+  }
+}
+
+void rope(RecipeContext& ctx) {
+  const std::int64_t max_len = ctx.axis("max_seq_len");
+  if (ctx.wants("positions")) {
+    Rng rng = ctx.rng("positions");
+    std::vector<std::int64_t> pos(static_cast<std::size_t>(shape_numel(ctx.shape_of("positions"))));
+    for (auto& x : pos) x = rng.randint(0, max_len);
+    ctx.put_ints("positions", pos);
+  }
+  if (ctx.wants("cos_sin_cache")) {
+    const Shape shape = ctx.shape_of("cos_sin_cache");
+    const std::int64_t rot = shape[1], half = rot / 2;
+    std::vector<double> c(static_cast<std::size_t>(shape[0] * rot));
+    for (std::int64_t p = 0; p < shape[0]; ++p) {
+      for (std::int64_t i = 0; i < half; ++i) {
+        const double freq = std::pow(10000.0, -2.0 * static_cast<double>(i) / static_cast<double>(rot));
+        c[static_cast<std::size_t>(p * rot + i)] = std::cos(static_cast<double>(p) * freq);
+        c[static_cast<std::size_t>(p * rot + half + i)] = std::sin(static_cast<double>(p) * freq);
+      }
+    }
+    ctx.put_doubles("cos_sin_cache", c);
+  }
+}
+
+}  // namespace fib::recipes
