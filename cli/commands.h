@@ -17,5 +17,10 @@ using Runner = std::function<int()>;
 void register_validate(CLI::App& app, Runner& run);
 void register_validate_render(CLI::App& app, Runner& run);
 void register_report(CLI::App& app, Runner& run);
+void register_onboard(CLI::App& app, Runner& run);
+void register_models(CLI::App& app, Runner& run);
+void register_inputs(CLI::App& app, Runner& run);
+void register_reference(CLI::App& app, Runner& run);
+void register_workloads(CLI::App& app, Runner& run);
 
 }  // namespace fib::cli

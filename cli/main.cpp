@@ -15,6 +15,11 @@ int main(int argc, char** argv) {
   fib::cli::register_validate(app, run);
   fib::cli::register_validate_render(app, run);
   fib::cli::register_report(app, run);
+  fib::cli::register_onboard(app, run);
+  fib::cli::register_models(app, run);
+  fib::cli::register_inputs(app, run);
+  fib::cli::register_reference(app, run);
+  fib::cli::register_workloads(app, run);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {

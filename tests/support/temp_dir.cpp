@@ -36,6 +36,13 @@ std::string TempDir::read(const std::string& relative) const {
   return ss.str();
 }
 
+std::string TempDir::read_file(const fs::path& path) {
+  std::ifstream in(path, std::ios::binary);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
 void copy_tree(const fs::path& from, const fs::path& to) {
   fs::create_directories(to);
   fs::copy(from, to, fs::copy_options::recursive | fs::copy_options::overwrite_existing);

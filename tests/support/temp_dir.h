@@ -18,6 +18,7 @@ class TempDir {
   // Writes `content` to path()/relative, creating folders.
   std::filesystem::path write(const std::string& relative, std::string_view content) const;
   std::string read(const std::string& relative) const;
+  static std::string read_file(const std::filesystem::path& path);
 
  private:
   std::filesystem::path path_;

@@ -1,0 +1,34 @@
+#include "cli/cli_common.h"
+
+#include <fmt/format.h>
+
+#include <cstdlib>
+
+#include "fib/trace/suggest.h"
+
+namespace fib::cli {
+
+std::string dataset_path(const std::string& flag) {
+  if (!flag.empty()) return flag;
+  if (const char* env = std::getenv("FIB_DATASET_PATH"); env && *env) return env;
+  throw Error("--dataset", "no dataset given", "use --dataset DIR or set FIB_DATASET_PATH");
+}
+
+const Definition& find_definition(const TraceSet& set, const std::string& name) {
+  if (const Definition* d = set.definition(name)) return *d;
+  std::vector<std::string> names;
+  for (const auto& d : set.definitions()) names.push_back(d.value.name);
+  throw Error(set.root().string(), fmt::format("no definition named '{}'", name), suggest(name, names));
+}
+
+const Workload& find_workload(const TraceSet& set, const Definition& def, const std::string& uuid) {
+  std::vector<std::string> uuids;
+  for (const auto& w : set.workloads(def.name)) {
+    if (w.value.workload.uuid == uuid) return w.value.workload;
+    uuids.push_back(w.value.workload.uuid);
+  }
+  throw Error(def.name, fmt::format("no workload with uuid '{}'", uuid),
+              uuids.empty() ? std::string("the definition has no workloads") : suggest(uuid, uuids));
+}
+
+}  // namespace fib::cli

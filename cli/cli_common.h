@@ -1,0 +1,16 @@
+// Small helpers the subcommands share: loading a dataset and finding a definition or workload
+// by name with a "did you mean" when it is not there.
+#pragma once
+
+#include <string>
+
+#include "fib/dataset/trace_set.h"
+
+namespace fib::cli {
+
+// The dataset from --dataset, or $FIB_DATASET_PATH; throws fib::Error when neither is given.
+std::string dataset_path(const std::string& flag);
+const Definition& find_definition(const TraceSet& set, const std::string& name);
+const Workload& find_workload(const TraceSet& set, const Definition& def, const std::string& uuid);
+
+}  // namespace fib::cli
