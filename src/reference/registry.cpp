@@ -37,6 +37,17 @@ const std::vector<std::unique_ptr<Kernel>>& kernels() {
     std::vector<std::unique_ptr<Kernel>> k;
     k.push_back(detail::make_gemm());
     k.push_back(detail::make_rmsnorm());
+    k.push_back(detail::make_gqa_paged());
+    k.push_back(detail::make_gqa_ragged());
+    k.push_back(detail::make_mla_paged());
+    k.push_back(detail::make_mla_ragged());
+    k.push_back(detail::make_dsa_sparse_attention());
+    k.push_back(detail::make_dsa_topk_indexer());
+    k.push_back(detail::make_moe());
+    k.push_back(detail::make_gdn());
+    k.push_back(detail::make_sampling());
+    k.push_back(detail::make_mamba_ssu());
+    k.push_back(detail::make_rope());
     return k;
   }();
   return list;

@@ -5,7 +5,10 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <map>
 #include <random>
+#include <regex>
+#include <sstream>
 #include <string>
 
 #include "fib/reference/reference.h"
@@ -26,6 +29,46 @@ inline Tensor random_tensor(DType dtype, Shape shape, std::mt19937_64& rng, doub
 inline Definition corpus_definition(const std::filesystem::path& corpus, const std::string& op_type,
                                     const std::string& name) {
   return load_definition((corpus / "definitions" / op_type / (name + ".json")).string());
+}
+
+// A corpus definition with some const axes and reference constants (`NAME = value` lines)
+// changed, and the reference's `assert` lines (which pin the original sizes) dropped: the
+// definition's own math at sizes a parity test can afford. Fails the test when an axis or a
+// constant is not there.
+inline Definition scaled_definition(const Definition& def,
+                                    const std::map<std::string, std::int64_t>& axes,
+                                    const std::map<std::string, std::string>& constants = {}) {
+  Json j = to_json(def);
+  j["name"] = def.name + "_scaled";
+  for (const auto& [name, value] : axes) {
+    EXPECT_TRUE(j["axes"].contains(name) && j["axes"][name].contains("value"))
+        << def.name << ": no const axis " << name;
+    j["axes"][name]["value"] = value;
+  }
+  static const std::regex kAssign(
+      R"(^(\s*)([A-Za-z_][A-Za-z0-9_]*)(\s*=\s*)[-+0-9.eE_]+\s*(#.*)?$)");
+  static const std::regex kAssert(R"(^\s*assert\b.*$)");
+  std::map<std::string, int> replaced;
+  std::istringstream in(def.reference);
+  std::string line, code;
+  while (std::getline(in, line)) {
+    if (!line.empty() && line.back() == '\r') line.pop_back();  // some references have CRLF endings
+    if (std::regex_match(line, kAssert)) continue;
+    std::smatch m;
+    if (std::regex_match(line, m, kAssign) && constants.count(m[2].str())) {
+      line = m[1].str() + m[2].str() + m[3].str() + constants.at(m[2].str());
+      ++replaced[m[2].str()];
+    }
+    code += line + "\n";
+  }
+  for (const auto& [name, value] : constants)
+    EXPECT_TRUE(replaced.count(name)) << def.name << ": no constant " << name;
+  j["reference"] = code;
+  Diagnostics diag;
+  ReadContext ctx{def.name, &diag};
+  auto d = definition_from_json(j, ctx);
+  EXPECT_TRUE(d) << diag.to_string();
+  return d ? *d : def;
 }
 
 // Every element within atol + rtol * |expected| (NaN only where expected is NaN, equal infs).
