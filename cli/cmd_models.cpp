@@ -1,0 +1,160 @@
+// fib models: the bundled models (name, family, layers, parameters, definitions at the default
+// serving setup); with a slug, that model's layer plan and definitions.
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
+#include <iostream>
+
+#include "cli/commands.h"
+#include "fib/onboard/model_registry.h"
+#include "fib/onboard/onboard.h"
+#include "fib/trace/json_file.h"
+
+namespace fib::cli {
+
+namespace {
+
+struct ModelsArgs {
+  std::string slug;
+  bool json = false;
+};
+
+struct Row {
+  const onboard::BundledModel* model = nullptr;
+  std::optional<onboard::OnboardResult> result;
+  std::string error;
+};
+
+Row evaluate(const onboard::BundledModel& m) {
+  Row row{&m, std::nullopt, {}};
+  Diagnostics diag;
+  const ReadContext ctx{m.path.string() + ":config", &diag};
+  auto cfg = onboard::normalize_config(m.config, ctx);
+  if (!cfg || diag.has_errors()) {
+    row.error = diag.to_string();
+    return row;
+  }
+  onboard::OnboardRequest req;
+  req.config = std::move(*cfg);
+  req.slug = m.slug;
+  req.display_name = m.display_name;
+  req.source = m.path.string();
+  req.options.tp = m.tp;
+  req.options.ep = m.ep;
+  row.result = onboard::generate(req);
+  return row;
+}
+
+Json row_json(const Row& r) {
+  Json j = Json::object();
+  j["slug"] = r.model->slug;
+  j["name"] = r.model->display_name;
+  j["hf_repo"] = r.model->hf_repo;
+  j["aliases"] = r.model->aliases;
+  j["serving"] = Json{{"tp", r.model->tp}, {"ep", r.model->ep}};
+  j["provenance"] = r.model->provenance;
+  if (!r.result) {
+    j["error"] = r.error;
+    return j;
+  }
+  const auto& cfg = r.result->plan.config;
+  const auto params = onboard::count_parameters(cfg);
+  j["family"] = std::string(onboard::family_name(cfg.family));
+  j["layers"] = cfg.num_layers;
+  j["parameters"] = params.total;
+  j["active_parameters"] = params.active;
+  j["definitions"] = r.result->outcomes.size();
+  return j;
+}
+
+int run_models(const ModelsArgs& a) {
+  Diagnostics diag;
+  const auto dir = onboard::models_dir();
+  const auto models = onboard::load_bundled_models(dir, diag);
+  if (diag.has_errors()) std::cerr << diag.to_string();
+  if (!a.slug.empty()) {
+    const auto* m = onboard::find_model(models, a.slug);
+    if (!m) {
+      std::cerr << fmt::format("fib models: unknown model '{}'; closest: {}\n", a.slug,
+                               fmt::join(onboard::closest_models(models, a.slug), ", "));
+      return kExitUsage;
+    }
+    const Row row = evaluate(*m);
+    if (!row.result) {
+      std::cerr << row.error;
+      return kExitUsage;
+    }
+    if (a.json) {
+      Json j = row_json(row);
+      j["plan"] = onboard::plan_to_json(row.result->plan);
+      Json defs = Json::array();
+      for (const auto& o : row.result->outcomes) defs.push_back(o.def.name);
+      j["definition_names"] = std::move(defs);
+      j["module_graph"] = onboard::module_graph_to_json(row.result->graph);
+      std::cout << dump_json_pretty(j);
+      return kExitOk;
+    }
+    std::cout << fmt::format("{} ({}), {}\nserving: tp {}; ep {}\nsource: {}\n\n", m->display_name,
+                             m->slug, m->hf_repo, fmt::join(m->tp, ","), fmt::join(m->ep, ","),
+                             m->provenance);
+    std::cout << onboard::render_plan_text(row.result->plan);
+    std::cout << fmt::format("\n{} definitions at the default serving setup:\n",
+                             row.result->outcomes.size());
+    for (const auto& o : row.result->outcomes)
+      std::cout << fmt::format("  {}/{}\n", o.def.op_type, o.def.name);
+    if (!row.result->unsupported.empty()) {
+      std::cout << "unsupported parts:\n";
+      for (const auto& u : row.result->unsupported) {
+        std::cout << fmt::format("  [{}] {}: {}\n", severity_name(u.severity), u.component,
+                                 u.reason);
+      }
+    }
+    return kExitOk;
+  }
+  std::vector<Row> rows;
+  for (const auto& m : models) rows.push_back(evaluate(m));
+  if (a.json) {
+    Json j = Json::array();
+    for (const auto& r : rows) j.push_back(row_json(r));
+    std::cout << dump_json_pretty(j);
+    return kExitOk;
+  }
+  std::cout << fmt::format("{:<28} {:<14} {:>6} {:>18} {:>11}\n", "NAME", "FAMILY", "LAYERS",
+                           "PARAMETERS", "DEFINITIONS");
+  bool failed = false;
+  for (const auto& r : rows) {
+    if (!r.result) {
+      std::cout << fmt::format("{:<28} error: {}", r.model->slug, r.error);
+      failed = true;
+      continue;
+    }
+    const auto& cfg = r.result->plan.config;
+    const auto p = onboard::count_parameters(cfg);
+    const std::string params = p.active != p.total
+                                   ? fmt::format("{} ({} act)", onboard::format_count(p.total),
+                                                 onboard::format_count(p.active))
+                                   : onboard::format_count(p.total);
+    std::cout << fmt::format("{:<28} {:<14} {:>6} {:>18} {:>11}\n", r.model->slug,
+                             onboard::family_name(cfg.family), cfg.num_layers, params,
+                             r.result->outcomes.size());
+  }
+  std::cout << fmt::format(
+      "{} models in {} (definitions: default serving setup, page sizes 1 and 64, all "
+      "stages)\n",
+      rows.size(), dir.string());
+  return failed ? kExitFindings : kExitOk;
+}
+
+}  // namespace
+
+void register_models(CLI::App& app, Runner& run) {
+  auto args = std::make_shared<ModelsArgs>();
+  CLI::App* cmd =
+      app.add_subcommand("models", "List the bundled models, or show one model's layer plan");
+  cmd->add_option("model", args->slug,
+                  "A bundled model slug or alias: show its plan and definitions");
+  cmd->add_flag("--json", args->json, "Print JSON");
+  cmd->callback([&run, args] { run = [args] { return run_models(*args); }; });
+}
+
+}  // namespace fib::cli

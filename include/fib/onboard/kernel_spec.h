@@ -1,0 +1,150 @@
+// KernelSpec: one kernel a model runs, as a typed request per op family, with the sizes after
+// parallel sharding. Generators turn a KernelSpec into a complete Definition.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <variant>
+
+#include "fib/onboard/model_config.h"
+#include "fib/onboard/serving.h"
+
+namespace fib::onboard {
+
+// C = A @ B.T, fp16.
+struct GemmKernel {
+  std::int64_t n = 0;
+  std::int64_t k = 0;
+  std::string role;  // "attn.qkv_proj", for descriptions
+  int tp = 0;        // > 0 when the shape is per rank (tagged tp:N)
+};
+
+struct RmsNormKernel {
+  std::int64_t hidden = 0;
+  double eps = 1e-6;
+  bool fused_add = false;
+  bool folded_offset = false;  // Gemma (1 + weight): the offset is folded into the weight
+  std::string role;
+};
+
+// Shared by the paged and ragged GQA kernels.
+struct AttentionHeads {
+  std::int64_t heads = 0;     // per rank
+  std::int64_t kv_heads = 0;  // per rank
+  std::int64_t head_dim = 0;
+  std::int64_t full_heads = 0;
+  std::int64_t full_kv_heads = 0;
+  int tp = 1;
+  bool sinks = false;  // a learned per-head sink logit joins the softmax (gpt-oss)
+};
+
+struct GqaPagedKernel {
+  Stage stage = Stage::kDecode;  // kDecode or kPrefill (causal)
+  AttentionHeads h;
+  std::int64_t page_size = 1;
+};
+
+struct GqaRaggedKernel {
+  AttentionHeads h;
+};
+
+struct MlaPagedKernel {
+  Stage stage = Stage::kDecode;
+  std::int64_t heads = 0;
+  std::int64_t full_heads = 0;
+  int tp = 1;
+  std::int64_t ckv = 0;  // kv_lora_rank
+  std::int64_t kpe = 0;  // qk_rope_head_dim
+  std::int64_t qk_nope = 0;
+  std::int64_t page_size = 1;
+};
+
+struct MlaRaggedKernel {
+  std::int64_t heads = 0;
+  std::int64_t full_heads = 0;
+  int tp = 1;
+  std::int64_t qk_nope = 0;
+  std::int64_t qk_rope = 0;
+  std::int64_t vo_dim = 0;
+};
+
+struct DsaAttentionKernel {
+  std::int64_t heads = 0;
+  std::int64_t full_heads = 0;
+  int tp = 1;
+  std::int64_t ckv = 0;
+  std::int64_t kpe = 0;
+  std::int64_t qk_nope = 0;
+  std::int64_t topk = 0;
+  std::int64_t page_size = 1;
+};
+
+struct DsaIndexerKernel {
+  std::int64_t index_heads = 0;
+  std::int64_t index_head_dim = 0;
+  std::int64_t topk = 0;
+  std::int64_t page_size = 64;
+};
+
+struct GdnKernel {
+  Stage stage = Stage::kDecode;
+  std::int64_t qk_heads = 0;  // per rank
+  std::int64_t v_heads = 0;   // per rank
+  std::int64_t head_size = 0;
+  std::int64_t full_qk_heads = 0;
+  std::int64_t full_v_heads = 0;
+  int tp = 1;
+};
+
+struct MambaKernel {
+  std::int64_t nheads = 0;  // per rank
+  std::int64_t head_dim = 0;
+  std::int64_t dstate = 0;
+  std::int64_t ngroups = 0;  // per rank
+  std::int64_t full_nheads = 0;
+  int tp = 1;
+};
+
+enum class MoeFormat : std::uint8_t {
+  kFp8BlockScale,        // moe_fp8_block_scale_* (DeepSeek or renormalize routing)
+  kFp4BlockScale,        // trtllm_fp4_block_scale_moe_*
+  kFp4BlockScaleRouted,  // trtllm_fp4_block_scale_routed_moe_* (pre-computed routing)
+  kFp8PerTensor,         // trtllm_fp8_per_tensor_scale_moe_*
+};
+
+struct MoeKernel {
+  MoeFormat format = MoeFormat::kFp8BlockScale;
+  Routing routing = Routing::kRenormalize;
+  std::int64_t num_experts = 0;    // global
+  std::int64_t local_experts = 0;  // num_experts / ep
+  std::int64_t hidden = 0;
+  std::int64_t intermediate = 0;
+  std::int64_t top_k = 0;
+  std::int64_t n_group = 1;
+  std::int64_t topk_group = 1;
+  int ep = 1;
+};
+
+struct RopeKernel {
+  std::int64_t head_size = 0;
+  std::int64_t rotary_dim = 0;
+  RopeStyle style = RopeStyle::kNeox;
+};
+
+enum class SamplingKind : std::uint8_t { kTopK, kTopP, kTopKTopP };
+
+struct SamplingKernel {
+  SamplingKind kind = SamplingKind::kTopK;
+  std::int64_t vocab = 0;
+};
+
+using KernelSpec =
+    std::variant<GemmKernel, RmsNormKernel, GqaPagedKernel, GqaRaggedKernel, MlaPagedKernel,
+                 MlaRaggedKernel, DsaAttentionKernel, DsaIndexerKernel, GdnKernel, MambaKernel,
+                 MoeKernel, RopeKernel, SamplingKernel>;
+
+// The op_type a kernel's definition will carry ("gemm", "gqa_paged", ...).
+std::string_view op_type_of(const KernelSpec& k);
+
+}  // namespace fib::onboard

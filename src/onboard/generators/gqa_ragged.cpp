@@ -1,0 +1,95 @@
+// op_type gqa_ragged: causal grouped-query attention over ragged (contiguous, variable-length)
+// q/k/v, the kernel of a prefill without a cached prefix.
+#include <fmt/format.h>
+
+#include "fib/onboard/naming.h"
+#include "onboard/generators/common.h"
+#include "onboard/generators/families.h"
+
+namespace fib::onboard::gen {
+
+namespace {
+
+constexpr std::string_view kReference = R"PY(import math
+
+import torch
+
+@ATTEND@
+
+@torch.no_grad()
+def run(q, k, v, qo_indptr, kv_indptr, @SINKS@sm_scale):
+    total_q, num_qo_heads, head_dim = q.shape
+    total_kv, num_kv_heads, _ = k.shape
+    batch_size = qo_indptr.shape[0] - 1
+    assert num_qo_heads == @H@
+    assert num_kv_heads == @KV@
+    assert head_dim == @D@
+    assert total_q == qo_indptr[-1].item()
+    assert total_kv == kv_indptr[-1].item()
+
+    group = num_qo_heads // num_kv_heads
+    q_f32 = q.to(torch.float32)
+    k_f32 = k.to(torch.float32)
+    v_f32 = v.to(torch.float32)
+    output = torch.zeros((total_q, num_qo_heads, head_dim), dtype=torch.bfloat16, device=q.device)
+    lse = torch.full((total_q, num_qo_heads), -math.inf, dtype=torch.float32, device=q.device)
+    for b in range(batch_size):
+        qs, qe = int(qo_indptr[b].item()), int(qo_indptr[b + 1].item())
+        ks, ke = int(kv_indptr[b].item()), int(kv_indptr[b + 1].item())
+        if qs >= qe or ks >= ke:
+            continue
+        # q head h reads kv head h // group
+        kb = k_f32[ks:ke].repeat_interleave(group, dim=1)
+        vb = v_f32[ks:ke].repeat_interleave(group, dim=1)
+        _attend_causal(q_f32[qs:qe], kb, vb, sm_scale, output[qs:qe], lse[qs:qe]@SINK_ARG@)
+    return output, lse
+)PY";
+
+}  // namespace
+
+Definition gqa_ragged(const GqaRaggedKernel& k, const GenContext& ctx) {
+  const auto& h = k.h;
+  const std::string name = definition_name(KernelSpec{k});
+  Builder b(name, "gqa_ragged",
+            fmt::format("Batched Grouped Query Attention prefill with ragged (variable-length) "
+                        "inputs. Causal mask is "
+                        "applied (bottom-right aligned).{} {}",
+                        h.sinks ? sink_sentence() : std::string_view(),
+                        provenance(ctx, fmt::format("TP={}", h.tp))));
+  b.tag("stage:prefill").tag(std::string(kStatusTag)).tag(model_tag(ctx));
+  b.tag("fi_api:flashinfer.prefill.BatchPrefillWithRaggedKVCacheWrapper")
+      .tag(fmt::format("tp:{}", h.tp));
+  if (h.sinks) b.tag("variant:attention_sink");
+  b.constant("num_qo_heads", h.heads,
+             fmt::format("Number of query/output heads per rank{}.",
+                         split_note(h.full_heads, h.tp, h.heads)))
+      .constant("num_kv_heads", h.kv_heads, "Number of key-value heads per rank.")
+      .constant("head_dim", h.head_dim, "Dimension of each attention head.")
+      .var("len_indptr",
+           "Length of indptr arrays. Should be the same for qo_indptr and kv_indptr (batch_size + "
+           "1).")
+      .var("total_q", "Total number of query tokens.")
+      .var("total_kv", "Total key-value tokens across all sequences.");
+  b.constraint("total_q == qo_indptr[-1].item()").constraint("total_kv == kv_indptr[-1].item()");
+  b.input("q", {"total_q", "num_qo_heads", "head_dim"}, DType::kBFloat16, "Query tensor.")
+      .input("k", {"total_kv", "num_kv_heads", "head_dim"}, DType::kBFloat16, "Key tensor.")
+      .input("v", {"total_kv", "num_kv_heads", "head_dim"}, DType::kBFloat16, "Value tensor.")
+      .input("qo_indptr", {"len_indptr"}, DType::kInt32, "Query offsets for each sequence.")
+      .input("kv_indptr", {"len_indptr"}, DType::kInt32, "Key-value offsets for each sequence.");
+  if (h.sinks)
+    b.input("sinks", {"num_qo_heads"}, DType::kFloat32, std::string(sink_input_description()));
+  b.scalar("sm_scale", DType::kFloat32, "Softmax scale. Default is (1/sqrt(head_dim)).");
+  b.output("output", {"total_q", "num_qo_heads", "head_dim"}, DType::kBFloat16,
+           "Attention output tensor.")
+      .output("lse", {"total_q", "num_qo_heads"}, DType::kFloat32,
+              "The 2-based log-sum-exp of attention logits.");
+  b.reference(fill(kReference, {{"ATTEND", std::string(attend_causal_source())},
+                                {"SINKS", h.sinks ? "sinks, " : ""},
+                                {"SINK_ARG", h.sinks ? ", sinks" : ""},
+                                {"H", std::to_string(h.heads)},
+                                {"KV", std::to_string(h.kv_heads)},
+                                {"D", std::to_string(h.head_dim)}}));
+  return b.build();
+}
+
+}  // namespace fib::onboard::gen

@@ -1,0 +1,474 @@
+// op_type moe: routed mixture of experts (routing + two grouped GEMMs with SwiGLU). Families:
+// FP8 block-scale with DeepSeek or renormalize routing (the dataset's main MoE kernel) and, with
+// --include-quantized, the TRT-LLM FP4 block-scale, FP4 routed and FP8 per-tensor variants.
+// Shared convention: W13 rows [0, I) are the linear ("up") half and [I, 2I) the SiLU-gated half.
+#include <fmt/format.h>
+
+#include "fib/onboard/naming.h"
+#include "onboard/generators/common.h"
+#include "onboard/generators/families.h"
+
+namespace fib::onboard::gen {
+
+namespace {
+
+constexpr std::string_view kFp8DeepSeek = R"PY(import torch
+
+BLOCK = 128  # FP8 block-scale granularity
+
+
+def _dequantize(values, scales):
+    # values [R, C] FP8 with one float32 scale per 128x128 block, scales [R/128, C/128].
+    s = scales.to(torch.float32).repeat_interleave(BLOCK, dim=0).repeat_interleave(BLOCK, dim=1)
+    return values.to(torch.float32) * s
+
+
+@torch.no_grad()
+def run(
+    routing_logits,
+    routing_bias,
+    hidden_states,
+    hidden_states_scale,
+    gemm1_weights,
+    gemm1_weights_scale,
+    gemm2_weights,
+    gemm2_weights_scale,
+    local_expert_offset,
+    routed_scaling_factor,
+):
+    num_experts, num_local_experts = @E@, @EL@
+    hidden_size, intermediate_size = @HS@, @IS@
+    top_k, n_group, topk_group = @K@, @NG@, @KG@
+    seq_len = hidden_states.shape[0]
+    assert routing_logits.shape[1] == num_experts
+    assert hidden_states.shape[1] == hidden_size
+    assert gemm1_weights.shape[0] == num_local_experts
+    assert gemm1_weights.shape[1] == 2 * intermediate_size
+    assert gemm2_weights.shape[1] == hidden_size and gemm2_weights.shape[2] == intermediate_size
+
+    # DeepSeek-V3 routing: sigmoid scores; the correction bias only decides which experts win.
+    scores = torch.sigmoid(routing_logits.to(torch.float32))  # [T, E]
+    biased = scores + routing_bias.to(torch.float32)
+    if n_group > 1:
+        group_size = num_experts // n_group
+        group_score = biased.view(seq_len, n_group, group_size).topk(2, dim=-1).values.sum(dim=-1)
+        kept = group_score.topk(topk_group, dim=-1).indices  # [T, topk_group]
+        group_mask = torch.zeros_like(group_score).scatter_(1, kept, 1.0)
+        expert_mask = group_mask.repeat_interleave(group_size, dim=1)
+        biased = biased.masked_fill(expert_mask == 0, torch.finfo(torch.float32).min)
+    chosen = biased.topk(top_k, dim=-1).indices  # [T, top_k]
+    picked = scores.gather(1, chosen)
+    weights = picked / (picked.sum(dim=-1, keepdim=True) + 1e-20) * routed_scaling_factor
+
+    # Activations: one scale per (128 channels, token), stored transposed as [H/128, T].
+    act = hidden_states.to(torch.float32) * hidden_states_scale.to(torch.float32).T.repeat_interleave(BLOCK, dim=1)
+
+    # This rank holds experts [offset, offset + num_local_experts); others add nothing here.
+    output = torch.zeros((seq_len, hidden_size), dtype=torch.float32, device=hidden_states.device)
+    offset = int(local_expert_offset)
+    for local in range(num_local_experts):
+        hit = chosen == offset + local  # [T, top_k]
+        tokens = hit.any(dim=1).nonzero().squeeze(1)
+        if tokens.numel() == 0:
+            continue
+        w13 = _dequantize(gemm1_weights[local], gemm1_weights_scale[local])  # [2I, H]
+        w2 = _dequantize(gemm2_weights[local], gemm2_weights_scale[local])  # [H, I]
+        h = act[tokens] @ w13.T
+        mixed = h[:, :intermediate_size] * torch.nn.functional.silu(h[:, intermediate_size:])
+        weight = (weights[tokens] * hit[tokens]).sum(dim=1, keepdim=True)
+        output.index_add_(0, tokens, (mixed @ w2.T) * weight)
+    return output.to(torch.bfloat16)
+)PY";
+
+constexpr std::string_view kFp8Renorm = R"PY(import torch
+
+BLOCK = 128  # FP8 block-scale granularity
+
+
+def _dequantize(values, scales):
+    # values [R, C] FP8 with one float32 scale per 128x128 block, scales [R/128, C/128].
+    s = scales.to(torch.float32).repeat_interleave(BLOCK, dim=0).repeat_interleave(BLOCK, dim=1)
+    return values.to(torch.float32) * s
+
+
+@torch.no_grad()
+def run(
+    routing_logits,
+    hidden_states,
+    hidden_states_scale,
+    gemm1_weights,
+    gemm1_weights_scale,
+    gemm2_weights,
+    gemm2_weights_scale,
+):
+    num_experts, hidden_size, intermediate_size, top_k = @E@, @HS@, @IS@, @K@
+    seq_len = hidden_states.shape[0]
+    assert routing_logits.shape[1] == num_experts
+    assert hidden_states.shape[1] == hidden_size
+    assert gemm1_weights.shape[0] == num_experts
+    assert gemm1_weights.shape[1] == 2 * intermediate_size
+    assert gemm2_weights.shape[1] == hidden_size and gemm2_weights.shape[2] == intermediate_size
+
+    # Renormalize routing: top-k of the logits, softmax over the k chosen.
+    top_logits, chosen = routing_logits.to(torch.float32).topk(top_k, dim=-1)
+    weights = torch.softmax(top_logits, dim=-1)  # [T, top_k]
+
+    act = hidden_states.to(torch.float32) * hidden_states_scale.to(torch.float32).T.repeat_interleave(BLOCK, dim=1)
+    output = torch.zeros((seq_len, hidden_size), dtype=torch.float32, device=hidden_states.device)
+    for e in range(num_experts):
+        hit = chosen == e
+        tokens = hit.any(dim=1).nonzero().squeeze(1)
+        if tokens.numel() == 0:
+            continue
+        w13 = _dequantize(gemm1_weights[e], gemm1_weights_scale[e])  # [2I, H]
+        w2 = _dequantize(gemm2_weights[e], gemm2_weights_scale[e])  # [H, I]
+        h = act[tokens] @ w13.T
+        mixed = h[:, :intermediate_size] * torch.nn.functional.silu(h[:, intermediate_size:])
+        weight = (weights[tokens] * hit[tokens]).sum(dim=1, keepdim=True)
+        output.index_add_(0, tokens, (mixed @ w2.T) * weight)
+    return output.to(torch.bfloat16)
+)PY";
+
+// TRT-LLM variants: routing helpers by routing type.
+constexpr std::string_view kRouteRenorm = R"PY(def _route(routing_logits, top_k):
+    # Renormalize: top-k of the logits, softmax over the k chosen; the weight scales the output.
+    top_logits, chosen = routing_logits.to(torch.float32).topk(top_k, dim=-1)
+    return chosen, torch.softmax(top_logits, dim=-1), False
+)PY";
+
+constexpr std::string_view kRouteLlama4 = R"PY(def _route(routing_logits, top_k):
+    # Llama-4: sigmoid scores, top-k; the weight scales the expert input. routing_bias is not
+    # used by this routing (the kernel ignores it too).
+    weights, chosen = torch.sigmoid(routing_logits.to(torch.float32)).topk(top_k, dim=-1)
+    return chosen, weights, True
+)PY";
+
+constexpr std::string_view kFp4 = R"PY(import torch
+
+
+@ROUTE@
+
+@torch.no_grad()
+def run(routing_logits, hidden_states, gemm1_weights, gemm2_weights@BIAS_PARAM@):
+    num_experts, hidden_size, intermediate_size, top_k = @E@, @HS@, @IS@, @K@
+    seq_len = hidden_states.shape[0]
+    assert routing_logits.shape[1] == num_experts
+    assert gemm1_weights.shape == (num_experts, 2 * intermediate_size, hidden_size)
+    assert gemm2_weights.shape == (num_experts, hidden_size, intermediate_size)
+
+    # The weights are given in float32: the kernel's MXFP4 quantization is not modeled here.
+    chosen, weights, weight_on_input = _route(routing_logits, top_k)
+    act = hidden_states.to(torch.float32)
+    output = torch.zeros((seq_len, hidden_size), dtype=torch.float32, device=hidden_states.device)
+    for e in range(num_experts):
+        hit = chosen == e
+        tokens = hit.any(dim=1).nonzero().squeeze(1)
+        if tokens.numel() == 0:
+            continue
+        weight = (weights[tokens] * hit[tokens]).sum(dim=1, keepdim=True)
+        x = act[tokens] * weight if weight_on_input else act[tokens]
+        h = x @ gemm1_weights[e].to(torch.float32).T
+        mixed = h[:, :intermediate_size] * torch.nn.functional.silu(h[:, intermediate_size:])
+        y = mixed @ gemm2_weights[e].to(torch.float32).T
+        output.index_add_(0, tokens, y if weight_on_input else y * weight)
+    return output.to(torch.bfloat16)
+)PY";
+
+constexpr std::string_view kFp4Routed = R"PY(import torch
+
+
+@torch.no_grad()
+def run(topk_ids, hidden_states, gemm1_weights, gemm2_weights):
+    num_experts, hidden_size, intermediate_size, top_k = @E@, @HS@, @IS@, @K@
+    seq_len = hidden_states.shape[0]
+    assert topk_ids.shape[1] == top_k
+    assert gemm1_weights.shape == (num_experts, 2 * intermediate_size, hidden_size)
+    assert gemm2_weights.shape == (num_experts, hidden_size, intermediate_size)
+
+    # Packed routing: expert index in the high 16 bits, the bfloat16 bits of its weight in the low.
+    chosen = (topk_ids >> 16).to(torch.int16).to(torch.int64)  # [T, top_k]
+    weights = (topk_ids & 0xFFFF).to(torch.int16).view(torch.bfloat16).to(torch.float32)
+    weight_on_input = @ON_INPUT@  # Llama-4 routing scales the expert input
+
+    act = hidden_states.to(torch.float32)
+    output = torch.zeros((seq_len, hidden_size), dtype=torch.float32, device=hidden_states.device)
+    for e in range(num_experts):
+        hit = chosen == e
+        tokens = hit.any(dim=1).nonzero().squeeze(1)
+        if tokens.numel() == 0:
+            continue
+        weight = (weights[tokens] * hit[tokens]).sum(dim=1, keepdim=True)
+        x = act[tokens] * weight if weight_on_input else act[tokens]
+        h = x @ gemm1_weights[e].to(torch.float32).T
+        mixed = h[:, :intermediate_size] * torch.nn.functional.silu(h[:, intermediate_size:])
+        y = mixed @ gemm2_weights[e].to(torch.float32).T
+        output.index_add_(0, tokens, y if weight_on_input else y * weight)
+    return output.to(torch.bfloat16)
+)PY";
+
+constexpr std::string_view kFp8PerTensor = R"PY(import torch
+
+
+@ROUTE@
+
+@torch.no_grad()
+def run(
+    routing_logits,
+    hidden_states,
+    gemm1_weights,
+    output1_scales_scalar,
+    output1_scales_gate_scalar,
+    gemm2_weights,
+    output2_scales_scalar@BIAS_PARAM@
+):
+    num_experts, hidden_size, intermediate_size, top_k = @E@, @HS@, @IS@, @K@
+    seq_len = hidden_states.shape[0]
+    assert routing_logits.shape[1] == num_experts
+    assert gemm1_weights.shape == (num_experts, 2 * intermediate_size, hidden_size)
+    assert gemm2_weights.shape == (num_experts, hidden_size, intermediate_size)
+
+    chosen, weights, weight_on_input = _route(routing_logits, top_k)
+    act = hidden_states.to(torch.float32)  # per-tensor scales are folded into the output scales
+    output = torch.zeros((seq_len, hidden_size), dtype=torch.float32, device=hidden_states.device)
+    for e in range(num_experts):
+        hit = chosen == e
+        tokens = hit.any(dim=1).nonzero().squeeze(1)
+        if tokens.numel() == 0:
+            continue
+        weight = (weights[tokens] * hit[tokens]).sum(dim=1, keepdim=True)
+        x = act[tokens] * weight if weight_on_input else act[tokens]
+        h = x @ gemm1_weights[e].to(torch.float32).T
+        up = h[:, :intermediate_size] * output1_scales_scalar[e]
+        gate = h[:, intermediate_size:] * output1_scales_gate_scalar[e]
+        y = (torch.nn.functional.silu(gate) * up) @ gemm2_weights[e].to(torch.float32).T
+        y = y * output2_scales_scalar[e]
+        output.index_add_(0, tokens, y if weight_on_input else y * weight)
+    return output.to(torch.bfloat16)
+)PY";
+
+std::string routing_phrase(Routing r) {
+  switch (r) {
+    case Routing::kDeepSeek:
+      return "DeepSeek routing (sigmoid + correction bias, grouped top-k)";
+    case Routing::kRenormalize:
+      return "Renormalize routing (TopK->Softmax)";
+    case Routing::kLlama4:
+      return "Llama4 routing (sigmoid top-k, weight applied to the expert input)";
+    default:
+      return std::string(routing_name(r));
+  }
+}
+
+void size_axes(Builder& b, const MoeKernel& k, std::string_view experts_axis,
+               std::string experts_desc) {
+  b.constant(std::string(experts_axis), k.local_experts, std::move(experts_desc))
+      .constant("hidden_size", k.hidden, "Hidden dimension size.")
+      .constant("intermediate_size", k.intermediate, "MoE expert intermediate size.")
+      .constant("gemm1_out_size", 2 * k.intermediate,
+                "Output size of the first GEMM (W13): 2 * intermediate_size.")
+      .constant("top_k", k.top_k, "Number of experts selected per token.");
+}
+
+void block_axes(Builder& b, const MoeKernel& k) {
+  b.constant("num_hidden_blocks", k.hidden / 128,
+             fmt::format("Quantized blocks along hidden_size (block_size=128, {}/128={}).",
+                         k.hidden, k.hidden / 128))
+      .constant("num_intermediate_blocks", k.intermediate / 128,
+                fmt::format("Quantized blocks along intermediate_size (block_size=128, {}/128={}).",
+                            k.intermediate, k.intermediate / 128))
+      .constant("num_gemm1_out_blocks", 2 * k.intermediate / 128,
+                fmt::format("Quantized blocks along gemm1_out_size (block_size=128, {}/128={}).",
+                            2 * k.intermediate, 2 * k.intermediate / 128));
+}
+
+void shape_constraints(Builder& b) {
+  b.constraint("gemm1_weights.shape[1] == 2 * intermediate_size")
+      .constraint("gemm2_weights.shape[1] == hidden_size")
+      .constraint("gemm2_weights.shape[2] == intermediate_size");
+}
+
+std::string ep_note(const MoeKernel& k) {
+  if (k.ep <= 1) return "EP=1 -> all experts";
+  return fmt::format("EP={} -> {}/{}={}", k.ep, k.num_experts, k.ep, k.local_experts);
+}
+
+Definition fp8_block_scale(const MoeKernel& k, const GenContext& ctx, const std::string& name) {
+  const bool ds = k.routing == Routing::kDeepSeek;
+  std::string description = fmt::format(
+      "FP8 block-scale MoE: {}, then two grouped GEMMs with SwiGLU; {} local expert(s) of {} ({}).",
+      routing_phrase(k.routing), k.local_experts, k.num_experts, ep_note(k));
+  if (ds) {
+    description += fmt::format(" n_group={}, topk_group={}.", k.n_group, k.topk_group);
+  } else if (k.ep > 1) {
+    description +=
+        " Routing is over this rank's experts (the dataset's convention for renormalize routing).";
+  }
+  description += fmt::format(" {}", provenance(ctx, fmt::format("EP={}", k.ep)));
+  Builder b(name, "moe", std::move(description));
+  b.tag(std::string(kStatusTag)).tag(model_tag(ctx)).tag("quantization:float8_e4m3fn");
+  b.tag("fi_api:flashinfer.fused_moe.trtllm_fp8_block_scale_moe").tag(fmt::format("ep:{}", k.ep));
+  b.var("seq_len", "Number of input tokens.");
+  if (ds) b.constant("num_experts", k.num_experts, "Total number of experts (global).");
+  size_axes(b, k, "num_local_experts", fmt::format("Number of local experts ({}).", ep_note(k)));
+  block_axes(b, k);
+  shape_constraints(b);
+  const std::string experts = ds ? "num_experts" : "num_local_experts";
+  const DType fp8 = DType::kFloat8E4M3FN;
+  const DType f32 = DType::kFloat32;
+  b.input("routing_logits", {"seq_len", experts}, ds ? f32 : DType::kBFloat16, "Router logits.");
+  if (ds)
+    b.input("routing_bias", {"num_experts"}, DType::kBFloat16,
+            "Expert correction bias (selection only).");
+  b.input("hidden_states", {"seq_len", "hidden_size"}, fp8,
+          "Input hidden states (FP8 block-scale quantized).")
+      .input("hidden_states_scale", {"num_hidden_blocks", "seq_len"}, f32,
+             "Block scales for hidden_states, [num_hidden_blocks, seq_len] (transposed).")
+      .input("gemm1_weights", {"num_local_experts", "gemm1_out_size", "hidden_size"}, fp8,
+             "FC1 weights (up rows, then gate rows), FP8 block-scale.")
+      .input("gemm1_weights_scale",
+             {"num_local_experts", "num_gemm1_out_blocks", "num_hidden_blocks"}, f32,
+             "Block scales for gemm1_weights.")
+      .input("gemm2_weights", {"num_local_experts", "hidden_size", "intermediate_size"}, fp8,
+             "FC2 weights (down), FP8 block-scale.")
+      .input("gemm2_weights_scale",
+             {"num_local_experts", "num_hidden_blocks", "num_intermediate_blocks"}, f32,
+             "Block scales for gemm2_weights.");
+  if (ds) {
+    b.scalar("local_expert_offset", DType::kInt32,
+             fmt::format("Global index of this rank's first expert (0, {}, ... per EP rank).",
+                         k.local_experts))
+        .scalar("routed_scaling_factor", f32, "Scaling factor for routing weights.");
+  }
+  b.output("output", {"seq_len", "hidden_size"}, DType::kBFloat16,
+           ds && k.ep > 1 ? "This rank's share of the MoE output (summed across EP ranks)."
+                          : "Final MoE output tensor.");
+  if (ds) {
+    b.reference(fill(kFp8DeepSeek, {{"E", std::to_string(k.num_experts)},
+                                    {"EL", std::to_string(k.local_experts)},
+                                    {"HS", std::to_string(k.hidden)},
+                                    {"IS", std::to_string(k.intermediate)},
+                                    {"K", std::to_string(k.top_k)},
+                                    {"NG", std::to_string(k.n_group)},
+                                    {"KG", std::to_string(k.topk_group)}}));
+  } else {
+    b.reference(fill(kFp8Renorm, {{"E", std::to_string(k.local_experts)},
+                                  {"HS", std::to_string(k.hidden)},
+                                  {"IS", std::to_string(k.intermediate)},
+                                  {"K", std::to_string(k.top_k)}}));
+  }
+  return b.build();
+}
+
+Definition trtllm(const MoeKernel& k, const GenContext& ctx, const std::string& name) {
+  const bool llama4 = k.routing == Routing::kLlama4;
+  const bool fp4 = k.format != MoeFormat::kFp8PerTensor;
+  const bool routed = k.format == MoeFormat::kFp4BlockScaleRouted;
+  std::string kind;
+  std::string api;
+  switch (k.format) {
+    case MoeFormat::kFp4BlockScale:
+      kind = "FP4 block scale MoE (MxFP4 weights + BF16 activations, TRT-LLM style)";
+      api = "trtllm_fp4_block_scale_moe";
+      break;
+    case MoeFormat::kFp4BlockScaleRouted:
+      kind =
+          "FP4 block scale routed MoE (MxFP4 weights + BF16 activations, TRT-LLM style, "
+          "pre-computed routing)";
+      api = "trtllm_fp4_block_scale_routed_moe";
+      break;
+    default:
+      kind = "FP8 per-tensor scale MoE (TRT-LLM style)";
+      api = "trtllm_fp8_per_tensor_scale_moe";
+      break;
+  }
+  Builder b(name, "moe",
+            fmt::format("{}. {}; {} expert(s) ({}). {}", kind, routing_phrase(k.routing),
+                        k.local_experts, ep_note(k), provenance(ctx, fmt::format("EP={}", k.ep))));
+  b.tag(std::string(kStatusTag)).tag(model_tag(ctx));
+  b.tag(fp4 ? "quantization:float4_e2m1fn_mxfp4" : "quantization:float8_e4m3fn");
+  b.tag(fmt::format("fi_api:flashinfer.fused_moe.{}", api));
+  if (fp4) b.tag("gpu:sm100");
+  if (routed) b.tag("routing:pre-computed");
+  b.tag(fmt::format("ep:{}", k.ep));
+  b.var("seq_len", "Number of input tokens.");
+  size_axes(b, k, "num_experts", fmt::format("Number of experts on this rank ({}).", ep_note(k)));
+  shape_constraints(b);
+  const DType f32 = DType::kFloat32;
+  const DType bf16 = DType::kBFloat16;
+  const DType weight_type = fp4 ? f32 : DType::kFloat8E4M3FN;
+  const std::string weight_note =
+      fp4 ? " Float32 in the definition; the kernel uses MxFP4-quantized weights." : " FP8.";
+  if (routed) {
+    b.input("topk_ids", {"seq_len", "top_k"}, DType::kInt32,
+            "Packed routing: high 16 bits = expert index, low 16 bits = bfloat16 weight.");
+  } else {
+    b.input("routing_logits", {"seq_len", "num_experts"}, bf16,
+            "Routing logits for expert selection.");
+  }
+  b.input(
+       "hidden_states", {"seq_len", "hidden_size"}, fp4 ? bf16 : DType::kFloat8E4M3FN,
+       fp4 ? "Input hidden states (bfloat16)." : "Input hidden states (FP8 per-tensor quantized).")
+      .input("gemm1_weights", {"num_experts", "gemm1_out_size", "hidden_size"}, weight_type,
+             "FC1 weights (up rows, then gate rows)." + weight_note);
+  if (!fp4) {
+    b.input("output1_scales_scalar", {"num_experts"}, f32,
+            "Per-expert dequant scale of the up half of GEMM1.")
+        .input("output1_scales_gate_scalar", {"num_experts"}, f32,
+               "Per-expert dequant scale of the gate half of GEMM1.");
+  }
+  b.input("gemm2_weights", {"num_experts", "hidden_size", "intermediate_size"}, weight_type,
+          "FC2 weights (down)." + weight_note);
+  if (!fp4)
+    b.input("output2_scales_scalar", {"num_experts"}, f32, "Per-expert dequant scale of GEMM2.");
+  // Llama-4 kernels take a routing bias they do not use; it comes last, as in the dataset.
+  if (llama4 && !routed)
+    b.input("routing_bias", {"num_experts"}, bf16, "Routing bias (unused by Llama4 routing).");
+  b.output("output", {"seq_len", "hidden_size"}, bf16, "Final MoE output tensor.");
+
+  const std::string E = std::to_string(k.local_experts), HS = std::to_string(k.hidden),
+                    IS = std::to_string(k.intermediate), K = std::to_string(k.top_k);
+  const std::string route(llama4 ? kRouteLlama4 : kRouteRenorm);
+  const std::string bias_param = llama4 ? ", routing_bias" : "";
+  if (routed) {
+    b.reference(fill(
+        kFp4Routed,
+        {{"E", E}, {"HS", HS}, {"IS", IS}, {"K", K}, {"ON_INPUT", llama4 ? "True" : "False"}}));
+  } else if (fp4) {
+    b.reference(fill(kFp4, {{"ROUTE", route},
+                            {"BIAS_PARAM", bias_param},
+                            {"E", E},
+                            {"HS", HS},
+                            {"IS", IS},
+                            {"K", K}}));
+  } else {
+    b.reference(fill(kFp8PerTensor, {{"ROUTE", route},
+                                     {"BIAS_PARAM", llama4 ? ",\n    routing_bias," : ","},
+                                     {"E", E},
+                                     {"HS", HS},
+                                     {"IS", IS},
+                                     {"K", K}}));
+  }
+  return b.build();
+}
+
+}  // namespace
+
+Definition moe(const MoeKernel& k, const GenContext& ctx) {
+  const std::string name = definition_name(KernelSpec{k});
+  if (k.format == MoeFormat::kFp8BlockScale) return fp8_block_scale(k, ctx, name);
+  return trtllm(k, ctx, name);
+}
+
+std::vector<LegacyInterface> moe_legacy(const Definition& canonical) {
+  // The first DeepSeek-routing definition has no top_k axis (top_k = 8 lives in its reference)
+  // and no shape constraints.
+  if (canonical.name.rfind("moe_fp8_block_scale_ds_routing_", 0) != 0 || !canonical.axis("top_k"))
+    return {};
+  LegacyInterface legacy{canonical,
+                         "no top_k axis, as the first DeepSeek-routing MoE definition has it"};
+  std::erase_if(legacy.def.axes, [](const Axis& a) { return a.name == "top_k"; });
+  legacy.def.constraints.clear();
+  return {legacy};
+}
+
+}  // namespace fib::onboard::gen

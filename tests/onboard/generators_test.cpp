@@ -1,0 +1,186 @@
+// Generators: every definition any bundled model produces is well formed (schema, reference
+// signature, Python syntax), named and tagged by the dataset's conventions.
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <cstdio>
+#include <cstdlib>
+#include <set>
+
+#include "fib/onboard/dedup.h"
+#include "fib/onboard/naming.h"
+#include "fib/trace/json_file.h"
+#include "onboard_test_util.h"
+#include "support/temp_dir.h"
+
+namespace fib::onboard {
+namespace {
+
+using testing::bundled;
+using ::testing::Contains;
+using ::testing::HasSubstr;
+using ::testing::Not;
+using testing::request;
+
+// Every definition of every bundled model under several serving setups, by name.
+std::map<std::string, Definition> all_definitions() {
+  std::map<std::string, Definition> out;
+  for (const auto& m : bundled()) {
+    for (bool per_rank : {false, true}) {
+      auto req = request(m.slug);
+      req.options.include_quantized = true;
+      req.options.gemm_shapes = per_rank ? GemmShapes::kPerRank : GemmShapes::kDataset;
+      for (const auto& o : generate(req).outcomes) out.emplace(o.def.name, o.def);
+    }
+  }
+  return out;
+}
+
+TEST(Generators, EveryDefinitionIsWellFormed) {
+  const auto defs = all_definitions();
+  EXPECT_GT(defs.size(), 300u);
+  std::set<std::string> op_types;
+  for (const auto& [name, d] : defs) {
+    Diagnostics diag;
+    const ReadContext ctx{name, &diag};
+    auto parsed = definition_from_json(to_json(d), ctx);
+    ASSERT_TRUE(parsed) << diag.to_string();
+    EXPECT_TRUE(check_definition_reference(*parsed, ctx)) << diag.to_string();
+    EXPECT_FALSE(diag.has_errors()) << diag.to_string();
+    EXPECT_TRUE(same_kernel(*parsed, d));
+    EXPECT_TRUE(d.description && !d.description->empty()) << name;
+    for (const auto& a : d.axes)
+      EXPECT_TRUE(a.description.has_value()) << name << " axis " << a.name;
+    EXPECT_TRUE(d.has_tag("status:unverified")) << name;
+    EXPECT_FALSE(d.tag_values("model:").empty()) << name;
+    EXPECT_THAT(d.reference, Not(HasSubstr("@"
+                                           "H@")))
+        << name;
+    op_types.insert(d.op_type);
+  }
+  for (const auto& t : generated_op_types())
+    EXPECT_TRUE(op_types.count(t)) << "no model exercises " << t;
+}
+
+TEST(Generators, ReferencesParseAsPython) {
+  if (std::system("python3 -c pass >/dev/null 2>&1") != 0) {
+    GTEST_SKIP() << "SKIPPED: python3 is not available to check reference syntax";
+  }
+  ::fib::testing::TempDir dir;
+  Json refs = Json::object();
+  for (const auto& [name, d] : all_definitions()) refs[name] = d.reference;
+  dir.write("refs.json", dump_json_pretty(refs));
+  dir.write(
+      "check.py",
+      "import ast, json, sys\n"
+      "bad = []\n"
+      "for name, src in json.load(open(sys.argv[1])).items():\n"
+      "    try:\n"
+      "        tree = ast.parse(src)\n"
+      "    except SyntaxError as e:\n"
+      "        bad.append(f'{name}: {e}')\n"
+      "        continue\n"
+      "    if not any(isinstance(n, ast.FunctionDef) and n.name == 'run' for n in tree.body):\n"
+      "        bad.append(f'{name}: no top-level run')\n"
+      "print('\\n'.join(bad))\n"
+      "sys.exit(1 if bad else 0)\n");
+  const std::string cmd = "python3 " + (dir.path() / "check.py").string() + " " +
+                          (dir.path() / "refs.json").string() + " > " +
+                          (dir.path() / "out.txt").string() + " 2>&1";
+  EXPECT_EQ(std::system(cmd.c_str()), 0) << dir.read("out.txt");
+}
+
+TEST(Generators, NamesFollowTheDatasetConvention) {
+  AttentionHeads h{32, 8, 128, 32, 8, 1};
+  EXPECT_EQ(definition_name(GemmKernel{6144, 4096, "", 0}), "gemm_n6144_k4096");
+  EXPECT_EQ(definition_name(RmsNormKernel{4096, 1e-5, true, false, ""}), "fused_add_rmsnorm_h4096");
+  EXPECT_EQ(definition_name(GqaPagedKernel{Stage::kDecode, h, 64}),
+            "gqa_paged_decode_h32_kv8_d128_ps64");
+  EXPECT_EQ(definition_name(GqaPagedKernel{Stage::kPrefill, h, 1}),
+            "gqa_paged_prefill_causal_h32_kv8_d128_ps1");
+  EXPECT_EQ(definition_name(GqaRaggedKernel{h}), "gqa_ragged_prefill_causal_h32_kv8_d128");
+  EXPECT_EQ(definition_name(MlaPagedKernel{Stage::kDecode, 16, 128, 8, 512, 64, 128, 1}),
+            "mla_paged_decode_h16_ckv512_kpe64_ps1");
+  EXPECT_EQ(definition_name(MlaRaggedKernel{16, 128, 8, 128, 64, 128}),
+            "mla_ragged_prefill_causal_h16_qk192_vo128");
+  EXPECT_EQ(definition_name(DsaIndexerKernel{64, 128, 2048, 64}),
+            "dsa_topk_indexer_fp8_h64_d128_topk2048_ps64");
+  EXPECT_EQ(definition_name(GdnKernel{Stage::kMtp, 8, 16, 128, 16, 32, 2}),
+            "gdn_mtp_qk8_v16_d128_k_last");
+  EXPECT_EQ(definition_name(MambaKernel{64, 64, 128, 4, 128, 2}),
+            "mamba_ssu_decode_h64_d64_s128_ng4");
+  EXPECT_EQ(definition_name(MoeKernel{MoeFormat::kFp8BlockScale, Routing::kDeepSeek, 256, 32, 7168,
+                                      2048, 8, 8, 4, 8}),
+            "moe_fp8_block_scale_ds_routing_topk8_ng8_kg4_e32_h7168_i2048");
+  EXPECT_EQ(definition_name(MoeKernel{MoeFormat::kFp4BlockScaleRouted, Routing::kRenormalize, 128,
+                                      64, 4096, 1536, 8, 1, 1, 2}),
+            "trtllm_fp4_block_scale_routed_moe_topk8_e64_h4096_i1536");
+  EXPECT_EQ(definition_name(RopeKernel{64, 64, RopeStyle::kGptj}),
+            "rope_with_cos_sin_cache_gptj_style_d64_rd64");
+  EXPECT_EQ(definition_name(SamplingKernel{SamplingKind::kTopKTopP, 151936}),
+            "top_k_top_p_sampling_from_probs_v151936");
+}
+
+TEST(Generators, TagsSayWhoAndHow) {
+  const GenContext ctx{"llama-3.1-70b", "Llama 3.1 70B"};
+  const auto attn =
+      generate_definition(GqaPagedKernel{Stage::kDecode, {8, 1, 128, 64, 4, 8}, 1}, ctx);
+  EXPECT_THAT(attn.tags, Contains("model:llama-3.1-70b"));
+  EXPECT_THAT(attn.tags, Contains("tp:8"));
+  EXPECT_THAT(attn.tags, Contains("stage:decode"));
+  EXPECT_THAT(attn.tags, Contains("fi_api:flashinfer.decode.BatchDecodeWithPagedKVCacheWrapper"));
+  EXPECT_THAT(attn.axis("num_kv_heads")->description.value_or(""),
+              HasSubstr("4 kv heads replicated over TP=8"));
+  const auto gemm = generate_definition(GemmKernel{10240, 8192, "attn.qkv_proj", 0}, ctx);
+  EXPECT_TRUE(gemm.tag_values("tp:").empty());  // full shapes do not depend on TP
+  const auto per_rank = generate_definition(GemmKernel{1280, 8192, "attn.qkv_proj", 8}, ctx);
+  EXPECT_THAT(per_rank.tags, Contains("tp:8"));
+  const auto moe = generate_definition(
+      MoeKernel{MoeFormat::kFp8BlockScale, Routing::kDeepSeek, 256, 32, 7168, 2048, 8, 8, 4, 8},
+      ctx);
+  EXPECT_THAT(moe.tags, Contains("ep:8"));
+  EXPECT_THAT(moe.tags, Contains("quantization:float8_e4m3fn"));
+}
+
+TEST(Generators, LegacyInterfacesOfTheCorpusInconsistencies) {
+  const GenContext ctx{"m", "M"};
+  const auto prefill =
+      generate_definition(GqaPagedKernel{Stage::kPrefill, {32, 8, 128, 32, 8, 1}, 64}, ctx);
+  ASSERT_NE(prefill.axis("batch_size"), nullptr);
+  EXPECT_EQ(*prefill.input("kv_last_page_len")->shape, std::vector<std::string>{"batch_size"});
+  const auto legacy = legacy_interfaces(prefill);
+  ASSERT_EQ(legacy.size(), 1u);
+  EXPECT_EQ(legacy[0].def.axis("batch_size"), nullptr);
+  EXPECT_EQ(*legacy[0].def.input("kv_last_page_len")->shape,
+            std::vector<std::string>{"len_indptr"});
+  // Decode and page size 1 have one spelling only.
+  EXPECT_TRUE(
+      legacy_interfaces(
+          generate_definition(GqaPagedKernel{Stage::kDecode, {32, 8, 128, 32, 8, 1}, 64}, ctx))
+          .empty());
+  const auto ds = generate_definition(
+      MoeKernel{MoeFormat::kFp8BlockScale, Routing::kDeepSeek, 256, 32, 7168, 2048, 8, 8, 4, 8},
+      ctx);
+  ASSERT_EQ(legacy_interfaces(ds).size(), 1u);
+  EXPECT_EQ(legacy_interfaces(ds)[0].def.axis("top_k"), nullptr);
+}
+
+TEST(Generators, Llama4MoeKeepsRoutingBiasLastInInputsAndRun) {
+  const GenContext ctx{"llama-4-scout", "Llama 4 Scout"};
+  const auto d = generate_definition(
+      MoeKernel{MoeFormat::kFp8PerTensor, Routing::kLlama4, 16, 16, 5120, 8192, 1, 1, 1, 1}, ctx);
+  EXPECT_EQ(d.inputs.back().name, "routing_bias");
+  EXPECT_THAT(d.reference, HasSubstr("output2_scales_scalar,\n    routing_bias,\n):"));
+}
+
+TEST(Generators, EpsilonAndFoldedGemmaWeightReachTheDefinition) {
+  const GenContext ctx{"m", "M"};
+  const auto llama = generate_definition(RmsNormKernel{4096, 1e-5, false, false, ""}, ctx);
+  EXPECT_THAT(llama.reference, HasSubstr("EPS = 1e-05"));
+  const auto gemma = generate_definition(RmsNormKernel{5376, 1e-6, true, true, ""}, ctx);
+  EXPECT_THAT(gemma.reference, HasSubstr("EPS = 1e-06"));
+  EXPECT_THAT(*gemma.description, HasSubstr("(1 + weight)"));
+}
+
+}  // namespace
+}  // namespace fib::onboard

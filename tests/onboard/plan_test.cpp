@@ -1,0 +1,217 @@
+// Layer plans, parallelism rules and the module graph: what each model runs at a serving point.
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include "fib/onboard/parallelism.h"
+#include "onboard_test_util.h"
+
+namespace fib::onboard {
+namespace {
+
+using testing::config_of;
+using ::testing::Contains;
+using testing::contains_all;
+using ::testing::ElementsAre;
+using ::testing::HasSubstr;
+using testing::names;
+using ::testing::Not;
+using testing::request;
+
+const ModuleGraphNode* node(const ModuleGraph& g, std::string_view key) {
+  for (const auto& n : g.nodes) {
+    if (n.key == key) return &n;
+  }
+  return nullptr;
+}
+
+TEST(Parallelism, HeadSplits) {
+  EXPECT_EQ(split_heads(64, 8, "heads").per_rank, 8);
+  EXPECT_THAT(split_heads(28, 8, "num_attention_heads").error,
+              HasSubstr("num_attention_heads (28) is not divisible by tp=8"));
+  EXPECT_EQ(split_kv_heads(8, 2, "kv").per_rank, 4);
+  EXPECT_EQ(split_kv_heads(8, 16, "kv").per_rank, 1);  // replicated
+  EXPECT_EQ(split_kv_heads(1, 8, "kv").per_rank, 1);
+  EXPECT_FALSE(split_kv_heads(6, 4, "kv").ok());
+  EXPECT_FALSE(split_kv_heads(3, 8, "kv").ok());
+  EXPECT_EQ(split_experts(384, 8).per_rank, 48);
+  EXPECT_FALSE(split_experts(60, 8).ok());
+}
+
+TEST(Parallelism, GemmShapes) {
+  EXPECT_EQ(gemm_shape(10240, 8192, Parallel::kColumn, 8, GemmShapes::kDataset).n, 10240);
+  EXPECT_EQ(gemm_shape(10240, 8192, Parallel::kColumn, 8, GemmShapes::kPerRank).n, 1280);
+  EXPECT_EQ(gemm_shape(8192, 8192, Parallel::kRow, 8, GemmShapes::kPerRank).k, 1024);
+  EXPECT_EQ(gemm_shape(256, 7168, Parallel::kReplicated, 8, GemmShapes::kPerRank).n, 256);
+}
+
+TEST(Plan, Llama8bMatchesTheDatasetKernelSet) {
+  const auto r = generate(request("llama-3.1-8b"));
+  EXPECT_FALSE(r.has_errors());
+  EXPECT_TRUE(contains_all(
+      names(r),
+      {"gemm_n6144_k4096", "gemm_n4096_k4096", "gemm_n28672_k4096", "gemm_n4096_k14336",
+       "gemm_n128256_k4096", "rmsnorm_h4096", "fused_add_rmsnorm_h4096",
+       "gqa_paged_decode_h32_kv8_d128_ps1", "gqa_paged_decode_h32_kv8_d128_ps64",
+       "gqa_paged_prefill_causal_h32_kv8_d128_ps1", "gqa_paged_prefill_causal_h32_kv8_d128_ps64",
+       "gqa_ragged_prefill_causal_h32_kv8_d128", "rope_with_cos_sin_cache_neox_style_d128_rd128",
+       "top_k_sampling_from_probs_v128256", "top_p_sampling_from_probs_v128256",
+       "top_k_top_p_sampling_from_probs_v128256"}));
+  EXPECT_EQ(r.outcomes.size(), 16u);
+}
+
+TEST(Plan, TensorParallelSplitsAttentionNotNorms) {
+  auto req = request("llama-3.1-70b", {8});
+  const auto r = generate(req);
+  EXPECT_THAT(names(r), Contains("gqa_paged_decode_h8_kv1_d128_ps1"));
+  EXPECT_THAT(names(r), Contains("rmsnorm_h8192"));
+  EXPECT_THAT(names(r), Contains("gemm_n10240_k8192"));  // full qkv: (64 + 2*8) * 128
+  req.options.gemm_shapes = GemmShapes::kPerRank;
+  const auto per_rank = generate(req);
+  EXPECT_THAT(names(per_rank), Contains("gemm_n1280_k8192"));   // (8 + 2*1) * 128
+  EXPECT_THAT(names(per_rank), Contains("gemm_n8192_k1024"));   // o_proj, row parallel
+  EXPECT_THAT(names(per_rank), Contains("gemm_n16032_k8192"));  // lm_head: 128256 / 8
+  EXPECT_THAT(names(per_rank), Not(Contains("gemm_n10240_k8192")));
+}
+
+TEST(Plan, InvalidSplitIsAnErrorAndOtherPointsGoOn) {
+  const auto r = generate(request("qwen2.5-7b", {1, 8}));
+  EXPECT_TRUE(r.has_errors());
+  EXPECT_THAT(r.diagnostics.to_string(),
+              HasSubstr("tp=8 ep=1: num_attention_heads (28) is not divisible by tp=8"));
+  EXPECT_THAT(names(r), Contains("gqa_paged_decode_h28_kv4_d128_ps1"));
+}
+
+TEST(Plan, DeepSeekMlaMoeAndLoraNorms) {
+  const auto r = generate(request("deepseek-v3", {8}, {8}));
+  EXPECT_FALSE(r.has_errors()) << r.diagnostics.to_string();
+  EXPECT_TRUE(contains_all(
+      names(r),
+      {"mla_paged_decode_h16_ckv512_kpe64_ps1", "mla_paged_prefill_causal_h16_ckv512_kpe64_ps64",
+       "mla_ragged_prefill_causal_h16_qk192_vo128", "rmsnorm_h1536", "rmsnorm_h512",
+       "moe_fp8_block_scale_ds_routing_topk8_ng8_kg4_e32_h7168_i2048", "gemm_n256_k7168",
+       "gemm_n2112_k7168", "gemm_n36864_k7168", "gemm_n4096_k7168",
+       "rope_with_cos_sin_cache_gptj_style_d64_rd64"}));
+  EXPECT_THAT(names(r), Not(Contains(::testing::StartsWith("gqa_"))));
+}
+
+TEST(Plan, HybridModelsHaveOneLayerTypePerStructure) {
+  const auto next = build_plan(config_of("qwen3-next-80b-a3b"));
+  ASSERT_EQ(next.layer_types.size(), 2u);
+  EXPECT_EQ(next.layer_types[0].id, "linear_attention");
+  EXPECT_EQ(next.layer_types[1].id, "attention");
+  EXPECT_EQ(next.layer_types[0].layers.size() + next.layer_types[1].layers.size(), 48u);
+  const auto nemo = build_plan(config_of("nemotron-h-8b"));
+  std::vector<std::string> ids;
+  for (const auto& t : nemo.layer_types) ids.push_back(t.id);
+  EXPECT_THAT(ids, ElementsAre("mamba", "dense", "attention"));
+  const auto text = render_plan_text(build_plan(config_of("deepseek-v3")));
+  EXPECT_THAT(text, HasSubstr("layer type dense\n    layers:    0-2 (3 layers)"));
+  EXPECT_THAT(
+      text,
+      HasSubstr(
+          "DeepSeek (sigmoid + correction bias, grouped top-k) routing (n_group 8, topk_group 4"));
+  EXPECT_THAT(text, HasSubstr("q_a LoRA norm (1536); kv_a LoRA norm (512)"));
+}
+
+TEST(Plan, StagesAndOpTypesFilter) {
+  auto req = request("qwen3-next-80b-a3b", {2});
+  req.options.stages = {Stage::kDecode};
+  req.options.op_types = {"gdn", "gqa_paged"};
+  const auto r = generate(req);
+  EXPECT_THAT(names(r),
+              ElementsAre("gdn_decode_qk8_v16_d128_k_last", "gqa_paged_decode_h8_kv1_d256_ps1",
+                          "gqa_paged_decode_h8_kv1_d256_ps64"));
+}
+
+TEST(Plan, UnsupportedPartsAreListedNeverDropped) {
+  auto components = [](const OnboardResult& r) {
+    std::vector<std::string> out;
+    for (const auto& u : r.unsupported) out.push_back(u.component);
+    return out;
+  };
+  const auto next = generate(request("qwen3-next-80b-a3b"));
+  EXPECT_TRUE(
+      contains_all(components(next), {"causal_conv1d", "gated RMSNorm", "attention output gate"}));
+  const auto oss = generate(request("gpt-oss-20b"));
+  EXPECT_TRUE(contains_all(components(oss), {"sliding window", "experts"}));
+  const auto lite = generate(request("deepseek-v2-lite"));
+  EXPECT_THAT(components(lite), Contains("FP8 block-scale experts"));
+  const auto nemo = generate(request("nemotron-h-8b"));
+  EXPECT_THAT(components(nemo), Contains("Mamba-2 chunked scan (prefill)"));
+}
+
+TEST(Plan, AttentionSinksGetTheirOwnKernels) {
+  const auto r = generate(request("gpt-oss-120b", {4}));
+  EXPECT_TRUE(contains_all(names(r), {"gqa_paged_decode_attn_sink_h16_kv2_d64_ps1",
+                                      "gqa_paged_prefill_causal_attn_sink_h16_kv2_d64_ps64",
+                                      "gqa_ragged_prefill_causal_attn_sink_h16_kv2_d64"}));
+  const auto* d = r.find("gqa_paged_decode_attn_sink_h16_kv2_d64_ps1");
+  ASSERT_NE(d, nullptr);
+  EXPECT_EQ(d->def.inputs[d->def.inputs.size() - 2].name, "sinks");
+  EXPECT_THAT(d->def.tags, Contains("variant:attention_sink"));
+}
+
+TEST(Plan, QuantizedVariantsOnRequest) {
+  auto req = request("qwen3-30b-a3b");
+  EXPECT_THAT(names(generate(req)),
+              Not(Contains("trtllm_fp4_block_scale_moe_topk8_e128_h2048_i768")));
+  req.options.include_quantized = true;
+  EXPECT_TRUE(contains_all(names(generate(req)),
+                           {"trtllm_fp4_block_scale_moe_topk8_e128_h2048_i768",
+                            "trtllm_fp4_block_scale_routed_moe_topk8_e128_h2048_i768",
+                            "trtllm_fp8_per_tensor_scale_moe_topk8_e128_h2048_i768"}));
+}
+
+TEST(ModuleGraph, LlamaHasTheWebUiStructure) {
+  const auto r = generate(request("llama-3.1-8b"));
+  const auto& g = r.graph;
+  EXPECT_EQ(g.id, "llama-3.1-8b");
+  const std::vector<std::string> keys = {"LlamaForCausalLM",
+                                         "LlamaModel",
+                                         "embed_tokens",
+                                         "layers",
+                                         "LlamaDecoderLayer",
+                                         "input_layernorm",
+                                         "self_attn",
+                                         "qkv_proj",
+                                         "rotary_emb",
+                                         "attn",
+                                         "o_proj",
+                                         "post_attention_layernorm",
+                                         "mlp",
+                                         "gate_up_proj",
+                                         "act_fn",
+                                         "down_proj",
+                                         "norm",
+                                         "lm_head",
+                                         "sampler"};
+  for (const auto& k : keys) EXPECT_NE(node(g, k), nullptr) << k;
+  EXPECT_EQ(node(g, "layers")->count, 32);
+  EXPECT_EQ(node(g, "self_attn")->parent, "LlamaDecoderLayer");
+  EXPECT_TRUE(node(g, "self_attn")->block);
+  EXPECT_FALSE(node(g, "qkv_proj")->block);
+  EXPECT_THAT(node(g, "qkv_proj")->definitions, ElementsAre("gemm_n6144_k4096"));
+  EXPECT_THAT(node(g, "input_layernorm")->definitions,
+              ElementsAre("fused_add_rmsnorm_h4096", "rmsnorm_h4096"));
+  EXPECT_EQ(node(g, "attn")->definitions.size(), 5u);
+  const Json j = module_graph_to_json(g);
+  EXPECT_EQ(j["modules"]["qkv_proj"]["parent"], "self_attn");
+  EXPECT_EQ(j["modules"]["qkv_proj"]["type"], "layer");
+  EXPECT_EQ(j["modules"]["LlamaForCausalLM"].count("parent"), 0u);
+}
+
+TEST(ModuleGraph, LayerTypesGetTheirOwnModules) {
+  const auto r = generate(request("deepseek-v3", {8}, {8}));
+  const auto& g = r.graph;
+  ASSERT_NE(node(g, "DeepseekV3DecoderLayer.dense"), nullptr);
+  EXPECT_EQ(node(g, "DeepseekV3DecoderLayer.dense")->count, 3);
+  EXPECT_EQ(node(g, "DeepseekV3DecoderLayer.moe")->count, 58);
+  EXPECT_THAT(node(g, "experts.moe")->definitions,
+              ElementsAre("moe_fp8_block_scale_ds_routing_topk8_ng8_kg4_e32_h7168_i2048"));
+  EXPECT_EQ(node(g, "gate_up_proj.dense")->parent, "mlp.dense");
+  EXPECT_THAT(node(g, "input_layernorm.dense")->definitions, Contains("rmsnorm_h7168"));
+  EXPECT_THAT(node(g, "input_layernorm.moe")->definitions, Not(Contains("rmsnorm_h7168")));
+}
+
+}  // namespace
+}  // namespace fib::onboard
