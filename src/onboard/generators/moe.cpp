@@ -2,6 +2,8 @@
 // FP8 block-scale with DeepSeek or renormalize routing (the dataset's main MoE kernel) and, with
 // --include-quantized, the TRT-LLM FP4 block-scale, FP4 routed and FP8 per-tensor variants.
 // Shared convention: W13 rows [0, I) are the linear ("up") half and [I, 2I) the SiLU-gated half.
+// Each size constant is its own `name = value` line, as in the corpus, so a parity test can
+// shrink the sizes consistently (tests/reference/reference_test_util.h: scaled_definition).
 #include <fmt/format.h>
 
 #include "fib/onboard/naming.h"
@@ -36,9 +38,15 @@ def run(
     local_expert_offset,
     routed_scaling_factor,
 ):
-    num_experts, num_local_experts = @E@, @EL@
-    hidden_size, intermediate_size = @HS@, @IS@
-    top_k, n_group, topk_group = @K@, @NG@, @KG@
+    num_experts = @E@
+    num_local_experts = @EL@
+    hidden_size = @HS@
+    intermediate_size = @IS@
+    top_k = @K@
+    # Group routing constants, spelled as the corpus spells them (fib's native reference reads
+    # N_GROUP and TOPK_GROUP from the reference text).
+    N_GROUP = @NG@
+    TOPK_GROUP = @KG@
     seq_len = hidden_states.shape[0]
     assert routing_logits.shape[1] == num_experts
     assert hidden_states.shape[1] == hidden_size
@@ -49,10 +57,10 @@ def run(
     # DeepSeek-V3 routing: sigmoid scores; the correction bias only decides which experts win.
     scores = torch.sigmoid(routing_logits.to(torch.float32))  # [T, E]
     biased = scores + routing_bias.to(torch.float32)
-    if n_group > 1:
-        group_size = num_experts // n_group
-        group_score = biased.view(seq_len, n_group, group_size).topk(2, dim=-1).values.sum(dim=-1)
-        kept = group_score.topk(topk_group, dim=-1).indices  # [T, topk_group]
+    if N_GROUP > 1:
+        group_size = num_experts // N_GROUP
+        group_score = biased.view(seq_len, N_GROUP, group_size).topk(2, dim=-1).values.sum(dim=-1)
+        kept = group_score.topk(TOPK_GROUP, dim=-1).indices  # [T, TOPK_GROUP]
         group_mask = torch.zeros_like(group_score).scatter_(1, kept, 1.0)
         expert_mask = group_mask.repeat_interleave(group_size, dim=1)
         biased = biased.masked_fill(expert_mask == 0, torch.finfo(torch.float32).min)
@@ -101,7 +109,10 @@ def run(
     gemm2_weights,
     gemm2_weights_scale,
 ):
-    num_experts, hidden_size, intermediate_size, top_k = @E@, @HS@, @IS@, @K@
+    num_experts = @E@
+    hidden_size = @HS@
+    intermediate_size = @IS@
+    top_k = @K@
     seq_len = hidden_states.shape[0]
     assert routing_logits.shape[1] == num_experts
     assert hidden_states.shape[1] == hidden_size
@@ -150,7 +161,10 @@ constexpr std::string_view kFp4 = R"PY(import torch
 
 @torch.no_grad()
 def run(routing_logits, hidden_states, gemm1_weights, gemm2_weights@BIAS_PARAM@):
-    num_experts, hidden_size, intermediate_size, top_k = @E@, @HS@, @IS@, @K@
+    num_experts = @E@
+    hidden_size = @HS@
+    intermediate_size = @IS@
+    top_k = @K@
     seq_len = hidden_states.shape[0]
     assert routing_logits.shape[1] == num_experts
     assert gemm1_weights.shape == (num_experts, 2 * intermediate_size, hidden_size)
@@ -179,7 +193,10 @@ constexpr std::string_view kFp4Routed = R"PY(import torch
 
 @torch.no_grad()
 def run(topk_ids, hidden_states, gemm1_weights, gemm2_weights):
-    num_experts, hidden_size, intermediate_size, top_k = @E@, @HS@, @IS@, @K@
+    num_experts = @E@
+    hidden_size = @HS@
+    intermediate_size = @IS@
+    top_k = @K@
     seq_len = hidden_states.shape[0]
     assert topk_ids.shape[1] == top_k
     assert gemm1_weights.shape == (num_experts, 2 * intermediate_size, hidden_size)
@@ -221,7 +238,10 @@ def run(
     gemm2_weights,
     output2_scales_scalar@BIAS_PARAM@
 ):
-    num_experts, hidden_size, intermediate_size, top_k = @E@, @HS@, @IS@, @K@
+    num_experts = @E@
+    hidden_size = @HS@
+    intermediate_size = @IS@
+    top_k = @K@
     seq_len = hidden_states.shape[0]
     assert routing_logits.shape[1] == num_experts
     assert gemm1_weights.shape == (num_experts, 2 * intermediate_size, hidden_size)
