@@ -49,7 +49,8 @@ double current_rss_mb() {
   std::ifstream f("/proc/self/statm");
   long pages = 0, resident = 0;
   f >> pages >> resident;
-  return static_cast<double>(resident) * static_cast<double>(::sysconf(_SC_PAGESIZE)) / (1024.0 * 1024.0);
+  return static_cast<double>(resident) * static_cast<double>(::sysconf(_SC_PAGESIZE)) /
+         (1024.0 * 1024.0);
 }
 
 // Bytes of the record files TraceSet::load reads (.json/.jsonl under the four top folders).
@@ -61,7 +62,8 @@ std::uint64_t record_bytes(const fs::path& root) {
     for (auto it = fs::recursive_directory_iterator(root / top, ec); !ec && it != fs::end(it);
          it.increment(ec)) {
       const auto ext = it->path().extension();
-      if (it->is_regular_file(ec) && (ext == ".json" || ext == ".jsonl")) total += it->file_size(ec);
+      if (it->is_regular_file(ec) && (ext == ".json" || ext == ".jsonl"))
+        total += it->file_size(ec);
     }
   }
   return total;
@@ -73,6 +75,11 @@ template <typename After>
 void load_loop(benchmark::State& state, const fs::path& root, After after) {
   fib::LoadOptions options;
   options.threads = static_cast<unsigned>(state.range(0));  // 0: one per core
+  // FIB_BENCH_THREADS stands in for "one per core" where the core count the library sees is not
+  // the one the process may use (e.g. under taskset: hardware_concurrency() ignores affinity).
+  if (const char* t = std::getenv("FIB_BENCH_THREADS"); options.threads == 0 && t != nullptr) {
+    options.threads = static_cast<unsigned>(std::strtoul(t, nullptr, 10));
+  }
   const std::uint64_t bytes = record_bytes(root);
   const double rss_before = current_rss_mb();
   reset_peak_rss();
@@ -99,7 +106,8 @@ void load_loop(benchmark::State& state, const fs::path& root, After after) {
   state.counters["solutions"] = static_cast<double>(solutions);
   state.counters["traces"] = static_cast<double>(traces);
   state.counters["load_diagnostics"] = static_cast<double>(diagnostics);
-  state.counters["threads"] = options.threads != 0 ? options.threads : std::thread::hardware_concurrency();
+  state.counters["threads"] =
+      options.threads != 0 ? options.threads : std::thread::hardware_concurrency();
 }
 
 void no_validation(benchmark::State&, const fib::TraceSet&) {}
@@ -119,7 +127,8 @@ const fs::path* synthetic_root(benchmark::State& state) {
     state.counters["generate_s"] = d.generate_seconds;
     return &d.root;
   } catch (const std::exception& e) {
-    state.SkipWithError((std::string("cannot generate the synthetic dataset: ") + e.what()).c_str());
+    state.SkipWithError(
+        (std::string("cannot generate the synthetic dataset: ") + e.what()).c_str());
     return nullptr;
   }
 }
@@ -133,10 +142,12 @@ void BM_Load100kTraces(benchmark::State& state) {
 #ifdef FIB_BENCH_HAVE_VALIDATE
 // Validation with the default options (all checks, blobs read), counted per report.
 void validate(benchmark::State& state, const fib::TraceSet& set) {
-  const fib::validate::Report report = fib::validate::validate_dataset(set, fib::validate::Options{});
+  const fib::validate::Report report =
+      fib::validate::validate_dataset(set, fib::validate::Options{});
   benchmark::DoNotOptimize(report);
   state.counters["defs_ok"] = static_cast<double>(report.count(fib::validate::Status::kOk));
-  state.counters["defs_warning"] = static_cast<double>(report.count(fib::validate::Status::kWarning));
+  state.counters["defs_warning"] =
+      static_cast<double>(report.count(fib::validate::Status::kWarning));
   state.counters["defs_error"] = static_cast<double>(report.count(fib::validate::Status::kError));
 }
 

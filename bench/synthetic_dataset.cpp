@@ -2,11 +2,11 @@
 
 #include <stdlib.h>
 
+#include <fmt/format.h>
 #include <array>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
-#include <fmt/format.h>
 #include <fstream>
 #include <random>
 #include <stdexcept>
@@ -45,10 +45,13 @@ std::vector<DefPlan> plan_definitions(std::size_t count) {
     base.push_back({Op::kGqaPaged, fmt::format("gqa_paged_decode_h{}_kv{}_d128_ps1", h, kv),
                     "gqa_paged", h, kv});
   }
-  for (auto h : kNorm) base.push_back({Op::kRmsNorm, fmt::format("rmsnorm_h{}", h), "rmsnorm", h, 0});
-  for (auto [n, k] : kGemm) base.push_back({Op::kGemm, fmt::format("gemm_n{}_k{}", n, k), "gemm", n, k});
+  for (auto h : kNorm)
+    base.push_back({Op::kRmsNorm, fmt::format("rmsnorm_h{}", h), "rmsnorm", h, 0});
+  for (auto [n, k] : kGemm)
+    base.push_back({Op::kGemm, fmt::format("gemm_n{}_k{}", n, k), "gemm", n, k});
   for (auto v : kVocab) {
-    base.push_back({Op::kSampling, fmt::format("top_k_sampling_from_probs_v{}", v), "sampling", v, 0});
+    base.push_back(
+        {Op::kSampling, fmt::format("top_k_sampling_from_probs_v{}", v), "sampling", v, 0});
   }
   std::vector<DefPlan> out;
   for (std::size_t i = 0; i < count; ++i) {
@@ -78,7 +81,8 @@ Json definition_json(const DefPlan& p) {
   d["name"] = p.name;
   switch (p.op) {
     case Op::kGqaPaged: {
-      d["description"] = "Batched Grouped Query Attention decode with a paged KV cache (synthetic).";
+      d["description"] =
+          "Batched Grouped Query Attention decode with a paged KV cache (synthetic).";
       d["op_type"] = p.op_type;
       d["tags"] = {"stage:decode", "status:verified", "model:synthetic-8b", "tp:1"};
       d["axes"] = {{"batch_size", axis_var("Total number of query tokens.")},
@@ -96,14 +100,18 @@ Json definition_json(const DefPlan& p) {
           {"v_cache", spec({"num_pages", "page_size", "num_kv_heads", "head_dim"}, "bfloat16")},
           {"kv_indptr", spec({"len_indptr"}, "int32", "KV page offsets for each sequence.")},
           {"kv_indices", spec({"num_kv_indices"}, "int32", "Page IDs for KV cache lookups.")},
-          {"sm_scale", {{"shape", nullptr}, {"dtype", "float32"}, {"description", "Softmax scale."}}}};
-      d["outputs"] = {{"output", spec({"batch_size", "num_qo_heads", "head_dim"}, "bfloat16")},
-                      {"lse", spec({"batch_size", "num_qo_heads"}, "float32", "Base-2 log-sum-exp.")}};
+          {"sm_scale",
+           {{"shape", nullptr}, {"dtype", "float32"}, {"description", "Softmax scale."}}}};
+      d["outputs"] = {
+          {"output", spec({"batch_size", "num_qo_heads", "head_dim"}, "bfloat16")},
+          {"lse", spec({"batch_size", "num_qo_heads"}, "float32", "Base-2 log-sum-exp.")}};
       d["reference"] = fmt::format(
-          "import torch\nimport math\n\n\n@torch.no_grad()\ndef run(q, k_cache, v_cache, kv_indptr, "
+          "import torch\nimport math\n\n\n@torch.no_grad()\ndef run(q, k_cache, v_cache, "
+          "kv_indptr, "
           "kv_indices, sm_scale):\n    batch_size, num_qo_heads, head_dim = q.shape\n    assert "
           "num_qo_heads == {}\n    output = torch.zeros_like(q)\n    lse = torch.full((batch_size, "
-          "num_qo_heads), -float(\"inf\"), dtype=torch.float32, device=q.device)\n    return output, "
+          "num_qo_heads), -float(\"inf\"), dtype=torch.float32, device=q.device)\n    return "
+          "output, "
           "lse\n",
           p.p1);
       break;
@@ -117,7 +125,8 @@ Json definition_json(const DefPlan& p) {
                      {"weight", spec({"hidden_size"}, "bfloat16")}};
       d["outputs"] = {{"output", spec({"batch_size", "hidden_size"}, "bfloat16")}};
       d["reference"] =
-          "import torch\n\n\ndef run(hidden_states, weight):\n    x = hidden_states.to(torch.float32)\n"
+          "import torch\n\n\ndef run(hidden_states, weight):\n    x = "
+          "hidden_states.to(torch.float32)\n"
           "    inv = torch.rsqrt(x.pow(2).mean(-1, keepdim=True) + 1e-6)\n"
           "    return (x * inv * weight.to(torch.float32)).to(hidden_states.dtype)\n";
       break;
@@ -139,7 +148,8 @@ Json definition_json(const DefPlan& p) {
                      {"top_k", spec({"batch_size"}, "int32")}};
       d["outputs"] = {{"samples", spec({"batch_size"}, "int64")}};
       d["reference"] =
-          "import torch\n\n\ndef run(probs, top_k):\n    return torch.multinomial(probs, 1).squeeze(-1)\n";
+          "import torch\n\n\ndef run(probs, top_k):\n    return torch.multinomial(probs, "
+          "1).squeeze(-1)\n";
       break;
   }
   return d;
@@ -161,7 +171,8 @@ std::uint64_t write_safetensors(const fs::path& path, const std::vector<I32Tenso
   std::uint64_t pos = 0;
   for (const auto& t : tensors) {
     const std::uint64_t n = t.values.size() * 4;
-    header[t.name] = {{"dtype", "I32"}, {"shape", {t.values.size()}}, {"data_offsets", {pos, pos + n}}};
+    header[t.name] = {
+        {"dtype", "I32"}, {"shape", {t.values.size()}}, {"data_offsets", {pos, pos + n}}};
     pos += n;
   }
   std::string h = header.dump();
@@ -176,7 +187,8 @@ std::uint64_t write_safetensors(const fs::path& path, const std::vector<I32Tenso
   for (const auto& t : tensors) {
     for (std::int32_t v : t.values) {
       char b[4];
-      for (int i = 0; i < 4; ++i) b[i] = static_cast<char>((static_cast<std::uint32_t>(v) >> (8 * i)) & 0xFF);
+      for (int i = 0; i < 4; ++i)
+        b[i] = static_cast<char>((static_cast<std::uint32_t>(v) >> (8 * i)) & 0xFF);
       out.write(b, 4);
     }
   }
@@ -209,7 +221,8 @@ WorkloadOut make_workload(const DefPlan& p, const fs::path& root, std::mt19937_6
     case Op::kGqaPaged: {
       const std::int64_t bs = uniform(1, 64);
       std::vector<std::int32_t> indptr{0};
-      for (std::int64_t b = 0; b < bs; ++b) indptr.push_back(indptr.back() + static_cast<std::int32_t>(uniform(1, 256)));
+      for (std::int64_t b = 0; b < bs; ++b)
+        indptr.push_back(indptr.back() + static_cast<std::int32_t>(uniform(1, 256)));
       const std::int64_t total = indptr.back();
       const std::int64_t pages = total + uniform(0, 4096);
       std::vector<std::int32_t> indices(static_cast<std::size_t>(total));
@@ -224,8 +237,8 @@ WorkloadOut make_workload(const DefPlan& p, const fs::path& root, std::mt19937_6
       inputs["kv_indptr"] = st_input("kv_indptr");
       inputs["kv_indices"] = st_input("kv_indices");
       inputs["sm_scale"] = {{"type", "scalar"}, {"value", 0.08838834764831845}};
-      stats.blob_bytes += write_safetensors(root / blob_rel, {{"kv_indptr", std::move(indptr)},
-                                                              {"kv_indices", std::move(indices)}});
+      stats.blob_bytes += write_safetensors(
+          root / blob_rel, {{"kv_indptr", std::move(indptr)}, {"kv_indices", std::move(indices)}});
       ++stats.blobs;
       break;
     }
@@ -266,7 +279,8 @@ struct SolutionPlan {
 };
 
 std::vector<SolutionPlan> plan_solutions(const DefPlan& p, std::size_t count) {
-  static constexpr const char* kAuthors[] = {"baseline", "flashinfer", "alice", "bob", "triton-lab"};
+  static constexpr const char* kAuthors[] = {"baseline", "flashinfer", "alice", "bob",
+                                             "triton-lab"};
   static constexpr const char* kLanguages[] = {"cuda", "triton", "python", "cpp"};
   std::vector<SolutionPlan> out;
   for (std::size_t i = 0; i < count; ++i) {
@@ -283,11 +297,14 @@ Json solution_json(const DefPlan& p, const SolutionPlan& s) {
   const std::string file = py ? "kernel.py" : s.language == "cuda" ? "kernel.cu" : "kernel.cpp";
   std::string body;
   for (int i = 0; i < 60; ++i) {
-    body += py ? fmt::format("    acc_{0} = tl.load(ptr + offs + {0}) * scale  # unrolled step {0}\n", i)
-               : fmt::format("  acc[{0}] = __ldg(ptr + offs + {0}) * scale;  // unrolled step {0}\n", i);
+    body += py ? fmt::format(
+                     "    acc_{0} = tl.load(ptr + offs + {0}) * scale  # unrolled step {0}\n", i)
+               : fmt::format(
+                     "  acc[{0}] = __ldg(ptr + offs + {0}) * scale;  // unrolled step {0}\n", i);
   }
-  const std::string content = py ? "import torch\n\n\ndef run(*args):\n" + body + "    return args[0]\n"
-                                 : "#include <cuda_runtime.h>\n\nextern \"C\" void run() {\n" + body + "}\n";
+  const std::string content =
+      py ? "import torch\n\n\ndef run(*args):\n" + body + "    return args[0]\n"
+         : "#include <cuda_runtime.h>\n\nextern \"C\" void run() {\n" + body + "}\n";
   Json j = Json::object();
   j["name"] = s.name;
   j["definition"] = p.name;
@@ -318,9 +335,13 @@ std::string evaluation_line(std::mt19937_64& rng, bool always_pass, std::size_t 
   ev["status"] = status;
   ev["environment"] = {
       {"hardware", kHardware[rep % 5]},
-      {"libs", {{"torch", "2.8.0+cu128"}, {"cuda", "12.8"}, {"triton", "3.4.0"}, {"flashinfer", "0.3.1"}}},
-      {"extra", {{"host", fmt::format("gpu-node-{:02}", rep % 16)}, {"compiler", "nvcc 12.8.93"},
-                 {"timer", "cuda_events"}, {"sm_clock_mhz", 1980}}}};
+      {"libs",
+       {{"torch", "2.8.0+cu128"}, {"cuda", "12.8"}, {"triton", "3.4.0"}, {"flashinfer", "0.3.1"}}},
+      {"extra",
+       {{"host", fmt::format("gpu-node-{:02}", rep % 16)},
+        {"compiler", "nvcc 12.8.93"},
+        {"timer", "cuda_events"},
+        {"sm_clock_mhz", 1980}}}};
   ev["timestamp"] = fmt::format("2025-09-{:02}T{:02}:{:02}:{:02}.{:06}Z", 1 + rep % 28, rng() % 24,
                                 rng() % 60, rng() % 60, rng() % 1000000);
   if (st == "PASSED") {
@@ -328,7 +349,8 @@ std::string evaluation_line(std::mt19937_64& rng, bool always_pass, std::size_t 
   } else if (st == "COMPILE_ERROR") {
     ev["log"] =
         "kernel.cu(41): error: identifier \"__ldg_bf16\" is undefined\n"
-        "kernel.cu(57): error: no instance of overloaded function \"atomicAdd\" matches the argument "
+        "kernel.cu(57): error: no instance of overloaded function \"atomicAdd\" matches the "
+        "argument "
         "list\n2 errors detected in the compilation of \"kernel.cu\".\n";
   } else if (st == "RUNTIME_ERROR") {
     ev["log"] = "CUDA error: an illegal memory access was encountered (cudaErrorIllegalAddress)\n";
@@ -345,11 +367,14 @@ std::string evaluation_line(std::mt19937_64& rng, bool always_pass, std::size_t 
   if (st == "PASSED") {
     const double lat = 0.005 + u(rng) * 2.0;
     const double ref = lat * (0.5 + u(rng) * 20.0);
-    ev["performance"] = {
-        {"latency_ms", lat},
-        {"reference_latency_ms", ref},
-        {"speedup_factor", ref / lat},
-        {"extra", {{"min_ms", lat * 0.95}, {"p10_ms", lat * 0.97}, {"p90_ms", lat * 1.04}, {"samples", 100}}}};
+    ev["performance"] = {{"latency_ms", lat},
+                         {"reference_latency_ms", ref},
+                         {"speedup_factor", ref / lat},
+                         {"extra",
+                          {{"min_ms", lat * 0.95},
+                           {"p10_ms", lat * 0.97},
+                           {"p90_ms", lat * 1.04},
+                           {"samples", 100}}}};
   }
   return dump_json_line(ev);
 }
@@ -369,18 +394,21 @@ SyntheticStats write_synthetic_dataset(const fs::path& root, const SyntheticSpec
   SyntheticStats stats;
   std::mt19937_64 rng(spec.seed);
   const auto defs = plan_definitions(spec.definitions);
-  const std::size_t pairs = spec.definitions * spec.solutions_per_definition * spec.workloads_per_definition;
+  const std::size_t pairs =
+      spec.definitions * spec.solutions_per_definition * spec.workloads_per_definition;
   const std::size_t reps = pairs == 0 ? 0 : (spec.traces + pairs - 1) / pairs;
   std::size_t traces_left = spec.traces;
   for (const auto& p : defs) {
-    write_text(root / layout::definition_file(p.op_type, p.name), dump_json_pretty(definition_json(p)), stats);
+    write_text(root / layout::definition_file(p.op_type, p.name),
+               dump_json_pretty(definition_json(p)), stats);
     ++stats.definitions;
     std::vector<WorkloadOut> workloads;
     std::string wl_file;
     for (std::size_t i = 0; i < spec.workloads_per_definition; ++i) {
       workloads.push_back(make_workload(p, root, rng, stats));
-      wl_file += fmt::format(R"({{"definition":"{}","solution":null,"workload":{},"evaluation":null}})",
-                             p.name, workloads.back().json);
+      wl_file +=
+          fmt::format(R"({{"definition":"{}","solution":null,"workload":{},"evaluation":null}})",
+                      p.name, workloads.back().json);
       wl_file += '\n';
     }
     write_text(root / layout::workloads_file(p.op_type, p.name), wl_file, stats);
@@ -404,14 +432,16 @@ SyntheticStats write_synthetic_dataset(const fs::path& root, const SyntheticSpec
           for (const auto& w : workloads) {
             if (traces_left == 0) break;
             --traces_left;
-            text += fmt::format(R"({{"definition":"{}","workload":{},"solution":"{}","evaluation":{}}})",
-                                p.name, w.json, s.name, evaluation_line(rng, author == "baseline", rep));
+            text += fmt::format(
+                R"({{"definition":"{}","workload":{},"solution":"{}","evaluation":{}}})", p.name,
+                w.json, s.name, evaluation_line(rng, author == "baseline", rep));
             text += '\n';
             ++stats.traces;
           }
         }
       }
-      if (!text.empty()) write_text(root / layout::traces_file(author, p.op_type, p.name), text, stats);
+      if (!text.empty())
+        write_text(root / layout::traces_file(author, p.op_type, p.name), text, stats);
     }
   }
   return stats;

@@ -25,13 +25,14 @@ struct SyntheticStats {
   std::size_t solutions = 0;
   std::size_t traces = 0;
   std::size_t blobs = 0;
-  std::size_t record_files = 0;          // .json / .jsonl files TraceSet::load reads
-  std::uint64_t record_bytes = 0;        // their total size
+  std::size_t record_files = 0;    // .json / .jsonl files TraceSet::load reads
+  std::uint64_t record_bytes = 0;  // their total size
   std::uint64_t blob_bytes = 0;
 };
 
 // Writes the dataset under `root` (created; must not exist or be empty).
-SyntheticStats write_synthetic_dataset(const std::filesystem::path& root, const SyntheticSpec& spec);
+SyntheticStats write_synthetic_dataset(const std::filesystem::path& root,
+                                       const SyntheticSpec& spec);
 
 // A dataset generated once per process in a fresh temporary folder, removed at exit (set
 // FIB_BENCH_KEEP=1 to keep it; its path is printed). FIB_BENCH_TRACES overrides spec.traces.

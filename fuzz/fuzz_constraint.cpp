@@ -30,8 +30,8 @@ class FuzzEnv : public fib::ConstraintEnv {
  public:
   std::optional<std::int64_t> axis(std::string_view name) const override {
     static const std::pair<std::string_view, std::int64_t> kAxes[] = {
-        {"batch_size", 4}, {"len_indptr", 5}, {"num_pages", 0},  {"page_size", 64},
-        {"topk", 2048},    {"neg", -3},       {"big", kMax},     {"small", kMin},
+        {"batch_size", 4}, {"len_indptr", 5},    {"num_pages", 0}, {"page_size", 64},
+        {"topk", 2048},    {"neg", -3},          {"big", kMax},    {"small", kMin},
         {"one", 1},        {"num_kv_indices", 9}};
     for (const auto& [n, v] : kAxes) {
       if (n == name) return v;

@@ -78,10 +78,12 @@ void check_round_trip(const T& value, ReadFn read, std::string_view kind) {
   const Json first = to_json(value);
   for (const bool pretty : {true, false}) {
     const std::string text = pretty ? fib::dump_json_pretty(first) : fib::dump_json_line(first);
-    if (!pretty) check(text.find('\n') == std::string::npos, "a one-line dump holds a newline", text);
+    if (!pretty)
+      check(text.find('\n') == std::string::npos, "a one-line dump holds a newline", text);
     fib::Diagnostics diag;
     auto reparsed = fib::parse_json(text, "roundtrip", diag);
-    if (!reparsed) die(std::string(kind) + ": written JSON does not parse", diag.to_string() + text);
+    if (!reparsed)
+      die(std::string(kind) + ": written JSON does not parse", diag.to_string() + text);
     check(*reparsed == first, std::string(kind) + ": dump + parse changed the JSON", text);
     fib::ReadContext ctx{"roundtrip", &diag};
     auto again = read(*reparsed, ctx);
@@ -113,7 +115,8 @@ void exercise_definition(const fib::Definition& d, const fib::ReadContext& ctx) 
   }
   for (const auto& spec : d.outputs) (void)d.concrete_shape(spec, *bound);
   fib::WorkloadConstraintEnv env(
-      d, *bound, [](std::string_view name, std::span<const std::int64_t> index) -> std::optional<fib::Scalar> {
+      d, *bound,
+      [](std::string_view name, std::span<const std::int64_t> index) -> std::optional<fib::Scalar> {
         if (name.size() % 3 == 0) return std::nullopt;  // some contents are not at hand
         std::int64_t s = static_cast<std::int64_t>(name.size());
         for (auto i : index) s = s * 31 + (i & 0xFFFF);
@@ -125,7 +128,8 @@ void exercise_definition(const fib::Definition& d, const fib::ReadContext& ctx) 
 void exercise_solution(const fib::Solution& s) {
   for (const auto& src : s.sources) {
     std::string why;
-    check(fib::is_safe_relative_path(src.path, &why), "an accepted source path is unsafe", src.path);
+    check(fib::is_safe_relative_path(src.path, &why), "an accepted source path is unsafe",
+          src.path);
     check(s.source(src.path) != nullptr, "source lookup");
   }
   check(s.source(s.spec.entry_file()) != nullptr, "entry file missing from an accepted solution");
@@ -185,7 +189,8 @@ std::optional<fib::Definition> read_all(const Json& j, const fib::Definition& ag
       check_round_trip(*t, fib::trace_from_json, "trace");
       fib::Diagnostics wdiag;
       fib::ReadContext wctx{"workloads/x/fuzz.jsonl:1", &wdiag};
-      const bool ok = fib::check_workload(against, t->workload, fib::JsonPath().key("workload"), wctx);
+      const bool ok =
+          fib::check_workload(against, t->workload, fib::JsonPath().key("workload"), wctx);
       check(ok || wdiag.has_errors(), "workload rejected without an error");
       (void)wdiag.to_string();
     }

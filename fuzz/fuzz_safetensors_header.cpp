@@ -80,7 +80,8 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   }
   // A file that claims to be larger than the bytes at hand must not be read past them.
   fib::Diagnostics big_diag;
-  (void)fib::parse_safetensors_header(file, std::uint64_t{size} + 4096, "fuzz.safetensors", big_diag);
+  (void)fib::parse_safetensors_header(file, std::uint64_t{size} + 4096, "fuzz.safetensors",
+                                      big_diag);
 
   if (auto lfs = fib::parse_lfs_pointer(file)) {
     check(size <= 1024, "an LFS pointer over 1 KiB accepted");

@@ -11,6 +11,8 @@
 #   corpus/<target>/    the growing corpus, kept between runs
 #   findings/<target>/  crash-*, timeout-*, oom-*, leak-* inputs that reproduce a finding
 #   logs/<target>.log   libFuzzer's output
+# fuzz/regressions/<target>/ holds inputs that once found a bug; they are replayed first and
+# added to the seeds.
 # Reproduce a finding: build-fuzz/fuzz/<target> fuzz-corpus/findings/<target>/crash-...
 # Environment: FIB_CORPUS (default ../shared/corpus), FIB_FUZZ_BUILD_DIR (default build-fuzz),
 # FIB_FUZZ_DIR (default fuzz-corpus), FIB_FUZZ_NICE (default 10).
@@ -152,6 +154,10 @@ for c in ("len_indptr == batch_size + 1", "num_kv_indices == kv_indptr[-1].item(
 for t, n in sorted(counter.items()):
     print("  %-26s %5d seeds" % (t, n))
 PY
+# Inputs that once crashed a target (fuzz/regressions/<target>/) seed it too.
+for dir in fuzz/regressions/*/; do
+  [ -d "$OUT/seeds/$(basename "$dir")" ] && cp "$dir"* "$OUT/seeds/$(basename "$dir")/"
+done
 
 max_len() {
   case "$1" in
@@ -174,6 +180,13 @@ for t in "${TARGETS[@]}"; do
   mkdir -p "$OUT/corpus/$t" "$OUT/findings/$t"
   log="$OUT/logs/$t.log"
   before=$(find "$OUT/findings/$t" -type f | wc -l)
+  if [ -d "fuzz/regressions/$t" ]; then
+    echo "== $t: replaying fuzz/regressions/$t"
+    if ! "$BUILD_DIR/fuzz/$t" fuzz/regressions/"$t"/* >"$OUT/logs/$t.regressions.log" 2>&1; then
+      echo "   a regression input fails again: see $OUT/logs/$t.regressions.log" >&2
+      status=1
+    fi
+  fi
   echo "== $t: ${SECONDS_PER}s (log: $log)"
   start=$(date +%s)
   set +e
@@ -185,10 +198,12 @@ for t in "${TARGETS[@]}"; do
   set -e
   elapsed=$(( $(date +%s) - start ))
   execs=$(grep -o 'stat::number_of_executed_units: [0-9]*' "$log" | awk '{print $2}' | tail -1)
-  last=$(grep -E '^#[0-9]+' "$log" | grep -o 'cov: [0-9]* ft: [0-9]*' | tail -1)
+  # The last status line: "#N DONE cov: C ft: F corp: U/SIZE ...". corp is libFuzzer's own
+  # corpus (the folder also keeps inputs that were later reduced).
+  last=$(grep -E '^#[0-9]+' "$log" | grep -o 'cov: [0-9]* ft: [0-9]* corp: [0-9]*' | tail -1)
   cov=$(echo "$last" | awk '{print $2}')
   ft=$(echo "$last" | awk '{print $4}')
-  corp=$(find "$OUT/corpus/$t" -type f | wc -l)
+  corp=$(echo "$last" | awk '{print $6}')
   after=$(find "$OUT/findings/$t" -type f | wc -l)
   new=$((after - before))
   [ "$rc" -ne 0 ] && status=1

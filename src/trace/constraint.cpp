@@ -590,10 +590,15 @@ class Evaluator {
       const std::int64_t a = as_int(l), b = as_int(r);
       std::int64_t out = 0;
       bool over = false;
-      if (op == "+") over = __builtin_add_overflow(a, b, &out);
-      else if (op == "-") over = __builtin_sub_overflow(a, b, &out);
-      else if (op == "*") over = __builtin_mul_overflow(a, b, &out);
-      else throw EvalError(fmt::format("unknown operator '{}'", op));
+      if (op == "+") {
+        over = __builtin_add_overflow(a, b, &out);
+      } else if (op == "-") {
+        over = __builtin_sub_overflow(a, b, &out);
+      } else if (op == "*") {
+        over = __builtin_mul_overflow(a, b, &out);
+      } else {
+        throw EvalError(fmt::format("unknown operator '{}'", op));
+      }
       if (over) overflow(n);
       return out;
     } else {
