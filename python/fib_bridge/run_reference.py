@@ -9,6 +9,12 @@ A batch file has one JSON object per line: {"definition": path, "inputs": path, 
 "seed": int}; a job that fails writes its traceback to outputs + ".error" and the batch goes on.
 Importing torch once for many jobs is what makes parity tests over a whole corpus affordable.
 
+Timing mode (for benchmarks): a job with "repeat": R (and optionally "threads": N, which calls
+torch.set_num_threads(N) first) runs the reference once more as a warm-up after the call whose
+outputs are saved, then R times, and writes outputs + ".timing.json" with the median and every
+run's seconds (wall clock and process CPU time). Only the reference's `run(...)` call is timed: not importing torch, reading the
+inputs, compiling the reference code, seeding, or writing the outputs.
+
 Old PyTorch builds (Debian's 1.13) lack some CPU kernels for float16 (e.g. matmul). When a
 reference fails with "not implemented for 'Half'", it is run again with float16 inputs upcast to
 float32 and outputs cast back to the declared dtype, and a note says so on stderr; that is the
@@ -17,7 +23,9 @@ arithmetic the GPU kernels use (fp32 accumulation, one rounding).
 Exit status: 0 when every job succeeded, 1 when one failed, 2 on bad arguments."""
 import json
 import os
+import statistics
 import sys
+import time
 import traceback
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
@@ -40,15 +48,41 @@ for _name in ("float8_e4m3fn", "float8_e5m2"):
         _DTYPES[_name] = getattr(torch, _name)
 
 
-def _call(definition, kwargs, seed):
+def _compile(definition):
     namespace = {"__name__": "fib_reference"}
     exec(compile(definition["reference"], f"<reference of {definition['name']}>", "exec"), namespace)
+    return namespace["run"]
+
+
+def _call(definition, kwargs, seed):
+    run = _compile(definition)
     torch.manual_seed(seed)
     with torch.no_grad():
-        return namespace["run"](**kwargs)
+        return run(**kwargs)
 
 
-def run_job(definition_path, inputs_path, outputs_path, seed, device):
+def _time(definition, kwargs, seed, repeat, device):
+    """Wall-clock and process CPU seconds of each of `repeat` calls of the reference, after one
+    warm-up call."""
+    run = _compile(definition)
+    sync = torch.cuda.synchronize if device.startswith("cuda") else (lambda: None)
+    wall, cpu = [], []
+    for i in range(repeat + 1):
+        torch.manual_seed(seed)
+        sync()
+        start, start_cpu = time.perf_counter(), time.process_time()
+        with torch.no_grad():
+            run(**kwargs)
+        sync()
+        if i:
+            wall.append(time.perf_counter() - start)
+            cpu.append(time.process_time() - start_cpu)
+    return wall, cpu
+
+
+def run_job(definition_path, inputs_path, outputs_path, seed, device, repeat=0, threads=0):
+    if threads:
+        torch.set_num_threads(threads)
     with open(definition_path) as f:
         definition = json.load(f)
     tensors, scalars, _ = safetensors_io.load(inputs_path)
@@ -82,6 +116,19 @@ def run_job(definition_path, inputs_path, outputs_path, seed, device):
             value = value.to(declared)
         out[name] = value
     safetensors_io.save(outputs_path, out)
+    if repeat:
+        wall, cpu = _time(definition, kwargs, seed, repeat, device)
+        timing = {
+            "median_s": statistics.median(wall),
+            "median_cpu_s": statistics.median(cpu),
+            "runs_s": wall,
+            "runs_cpu_s": cpu,
+            "threads": torch.get_num_threads(),
+            "torch_version": torch.__version__,
+            "upcast_float16": upcast,
+        }
+        with open(outputs_path + ".timing.json", "w") as f:
+            json.dump(timing, f)
 
 
 def main(argv):
@@ -97,7 +144,8 @@ def main(argv):
             jobs = [json.loads(line) for line in f if line.strip()]
         for job in jobs:
             try:
-                run_job(job["definition"], job["inputs"], job["outputs"], int(job.get("seed", 0)), device)
+                run_job(job["definition"], job["inputs"], job["outputs"], int(job.get("seed", 0)), device,
+                        int(job.get("repeat", 0)), int(job.get("threads", 0)))
             except Exception:
                 failed += 1
                 with open(job["outputs"] + ".error", "w") as err:

@@ -4,8 +4,8 @@
 
 #include <functional>
 #include <memory>
-#include <vector>
 #include <string>
+#include <vector>
 
 #include "fib/reference/reference.h"
 
@@ -48,5 +48,26 @@ void parallel_for(std::int64_t n, unsigned threads, std::int64_t grain,
 std::vector<float> as_floats(const Tensor& t);
 // Rounds fp32 values into `out` (any float dtype), as PyTorch's .to(dtype) does.
 void store_floats(const std::vector<float>& values, Tensor& out);
+
+// Elements [offset, offset + n) of `t` converted to fp32 into `out` (the values as_floats gives),
+// and fp32 values rounded into elements [offset, offset + n) of `t` (as store_floats rounds):
+// row-at-a-time conversion, so large tensors need no full fp32 copy.
+void load_floats(const Tensor& t, std::int64_t offset, std::int64_t n, float* out);
+void store_floats(const float* values, std::int64_t n, Tensor& t, std::int64_t offset);
+
+// A tensor's elements as fp32: its own storage when it is float32 (no copy), else a converted
+// copy.
+class Floats {
+ public:
+  explicit Floats(const Tensor& t);
+  Floats(const Floats&) = delete;  // p_ may point into copy_
+  Floats& operator=(const Floats&) = delete;
+  const float* data() const { return p_; }
+  float operator[](std::size_t i) const { return p_[i]; }
+
+ private:
+  std::vector<float> copy_;
+  const float* p_ = nullptr;
+};
 
 }  // namespace fib::reference::detail

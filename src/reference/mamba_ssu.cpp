@@ -12,7 +12,6 @@
 #include <array>
 #include <cmath>
 
-#include "fib/tensor/numeric.h"
 #include "reference/kernels.h"
 
 namespace fib::reference::detail {
@@ -79,24 +78,31 @@ class MambaSsu final : public Kernel {
                                 slots[static_cast<std::size_t>(b)], cache));
       }
     }
-    const std::vector<float> x = as_floats(x_t), dt = as_floats(args.tensor("dt")),
-                             a = as_floats(args.tensor("A"));
-    const std::vector<float> bm = as_floats(b_t), cm = as_floats(args.tensor("C")),
-                             d = as_floats(args.tensor("D"));
-    const std::vector<float> dt_bias = as_floats(args.tensor("dt_bias"));
-    std::vector<float> state = as_floats(state_t);
+    const Floats x(x_t), dt(args.tensor("dt")), a(args.tensor("A"));
+    const Floats bm(b_t), cm(args.tensor("C")), d(args.tensor("D")),
+        dt_bias(args.tensor("dt_bias"));
     std::vector<float> y(static_cast<std::size_t>(batch * nheads * hd), 0.0f);
-    const bool round_state = state_t.dtype() != DType::kFloat32;
     if (state_t.dtype() != DType::kFloat32 && state_t.dtype() != DType::kBFloat16 &&
         state_t.dtype() != DType::kFloat16) {
       throw Error(def.name, fmt::format("state is {}; float32, bfloat16 or float16 expected",
                                         dtype_name(state_t.dtype())));
     }
+    // new_state starts as a copy of state (slots nobody references pass through) and is updated
+    // in place, one [dstate] row at a time: a later batch row on the same slot reads the rounded
+    // state the earlier one stored, as the reference's loop does.
     Tensor new_state = make_output(ctx, "new_state");
-
+    if (new_state.dtype() == state_t.dtype()) {
+      std::copy(state_t.bytes().begin(), state_t.bytes().end(), new_state.bytes().begin());
+    } else {
+      std::vector<float> row(static_cast<std::size_t>(ds));
+      for (std::int64_t r = 0; r < state_t.numel() / ds; ++r) {
+        load_floats(state_t, r * ds, ds, row.data());
+        store_floats(row.data(), ds, new_state, r * ds);
+      }
+    }
     // Heads are independent; within a head the batch rows run in order.
     parallel_for(nheads, ctx.threads, 1, [&](std::int64_t h0, std::int64_t h1) {
-      std::vector<float> s(static_cast<std::size_t>(ds));
+      std::vector<float> s(static_cast<std::size_t>(ds)), dA(static_cast<std::size_t>(ds));
       for (std::int64_t h = h0; h < h1; ++h) {
         const std::int64_t g = h / ratio;
         for (std::int64_t b = 0; b < batch; ++b) {
@@ -109,45 +115,33 @@ class MambaSsu final : public Kernel {
             const auto hp = static_cast<std::size_t>(h * hd + p);
             const float dtf = softplus(dt[xi] + dt_bias[hp]);
             const float dtx = dtf * x[xi];
-            float* st = state.data() + ((slot * nheads + h) * hd + p) * ds;
+            const std::int64_t row = ((slot * nheads + h) * hd + p) * ds;
+            load_floats(new_state, row, ds, s.data());
             const float* ap = a.data() + static_cast<std::int64_t>(hp) * ds;
+            for (std::int64_t n = 0; n < ds; ++n)
+              dA[static_cast<std::size_t>(n)] = std::exp(ap[n] * dtf);
             std::array<float, 8> acc{};
             for (std::int64_t n = 0; n < ds; ++n) {
-              const float v = st[n] * std::exp(ap[n] * dtf) + dtx * bg[n];
+              const float v =
+                  s[static_cast<std::size_t>(n)] * dA[static_cast<std::size_t>(n)] + dtx * bg[n];
               s[static_cast<std::size_t>(n)] = v;
               acc[static_cast<std::size_t>(n % 8)] += v * cg[n];
             }
             const float sum =
                 ((acc[0] + acc[1]) + (acc[2] + acc[3])) + ((acc[4] + acc[5]) + (acc[6] + acc[7]));
             y[xi] = sum + x[xi] * d[hp];
-            // The stored state is rounded (a later row on this slot reads the rounded value).
-            for (std::int64_t n = 0; n < ds; ++n) {
-              st[n] = round_state ? round_to(new_state.dtype(), s[static_cast<std::size_t>(n)])
-                                  : s[static_cast<std::size_t>(n)];
-            }
+            // y uses the fp32 s; the stored state is rounded to its dtype.
+            store_floats(s.data(), ds, new_state, row);
           }
         }
       }
     });
-    store_floats(state, new_state);
     Outputs out;
     Tensor o = make_output(ctx, "output");
     store_floats(y, o);
     out.emplace("output", std::move(o));
     out.emplace("new_state", std::move(new_state));
     return out;
-  }
-
- private:
-  static float round_to(DType dtype, float v) {
-    switch (dtype) {
-      case DType::kBFloat16:
-        return numeric::bf16_to_float(numeric::float_to_bf16(v));
-      case DType::kFloat16:
-        return numeric::fp16_to_float(numeric::float_to_fp16(v));
-      default:
-        return v;
-    }
   }
 };
 

@@ -2,6 +2,7 @@
 #include <thread>
 #include <vector>
 
+#include "fib/tensor/numeric.h"
 #include "reference/kernels.h"
 
 namespace fib::reference::detail {
@@ -10,7 +11,8 @@ void parallel_for(std::int64_t n, unsigned threads, std::int64_t grain,
                   const std::function<void(std::int64_t, std::int64_t)>& fn) {
   if (n <= 0) return;
   const std::int64_t max_parts = std::max<std::int64_t>(1, n / std::max<std::int64_t>(1, grain));
-  const auto parts = static_cast<unsigned>(std::min<std::int64_t>(std::max(1u, threads), max_parts));
+  const auto parts =
+      static_cast<unsigned>(std::min<std::int64_t>(std::max(1u, threads), max_parts));
   if (parts <= 1) {
     fn(0, n);
     return;
@@ -37,6 +39,59 @@ void store_floats(const std::vector<float>& values, Tensor& out) {
   std::copy(values.begin(), values.end(), f.data<float>());
   Tensor r = out.dtype() == DType::kFloat32 ? f : from_float32(f, out.dtype());
   std::copy(r.bytes().begin(), r.bytes().end(), out.bytes().begin());
+}
+
+void load_floats(const Tensor& t, std::int64_t offset, std::int64_t n, float* out) {
+  switch (t.dtype()) {
+    case DType::kFloat32: {
+      const float* p = t.data<float>() + offset;
+      std::copy(p, p + n, out);
+      break;
+    }
+    case DType::kBFloat16: {
+      const std::uint16_t* p = t.data<std::uint16_t>() + offset;
+      for (std::int64_t i = 0; i < n; ++i) out[i] = numeric::bf16_to_float(p[i]);
+      break;
+    }
+    case DType::kFloat16: {
+      const std::uint16_t* p = t.data<std::uint16_t>() + offset;
+      for (std::int64_t i = 0; i < n; ++i) out[i] = numeric::fp16_to_float(p[i]);
+      break;
+    }
+    default:
+      for (std::int64_t i = 0; i < n; ++i) out[i] = static_cast<float>(t.get(offset + i));
+  }
+}
+
+void store_floats(const float* values, std::int64_t n, Tensor& t, std::int64_t offset) {
+  switch (t.dtype()) {
+    case DType::kFloat32:
+      std::copy(values, values + n, t.data<float>() + offset);
+      break;
+    case DType::kBFloat16: {
+      std::uint16_t* p = t.data<std::uint16_t>() + offset;
+      for (std::int64_t i = 0; i < n; ++i) p[i] = numeric::float_to_bf16(values[i]);
+      break;
+    }
+    case DType::kFloat16: {
+      std::uint16_t* p = t.data<std::uint16_t>() + offset;
+      for (std::int64_t i = 0; i < n; ++i) p[i] = numeric::float_to_fp16(values[i]);
+      break;
+    }
+    default:
+      // Other dtypes (float8, ...): the float value is exact in double, so set() rounds it as
+      // from_float32 does.
+      for (std::int64_t i = 0; i < n; ++i) t.set(offset + i, static_cast<double>(values[i]));
+  }
+}
+
+Floats::Floats(const Tensor& t) {
+  if (t.dtype() == DType::kFloat32) {
+    p_ = t.data<float>();
+  } else {
+    copy_ = as_floats(t);
+    p_ = copy_.data();
+  }
 }
 
 }  // namespace fib::reference::detail

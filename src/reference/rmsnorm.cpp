@@ -1,8 +1,9 @@
 // rmsnorm and fused_add_rmsnorm: y = x / sqrt(mean(x^2) + eps) * weight, in fp32, rounded once
 // to the output dtype; the fused form first adds the residual (x = hidden_states + residual).
 // eps is not in the interface: it is read from the definition's reference (`EPS = 1e-6`).
-#include <cmath>
 #include <fmt/format.h>
+#include <array>
+#include <cmath>
 
 #include "reference/kernels.h"
 
@@ -31,27 +32,39 @@ class RmsNorm final : public Kernel {
   Outputs run(const CallContext& ctx, const Arguments& args) const override {
     const std::int64_t rows = axis(ctx, "batch_size"), h = axis(ctx, "hidden_size");
     const double eps = *eps_of(ctx.definition);
-    std::vector<float> x = as_floats(args.tensor("hidden_states"));
-    const bool fused = ctx.definition.input("residual") != nullptr;
-    if (fused) {
-      const std::vector<float> r = as_floats(args.tensor("residual"));
-      for (std::size_t i = 0; i < x.size(); ++i) x[i] += r[i];
-    }
-    const std::vector<float> w = as_floats(args.tensor("weight"));
-    std::vector<float> y(x.size());
+    const Tensor& hidden = args.tensor("hidden_states");
+    const Tensor* residual = ctx.definition.input("residual") ? &args.tensor("residual") : nullptr;
+    const Floats w(args.tensor("weight"));
+    Tensor t = make_output(ctx, "output");
+    // Row at a time: converted in, normalized, rounded straight into the output.
     parallel_for(rows, ctx.threads, 16, [&](std::int64_t begin, std::int64_t end) {
-      for (std::int64_t r = begin; r < end; ++r) {
-        const float* xr = x.data() + r * h;
-        float ss = 0.f;
-        for (std::int64_t i = 0; i < h; ++i) ss += xr[i] * xr[i];
+      std::vector<float> x(static_cast<std::size_t>(h)),
+          r(residual ? static_cast<std::size_t>(h) : 0);
+      for (std::int64_t row = begin; row < end; ++row) {
+        load_floats(hidden, row * h, h, x.data());
+        if (residual) {
+          load_floats(*residual, row * h, h, r.data());
+          for (std::int64_t i = 0; i < h; ++i)
+            x[static_cast<std::size_t>(i)] += r[static_cast<std::size_t>(i)];
+        }
+        // Eight partial sums of squares (vectorizable; PyTorch's mean also sums in blocks).
+        std::array<float, 8> acc{};
+        std::int64_t i = 0;
+        for (; i + 8 <= h; i += 8) {
+          for (std::size_t j = 0; j < 8; ++j)
+            acc[j] += x[static_cast<std::size_t>(i) + j] * x[static_cast<std::size_t>(i) + j];
+        }
+        float ss =
+            ((acc[0] + acc[1]) + (acc[2] + acc[3])) + ((acc[4] + acc[5]) + (acc[6] + acc[7]));
+        for (; i < h; ++i) ss += x[static_cast<std::size_t>(i)] * x[static_cast<std::size_t>(i)];
         const float inv = 1.0f / std::sqrt(ss / static_cast<float>(h) + static_cast<float>(eps));
-        float* yr = y.data() + r * h;
-        for (std::int64_t i = 0; i < h; ++i) yr[i] = (xr[i] * inv) * w[static_cast<std::size_t>(i)];
+        for (i = 0; i < h; ++i)
+          x[static_cast<std::size_t>(i)] =
+              (x[static_cast<std::size_t>(i)] * inv) * w[static_cast<std::size_t>(i)];
+        store_floats(x.data(), h, t, row * h);
       }
     });
     Outputs out;
-    Tensor t = make_output(ctx, "output");
-    store_floats(y, t);
     out.emplace("output", std::move(t));
     return out;
   }

@@ -59,7 +59,7 @@ class Rope final : public Kernel {
                       rot, head, cache_t.dim(1)));
     }
     const std::int64_t half = rot / 2;
-    const std::vector<float> cache = as_floats(cache_t);
+    const Floats cache(cache_t);
     std::vector<std::int64_t> pos(static_cast<std::size_t>(tokens));
     for (std::int64_t t = 0; t < tokens; ++t) {
       std::int64_t p = static_cast<std::int64_t>(pos_t.get(t));
@@ -73,25 +73,27 @@ class Rope final : public Kernel {
     Outputs out;
     for (const auto& [in_name, out_name] : {std::pair{"q", "q_out"}, std::pair{"k", "k_out"}}) {
       const Tensor& x_t = args.tensor(in_name);
-      const std::vector<float> x = as_floats(x_t);
-      std::vector<float> y = x;  // the pass-through part stays as it is
       const std::int64_t heads = x_t.dim(1);
+      Tensor o = make_output(ctx, out_name);
+      // A (token, head) row at a time: converted in, rotated, rounded into the output; the
+      // pass-through part stays as it is.
       parallel_for(tokens, ctx.threads, 64, [&](std::int64_t t0, std::int64_t t1) {
+        std::vector<float> xr(static_cast<std::size_t>(head)), yr(static_cast<std::size_t>(head));
         for (std::int64_t t = t0; t < t1; ++t) {
           const float* cs = cache.data() + pos[static_cast<std::size_t>(t)] * rot;
           for (std::int64_t h = 0; h < heads; ++h) {
-            const float* xr = x.data() + (t * heads + h) * head;
-            float* yr = y.data() + (t * heads + h) * head;
+            load_floats(x_t, (t * heads + h) * head, head, xr.data());
+            yr = xr;
             for (std::int64_t i = 0; i < half; ++i) {
-              const float c = cs[i], s = cs[half + i], x1 = xr[i], x2 = xr[half + i];
-              yr[i] = x1 * c - x2 * s;
-              yr[half + i] = x2 * c + x1 * s;
+              const auto u = static_cast<std::size_t>(i), v = static_cast<std::size_t>(half + i);
+              const float c = cs[i], s = cs[half + i], x1 = xr[u], x2 = xr[v];
+              yr[u] = x1 * c - x2 * s;
+              yr[v] = x2 * c + x1 * s;
             }
+            store_floats(yr.data(), head, o, (t * heads + h) * head);
           }
         }
       });
-      Tensor o = make_output(ctx, out_name);
-      store_floats(y, o);
       out.emplace(out_name, std::move(o));
     }
     return out;

@@ -56,8 +56,9 @@ inline Definition scaled_definition(const Definition& def,
     if (std::regex_match(line, kAssert)) continue;
     std::smatch m;
     if (std::regex_match(line, m, kAssign) && constants.count(m[2].str())) {
-      line = m[1].str() + m[2].str() + m[3].str() + constants.at(m[2].str());
-      ++replaced[m[2].str()];
+      const std::string name = m[2].str();  // m points into `line`, which is replaced next
+      line = m[1].str() + name + m[3].str() + constants.at(name);
+      ++replaced[name];
     }
     code += line + "\n";
   }
