@@ -18,7 +18,8 @@ const Definition& find_definition(const TraceSet& set, const std::string& name) 
   if (const Definition* d = set.definition(name)) return *d;
   std::vector<std::string> names;
   for (const auto& d : set.definitions()) names.push_back(d.value.name);
-  throw Error(set.root().string(), fmt::format("no definition named '{}'", name), suggest(name, names));
+  throw Error(set.root().string(), fmt::format("no definition named '{}'", name),
+              suggest(name, names));
 }
 
 const Workload& find_workload(const TraceSet& set, const Definition& def, const std::string& uuid) {
@@ -27,8 +28,9 @@ const Workload& find_workload(const TraceSet& set, const Definition& def, const 
     if (w.value.workload.uuid == uuid) return w.value.workload;
     uuids.push_back(w.value.workload.uuid);
   }
-  throw Error(def.name, fmt::format("no workload with uuid '{}'", uuid),
-              uuids.empty() ? std::string("the definition has no workloads") : suggest(uuid, uuids));
+  throw Error(
+      def.name, fmt::format("no workload with uuid '{}'", uuid),
+      uuids.empty() ? std::string("the definition has no workloads") : suggest(uuid, uuids));
 }
 
 }  // namespace fib::cli

@@ -30,7 +30,8 @@ int run_inputs(const InputsArgs& a) {
   const auto problems = check_input_constraints(def, w, in);
   std::vector<std::pair<std::string, Tensor>> tensors;
   for (const auto& spec : def.inputs) {
-    if (auto it = in.tensors.find(spec.name); it != in.tensors.end()) tensors.emplace_back(spec.name, it->second);
+    if (auto it = in.tensors.find(spec.name); it != in.tensors.end())
+      tensors.emplace_back(spec.name, it->second);
   }
   std::map<std::string, std::string> meta;
   meta["fib.definition"] = def.name;
@@ -41,19 +42,21 @@ int run_inputs(const InputsArgs& a) {
     std::visit([&v](auto x) { v = x; }, value);
     meta["fib.scalar." + name] = v.dump();
   }
-  for (const auto& [name, origin] : in.origins) meta["fib.origin." + name] = std::string(input_origin_name(origin));
+  for (const auto& [name, origin] : in.origins)
+    meta["fib.origin." + name] = std::string(input_origin_name(origin));
   write_safetensors(a.output, tensors, meta);
   for (const auto& n : in.notes) std::cerr << "fib inputs: note: " << n << "\n";
   for (const auto& p : problems) std::cerr << "fib inputs: error: constraint " << p << "\n";
-  std::cout << fmt::format("wrote {} tensors and {} scalars of {} workload {} (seed {}) to {}\n", tensors.size(),
-                           in.scalars.size(), def.name, w.uuid, a.seed, a.output);
+  std::cout << fmt::format("wrote {} tensors and {} scalars of {} workload {} (seed {}) to {}\n",
+                           tensors.size(), in.scalars.size(), def.name, w.uuid, a.seed, a.output);
   return problems.empty() ? kExitOk : kExitFindings;
 }
 }  // namespace
 
 void register_inputs(CLI::App& app, Runner& run) {
   auto a = std::make_shared<InputsArgs>();
-  CLI::App* cmd = app.add_subcommand("inputs", "Materialize a workload's inputs into a safetensors file");
+  CLI::App* cmd =
+      app.add_subcommand("inputs", "Materialize a workload's inputs into a safetensors file");
   cmd->add_option("--dataset", a->dataset, "Dataset folder (default: $FIB_DATASET_PATH)");
   cmd->add_option("--definition", a->definition, "Definition name")->required();
   cmd->add_option("--workload", a->workload, "Workload uuid")->required();

@@ -63,7 +63,8 @@ int run_validate(const ValidateArgs& a) {
     }
     opt.checks.push_back(*parsed);
   }
-  if (opt.checks.empty()) opt.checks.assign(validate::kAllChecks.begin(), validate::kAllChecks.end());
+  if (opt.checks.empty())
+    opt.checks.assign(validate::kAllChecks.begin(), validate::kAllChecks.end());
   opt.op_types = split_commas(a.op_types);
   opt.definitions = split_commas(a.definitions);
   opt.baseline_author = a.baseline_author;
@@ -76,9 +77,12 @@ int run_validate(const ValidateArgs& a) {
   }
   bool to_stdout = false, to_json = false, to_text = false;
   for (const auto& o : outputs) {
-    if (o == "stdout") to_stdout = true;
-    else if (o == "json") to_json = true;
-    else if (o == "text") to_text = true;
+    if (o == "stdout")
+      to_stdout = true;
+    else if (o == "json")
+      to_json = true;
+    else if (o == "text")
+      to_text = true;
     else {
       static constexpr std::string_view kOutputs[] = {"stdout", "json", "text"};
       std::cerr << fmt::format("fib validate: unknown output '{}' ({})\n", o, suggest(o, kOutputs));
@@ -92,14 +96,16 @@ int run_validate(const ValidateArgs& a) {
     if (!set.definition(name)) {
       std::vector<std::string> names;
       for (const auto& d : set.definitions()) names.push_back(d.value.name);
-      std::cerr << fmt::format("fib validate: warning: no definition named '{}' ({})\n", name, suggest(name, names));
+      std::cerr << fmt::format("fib validate: warning: no definition named '{}' ({})\n", name,
+                               suggest(name, names));
     }
   }
   const std::string text = validate::render_text(report);
   if (to_stdout) std::cout << text;
   if (to_json || to_text) {
-    const std::filesystem::path folder =
-        a.output_folder.empty() ? std::filesystem::path(dataset) / "reports" : std::filesystem::path(a.output_folder);
+    const std::filesystem::path folder = a.output_folder.empty()
+                                             ? std::filesystem::path(dataset) / "reports"
+                                             : std::filesystem::path(a.output_folder);
     const std::string stamp = fmt::format("{:%Y%m%d-%H%M%S}", fmt::localtime(std::time(nullptr)));
     if (to_json) {
       const auto p = folder / fmt::format("report-{}.json", stamp);
@@ -119,26 +125,35 @@ int run_validate(const ValidateArgs& a) {
 
 void register_validate(CLI::App& app, Runner& run) {
   auto args = std::make_shared<ValidateArgs>();
-  CLI::App* cmd = app.add_subcommand("validate", "Check a dataset's layout, schemas and cross-references");
+  CLI::App* cmd =
+      app.add_subcommand("validate", "Check a dataset's layout, schemas and cross-references");
   cmd->add_option("--dataset", args->dataset, "Dataset folder (default: $FIB_DATASET_PATH)");
-  cmd->add_option("--checks", args->checks, "Checks to run: layout,definition,workload,solution,trace,baseline")
+  cmd->add_option("--checks", args->checks,
+                  "Checks to run: layout,definition,workload,solution,trace,baseline")
       ->delimiter(',');
-  cmd->add_option("--op-types", args->op_types, "Only report definitions of these op types")->delimiter(',');
-  cmd->add_option("--definitions", args->definitions, "Only report these definitions (union with --op-types)")
+  cmd->add_option("--op-types", args->op_types, "Only report definitions of these op types")
       ->delimiter(',');
-  cmd->add_option("--output-folder", args->output_folder,
-                  "Where report-<time>.json/.txt go (default: <dataset>/reports when json/text is asked for)");
-  cmd->add_option("--outputs", args->outputs, "Any of stdout,json,text (default: stdout; all three with --output-folder)")
+  cmd->add_option("--definitions", args->definitions,
+                  "Only report these definitions (union with --op-types)")
       ->delimiter(',');
-  cmd->add_option("--baseline-author", args->baseline_author, "Author whose solutions are the baseline");
-  cmd->add_flag("--no-blobs", args->no_blobs, "Do not open safetensors blobs (faster; skips content checks)");
+  cmd->add_option(
+      "--output-folder", args->output_folder,
+      "Where report-<time>.json/.txt go (default: <dataset>/reports when json/text is asked for)");
+  cmd->add_option("--outputs", args->outputs,
+                  "Any of stdout,json,text (default: stdout; all three with --output-folder)")
+      ->delimiter(',');
+  cmd->add_option("--baseline-author", args->baseline_author,
+                  "Author whose solutions are the baseline");
+  cmd->add_flag("--no-blobs", args->no_blobs,
+                "Do not open safetensors blobs (faster; skips content checks)");
   cmd->callback([&run, args] { run = [args] { return run_validate(*args); }; });
 }
 
 void register_validate_render(CLI::App& app, Runner& run) {
   auto report_path = std::make_shared<std::string>();
   auto output = std::make_shared<std::string>();
-  CLI::App* cmd = app.add_subcommand("validate-render", "Render a saved validation report (JSON) as text");
+  CLI::App* cmd =
+      app.add_subcommand("validate-render", "Render a saved validation report (JSON) as text");
   cmd->add_option("report", *report_path, "report-<time>.json written by fib validate")->required();
   cmd->add_option("--output", *output, "Write the text here instead of stdout");
   cmd->callback([&run, report_path, output] {

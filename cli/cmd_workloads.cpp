@@ -23,7 +23,9 @@ int run_synth(const SynthArgs& a) {
   TraceSet set = TraceSet::load(dataset_path(a.dataset));
   const Definition def = find_definition(set, a.definition);
   auto preset = parse_workload_preset(a.preset);
-  if (!preset) throw Error("--preset", fmt::format("unknown preset '{}'", a.preset), "use decode, prefill or mixed");
+  if (!preset)
+    throw Error("--preset", fmt::format("unknown preset '{}'", a.preset),
+                "use decode, prefill or mixed");
   SynthOptions o;
   o.preset = *preset;
   o.count = a.count;
@@ -53,7 +55,8 @@ void register_workloads(CLI::App& app, Runner& run) {
   CLI::App* synth = cmd->add_subcommand("synth", "Append synthesized workloads for a definition");
   synth->add_option("--dataset", a->dataset, "Dataset folder (default: $FIB_DATASET_PATH)");
   synth->add_option("--definition", a->definition, "Definition name")->required();
-  synth->add_option("--count", a->count, "How many workloads (default 4)")->check(CLI::Range(1, 100000));
+  synth->add_option("--count", a->count, "How many workloads (default 4)")
+      ->check(CLI::Range(1, 100000));
   synth->add_option("--preset", a->preset, "decode, prefill or mixed (default)");
   synth->add_option("--seed", a->seed, "Seed (default 0)");
   synth->add_option("--max-tokens", a->max_tokens, "Most query tokens per workload (default 8192)");

@@ -8,7 +8,8 @@
 #include "fib/version.h"
 
 int main(int argc, char** argv) {
-  CLI::App app{"fib: define, validate, run and report GPU kernel benchmarks in the FlashInfer-Trace format"};
+  CLI::App app{
+      "fib: define, validate, run and report GPU kernel benchmarks in the FlashInfer-Trace format"};
   app.require_subcommand(1);
   app.set_version_flag("--version", std::string(fib::kVersion));
   fib::cli::Runner run;

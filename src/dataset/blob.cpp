@@ -1,7 +1,7 @@
 #include "fib/dataset/blob.h"
 
-#include <algorithm>
 #include <fmt/format.h>
+#include <algorithm>
 #include <fstream>
 
 namespace fib {
@@ -73,7 +73,8 @@ BlobLocation locate_blob(const fs::path& root, std::string_view relative) {
   const auto mismatch = std::mismatch(root_abs.begin(), root_abs.end(), real.begin(), real.end());
   if (mismatch.first != root_abs.end()) {
     loc.state = BlobState::kOutsideRoot;
-    loc.message = fmt::format("blob '{}' resolves to {}, outside the dataset root", relative, real.string());
+    loc.message =
+        fmt::format("blob '{}' resolves to {}, outside the dataset root", relative, real.string());
     return loc;
   }
   const auto st = fs::status(real, ec);

@@ -1,14 +1,14 @@
 #include "fib/dataset/files.h"
 
-#include <atomic>
-#include <cerrno>
-#include <chrono>
-#include <cstring>
 #include <fcntl.h>
 #include <fmt/format.h>
 #include <sys/file.h>
 #include <sys/stat.h>
 #include <unistd.h>
+#include <atomic>
+#include <cerrno>
+#include <chrono>
+#include <cstring>
 
 #include "fib/trace/diagnostics.h"
 
@@ -52,14 +52,15 @@ void write_file_atomic(const fs::path& path, std::string_view content) {
   make_parents(path);
   static std::atomic<unsigned> counter{0};
   const auto stamp = std::chrono::steady_clock::now().time_since_epoch().count();
-  const fs::path tmp = path.parent_path() /
-                       fmt::format(".{}.tmp.{}.{}.{}", path.filename().string(), ::getpid(),
-                                   counter.fetch_add(1), stamp);
+  const fs::path tmp =
+      path.parent_path() / fmt::format(".{}.tmp.{}.{}.{}", path.filename().string(), ::getpid(),
+                                       counter.fetch_add(1), stamp);
   const int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
   if (fd < 0) throw Error(tmp.string(), fmt::format("cannot create: {}", std::strerror(errno)));
   try {
     write_all(fd, content, tmp);
-    if (::fsync(fd) != 0) throw Error(tmp.string(), fmt::format("fsync failed: {}", std::strerror(errno)));
+    if (::fsync(fd) != 0)
+      throw Error(tmp.string(), fmt::format("fsync failed: {}", std::strerror(errno)));
   } catch (...) {
     ::close(fd);
     ::unlink(tmp.c_str());
@@ -86,7 +87,8 @@ void append_jsonl(const fs::path& path, std::span<const std::string> records, bo
   }
   make_parents(path);
   const int fd = ::open(path.c_str(), O_RDWR | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
-  if (fd < 0) throw Error(path.string(), fmt::format("cannot open for append: {}", std::strerror(errno)));
+  if (fd < 0)
+    throw Error(path.string(), fmt::format("cannot open for append: {}", std::strerror(errno)));
   if (::flock(fd, LOCK_EX) != 0) {
     ::close(fd);
     throw Error(path.string(), fmt::format("cannot lock: {}", std::strerror(errno)));

@@ -27,7 +27,8 @@ fs::path solution_file(std::string_view author, std::string_view op_type,
                        std::string_view definition, std::string_view solution) {
   return fs::path("solutions") / s(author) / s(op_type) / s(definition) / (s(solution) + ".json");
 }
-fs::path traces_file(std::string_view author, std::string_view op_type, std::string_view definition) {
+fs::path traces_file(std::string_view author, std::string_view op_type,
+                     std::string_view definition) {
   return fs::path("traces") / s(author) / s(op_type) / (s(definition) + ".jsonl");
 }
 fs::path blob_file(std::string_view op_type, std::string_view definition, std::string_view uuid) {

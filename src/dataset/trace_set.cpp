@@ -1,11 +1,11 @@
 #include "fib/dataset/trace_set.h"
 
+#include <fmt/format.h>
+#include <sys/stat.h>
 #include <algorithm>
 #include <atomic>
-#include <fmt/format.h>
 #include <map>
 #include <set>
-#include <sys/stat.h>
 #include <thread>
 
 #include "fib/dataset/files.h"
@@ -50,7 +50,8 @@ std::string relative_to(const fs::path& p, const fs::path& root) {
 }
 
 // Collects every file under root/<top>, following folder symlinks but reporting loops.
-void walk(const fs::path& root, std::string_view top, std::vector<DatasetFile>& out, Diagnostics& diag) {
+void walk(const fs::path& root, std::string_view top, std::vector<DatasetFile>& out,
+          Diagnostics& diag) {
   const fs::path start = root / std::string(top);
   std::error_code ec;
   if (!fs::exists(start, ec)) return;
@@ -65,16 +66,18 @@ void walk(const fs::path& root, std::string_view top, std::vector<DatasetFile>& 
     stack.pop_back();
     struct stat st {};
     if (::stat(dir.c_str(), &st) != 0) {
-      diag.error(relative_to(dir, root), {}, "cannot read folder (symbolic link loop or broken link)");
+      diag.error(relative_to(dir, root), {},
+                 "cannot read folder (symbolic link loop or broken link)");
       continue;
     }
     if (!seen.insert({st.st_dev, st.st_ino}).second) {
-      diag.error(relative_to(dir, root), {},
-                 "symbolic link loop: this folder was already visited", "remove the link");
+      diag.error(relative_to(dir, root), {}, "symbolic link loop: this folder was already visited",
+                 "remove the link");
       continue;
     }
     std::vector<fs::directory_entry> entries;
-    for (fs::directory_iterator it(dir, ec), end; !ec && it != end; it.increment(ec)) entries.push_back(*it);
+    for (fs::directory_iterator it(dir, ec), end; !ec && it != end; it.increment(ec))
+      entries.push_back(*it);
     if (ec) {
       diag.error(relative_to(dir, root), {}, fmt::format("cannot list folder: {}", ec.message()));
       continue;
@@ -86,7 +89,9 @@ void walk(const fs::path& root, std::string_view top, std::vector<DatasetFile>& 
       struct stat est {};
       if (::stat(e.path().c_str(), &est) != 0) {
         const int err = errno;
-        diag.error(rel, {}, err == ELOOP ? "symbolic link loop" : "broken symbolic link or unreadable entry");
+        diag.error(
+            rel, {},
+            err == ELOOP ? "symbolic link loop" : "broken symbolic link or unreadable entry");
         continue;
       }
       if (S_ISDIR(est.st_mode)) {
@@ -96,10 +101,14 @@ void walk(const fs::path& root, std::string_view top, std::vector<DatasetFile>& 
       DatasetFile f;
       f.path = rel;
       const std::string ext = e.path().extension().string();
-      if (top == "definitions" && ext == ".json") f.kind = FileKind::kDefinition;
-      else if (top == "solutions" && ext == ".json") f.kind = FileKind::kSolution;
-      else if (top == "workloads" && ext == ".jsonl") f.kind = FileKind::kWorkloads;
-      else if (top == "traces" && ext == ".jsonl") f.kind = FileKind::kTraces;
+      if (top == "definitions" && ext == ".json")
+        f.kind = FileKind::kDefinition;
+      else if (top == "solutions" && ext == ".json")
+        f.kind = FileKind::kSolution;
+      else if (top == "workloads" && ext == ".jsonl")
+        f.kind = FileKind::kWorkloads;
+      else if (top == "traces" && ext == ".jsonl")
+        f.kind = FileKind::kTraces;
       out.push_back(std::move(f));
     }
   }
@@ -137,7 +146,8 @@ TraceSet TraceSet::load(const fs::path& root, const LoadOptions& options) {
   for (auto top : kTopFolders) any = any || fs::is_directory(root / std::string(top), ec);
   if (!any) {
     throw Error(root.string(),
-                "not a FlashInfer-Trace dataset: it has none of definitions/, workloads/, solutions/, traces/",
+                "not a FlashInfer-Trace dataset: it has none of definitions/, workloads/, "
+                "solutions/, traces/",
                 "point --dataset/--local at the folder that contains definitions/");
   }
   TraceSet set(root);
@@ -145,15 +155,17 @@ TraceSet TraceSet::load(const fs::path& root, const LoadOptions& options) {
   std::sort(set.files_.begin(), set.files_.end(),
             [](const DatasetFile& a, const DatasetFile& b) { return a.path < b.path; });
 
-  const unsigned threads = options.threads ? options.threads : std::max(1u, std::thread::hardware_concurrency());
+  const unsigned threads =
+      options.threads ? options.threads : std::max(1u, std::thread::hardware_concurrency());
   // Phase 1: read every record file.
   std::vector<std::string> contents(set.files_.size());
   std::vector<Diagnostics> read_diag(set.files_.size());
   parallel_for(set.files_.size(), threads, [&](std::size_t i) {
     if (set.files_[i].kind == FileKind::kOther) return;
-    const std::uint64_t limit = (set.files_[i].kind == FileKind::kTraces || set.files_[i].kind == FileKind::kWorkloads)
-                                    ? (std::uint64_t{8} << 30)
-                                    : kMaxJsonFileBytes;
+    const std::uint64_t limit =
+        (set.files_[i].kind == FileKind::kTraces || set.files_[i].kind == FileKind::kWorkloads)
+            ? (std::uint64_t{8} << 30)
+            : kMaxJsonFileBytes;
     if (auto t = read_text_file((root / set.files_[i].path).string(), read_diag[i], limit)) {
       contents[i] = std::move(*t);
     }
@@ -176,8 +188,9 @@ TraceSet TraceSet::load(const fs::path& root, const LoadOptions& options) {
       for (std::size_t b = 0; b < lines.size(); b += kChunk) {
         Task t;
         t.file = i;
-        t.lines.assign(lines.begin() + static_cast<std::ptrdiff_t>(b),
-                       lines.begin() + static_cast<std::ptrdiff_t>(std::min(lines.size(), b + kChunk)));
+        t.lines.assign(
+            lines.begin() + static_cast<std::ptrdiff_t>(b),
+            lines.begin() + static_cast<std::ptrdiff_t>(std::min(lines.size(), b + kChunk)));
         tasks.push_back(std::move(t));
       }
     }
@@ -193,7 +206,8 @@ TraceSet TraceSet::load(const fs::path& root, const LoadOptions& options) {
       if (!j) return;
       ReadContext ctx{file.path, &out.diag};
       if (file.kind == FileKind::kDefinition) {
-        if (auto d = definition_from_json(*j, ctx)) out.definitions.push_back({std::move(*d), {task.file, 0}});
+        if (auto d = definition_from_json(*j, ctx))
+          out.definitions.push_back({std::move(*d), {task.file, 0}});
       } else if (auto s = solution_from_json(*j, ctx)) {
         out.solutions.push_back({std::move(*s), {task.file, 0}});
       }
@@ -264,9 +278,11 @@ TraceSet TraceSet::load(const fs::path& root, const LoadOptions& options) {
                                           chunk.workloads.size() + chunk.traces.size();
     for (auto& d : chunk.definitions) {
       if (const auto* prev = set.definition_record(d.value.name)) {
-        set.load_diag_.error(set.where(d.source), "$.name",
-                             fmt::format("duplicate definition name '{}' (also defined in {}); this "
-                                         "file is ignored", d.value.name, set.where(prev->source)));
+        set.load_diag_.error(
+            set.where(d.source), "$.name",
+            fmt::format("duplicate definition name '{}' (also defined in {}); this "
+                        "file is ignored",
+                        d.value.name, set.where(prev->source)));
         continue;
       }
       set.definition_index_[d.value.name] = set.definitions_.size();
@@ -276,7 +292,8 @@ TraceSet TraceSet::load(const fs::path& root, const LoadOptions& options) {
       if (const auto* prev = set.solution(s.value.name)) {
         set.load_diag_.error(set.where(s.source), "$.name",
                              fmt::format("duplicate solution name '{}' (also in {}); this file is "
-                                         "ignored", s.value.name, set.where(prev->source)));
+                                         "ignored",
+                                         s.value.name, set.where(prev->source)));
         continue;
       }
       auto& list = set.solutions_[s.value.definition];
@@ -285,7 +302,8 @@ TraceSet TraceSet::load(const fs::path& root, const LoadOptions& options) {
     }
     for (auto& w : chunk.workloads) {
       auto& list = set.workloads_[w.value.definition];
-      set.workload_index_.emplace(w.value.workload.uuid, std::make_pair(w.value.definition, list.size()));
+      set.workload_index_.emplace(w.value.workload.uuid,
+                                  std::make_pair(w.value.definition, list.size()));
       list.push_back(std::move(w));
     }
     for (auto& t : chunk.traces) {
@@ -419,12 +437,14 @@ std::vector<const Trace*> TraceSet::best_per_workload(std::string_view definitio
 
 void TraceSet::add_definition(Definition d) {
   const std::string name = d.name;
-  if (definition_index_.count(name)) throw Error(name, "a definition with this name already exists");
+  if (definition_index_.count(name))
+    throw Error(name, "a definition with this name already exists");
   definition_index_[name] = definitions_.size();
   definitions_.push_back({std::move(d), {static_cast<std::uint32_t>(files_.size()), 0}});
 }
 void TraceSet::add_solution(Solution s) {
-  if (solution_index_.count(s.name)) throw Error(s.name, "a solution with this name already exists");
+  if (solution_index_.count(s.name))
+    throw Error(s.name, "a solution with this name already exists");
   auto& list = solutions_[s.definition];
   solution_index_[s.name] = {s.definition, list.size()};
   list.push_back({std::move(s), {static_cast<std::uint32_t>(files_.size()), 0}});
@@ -459,14 +479,16 @@ void append_workloads(TraceSet& set, std::span<const Trace> workloads) {
   for (const auto& w : workloads) {
     const auto* d = set.definition(w.definition);
     if (!d) throw Error(w.definition, "workload names a definition that is not in the dataset");
-    by_file[set.root() / layout::workloads_file(d->op_type, d->name)].push_back(dump_json_line(to_json(w)));
+    by_file[set.root() / layout::workloads_file(d->op_type, d->name)].push_back(
+        dump_json_line(to_json(w)));
   }
   for (const auto& [path, lines] : by_file) append_jsonl(path, lines);
   for (const auto& w : workloads) set.add_workload(w);
 }
 
 void write_definition(const fs::path& root, const Definition& d) {
-  write_file_atomic(root / layout::definition_file(d.op_type, d.name), dump_json_pretty(to_json(d)));
+  write_file_atomic(root / layout::definition_file(d.op_type, d.name),
+                    dump_json_pretty(to_json(d)));
 }
 
 void write_solution(const fs::path& root, const Solution& s, std::string_view op_type) {

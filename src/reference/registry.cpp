@@ -16,19 +16,22 @@ bool Arguments::has(std::string_view name) const {
 
 const Tensor& Arguments::tensor(std::string_view name) const {
   auto it = tensors.find(name);
-  if (it == tensors.end()) throw Error(std::string(name), "the reference needs this tensor input, and it was not given");
+  if (it == tensors.end())
+    throw Error(std::string(name), "the reference needs this tensor input, and it was not given");
   return it->second;
 }
 
 double Arguments::scalar_double(std::string_view name) const {
   auto it = scalars.find(name);
-  if (it == scalars.end()) throw Error(std::string(name), "the reference needs this scalar input, and it was not given");
+  if (it == scalars.end())
+    throw Error(std::string(name), "the reference needs this scalar input, and it was not given");
   return std::visit([](auto v) { return static_cast<double>(v); }, it->second);
 }
 
 std::int64_t Arguments::scalar_int(std::string_view name) const {
   auto it = scalars.find(name);
-  if (it == scalars.end()) throw Error(std::string(name), "the reference needs this scalar input, and it was not given");
+  if (it == scalars.end())
+    throw Error(std::string(name), "the reference needs this scalar input, and it was not given");
   return std::visit([](auto v) { return static_cast<std::int64_t>(v); }, it->second);
 }
 
@@ -69,8 +72,8 @@ const Kernel* find_kernel(const Definition& def, std::string* why) {
 
 namespace {
 
-void check_tensor(const Definition& def, const TensorSpec& spec, const Tensor& t, const AxisValues& bound,
-                  const char* role) {
+void check_tensor(const Definition& def, const TensorSpec& spec, const Tensor& t,
+                  const AxisValues& bound, const char* role) {
   if (t.dtype() != spec.dtype) {
     throw Error(def.name, fmt::format("{} '{}' is {}, the definition says {}", role, spec.name,
                                       dtype_name(t.dtype()), dtype_name(spec.dtype)));
@@ -84,14 +87,15 @@ void check_tensor(const Definition& def, const TensorSpec& spec, const Tensor& t
 
 }  // namespace
 
-Outputs run(const Definition& def, const AxisValues& var_axes, const Arguments& args, unsigned threads,
-            std::uint64_t seed) {
+Outputs run(const Definition& def, const AxisValues& var_axes, const Arguments& args,
+            unsigned threads, std::uint64_t seed) {
   std::string why;
   const Kernel* k = find_kernel(def, &why);
   if (k == nullptr) throw Error(def.name, why);
   auto bound = def.bind_axes(var_axes);
   if (!bound) {
-    throw Error(def.name, fmt::format("a var axis has no value (var axes: {})", fmt::join(def.var_axes(), ", ")));
+    throw Error(def.name, fmt::format("a var axis has no value (var axes: {})",
+                                      fmt::join(def.var_axes(), ", ")));
   }
   for (const auto& spec : def.inputs) {
     if (spec.is_scalar()) {
@@ -103,15 +107,19 @@ Outputs run(const Definition& def, const AxisValues& var_axes, const Arguments& 
     auto it = args.tensors.find(spec.name);
     if (it == args.tensors.end()) {
       if (spec.is_optional()) continue;
-      throw Error(def.name, fmt::format("input '{}' was not given", spec.name), suggest(spec.name, def.input_names()));
+      throw Error(def.name, fmt::format("input '{}' was not given", spec.name),
+                  suggest(spec.name, def.input_names()));
     }
     check_tensor(def, spec, it->second, *bound, "input");
   }
-  CallContext ctx{def, *bound, threads ? threads : std::max(1u, std::thread::hardware_concurrency()), seed};
+  CallContext ctx{def, *bound,
+                  threads ? threads : std::max(1u, std::thread::hardware_concurrency()), seed};
   Outputs out = k->run(ctx, args);
   for (const auto& spec : def.outputs) {
     auto it = out.find(spec.name);
-    if (it == out.end()) throw Error(def.name, fmt::format("reference {} produced no output '{}'", k->id(), spec.name));
+    if (it == out.end())
+      throw Error(def.name,
+                  fmt::format("reference {} produced no output '{}'", k->id(), spec.name));
     check_tensor(def, spec, it->second, *bound, "output");
   }
   return out;
@@ -140,13 +148,16 @@ namespace detail {
 
 std::int64_t axis(const CallContext& ctx, std::string_view name) {
   auto v = axis_value(ctx.axes, name);
-  if (!v) throw Error(ctx.definition.name, fmt::format("the reference needs axis '{}', which is not defined", name));
+  if (!v)
+    throw Error(ctx.definition.name,
+                fmt::format("the reference needs axis '{}', which is not defined", name));
   return *v;
 }
 
 Tensor make_output(const CallContext& ctx, std::string_view name) {
   const TensorSpec* spec = ctx.definition.output(name);
-  if (!spec) throw Error(ctx.definition.name, fmt::format("the definition has no output '{}'", name));
+  if (!spec)
+    throw Error(ctx.definition.name, fmt::format("the definition has no output '{}'", name));
   auto shape = ctx.definition.concrete_shape(*spec, ctx.axes);
   if (!shape) throw Error(ctx.definition.name, fmt::format("cannot size output '{}'", name));
   return Tensor(spec->dtype, *shape);

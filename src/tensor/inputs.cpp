@@ -6,8 +6,8 @@
 
 #include <algorithm>
 #include <cmath>
-#include <numeric>
 #include <cstring>
+#include <numeric>
 #include <regex>
 #include <thread>
 #include <unordered_set>
@@ -25,10 +25,11 @@ struct RecipeEntry {
   recipes::Recipe recipe;
 };
 constexpr RecipeEntry kRecipes[] = {
-    {"gqa_paged", recipes::attention}, {"gqa_ragged", recipes::attention}, {"mla_paged", recipes::attention},
-    {"mla_ragged", recipes::attention}, {"dsa_paged", recipes::attention}, {"gdn", recipes::gdn},
-    {"mamba_ssu", recipes::mamba_ssu},  {"moe", recipes::moe},             {"sampling", recipes::sampling},
-    {"rope", recipes::rope},
+    {"gqa_paged", recipes::attention}, {"gqa_ragged", recipes::attention},
+    {"mla_paged", recipes::attention}, {"mla_ragged", recipes::attention},
+    {"dsa_paged", recipes::attention}, {"gdn", recipes::gdn},
+    {"mamba_ssu", recipes::mamba_ssu}, {"moe", recipes::moe},
+    {"sampling", recipes::sampling},   {"rope", recipes::rope},
 };
 
 recipes::Recipe find_recipe(std::string_view op_type) {
@@ -51,18 +52,20 @@ void fill_random(Tensor& t, std::uint64_t seed) {
   });
 }
 
-Tensor load_blob(const Definition& def, const TensorSpec& spec, const WorkloadInput& in, const Shape& shape,
-                 const std::filesystem::path& root) {
+Tensor load_blob(const Definition& def, const TensorSpec& spec, const WorkloadInput& in,
+                 const Shape& shape, const std::filesystem::path& root) {
   const std::filesystem::path file = root / std::filesystem::path(in.path).lexically_normal();
   auto st = SafetensorsFile::open(file);
   Tensor t = st.read(in.tensor_key);
   if (t.dtype() != spec.dtype) {
-    throw Error(in.path, fmt::format("tensor '{}' is {} but {} input '{}' is {}", in.tensor_key,
-                                     dtype_name(t.dtype()), def.name, spec.name, dtype_name(spec.dtype)));
+    throw Error(in.path,
+                fmt::format("tensor '{}' is {} but {} input '{}' is {}", in.tensor_key,
+                            dtype_name(t.dtype()), def.name, spec.name, dtype_name(spec.dtype)));
   }
   if (t.shape() != shape) {
-    throw Error(in.path, fmt::format("tensor '{}' has shape {} but the workload's axes give {}", in.tensor_key,
-                                     shape_to_string(t.shape()), shape_to_string(shape)));
+    throw Error(in.path,
+                fmt::format("tensor '{}' has shape {} but the workload's axes give {}",
+                            in.tensor_key, shape_to_string(t.shape()), shape_to_string(shape)));
   }
   return t;
 }
@@ -79,17 +82,22 @@ bool unsafe_blob_path(const std::string& p) {
 
 std::string_view input_origin_name(InputOrigin o) {
   switch (o) {
-    case InputOrigin::kScalar: return "scalar";
-    case InputOrigin::kBlob: return "blob";
-    case InputOrigin::kSynthesized: return "synthesized";
-    case InputOrigin::kRandom: return "random";
+    case InputOrigin::kScalar:
+      return "scalar";
+    case InputOrigin::kBlob:
+      return "blob";
+    case InputOrigin::kSynthesized:
+      return "synthesized";
+    case InputOrigin::kRandom:
+      return "random";
   }
   return "?";
 }
 
 bool has_input_recipe(std::string_view op_type) { return find_recipe(op_type) != nullptr; }
 
-MaterializedInputs materialize_inputs(const Definition& def, const Workload& w, const MaterializeOptions& options) {
+MaterializedInputs materialize_inputs(const Definition& def, const Workload& w,
+                                      const MaterializeOptions& options) {
   auto bound = def.bind_axes(w.axes);
   if (!bound) {
     throw Error(def.name, fmt::format("workload {} does not give every var axis ({})", w.uuid,
@@ -109,21 +117,25 @@ MaterializedInputs materialize_inputs(const Definition& def, const Workload& w, 
       out.origins[spec.name] = InputOrigin::kScalar;
     } else if (in->kind == InputKind::kSafetensors && !spec.is_scalar()) {
       if (unsafe_blob_path(in->path)) {
-        throw Error(in->path, fmt::format("blob path of input '{}' must stay inside the dataset", spec.name));
+        throw Error(in->path,
+                    fmt::format("blob path of input '{}' must stay inside the dataset", spec.name));
       }
       const auto file = options.dataset_root / std::filesystem::path(in->path).lexically_normal();
       if (options.scalars_only) continue;
       if (options.use_blobs && std::filesystem::exists(file)) {
-        out.tensors.emplace(spec.name, load_blob(def, spec, *in, *def.concrete_shape(spec, *bound), options.dataset_root));
+        out.tensors.emplace(spec.name, load_blob(def, spec, *in, *def.concrete_shape(spec, *bound),
+                                                 options.dataset_root));
         out.origins[spec.name] = InputOrigin::kBlob;
       } else if (options.use_blobs) {
-        out.notes.push_back(fmt::format("{}: blob {} is not present; synthesized instead", spec.name, in->path));
+        out.notes.push_back(
+            fmt::format("{}: blob {} is not present; synthesized instead", spec.name, in->path));
       }
     }
   }
   // Structure first, from the op family's recipe; it sees what the blobs provided.
   if (auto recipe = find_recipe(def.op_type)) {
-    recipes::RecipeContext ctx(def, *bound, options.seed, out, options.integers_only, options.scalars_only);
+    recipes::RecipeContext ctx(def, *bound, options.seed, out, options.integers_only,
+                               options.scalars_only);
     recipe(ctx);
   }
   for (const auto& spec : def.inputs) {
@@ -146,7 +158,8 @@ MaterializedInputs materialize_inputs(const Definition& def, const Workload& w, 
       }
       out.scalars.emplace(spec.name, v);
       out.origins[spec.name] = InputOrigin::kSynthesized;
-      out.notes.push_back(fmt::format("{}: scalar not given; set to {} ({})", spec.name, scalar_to_string(v), why));
+      out.notes.push_back(
+          fmt::format("{}: scalar not given; set to {} ({})", spec.name, scalar_to_string(v), why));
       continue;
     }
     if (options.scalars_only || (options.integers_only && dtype_is_float(spec.dtype))) continue;
@@ -163,12 +176,14 @@ std::vector<std::string> check_input_constraints(const Definition& def, const Wo
   std::vector<std::string> problems;
   auto bound = def.bind_axes(w.axes);
   if (!bound) return {"the workload does not give every var axis"};
-  auto element = [&](std::string_view name, std::span<const std::int64_t> index) -> std::optional<Scalar> {
+  auto element = [&](std::string_view name,
+                     std::span<const std::int64_t> index) -> std::optional<Scalar> {
     auto it = inputs.tensors.find(name);
     if (it == inputs.tensors.end()) return std::nullopt;
     const Tensor& t = it->second;
     std::int64_t flat = 0;
-    for (std::size_t k = 0; k < index.size() && k < t.rank(); ++k) flat = flat * t.dim(k) + index[k];
+    for (std::size_t k = 0; k < index.size() && k < t.rank(); ++k)
+      flat = flat * t.dim(k) + index[k];
     const double v = t.get(flat);
     if (dtype_is_float(t.dtype())) return Scalar{v};
     if (t.dtype() == DType::kBool) return Scalar{v != 0};
@@ -178,8 +193,10 @@ std::vector<std::string> check_input_constraints(const Definition& def, const Wo
   env.set_scalars(w);
   for (const auto& c : def.parsed_constraints) {
     const auto r = c.evaluate(env);
-    if (r.verdict == Verdict::kViolated) problems.push_back(fmt::format("'{}' is violated: {}", c.text(), r.detail));
-    if (r.verdict == Verdict::kError) problems.push_back(fmt::format("'{}' cannot be evaluated: {}", c.text(), r.detail));
+    if (r.verdict == Verdict::kViolated)
+      problems.push_back(fmt::format("'{}' is violated: {}", c.text(), r.detail));
+    if (r.verdict == Verdict::kError)
+      problems.push_back(fmt::format("'{}' cannot be evaluated: {}", c.text(), r.detail));
   }
   return problems;
 }
@@ -209,7 +226,8 @@ Shape RecipeContext::shape_of(std::string_view name) const {
 std::vector<std::int64_t> RecipeContext::ints(std::string_view name) const {
   const Tensor& t = out_.tensors.at(std::string(name));
   std::vector<std::int64_t> v(static_cast<std::size_t>(t.numel()));
-  for (std::int64_t i = 0; i < t.numel(); ++i) v[static_cast<std::size_t>(i)] = static_cast<std::int64_t>(t.get(i));
+  for (std::int64_t i = 0; i < t.numel(); ++i)
+    v[static_cast<std::size_t>(i)] = static_cast<std::int64_t>(t.get(i));
   return v;
 }
 
@@ -222,7 +240,8 @@ void RecipeContext::put_ints(std::string_view name, const std::vector<std::int64
   const TensorSpec* spec = def_.input(name);
   Tensor t(spec->dtype, shape_of(name));
   if (static_cast<std::int64_t>(values.size()) != t.numel()) {
-    throw Error(def_.name, fmt::format("recipe made {} values for '{}' of {} elements", values.size(), name, t.numel()));
+    throw Error(def_.name, fmt::format("recipe made {} values for '{}' of {} elements",
+                                       values.size(), name, t.numel()));
   }
   if (spec->dtype == DType::kInt64) {
     std::copy(values.begin(), values.end(), t.data<std::int64_t>());
@@ -230,7 +249,8 @@ void RecipeContext::put_ints(std::string_view name, const std::vector<std::int64
     std::transform(values.begin(), values.end(), t.data<std::int32_t>(),
                    [](std::int64_t v) { return static_cast<std::int32_t>(v); });
   } else {
-    for (std::size_t i = 0; i < values.size(); ++i) t.set(static_cast<std::int64_t>(i), static_cast<double>(values[i]));
+    for (std::size_t i = 0; i < values.size(); ++i)
+      t.set(static_cast<std::int64_t>(i), static_cast<double>(values[i]));
   }
   put_tensor(name, std::move(t));
 }
@@ -239,7 +259,8 @@ void RecipeContext::put_doubles(std::string_view name, const std::vector<double>
   const TensorSpec* spec = def_.input(name);
   Tensor f(DType::kFloat32, shape_of(name));
   if (static_cast<std::int64_t>(values.size()) != f.numel()) {
-    throw Error(def_.name, fmt::format("recipe made {} values for '{}' of {} elements", values.size(), name, f.numel()));
+    throw Error(def_.name, fmt::format("recipe made {} values for '{}' of {} elements",
+                                       values.size(), name, f.numel()));
   }
   float* p = f.data<float>();
   for (std::size_t i = 0; i < values.size(); ++i) p[i] = static_cast<float>(values[i]);
@@ -272,7 +293,8 @@ void fill_tensor(Tensor& t, std::uint64_t seed, const std::function<double(Rng&)
       std::memcpy(dst + begin * bits / 8, conv.raw(), bytes);
     }
   };
-  const unsigned threads = chunks > 1 ? std::min<unsigned>(std::max(1u, std::thread::hardware_concurrency()), 8) : 1;
+  const unsigned threads =
+      chunks > 1 ? std::min<unsigned>(std::max(1u, std::thread::hardware_concurrency()), 8) : 1;
   std::vector<std::thread> pool;
   for (unsigned k = 1; k < threads; ++k) pool.emplace_back(work, k, threads);
   work(0, threads);
@@ -282,10 +304,12 @@ void fill_tensor(Tensor& t, std::uint64_t seed, const std::function<double(Rng&)
 void RecipeContext::put_scalar(std::string_view name, Scalar value, std::string why) {
   out_.scalars.insert_or_assign(std::string(name), value);
   out_.origins[std::string(name)] = InputOrigin::kSynthesized;
-  out_.notes.push_back(fmt::format("{}: scalar not given; set to {} ({})", name, scalar_to_string(value), why));
+  out_.notes.push_back(
+      fmt::format("{}: scalar not given; set to {} ({})", name, scalar_to_string(value), why));
 }
 
-std::vector<std::int64_t> split_total(Rng& rng, std::int64_t total, std::int64_t parts, std::int64_t min_each,
+std::vector<std::int64_t> split_total(Rng& rng, std::int64_t total, std::int64_t parts,
+                                      std::int64_t min_each,
                                       const std::vector<std::int64_t>* caps) {
   std::vector<std::int64_t> out(static_cast<std::size_t>(std::max<std::int64_t>(parts, 0)), 0);
   if (parts <= 0) return out;
@@ -296,7 +320,8 @@ std::vector<std::int64_t> split_total(Rng& rng, std::int64_t total, std::int64_t
   }
   std::int64_t room = 0;
   if (caps) {
-    for (std::size_t i = 0; i < out.size(); ++i) room += std::max<std::int64_t>(0, (*caps)[i] - out[i]);
+    for (std::size_t i = 0; i < out.size(); ++i)
+      room += std::max<std::int64_t>(0, (*caps)[i] - out[i]);
   }
   const bool respect_caps = caps && left <= room;
   // Random weights spread the rest unevenly, like real batches of mixed lengths.
@@ -311,7 +336,8 @@ std::vector<std::int64_t> split_total(Rng& rng, std::int64_t total, std::int64_t
     std::int64_t given = 0;
     for (std::size_t i = 0; i < out.size() && left - given > 0; ++i) {
       if (respect_caps && out[i] >= (*caps)[i]) continue;
-      std::int64_t share = static_cast<std::int64_t>(std::floor(static_cast<double>(left) * weight[i] / sum));
+      std::int64_t share =
+          static_cast<std::int64_t>(std::floor(static_cast<double>(left) * weight[i] / sum));
       if (respect_caps) share = std::min(share, (*caps)[i] - out[i]);
       share = std::min(share, left - given);
       out[i] += share;
@@ -342,7 +368,8 @@ std::vector<std::int64_t> sample_indices(Rng& rng, std::int64_t count, std::int6
     std::vector<std::int64_t> all(static_cast<std::size_t>(universe));
     std::iota(all.begin(), all.end(), 0);
     for (std::int64_t i = 0; i < count; ++i) {
-      std::swap(all[static_cast<std::size_t>(i)], all[static_cast<std::size_t>(rng.randint(i, universe))]);
+      std::swap(all[static_cast<std::size_t>(i)],
+                all[static_cast<std::size_t>(rng.randint(i, universe))]);
     }
     out.assign(all.begin(), all.begin() + count);
     return out;

@@ -1,12 +1,12 @@
 #include "fib/tensor/safetensors_header.h"
 
-#include <algorithm>
-#include <cerrno>
-#include <cstring>
 #include <fcntl.h>
 #include <fmt/format.h>
 #include <sys/stat.h>
 #include <unistd.h>
+#include <algorithm>
+#include <cerrno>
+#include <cstring>
 
 #include "fib/trace/json_file.h"
 
@@ -21,18 +21,28 @@ struct CodeInfo {
 };
 
 constexpr CodeInfo kCodes[] = {
-    {"F64", 64, std::nullopt},          {"F32", 32, DType::kFloat32},
-    {"F16", 16, DType::kFloat16},       {"BF16", 16, DType::kBFloat16},
-    {"I64", 64, DType::kInt64},         {"I32", 32, DType::kInt32},
-    {"I16", 16, DType::kInt16},         {"I8", 8, DType::kInt8},
-    {"U8", 8, DType::kUInt8},           {"BOOL", 8, DType::kBool},
-    {"F8_E4M3", 8, DType::kFloat8E4M3FN}, {"F8_E5M2", 8, DType::kFloat8E5M2},
-    {"F8_E8M0", 8, std::nullopt},       {"F4", 4, DType::kFloat4E2M1},
-    {"U16", 16, std::nullopt},          {"U32", 32, std::nullopt},
+    {"F64", 64, std::nullopt},
+    {"F32", 32, DType::kFloat32},
+    {"F16", 16, DType::kFloat16},
+    {"BF16", 16, DType::kBFloat16},
+    {"I64", 64, DType::kInt64},
+    {"I32", 32, DType::kInt32},
+    {"I16", 16, DType::kInt16},
+    {"I8", 8, DType::kInt8},
+    {"U8", 8, DType::kUInt8},
+    {"BOOL", 8, DType::kBool},
+    {"F8_E4M3", 8, DType::kFloat8E4M3FN},
+    {"F8_E5M2", 8, DType::kFloat8E5M2},
+    {"F8_E8M0", 8, std::nullopt},
+    {"F4", 4, DType::kFloat4E2M1},
+    {"U16", 16, std::nullopt},
+    {"U32", 32, std::nullopt},
     {"U64", 64, std::nullopt},
     // The rest of the format's dtype table (safetensors 0.8), none a FlashInfer-Trace dtype.
-    {"F8_E4M3FNUZ", 8, std::nullopt},   {"F8_E5M2FNUZ", 8, std::nullopt},
-    {"F6_E2M3", 6, std::nullopt},       {"F6_E3M2", 6, std::nullopt},
+    {"F8_E4M3FNUZ", 8, std::nullopt},
+    {"F8_E5M2FNUZ", 8, std::nullopt},
+    {"F6_E2M3", 6, std::nullopt},
+    {"F6_E3M2", 6, std::nullopt},
     {"C64", 64, std::nullopt},
 };
 
@@ -78,16 +88,20 @@ std::optional<SafetensorsHeader> parse_safetensors_header(std::string_view prefi
   };
   if (file_size < 8 || prefix.size() < 8) {
     return fail({}, fmt::format("not a safetensors file: {} bytes, shorter than the 8-byte header "
-                                "length", file_size));
+                                "length",
+                                file_size));
   }
   std::uint64_t n = 0;
-  for (int i = 7; i >= 0; --i) n = (n << 8) | static_cast<unsigned char>(prefix[static_cast<std::size_t>(i)]);
+  for (int i = 7; i >= 0; --i)
+    n = (n << 8) | static_cast<unsigned char>(prefix[static_cast<std::size_t>(i)]);
   if (n > kMaxSafetensorsHeaderBytes) {
     return fail({}, fmt::format("header length {} exceeds the {} byte limit (corrupt or not a "
-                                "safetensors file)", n, kMaxSafetensorsHeaderBytes));
+                                "safetensors file)",
+                                n, kMaxSafetensorsHeaderBytes));
   }
   if (n > file_size - 8) {
-    return fail({}, fmt::format("header length {} runs past the end of the {}-byte file", n, file_size));
+    return fail(
+        {}, fmt::format("header length {} runs past the end of the {}-byte file", n, file_size));
   }
   if (prefix.size() < 8 + n) {
     return fail({}, "header is truncated");
@@ -130,7 +144,8 @@ std::optional<SafetensorsHeader> parse_safetensors_header(std::string_view prefi
       continue;
     }
     if (!v.is_object()) {
-      fail(where, fmt::format("expected an object {{dtype, shape, data_offsets}}, found {}", json_kind(v)));
+      fail(where, fmt::format("expected an object {{dtype, shape, data_offsets}}, found {}",
+                              json_kind(v)));
       ok = false;
       continue;
     }
@@ -210,9 +225,8 @@ std::optional<SafetensorsHeader> parse_safetensors_header(std::string_view prefi
     }
     bytes = bits / 8 + (bits % 8 ? 1 : 0);
     if (e.end - e.begin != bytes) {
-      fail(where + ".data_offsets",
-           fmt::format("holds {} bytes but shape {} of {} needs {}", e.end - e.begin, sh->dump(),
-                       e.dtype_code, bytes));
+      fail(where + ".data_offsets", fmt::format("holds {} bytes but shape {} of {} needs {}",
+                                                e.end - e.begin, sh->dump(), e.dtype_code, bytes));
       ok = false;
       continue;
     }
@@ -228,16 +242,19 @@ std::optional<SafetensorsHeader> parse_safetensors_header(std::string_view prefi
     std::uint64_t pos = 0;
     for (const auto* t : sorted) {
       if (t->begin < pos) {
-        fail(JsonPath().key(t->name).str(), fmt::format("data [{}, {}) overlaps another tensor", t->begin, t->end));
+        fail(JsonPath().key(t->name).str(),
+             fmt::format("data [{}, {}) overlaps another tensor", t->begin, t->end));
         ok = false;
       } else if (t->begin > pos) {
-        fail(JsonPath().key(t->name).str(), fmt::format("bytes [{}, {}) before it belong to no tensor", pos, t->begin));
+        fail(JsonPath().key(t->name).str(),
+             fmt::format("bytes [{}, {}) before it belong to no tensor", pos, t->begin));
         ok = false;
       }
       pos = std::max(pos, t->end);
     }
     if (ok && pos != h.data_bytes) {
-      fail({}, fmt::format("the last {} bytes of the data section belong to no tensor", h.data_bytes - pos));
+      fail({}, fmt::format("the last {} bytes of the data section belong to no tensor",
+                           h.data_bytes - pos));
       ok = false;
     }
   }
@@ -245,13 +262,15 @@ std::optional<SafetensorsHeader> parse_safetensors_header(std::string_view prefi
   return h;
 }
 
-std::optional<SafetensorsHeader> read_safetensors_header(const std::string& path, Diagnostics& diag) {
+std::optional<SafetensorsHeader> read_safetensors_header(const std::string& path,
+                                                         Diagnostics& diag) {
   const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
   if (fd < 0) {
     const int e = errno;
-    diag.error(path, {}, e == ENOENT ? std::string("file not found")
-                         : e == ELOOP ? std::string("symbolic link loop")
-                                      : fmt::format("cannot open: {}", std::strerror(e)));
+    diag.error(path, {},
+               e == ENOENT  ? std::string("file not found")
+               : e == ELOOP ? std::string("symbolic link loop")
+                            : fmt::format("cannot open: {}", std::strerror(e)));
     return std::nullopt;
   }
   struct stat st {};
@@ -274,10 +293,12 @@ std::optional<SafetensorsHeader> read_safetensors_header(const std::string& path
   };
   if (size < 8 || !read_at(buf.data(), 8, 0)) {
     ::close(fd);
-    return parse_safetensors_header(std::string_view(buf.data(), size < 8 ? size : 8), size, path, diag);
+    return parse_safetensors_header(std::string_view(buf.data(), size < 8 ? size : 8), size, path,
+                                    diag);
   }
   std::uint64_t n = 0;
-  for (int i = 7; i >= 0; --i) n = (n << 8) | static_cast<unsigned char>(buf[static_cast<std::size_t>(i)]);
+  for (int i = 7; i >= 0; --i)
+    n = (n << 8) | static_cast<unsigned char>(buf[static_cast<std::size_t>(i)]);
   if (n <= kMaxSafetensorsHeaderBytes && n <= size - 8) {
     buf.resize(8 + static_cast<std::size_t>(n));
     if (!read_at(buf.data() + 8, static_cast<std::size_t>(n), 8)) {

@@ -21,8 +21,8 @@ std::string make_uuid(Rng& rng) {
   // Version 4, variant 1.
   const std::uint64_t hi = (a & 0xFFFFFFFFFFFF0FFFULL) | 0x0000000000004000ULL;
   const std::uint64_t lo = (b & 0x3FFFFFFFFFFFFFFFULL) | 0x8000000000000000ULL;
-  return fmt::format("{:08x}-{:04x}-{:04x}-{:04x}-{:012x}", hi >> 32, (hi >> 16) & 0xFFFF, hi & 0xFFFF, lo >> 48,
-                     lo & 0xFFFFFFFFFFFFULL);
+  return fmt::format("{:08x}-{:04x}-{:04x}-{:04x}-{:012x}", hi >> 32, (hi >> 16) & 0xFFFF,
+                     hi & 0xFFFF, lo >> 48, lo & 0xFFFFFFFFFFFFULL);
 }
 
 std::int64_t pick(Rng& rng, std::initializer_list<std::int64_t> choices) {
@@ -33,7 +33,8 @@ std::int64_t pick(Rng& rng, std::initializer_list<std::int64_t> choices) {
 // Log-uniform integer in [lo, hi]: sequence lengths spread over orders of magnitude.
 std::int64_t log_uniform(Rng& rng, std::int64_t lo, std::int64_t hi) {
   if (hi <= lo) return lo;
-  const double x = std::exp(rng.uniform(std::log(static_cast<double>(lo)), std::log(static_cast<double>(hi) + 1.0)));
+  const double x = std::exp(
+      rng.uniform(std::log(static_cast<double>(lo)), std::log(static_cast<double>(hi) + 1.0)));
   return std::clamp<std::int64_t>(static_cast<std::int64_t>(x), lo, hi);
 }
 
@@ -48,9 +49,12 @@ std::optional<WorkloadPreset> parse_workload_preset(std::string_view name) {
 
 std::string_view workload_preset_name(WorkloadPreset p) {
   switch (p) {
-    case WorkloadPreset::kDecode: return "decode";
-    case WorkloadPreset::kPrefill: return "prefill";
-    case WorkloadPreset::kMixed: return "mixed";
+    case WorkloadPreset::kDecode:
+      return "decode";
+    case WorkloadPreset::kPrefill:
+      return "prefill";
+    case WorkloadPreset::kMixed:
+      return "mixed";
   }
   return "?";
 }
@@ -64,16 +68,19 @@ std::vector<Workload> synthesize_workloads(const Definition& def, const SynthOpt
   const std::int64_t page_size = constant("page_size").value_or(1);
   // Sparse attention selects `topk` keys: contexts shorter than that are not what it serves
   // (and the indexer's constraint topk <= max_num_pages * page_size says so).
-  const std::int64_t min_kv = std::max<std::int64_t>(std::min<std::int64_t>(16, o.max_kv_len), constant("topk").value_or(1));
+  const std::int64_t min_kv = std::max<std::int64_t>(std::min<std::int64_t>(16, o.max_kv_len),
+                                                     constant("topk").value_or(1));
   const std::int64_t max_kv = std::max(o.max_kv_len, min_kv);
   // Decode-shaped definitions (one query per sequence) take decode lengths even in "prefill".
   const bool is_decode_def = def.name.find("decode") != std::string::npos || !def.axis("total_q");
   std::vector<Workload> out;
   for (int n = 0; n < o.count; ++n) {
     WorkloadPreset preset = o.preset;
-    if (preset == WorkloadPreset::kMixed) preset = rng.randint(0, 2) ? WorkloadPreset::kDecode : WorkloadPreset::kPrefill;
+    if (preset == WorkloadPreset::kMixed)
+      preset = rng.randint(0, 2) ? WorkloadPreset::kDecode : WorkloadPreset::kPrefill;
     const bool decode = preset == WorkloadPreset::kDecode;
-    std::int64_t batch = decode ? pick(rng, {1, 2, 4, 8, 16, 32, 64}) : pick(rng, {1, 1, 2, 3, 4, 8});
+    std::int64_t batch =
+        decode ? pick(rng, {1, 2, 4, 8, 16, 32, 64}) : pick(rng, {1, 1, 2, 3, 4, 8});
     std::vector<std::int64_t> q_lens, kv_lens;
     std::int64_t tokens = 0;
     for (std::int64_t b = 0; b < batch; ++b) {
@@ -100,19 +107,31 @@ std::vector<Workload> synthesize_workloads(const Definition& def, const SynthOpt
     w.uuid = make_uuid(rng);
     for (const auto& name : def.var_axes()) {
       std::int64_t v;
-      if (name == "batch_size" || name == "num_seqs") v = batch;
-      else if (name == "len_indptr" || name == "len_cu_seqlens") v = batch + 1;
-      else if (name == "total_q" || name == "total_seq_len" || name == "M" || name == "num_tokens") v = tokens;
-      else if (name == "seq_len") v = def.axis("pool_size") ? pick(rng, {2, 3, 4, 8}) : tokens;  // gdn mtp: draft length
-      else if (name == "total_kv") v = total_kv;
-      else if (name == "num_kv_indices") v = pages;
-      else if (name == "num_pages") v = def.axis("max_num_pages") ? batch * max_pages + 16 : pool_pages;
-      else if (name == "max_num_pages") v = max_pages;
-      else if (name == "pool_size" || name == "state_cache_size") v = batch + std::max<std::int64_t>(4, batch / 2);
-      else if (name == "max_seq_len") v = std::max<std::int64_t>(max_kv, 16);
-      else if (name == "num_qo_heads" || name == "num_kv_heads") v = pick(rng, {8, 16, 32});
+      if (name == "batch_size" || name == "num_seqs")
+        v = batch;
+      else if (name == "len_indptr" || name == "len_cu_seqlens")
+        v = batch + 1;
+      else if (name == "total_q" || name == "total_seq_len" || name == "M" || name == "num_tokens")
+        v = tokens;
+      else if (name == "seq_len")
+        v = def.axis("pool_size") ? pick(rng, {2, 3, 4, 8}) : tokens;  // gdn mtp: draft length
+      else if (name == "total_kv")
+        v = total_kv;
+      else if (name == "num_kv_indices")
+        v = pages;
+      else if (name == "num_pages")
+        v = def.axis("max_num_pages") ? batch * max_pages + 16 : pool_pages;
+      else if (name == "max_num_pages")
+        v = max_pages;
+      else if (name == "pool_size" || name == "state_cache_size")
+        v = batch + std::max<std::int64_t>(4, batch / 2);
+      else if (name == "max_seq_len")
+        v = std::max<std::int64_t>(max_kv, 16);
+      else if (name == "num_qo_heads" || name == "num_kv_heads")
+        v = pick(rng, {8, 16, 32});
       else {
-        throw Error(def.name, fmt::format("cannot size var axis '{}': no synthesis rule for it", name),
+        throw Error(def.name,
+                    fmt::format("cannot size var axis '{}': no synthesis rule for it", name),
                     "give the workload's axes explicitly");
       }
       w.axes.emplace_back(name, std::max<std::int64_t>(v, 1));

@@ -1,9 +1,9 @@
 #include "fib/trace/constraint.h"
 
+#include <fmt/format.h>
 #include <algorithm>
 #include <cmath>
 #include <cstdlib>
-#include <fmt/format.h>
 #include <limits>
 #include <stdexcept>
 
@@ -20,17 +20,32 @@ std::string scalar_to_string(const Scalar& s) {
 }
 
 struct ConstraintNode {
-  enum class Kind { kInt, kFloat, kBool, kName, kNeg, kPos, kNot, kBinary, kCompare, kAnd, kOr,
-                    kIndex, kAttr, kCall, kMethod };
+  enum class Kind {
+    kInt,
+    kFloat,
+    kBool,
+    kName,
+    kNeg,
+    kPos,
+    kNot,
+    kBinary,
+    kCompare,
+    kAnd,
+    kOr,
+    kIndex,
+    kAttr,
+    kCall,
+    kMethod
+  };
   Kind kind = Kind::kInt;
   std::int64_t ival = 0;
   double fval = 0;
   bool bval = false;
-  std::string name;                   // identifier, binary operator, attribute or function
-  std::vector<std::string> ops;       // chained comparison operators
+  std::string name;              // identifier, binary operator, attribute or function
+  std::vector<std::string> ops;  // chained comparison operators
   std::vector<std::shared_ptr<const ConstraintNode>> kids;
-  std::string src;                    // source text, for messages
-  int depth = 1;                      // height of the tree below (bounded, see kMaxDepth)
+  std::string src;  // source text, for messages
+  int depth = 1;    // height of the tree below (bounded, see kMaxDepth)
 };
 
 namespace {
@@ -73,7 +88,8 @@ std::vector<Token> tokenize(std::string_view s) {
       t.text = std::string(s.substr(i, j - i));
       i = j;
     } else if (std::isdigit(static_cast<unsigned char>(c)) ||
-               (c == '.' && i + 1 < s.size() && std::isdigit(static_cast<unsigned char>(s[i + 1])))) {
+               (c == '.' && i + 1 < s.size() &&
+                std::isdigit(static_cast<unsigned char>(s[i + 1])))) {
       std::size_t j = i;
       bool is_float = false;
       while (j < s.size() && (std::isdigit(static_cast<unsigned char>(s[j])) || s[j] == '_')) ++j;
@@ -134,7 +150,8 @@ class Parser {
   NodePtr parse() {
     NodePtr n = parse_or();
     if (peek().kind != Tok::kEnd) {
-      throw SyntaxError(peek().col, fmt::format("unexpected '{}' after the expression", peek().text));
+      throw SyntaxError(peek().col,
+                        fmt::format("unexpected '{}' after the expression", peek().text));
     }
     return n;
   }
@@ -145,7 +162,8 @@ class Parser {
   bool is_kw(std::string_view kw) const { return peek().kind == Tok::kIdent && peek().text == kw; }
   void expect_op(std::string_view op) {
     if (!is_op(op)) {
-      const std::string found = peek().kind == Tok::kEnd ? "end of expression" : "'" + peek().text + "'";
+      const std::string found =
+          peek().kind == Tok::kEnd ? "end of expression" : "'" + peek().text + "'";
       throw SyntaxError(peek().col, fmt::format("expected '{}', found {}", op, found));
     }
     ++pos_;
@@ -169,7 +187,8 @@ class Parser {
   struct Nest {
     Nest(Parser& p, std::size_t col) : p_(p) {
       if (++p_.nesting_ > kMaxDepth) {
-        throw SyntaxError(col, fmt::format("the expression nests deeper than {} levels", kMaxDepth));
+        throw SyntaxError(col,
+                          fmt::format("the expression nests deeper than {} levels", kMaxDepth));
       }
     }
     ~Nest() { --p_.nesting_; }
@@ -370,8 +389,10 @@ class Parser {
           bool known = false;
           for (auto f : kFuncs) known = known || f == name;
           if (!known) {
-            throw SyntaxError(c, fmt::format("unknown function '{}' (supported: len, min, max, abs, "
-                                             "int, float)", name));
+            throw SyntaxError(c,
+                              fmt::format("unknown function '{}' (supported: len, min, max, abs, "
+                                          "int, float)",
+                                          name));
           }
           return make(std::move(n), c);
         }
@@ -421,20 +442,23 @@ struct EvalError : std::runtime_error {
 struct Val {
   enum class K { kScalar, kTensor, kShape } k = K::kScalar;
   Scalar s = std::int64_t{0};
-  std::string tensor;                 // kTensor: name
-  std::vector<std::int64_t> fixed;    // kTensor: leading indices already applied
-  std::vector<std::int64_t> dims;     // kTensor: full shape; kShape: the tuple
+  std::string tensor;               // kTensor: name
+  std::vector<std::int64_t> fixed;  // kTensor: leading indices already applied
+  std::vector<std::int64_t> dims;   // kTensor: full shape; kShape: the tuple
 };
 
 std::string val_str(const Val& v) {
   switch (v.k) {
-    case Val::K::kScalar: return scalar_to_string(v.s);
+    case Val::K::kScalar:
+      return scalar_to_string(v.s);
     case Val::K::kShape: {
       std::string s = "(";
-      for (std::size_t i = 0; i < v.dims.size(); ++i) s += (i ? ", " : "") + std::to_string(v.dims[i]);
+      for (std::size_t i = 0; i < v.dims.size(); ++i)
+        s += (i ? ", " : "") + std::to_string(v.dims[i]);
       return s + (v.dims.size() == 1 ? ",)" : ")");
     }
-    case Val::K::kTensor: return "tensor " + v.tensor;
+    case Val::K::kTensor:
+      return "tensor " + v.tensor;
   }
   return "?";
 }
@@ -466,9 +490,12 @@ class Evaluator {
 
   Val eval(const Node& n) {
     switch (n.kind) {
-      case Node::Kind::kInt: return scalar(n.ival);
-      case Node::Kind::kFloat: return scalar(n.fval);
-      case Node::Kind::kBool: return scalar(n.bval);
+      case Node::Kind::kInt:
+        return scalar(n.ival);
+      case Node::Kind::kFloat:
+        return scalar(n.fval);
+      case Node::Kind::kBool:
+        return scalar(n.bval);
       case Node::Kind::kName: {
         if (auto a = env_.axis(n.name)) return scalar(*a);
         if (auto v = env_.scalar(n.name)) return scalar(*v);
@@ -491,11 +518,13 @@ class Evaluator {
         }
         return scalar(-as_double(s));
       }
-      case Node::Kind::kPos: return scalar(need_scalar(eval(*n.kids[0]), n));
+      case Node::Kind::kPos:
+        return scalar(need_scalar(eval(*n.kids[0]), n));
       // A boolean node that comes out true makes any comparison that failed inside it (under
       // `not`, or on the losing side of `or`) irrelevant: it must not be reported later as the
       // reason the whole expression is violated.
-      case Node::Kind::kNot: return settle(!truthy(need_scalar(eval(*n.kids[0]), n)));
+      case Node::Kind::kNot:
+        return settle(!truthy(need_scalar(eval(*n.kids[0]), n)));
       case Node::Kind::kAnd: {
         Scalar l = need_scalar(eval(*n.kids[0]), n);
         if (!truthy(l)) return scalar(l);
@@ -506,12 +535,18 @@ class Evaluator {
         if (truthy(l)) return settle(l);
         return settle(need_scalar(eval(*n.kids[1]), n));
       }
-      case Node::Kind::kBinary: return scalar(binary(n));
-      case Node::Kind::kCompare: return settle(compare(n));
-      case Node::Kind::kIndex: return index(n);
-      case Node::Kind::kAttr: return attr(n);
-      case Node::Kind::kCall: return call(n);
-      case Node::Kind::kMethod: return method(n);
+      case Node::Kind::kBinary:
+        return scalar(binary(n));
+      case Node::Kind::kCompare:
+        return settle(compare(n));
+      case Node::Kind::kIndex:
+        return index(n);
+      case Node::Kind::kAttr:
+        return attr(n);
+      case Node::Kind::kCall:
+        return call(n);
+      case Node::Kind::kMethod:
+        return method(n);
     }
     throw EvalError("bad expression");
   }
@@ -618,16 +653,24 @@ class Evaluator {
       bool ok;
       if (is_intlike(left) && is_intlike(right)) {
         const std::int64_t a = as_int(left), b = as_int(right);
-        ok = op == "==" ? a == b : op == "!=" ? a != b : op == "<" ? a < b : op == "<=" ? a <= b
-             : op == ">" ? a > b : a >= b;
+        ok = op == "=="   ? a == b
+             : op == "!=" ? a != b
+             : op == "<"  ? a < b
+             : op == "<=" ? a <= b
+             : op == ">"  ? a > b
+                          : a >= b;
       } else {
         const double a = as_double(left), b = as_double(right);
-        ok = op == "==" ? a == b : op == "!=" ? a != b : op == "<" ? a < b : op == "<=" ? a <= b
-             : op == ">" ? a > b : a >= b;
+        ok = op == "=="   ? a == b
+             : op == "!=" ? a != b
+             : op == "<"  ? a < b
+             : op == "<=" ? a <= b
+             : op == ">"  ? a > b
+                          : a >= b;
       }
       if (!ok) {
-        failed_detail = fmt::format("{} ({}) {} {} ({})", n.kids[i]->src, scalar_to_string(left), op,
-                                    n.kids[i + 1]->src, scalar_to_string(right));
+        failed_detail = fmt::format("{} ({}) {} {} ({})", n.kids[i]->src, scalar_to_string(left),
+                                    op, n.kids[i + 1]->src, scalar_to_string(right));
         return false;
       }
       left = right;
@@ -654,7 +697,8 @@ class Evaluator {
     }
     if (base.k == Val::K::kTensor) {
       if (base.fixed.size() >= base.dims.size()) {
-        throw EvalError(fmt::format("too many indices for tensor '{}' in '{}'", base.tensor, n.src));
+        throw EvalError(
+            fmt::format("too many indices for tensor '{}' in '{}'", base.tensor, n.src));
       }
       base.fixed.push_back(wrap(i, base.dims[base.fixed.size()], n));
       return base;
@@ -667,7 +711,8 @@ class Evaluator {
     if (n.name == "shape" && base.k == Val::K::kTensor) {
       Val v;
       v.k = Val::K::kShape;
-      v.dims.assign(base.dims.begin() + static_cast<std::ptrdiff_t>(base.fixed.size()), base.dims.end());
+      v.dims.assign(base.dims.begin() + static_cast<std::ptrdiff_t>(base.fixed.size()),
+                    base.dims.end());
       return v;
     }
     if (n.name == "ndim" && base.k == Val::K::kTensor) {
@@ -712,7 +757,8 @@ class Evaluator {
           return v;
         }
         const std::int64_t i = as_int(need_scalar(eval(*n.kids[1]), *n.kids[1]));
-        return scalar(rest[static_cast<std::size_t>(wrap(i, static_cast<std::int64_t>(rest.size()), n))]);
+        return scalar(
+            rest[static_cast<std::size_t>(wrap(i, static_cast<std::int64_t>(rest.size()), n))]);
       }
     }
     throw EvalError(fmt::format("unsupported method '.{}()' in '{}'", n.name, n.src));
@@ -723,7 +769,8 @@ class Evaluator {
       if (n.kids.size() != 1) throw EvalError("len() takes one argument");
       Val v = eval(*n.kids[0]);
       if (v.k == Val::K::kShape) return scalar(static_cast<std::int64_t>(v.dims.size()));
-      if (v.k == Val::K::kTensor && v.fixed.size() < v.dims.size()) return scalar(v.dims[v.fixed.size()]);
+      if (v.k == Val::K::kTensor && v.fixed.size() < v.dims.size())
+        return scalar(v.dims[v.fixed.size()]);
       throw EvalError(fmt::format("len() of a number in '{}'", n.src));
     }
     if (n.name == "min" || n.name == "max") {

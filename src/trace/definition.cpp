@@ -11,10 +11,20 @@ namespace fib {
 
 namespace {
 
-constexpr std::string_view kDefFields[] = {"name",        "description", "op_type",
-                                           "tags",        "axes",        "constraints",
-                                           "inputs",      "outputs",     "reference"};
-enum DefField { kName, kDescription, kOpType, kTags, kAxes, kConstraints, kInputs, kOutputs, kReference };
+constexpr std::string_view kDefFields[] = {"name",   "description", "op_type",
+                                           "tags",   "axes",        "constraints",
+                                           "inputs", "outputs",     "reference"};
+enum DefField {
+  kName,
+  kDescription,
+  kOpType,
+  kTags,
+  kAxes,
+  kConstraints,
+  kInputs,
+  kOutputs,
+  kReference
+};
 
 constexpr std::string_view kAxisFields[] = {"type", "value", "description"};
 constexpr std::string_view kSpecFields[] = {"shape", "dtype", "description", "optional"};
@@ -63,14 +73,18 @@ std::optional<Axis> read_axis(const std::string& name, const Json& j, const Json
     ok = false;
   }
   if (f[2] && !f[2]->is_null()) {
-    if (auto d = read_string(*f[2], path.key("description"), ctx)) a.description = *d; else ok = false;
+    if (auto d = read_string(*f[2], path.key("description"), ctx))
+      a.description = *d;
+    else
+      ok = false;
   }
   if (!ok) return std::nullopt;
   return a;
 }
 
 std::optional<TensorSpec> read_spec(const std::string& name, const Json& j, const JsonPath& path,
-                                    const ReadContext& ctx, const std::vector<std::string>& axis_names) {
+                                    const ReadContext& ctx,
+                                    const std::vector<std::string>& axis_names) {
   const Json* f[4];
   TensorSpec s;
   s.name = name;
@@ -108,10 +122,16 @@ std::optional<TensorSpec> read_spec(const std::string& name, const Json& j, cons
     }
   }
   if (f[2] && !f[2]->is_null()) {
-    if (auto d = read_string(*f[2], path.key("description"), ctx)) s.description = *d; else ok = false;
+    if (auto d = read_string(*f[2], path.key("description"), ctx))
+      s.description = *d;
+    else
+      ok = false;
   }
   if (f[3]) {
-    if (auto b = read_bool(*f[3], path.key("optional"), ctx)) s.optional = *b; else ok = false;
+    if (auto b = read_bool(*f[3], path.key("optional"), ctx))
+      s.optional = *b;
+    else
+      ok = false;
   }
   if (!ok) return std::nullopt;
   return s;
@@ -121,7 +141,8 @@ bool read_specs(const Json* j, std::string_view field, const JsonPath& root, con
                 const std::vector<std::string>& axis_names, std::vector<TensorSpec>& out) {
   const JsonPath path = root.key(field);
   if (!j->is_object()) {
-    ctx.error(path, fmt::format("expected an object of name -> {{shape, dtype}}, found {}", json_kind(*j)));
+    ctx.error(path, fmt::format("expected an object of name -> {{shape, dtype}}, found {}",
+                                json_kind(*j)));
     return false;
   }
   bool ok = true;
@@ -135,7 +156,8 @@ bool read_specs(const Json* j, std::string_view field, const JsonPath& root, con
   return ok;
 }
 
-void check_reference_impl(const Definition& d, const JsonPath& path, const ReadContext& ctx, bool& ok) {
+void check_reference_impl(const Definition& d, const JsonPath& path, const ReadContext& ctx,
+                          bool& ok) {
   std::string err;
   auto sig = find_top_level_function(d.reference, "run", &err);
   if (!sig) {
@@ -143,7 +165,8 @@ void check_reference_impl(const Definition& d, const JsonPath& path, const ReadC
       ctx.error(path, "cannot read the parameters of run(): " + err);
     } else {
       ctx.error(path, "reference has no top-level function 'run'",
-                "define `def run(" + fmt::format("{}", fmt::join(d.input_names(), ", ")) + "):` at column 0");
+                "define `def run(" + fmt::format("{}", fmt::join(d.input_names(), ", ")) +
+                    "):` at column 0");
     }
     ok = false;
     return;
@@ -161,8 +184,9 @@ void check_reference_impl(const Definition& d, const JsonPath& path, const ReadC
     if (!found) extra.push_back(p);
   }
   for (const auto& p : extra) {
-    ctx.error(path, fmt::format("run() parameter '{}' (line {}) is not an input of the definition", p,
-                                sig->line),
+    ctx.error(path,
+              fmt::format("run() parameter '{}' (line {}) is not an input of the definition", p,
+                          sig->line),
               suggest(p, inputs));
     ok = false;
   }
@@ -175,14 +199,15 @@ void check_reference_impl(const Definition& d, const JsonPath& path, const ReadC
       sig->params.size() == inputs.size()) {
     std::size_t first = 0;
     while (first < inputs.size() && sig->params[first] == inputs[first]) ++first;
-    ctx.error(path,
-              fmt::format("run() takes its parameters in a different order than `inputs` lists them: "
-                          "parameter {} is '{}' but input {} is '{}' (run({}) vs inputs [{}]); a caller "
-                          "that passes inputs positionally, as upstream FlashInfer-Bench does, binds "
-                          "the wrong tensors",
-                          first + 1, sig->params[first], first + 1, inputs[first],
-                          fmt::join(sig->params, ", "), fmt::join(inputs, ", ")),
-              "reorder `inputs` to match run(), or run()'s parameters to match `inputs`");
+    ctx.error(
+        path,
+        fmt::format("run() takes its parameters in a different order than `inputs` lists them: "
+                    "parameter {} is '{}' but input {} is '{}' (run({}) vs inputs [{}]); a caller "
+                    "that passes inputs positionally, as upstream FlashInfer-Bench does, binds "
+                    "the wrong tensors",
+                    first + 1, sig->params[first], first + 1, inputs[first],
+                    fmt::join(sig->params, ", "), fmt::join(inputs, ", ")),
+        "reorder `inputs` to match run(), or run()'s parameters to match `inputs`");
     ok = false;
   }
 }
@@ -286,16 +311,28 @@ std::optional<Definition> definition_from_json(const Json& j, const ReadContext&
     ok = require_field(f[req], kDefFields[req], root, ctx) && ok;
   }
   if (f[kName]) {
-    if (auto s = read_string(*f[kName], root.key("name"), ctx, false)) d.name = *s; else ok = false;
+    if (auto s = read_string(*f[kName], root.key("name"), ctx, false))
+      d.name = *s;
+    else
+      ok = false;
   }
   if (f[kOpType]) {
-    if (auto s = read_string(*f[kOpType], root.key("op_type"), ctx, false)) d.op_type = *s; else ok = false;
+    if (auto s = read_string(*f[kOpType], root.key("op_type"), ctx, false))
+      d.op_type = *s;
+    else
+      ok = false;
   }
   if (f[kDescription] && !f[kDescription]->is_null()) {
-    if (auto s = read_string(*f[kDescription], root.key("description"), ctx)) d.description = *s; else ok = false;
+    if (auto s = read_string(*f[kDescription], root.key("description"), ctx))
+      d.description = *s;
+    else
+      ok = false;
   }
   if (f[kTags]) {
-    if (auto t = read_string_list(*f[kTags], root.key("tags"), ctx)) d.tags = std::move(*t); else ok = false;
+    if (auto t = read_string_list(*f[kTags], root.key("tags"), ctx))
+      d.tags = std::move(*t);
+    else
+      ok = false;
   }
   std::vector<std::string> axis_names;
   if (f[kAxes]) {
@@ -355,7 +392,8 @@ std::optional<Definition> definition_from_json(const Json& j, const ReadContext&
         std::string err;
         auto c = Constraint::parse(d.constraints[i], &err);
         if (!c) {
-          ctx.error(cp.index(i), fmt::format("cannot parse constraint '{}': {}", d.constraints[i], err));
+          ctx.error(cp.index(i),
+                    fmt::format("cannot parse constraint '{}': {}", d.constraints[i], err));
           ok = false;
           continue;
         }
@@ -363,11 +401,12 @@ std::optional<Definition> definition_from_json(const Json& j, const ReadContext&
           bool found = false;
           for (const auto& k : known) found = found || k == n;
           if (!found) {
-            ctx.error(cp.index(i),
-                      fmt::format("constraint '{}' names '{}', which is neither an axis nor an input "
-                                  "or output",
-                                  d.constraints[i], n),
-                      suggest(n, known));
+            ctx.error(
+                cp.index(i),
+                fmt::format("constraint '{}' names '{}', which is neither an axis nor an input "
+                            "or output",
+                            d.constraints[i], n),
+                suggest(n, known));
             ok = false;
           }
         }

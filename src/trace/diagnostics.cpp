@@ -27,8 +27,7 @@ std::string Diagnostic::to_string() const {
   return out;
 }
 
-void Diagnostics::error(std::string file, std::string path, std::string message,
-                        std::string hint) {
+void Diagnostics::error(std::string file, std::string path, std::string message, std::string hint) {
   items_.push_back(
       {Severity::kError, std::move(file), std::move(path), std::move(message), std::move(hint)});
 }
@@ -37,8 +36,7 @@ void Diagnostics::warning(std::string file, std::string path, std::string messag
   items_.push_back(
       {Severity::kWarning, std::move(file), std::move(path), std::move(message), std::move(hint)});
 }
-void Diagnostics::info(std::string file, std::string path, std::string message,
-                       std::string hint) {
+void Diagnostics::info(std::string file, std::string path, std::string message, std::string hint) {
   items_.push_back(
       {Severity::kInfo, std::move(file), std::move(path), std::move(message), std::move(hint)});
 }
@@ -49,8 +47,8 @@ void Diagnostics::append(const Diagnostics& other) {
 bool Diagnostics::has_errors() const { return count(Severity::kError) > 0; }
 
 std::size_t Diagnostics::count(Severity s) const {
-  return static_cast<std::size_t>(
-      std::count_if(items_.begin(), items_.end(), [s](const Diagnostic& d) { return d.severity == s; }));
+  return static_cast<std::size_t>(std::count_if(
+      items_.begin(), items_.end(), [s](const Diagnostic& d) { return d.severity == s; }));
 }
 
 std::string Diagnostics::to_string() const {
@@ -70,13 +68,15 @@ Error::Error(Diagnostics diagnostics)
       }()),
       diagnostics_(std::move(diagnostics)) {}
 
-Error::Error(Diagnostic diagnostic) : Error([&] {
-  Diagnostics d;
-  d.add(std::move(diagnostic));
-  return d;
-}()) {}
+Error::Error(Diagnostic diagnostic)
+    : Error([&] {
+        Diagnostics d;
+        d.add(std::move(diagnostic));
+        return d;
+      }()) {}
 
 Error::Error(std::string file, std::string message, std::string hint)
-    : Error(Diagnostic{Severity::kError, std::move(file), {}, std::move(message), std::move(hint)}) {}
+    : Error(
+          Diagnostic{Severity::kError, std::move(file), {}, std::move(message), std::move(hint)}) {}
 
 }  // namespace fib

@@ -1,11 +1,11 @@
 #include "fib/trace/json_file.h"
 
-#include <cerrno>
-#include <cstring>
 #include <fcntl.h>
 #include <fmt/format.h>
 #include <sys/stat.h>
 #include <unistd.h>
+#include <cerrno>
+#include <cstring>
 
 namespace fib {
 
@@ -35,8 +35,9 @@ std::optional<std::string> read_text_file(const std::string& path, Diagnostics& 
     return std::nullopt;
   }
   if (S_ISREG(st.st_mode) && static_cast<std::uint64_t>(st.st_size) > max_bytes) {
-    diag.error(path, {},
-               fmt::format("file is {} bytes, larger than the {} byte limit", st.st_size, max_bytes));
+    diag.error(
+        path, {},
+        fmt::format("file is {} bytes, larger than the {} byte limit", st.st_size, max_bytes));
     ::close(fd);
     return std::nullopt;
   }
@@ -113,8 +114,9 @@ std::pair<std::size_t, std::size_t> line_col(std::string_view text, std::size_t 
 std::optional<Json> parse_json(std::string_view text, const std::string& file, Diagnostics& diag) {
   if (const std::size_t at = too_deep_at(text); at != std::string_view::npos) {
     auto [l, c] = line_col(text, at);
-    diag.error(file, {}, fmt::format("line {}, column {}: JSON nests deeper than {} levels", l, c,
-                                     kMaxJsonDepth));
+    diag.error(
+        file, {},
+        fmt::format("line {}, column {}: JSON nests deeper than {} levels", l, c, kMaxJsonDepth));
     return std::nullopt;
   }
   try {

@@ -1,7 +1,7 @@
 #include "fib/trace/json_reader.h"
 
-#include <cmath>
 #include <fmt/format.h>
+#include <cmath>
 #include <limits>
 
 #include "fib/trace/suggest.h"
@@ -72,15 +72,23 @@ void ReadContext::warning(const JsonPath& path, std::string message, std::string
 
 std::string_view json_kind(const Json& j) {
   switch (j.type()) {
-    case Json::value_t::null: return "null";
-    case Json::value_t::object: return "object";
-    case Json::value_t::array: return "array";
-    case Json::value_t::string: return "string";
-    case Json::value_t::boolean: return "boolean";
+    case Json::value_t::null:
+      return "null";
+    case Json::value_t::object:
+      return "object";
+    case Json::value_t::array:
+      return "array";
+    case Json::value_t::string:
+      return "string";
+    case Json::value_t::boolean:
+      return "boolean";
     case Json::value_t::number_integer:
-    case Json::value_t::number_unsigned: return "integer";
-    case Json::value_t::number_float: return "number";
-    default: return "value";
+    case Json::value_t::number_unsigned:
+      return "integer";
+    case Json::value_t::number_float:
+      return "number";
+    default:
+      return "value";
   }
 }
 
@@ -199,10 +207,12 @@ std::optional<double> read_extended_number(const Json& v, const JsonPath& path,
   if (v.is_string()) {
     const auto& s = v.get_ref<const std::string&>();
     if (s == "NaN" || s == "nan") return std::numeric_limits<double>::quiet_NaN();
-    if (s == "Infinity" || s == "inf" || s == "+Infinity") return std::numeric_limits<double>::infinity();
+    if (s == "Infinity" || s == "inf" || s == "+Infinity")
+      return std::numeric_limits<double>::infinity();
     if (s == "-Infinity" || s == "-inf") return -std::numeric_limits<double>::infinity();
   }
-  ctx.error(path, fmt::format("expected a number (or \"NaN\", \"Infinity\"), found {}", found_text(v)));
+  ctx.error(path,
+            fmt::format("expected a number (or \"NaN\", \"Infinity\"), found {}", found_text(v)));
   return std::nullopt;
 }
 

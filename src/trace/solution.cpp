@@ -8,12 +8,12 @@ namespace fib {
 
 namespace {
 
-constexpr std::string_view kSolFields[] = {"name", "definition", "author", "spec", "sources",
-                                           "description"};
+constexpr std::string_view kSolFields[] = {"name", "definition", "author",
+                                           "spec", "sources",    "description"};
 enum { kName, kDefinition, kAuthor, kSpec, kSources, kDescription };
-constexpr std::string_view kSpecFields[] = {"language",     "target_hardware",
-                                            "entry_point",  "dependencies",
-                                            "destination_passing_style", "binding"};
+constexpr std::string_view kSpecFields[] = {
+    "language",     "target_hardware",           "entry_point",
+    "dependencies", "destination_passing_style", "binding"};
 enum { kLanguage, kTarget, kEntry, kDeps, kDps, kBinding };
 constexpr std::string_view kSrcFields[] = {"path", "content"};
 
@@ -60,10 +60,16 @@ std::optional<BuildSpec> read_spec(const Json& j, const JsonPath& path, const Re
     }
   }
   if (f[kDeps]) {
-    if (auto v = read_string_list(*f[kDeps], path.key("dependencies"), ctx)) s.dependencies = std::move(*v); else ok = false;
+    if (auto v = read_string_list(*f[kDeps], path.key("dependencies"), ctx))
+      s.dependencies = std::move(*v);
+    else
+      ok = false;
   }
   if (f[kDps]) {
-    if (auto v = read_bool(*f[kDps], path.key("destination_passing_style"), ctx)) s.destination_passing_style = *v; else ok = false;
+    if (auto v = read_bool(*f[kDps], path.key("destination_passing_style"), ctx))
+      s.destination_passing_style = *v;
+    else
+      ok = false;
   }
   if (f[kBinding] && !f[kBinding]->is_null()) {
     if (auto v = read_string(*f[kBinding], path.key("binding"), ctx)) {
@@ -71,7 +77,8 @@ std::optional<BuildSpec> read_spec(const Json& j, const JsonPath& path, const Re
       bool known = false;
       for (auto b : kSolutionBindings) known = known || b == *v;
       if (!known) {
-        ctx.error(path.key("binding"), fmt::format("unknown binding '{}'", *v), suggest(*v, kSolutionBindings));
+        ctx.error(path.key("binding"), fmt::format("unknown binding '{}'", *v),
+                  suggest(*v, kSolutionBindings));
         ok = false;
       }
     } else {
@@ -132,23 +139,33 @@ std::optional<Solution> solution_from_json(const Json& j, const ReadContext& ctx
   }
   auto str = [&](int idx, std::string& out) {
     if (!f[idx]) return;
-    if (auto v = read_string(*f[idx], root.key(kSolFields[idx]), ctx, false)) out = *v; else ok = false;
+    if (auto v = read_string(*f[idx], root.key(kSolFields[idx]), ctx, false))
+      out = *v;
+    else
+      ok = false;
   };
   str(kName, s.name);
   str(kDefinition, s.definition);
   str(kAuthor, s.author);
   if (f[kDescription] && !f[kDescription]->is_null()) {
-    if (auto v = read_string(*f[kDescription], root.key("description"), ctx)) s.description = *v; else ok = false;
+    if (auto v = read_string(*f[kDescription], root.key("description"), ctx))
+      s.description = *v;
+    else
+      ok = false;
   }
   std::optional<BuildSpec> spec;
   if (f[kSpec]) {
     spec = read_spec(*f[kSpec], root.key("spec"), ctx);
-    if (spec) s.spec = *spec; else ok = false;
+    if (spec)
+      s.spec = *spec;
+    else
+      ok = false;
   }
   if (f[kSources]) {
     const JsonPath sp = root.key("sources");
     if (!f[kSources]->is_array()) {
-      ctx.error(sp, fmt::format("expected an array of {{path, content}}, found {}", json_kind(*f[kSources])));
+      ctx.error(sp, fmt::format("expected an array of {{path, content}}, found {}",
+                                json_kind(*f[kSources])));
       ok = false;
     } else {
       if (f[kSources]->empty()) {
@@ -182,9 +199,15 @@ std::optional<Solution> solution_from_json(const Json& j, const ReadContext& ctx
           }
         }
         if (g[1]) {
-          if (auto v = read_string(*g[1], ip.key("content"), ctx, false)) src.content = std::move(*v); else sok = false;
+          if (auto v = read_string(*g[1], ip.key("content"), ctx, false))
+            src.content = std::move(*v);
+          else
+            sok = false;
         }
-        if (sok) s.sources.push_back(std::move(src)); else ok = false;
+        if (sok)
+          s.sources.push_back(std::move(src));
+        else
+          ok = false;
       }
     }
   }
@@ -194,7 +217,8 @@ std::optional<Solution> solution_from_json(const Json& j, const ReadContext& ctx
       std::vector<std::string> paths;
       for (const auto& src : s.sources) paths.push_back(src.path);
       ctx.error(root.key("spec").key("entry_point"),
-                fmt::format("entry point file '{}' is not among the sources", file), suggest(file, paths));
+                fmt::format("entry point file '{}' is not among the sources", file),
+                suggest(file, paths));
       ok = false;
     }
   }
@@ -212,7 +236,8 @@ Json to_json(const Solution& s) {
     sv[kLanguage] = s.spec.language;
     sv[kTarget] = s.spec.target_hardware;
     sv[kEntry] = s.spec.entry_point;
-    if (!s.spec.dependencies.empty() || s.spec.key_order.contains(kDeps)) sv[kDeps] = s.spec.dependencies;
+    if (!s.spec.dependencies.empty() || s.spec.key_order.contains(kDeps))
+      sv[kDeps] = s.spec.dependencies;
     if (s.spec.destination_passing_style) sv[kDps] = *s.spec.destination_passing_style;
     if (s.spec.binding) sv[kBinding] = *s.spec.binding;
     static constexpr bool kAlways[] = {true, true, true, false, false, false};

@@ -7,18 +7,25 @@
 namespace fib {
 
 std::size_t edit_distance(std::string_view a, std::string_view b) {
-  std::vector<std::size_t> prev(b.size() + 1), cur(b.size() + 1);
-  for (std::size_t j = 0; j <= b.size(); ++j) prev[j] = j;
-  for (std::size_t i = 1; i <= a.size(); ++i) {
-    cur[0] = i;
-    for (std::size_t j = 1; j <= b.size(); ++j) {
-      const bool same = std::tolower(static_cast<unsigned char>(a[i - 1])) ==
-                        std::tolower(static_cast<unsigned char>(b[j - 1]));
-      cur[j] = std::min({prev[j] + 1, cur[j - 1] + 1, prev[j - 1] + (same ? 0 : 1)});
+  // Optimal string alignment: like Levenshtein, plus swapping two adjacent characters costs 1,
+  // the commonest typo ("float61" is one step from "float16", not two).
+  auto lower = [](char c) { return std::tolower(static_cast<unsigned char>(c)); };
+  const std::size_t n = a.size(), m = b.size();
+  std::vector<std::size_t> d((n + 1) * (m + 1));
+  auto at = [&](std::size_t i, std::size_t j) -> std::size_t& { return d[i * (m + 1) + j]; };
+  for (std::size_t i = 0; i <= n; ++i) at(i, 0) = i;
+  for (std::size_t j = 0; j <= m; ++j) at(0, j) = j;
+  for (std::size_t i = 1; i <= n; ++i) {
+    for (std::size_t j = 1; j <= m; ++j) {
+      const std::size_t cost = lower(a[i - 1]) == lower(b[j - 1]) ? 0 : 1;
+      at(i, j) = std::min({at(i - 1, j) + 1, at(i, j - 1) + 1, at(i - 1, j - 1) + cost});
+      if (i > 1 && j > 1 && lower(a[i - 1]) == lower(b[j - 2]) &&
+          lower(a[i - 2]) == lower(b[j - 1])) {
+        at(i, j) = std::min(at(i, j), at(i - 2, j - 2) + 1);
+      }
     }
-    std::swap(prev, cur);
   }
-  return prev[b.size()];
+  return at(n, m);
 }
 
 namespace {
@@ -31,9 +38,9 @@ std::string closest_impl(std::string_view name, std::span<const T> candidates) {
     std::string_view cv(c);
     std::size_t d = edit_distance(name, cv);
     const std::size_t limit = std::max<std::size_t>(1, std::max(name.size(), cv.size()) / 3);
-    const bool contains = !name.empty() && !cv.empty() &&
-                          (cv.find(name) != std::string_view::npos ||
-                           name.find(cv) != std::string_view::npos);
+    const bool contains =
+        !name.empty() && !cv.empty() &&
+        (cv.find(name) != std::string_view::npos || name.find(cv) != std::string_view::npos);
     if (d > limit && !contains) continue;
     if (d < best_d) {
       best_d = d;

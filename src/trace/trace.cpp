@@ -1,7 +1,7 @@
 #include "fib/trace/trace.h"
 
-#include <cmath>
 #include <fmt/format.h>
+#include <cmath>
 
 #include "fib/trace/suggest.h"
 
@@ -9,13 +9,13 @@ namespace fib {
 
 namespace {
 
-constexpr std::string_view kStatusNames[] = {"PASSED",        "INCORRECT_SHAPE", "INCORRECT_NUMERICAL",
-                                             "INCORRECT_DTYPE", "RUNTIME_ERROR", "COMPILE_ERROR",
-                                             "TIMEOUT"};
+constexpr std::string_view kStatusNames[] = {
+    "PASSED",        "INCORRECT_SHAPE", "INCORRECT_NUMERICAL", "INCORRECT_DTYPE", "RUNTIME_ERROR",
+    "COMPILE_ERROR", "TIMEOUT"};
 constexpr std::string_view kTraceFields[] = {"definition", "solution", "workload", "evaluation"};
 enum { kDefinition, kSolution, kWorkload, kEvaluation };
-constexpr std::string_view kEvalFields[] = {"status", "environment", "timestamp", "log",
-                                            "correctness", "performance"};
+constexpr std::string_view kEvalFields[] = {"status", "environment", "timestamp",
+                                            "log",    "correctness", "performance"};
 enum { kStatus, kEnv, kTimestamp, kLog, kCorrectness, kPerformance };
 constexpr std::string_view kEnvFields[] = {"hardware", "libs", "extra"};
 constexpr std::string_view kCorrFields[] = {"max_relative_error", "max_absolute_error", "extra"};
@@ -38,16 +38,23 @@ std::optional<Environment> read_env(const Json& j, const JsonPath& p, const Read
   if (!read_object(j, p, ctx, kEnvFields, f, &e.key_order)) return std::nullopt;
   bool ok = require_field(f[0], "hardware", p, ctx);
   if (f[0]) {
-    if (auto v = read_string(*f[0], p.key("hardware"), ctx, false)) e.hardware = *v; else ok = false;
+    if (auto v = read_string(*f[0], p.key("hardware"), ctx, false))
+      e.hardware = *v;
+    else
+      ok = false;
   }
   if (f[1]) {
     const JsonPath lp = p.key("libs");
     if (!f[1]->is_object()) {
-      ctx.error(lp, fmt::format("expected an object of library -> version, found {}", json_kind(*f[1])));
+      ctx.error(
+          lp, fmt::format("expected an object of library -> version, found {}", json_kind(*f[1])));
       ok = false;
     } else {
       for (auto it = f[1]->begin(); it != f[1]->end(); ++it) {
-        if (auto v = read_string(it.value(), lp.key(it.key()), ctx)) e.libs.emplace_back(it.key(), *v); else ok = false;
+        if (auto v = read_string(it.value(), lp.key(it.key()), ctx))
+          e.libs.emplace_back(it.key(), *v);
+        else
+          ok = false;
       }
     }
   }
@@ -56,7 +63,8 @@ std::optional<Environment> read_env(const Json& j, const JsonPath& p, const Read
   return e;
 }
 
-bool read_nonneg(const Json* v, const JsonPath& p, const ReadContext& ctx, double& out, bool allow_nan) {
+bool read_nonneg(const Json* v, const JsonPath& p, const ReadContext& ctx, double& out,
+                 bool allow_nan) {
   if (v == nullptr) return true;
   auto x = allow_nan ? read_extended_number(*v, p, ctx) : read_number(*v, p, ctx);
   if (!x) return false;
@@ -77,7 +85,8 @@ std::optional<Evaluation> read_eval(const Json& j, const JsonPath& p, const Read
   Evaluation e;
   if (!read_object(j, p, ctx, kEvalFields, f, &e.key_order)) return std::nullopt;
   bool ok = true;
-  for (int req : {kStatus, kEnv, kTimestamp}) ok = require_field(f[req], kEvalFields[req], p, ctx) && ok;
+  for (int req : {kStatus, kEnv, kTimestamp})
+    ok = require_field(f[req], kEvalFields[req], p, ctx) && ok;
   bool status_ok = false;
   if (f[kStatus]) {
     if (auto v = read_string(*f[kStatus], p.key("status"), ctx)) {
@@ -85,7 +94,8 @@ std::optional<Evaluation> read_eval(const Json& j, const JsonPath& p, const Read
         e.status = *s;
         status_ok = true;
       } else {
-        ctx.error(p.key("status"), fmt::format("unknown status '{}'", *v), suggest(*v, kStatusNames));
+        ctx.error(p.key("status"), fmt::format("unknown status '{}'", *v),
+                  suggest(*v, kStatusNames));
         ok = false;
       }
     } else {
@@ -93,13 +103,22 @@ std::optional<Evaluation> read_eval(const Json& j, const JsonPath& p, const Read
     }
   }
   if (f[kEnv]) {
-    if (auto v = read_env(*f[kEnv], p.key("environment"), ctx)) e.environment = std::move(*v); else ok = false;
+    if (auto v = read_env(*f[kEnv], p.key("environment"), ctx))
+      e.environment = std::move(*v);
+    else
+      ok = false;
   }
   if (f[kTimestamp]) {
-    if (auto v = read_string(*f[kTimestamp], p.key("timestamp"), ctx, false)) e.timestamp = *v; else ok = false;
+    if (auto v = read_string(*f[kTimestamp], p.key("timestamp"), ctx, false))
+      e.timestamp = *v;
+    else
+      ok = false;
   }
   if (f[kLog] && !f[kLog]->is_null()) {
-    if (auto v = read_string(*f[kLog], p.key("log"), ctx)) e.log = std::move(*v); else ok = false;
+    if (auto v = read_string(*f[kLog], p.key("log"), ctx))
+      e.log = std::move(*v);
+    else
+      ok = false;
   }
   if (f[kCorrectness] && !f[kCorrectness]->is_null()) {
     const JsonPath cp = p.key("correctness");
@@ -109,7 +128,10 @@ std::optional<Evaluation> read_eval(const Json& j, const JsonPath& p, const Read
       bool cok = read_nonneg(g[0], cp.key("max_relative_error"), ctx, c.max_relative_error, true);
       cok = read_nonneg(g[1], cp.key("max_absolute_error"), ctx, c.max_absolute_error, true) && cok;
       cok = read_extra(g[2], cp.key("extra"), ctx, c.extra) && cok;
-      if (cok) e.correctness = std::move(c); else ok = false;
+      if (cok)
+        e.correctness = std::move(c);
+      else
+        ok = false;
     } else {
       ok = false;
     }
@@ -120,26 +142,32 @@ std::optional<Evaluation> read_eval(const Json& j, const JsonPath& p, const Read
     Performance perf;
     if (read_object(*f[kPerformance], pp, ctx, kPerfFields, g, &perf.key_order)) {
       bool pok = read_nonneg(g[0], pp.key("latency_ms"), ctx, perf.latency_ms, false);
-      pok = read_nonneg(g[1], pp.key("reference_latency_ms"), ctx, perf.reference_latency_ms, false) && pok;
+      pok = read_nonneg(g[1], pp.key("reference_latency_ms"), ctx, perf.reference_latency_ms,
+                        false) &&
+            pok;
       pok = read_nonneg(g[2], pp.key("speedup_factor"), ctx, perf.speedup_factor, false) && pok;
       if (g[3] && !g[3]->is_null()) {
         if (g[3]->is_array()) {
           perf.profile = *g[3];
         } else {
-          ctx.error(pp.key("profile"), fmt::format("expected an array, found {}", json_kind(*g[3])));
+          ctx.error(pp.key("profile"),
+                    fmt::format("expected an array, found {}", json_kind(*g[3])));
           pok = false;
         }
       }
       pok = read_extra(g[4], pp.key("extra"), ctx, perf.extra) && pok;
-      if (pok) e.performance = std::move(perf); else ok = false;
+      if (pok)
+        e.performance = std::move(perf);
+      else
+        ok = false;
     } else {
       ok = false;
     }
   }
   if (status_ok) {
     const std::string st(status_name(e.status));
-    const bool need_corr = e.status == EvaluationStatus::kPassed ||
-                           e.status == EvaluationStatus::kIncorrectNumerical;
+    const bool need_corr =
+        e.status == EvaluationStatus::kPassed || e.status == EvaluationStatus::kIncorrectNumerical;
     const bool need_perf = e.status == EvaluationStatus::kPassed;
     const bool has_corr = f[kCorrectness] && !f[kCorrectness]->is_null();
     const bool has_perf = f[kPerformance] && !f[kPerformance]->is_null();
@@ -221,16 +249,28 @@ std::optional<Trace> trace_from_json(const Json& j, const ReadContext& ctx) {
   bool ok = require_field(f[kDefinition], "definition", root, ctx);
   ok = require_field(f[kWorkload], "workload", root, ctx) && ok;
   if (f[kDefinition]) {
-    if (auto v = read_string(*f[kDefinition], root.key("definition"), ctx, false)) t.definition = *v; else ok = false;
+    if (auto v = read_string(*f[kDefinition], root.key("definition"), ctx, false))
+      t.definition = *v;
+    else
+      ok = false;
   }
   if (f[kSolution] && !f[kSolution]->is_null()) {
-    if (auto v = read_string(*f[kSolution], root.key("solution"), ctx, false)) t.solution = *v; else ok = false;
+    if (auto v = read_string(*f[kSolution], root.key("solution"), ctx, false))
+      t.solution = *v;
+    else
+      ok = false;
   }
   if (f[kWorkload]) {
-    if (auto w = workload_from_json(*f[kWorkload], root.key("workload"), ctx)) t.workload = std::move(*w); else ok = false;
+    if (auto w = workload_from_json(*f[kWorkload], root.key("workload"), ctx))
+      t.workload = std::move(*w);
+    else
+      ok = false;
   }
   if (f[kEvaluation] && !f[kEvaluation]->is_null()) {
-    if (auto e = read_eval(*f[kEvaluation], root.key("evaluation"), ctx)) t.evaluation = std::move(*e); else ok = false;
+    if (auto e = read_eval(*f[kEvaluation], root.key("evaluation"), ctx))
+      t.evaluation = std::move(*e);
+    else
+      ok = false;
   }
   if (ok && t.solution.has_value() != t.evaluation.has_value()) {
     ctx.error(root, t.solution ? "a trace with a solution needs an evaluation"

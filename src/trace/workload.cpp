@@ -22,7 +22,8 @@ const WorkloadInput* Workload::input(std::string_view name) const {
   return nullptr;
 }
 
-std::optional<Workload> workload_from_json(const Json& j, const JsonPath& path, const ReadContext& ctx) {
+std::optional<Workload> workload_from_json(const Json& j, const JsonPath& path,
+                                           const ReadContext& ctx) {
   const std::size_t errors_before = ctx.errors;
   const Json* f[3];
   Workload w;
@@ -30,12 +31,16 @@ std::optional<Workload> workload_from_json(const Json& j, const JsonPath& path, 
   bool ok = true;
   for (int i = 0; i < 3; ++i) ok = require_field(f[i], kWorkloadFields[i], path, ctx) && ok;
   if (f[0]) {
-    if (auto v = read_string(*f[0], path.key("uuid"), ctx, false)) w.uuid = *v; else ok = false;
+    if (auto v = read_string(*f[0], path.key("uuid"), ctx, false))
+      w.uuid = *v;
+    else
+      ok = false;
   }
   if (f[1]) {
     const JsonPath ap = path.key("axes");
     if (!f[1]->is_object()) {
-      ctx.error(ap, fmt::format("expected an object of axis name -> integer, found {}", json_kind(*f[1])));
+      ctx.error(ap, fmt::format("expected an object of axis name -> integer, found {}",
+                                json_kind(*f[1])));
       ok = false;
     } else {
       for (auto it = f[1]->begin(); it != f[1]->end(); ++it) {
@@ -50,7 +55,8 @@ std::optional<Workload> workload_from_json(const Json& j, const JsonPath& path, 
   if (f[2]) {
     const JsonPath ip = path.key("inputs");
     if (!f[2]->is_object()) {
-      ctx.error(ip, fmt::format("expected an object of input name -> {{type, ...}}, found {}", json_kind(*f[2])));
+      ctx.error(ip, fmt::format("expected an object of input name -> {{type, ...}}, found {}",
+                                json_kind(*f[2])));
       ok = false;
     } else {
       for (auto it = f[2]->begin(); it != f[2]->end(); ++it) {
@@ -75,7 +81,8 @@ std::optional<Workload> workload_from_json(const Json& j, const JsonPath& path, 
         auto forbid = [&](int idx) {
           if (g[idx]) {
             ctx.error(p.key(kInputFields[idx]),
-                      fmt::format("field '{}' does not belong to a '{}' input", kInputFields[idx], *type));
+                      fmt::format("field '{}' does not belong to a '{}' input", kInputFields[idx],
+                                  *type));
             iok = false;
           }
         };
@@ -93,11 +100,15 @@ std::optional<Workload> workload_from_json(const Json& j, const JsonPath& path, 
             if (v.is_boolean()) {
               in.value = v.get<bool>();
             } else if (v.is_number_integer()) {
-              if (auto iv = read_int(v, p.key("value"), ctx)) in.value = *iv; else iok = false;
+              if (auto iv = read_int(v, p.key("value"), ctx))
+                in.value = *iv;
+              else
+                iok = false;
             } else if (v.is_number_float()) {
               in.value = v.get<double>();
             } else {
-              ctx.error(p.key("value"), fmt::format("expected a number or boolean, found {}", json_kind(v)));
+              ctx.error(p.key("value"),
+                        fmt::format("expected a number or boolean, found {}", json_kind(v)));
               iok = false;
             }
           } else {
@@ -109,16 +120,26 @@ std::optional<Workload> workload_from_json(const Json& j, const JsonPath& path, 
           iok = require_field(g[2], "path", p, ctx) && iok;
           iok = require_field(g[3], "tensor_key", p, ctx) && iok;
           if (g[2]) {
-            if (auto v = read_string(*g[2], p.key("path"), ctx, false)) in.path = *v; else iok = false;
+            if (auto v = read_string(*g[2], p.key("path"), ctx, false))
+              in.path = *v;
+            else
+              iok = false;
           }
           if (g[3]) {
-            if (auto v = read_string(*g[3], p.key("tensor_key"), ctx, false)) in.tensor_key = *v; else iok = false;
+            if (auto v = read_string(*g[3], p.key("tensor_key"), ctx, false))
+              in.tensor_key = *v;
+            else
+              iok = false;
           }
         } else {
-          ctx.error(p.key("type"), fmt::format("unknown input type '{}'", *type), suggest(*type, kInputKinds));
+          ctx.error(p.key("type"), fmt::format("unknown input type '{}'", *type),
+                    suggest(*type, kInputKinds));
           iok = false;
         }
-        if (iok) w.inputs.push_back(std::move(in)); else ok = false;
+        if (iok)
+          w.inputs.push_back(std::move(in));
+        else
+          ok = false;
       }
     }
   }
@@ -194,9 +215,10 @@ bool check_workload(const Definition& def, const Workload& w, const JsonPath& pa
                 "use {\"type\": \"scalar\", \"value\": ...}");
       ok = false;
     } else if (!spec.is_scalar() && in->kind == InputKind::kScalar) {
-      ctx.error(ip.key(spec.name).key("type"),
-                fmt::format("input '{}' is a tensor in the definition but given as a scalar", spec.name),
-                "use \"random\" or \"safetensors\"");
+      ctx.error(
+          ip.key(spec.name).key("type"),
+          fmt::format("input '{}' is a tensor in the definition but given as a scalar", spec.name),
+          "use \"random\" or \"safetensors\"");
       ok = false;
     }
     if (in->kind == InputKind::kScalar && spec.is_scalar()) {
@@ -226,33 +248,39 @@ bool check_workload(const Definition& def, const Workload& w, const JsonPath& pa
   for (std::size_t i = 0; i < def.parsed_constraints.size(); ++i) {
     const auto r = def.parsed_constraints[i].evaluate(env);
     if (r.verdict == Verdict::kViolated) {
-      ctx.error(ap, fmt::format("violates constraint '{}': {}", def.parsed_constraints[i].text(), r.detail));
+      ctx.error(ap, fmt::format("violates constraint '{}': {}", def.parsed_constraints[i].text(),
+                                r.detail));
       ok = false;
     } else if (r.verdict == Verdict::kError) {
-      ctx.error(ap, fmt::format("cannot evaluate constraint '{}': {}", def.parsed_constraints[i].text(), r.detail));
+      ctx.error(ap, fmt::format("cannot evaluate constraint '{}': {}",
+                                def.parsed_constraints[i].text(), r.detail));
       ok = false;
     }
   }
   return ok;
 }
 
-WorkloadConstraintEnv::WorkloadConstraintEnv(const Definition& def, AxisValues bound, ElementFn elements)
+WorkloadConstraintEnv::WorkloadConstraintEnv(const Definition& def, AxisValues bound,
+                                             ElementFn elements)
     : def_(def), bound_(std::move(bound)), elements_(std::move(elements)) {}
 
 std::optional<std::int64_t> WorkloadConstraintEnv::axis(std::string_view name) const {
   return axis_value(bound_, name);
 }
-std::optional<std::vector<std::int64_t>> WorkloadConstraintEnv::tensor_shape(std::string_view name) const {
+std::optional<std::vector<std::int64_t>> WorkloadConstraintEnv::tensor_shape(
+    std::string_view name) const {
   const TensorSpec* s = def_.tensor(name);
   if (s == nullptr) return std::nullopt;
   return def_.concrete_shape(*s, bound_);
 }
-std::optional<Scalar> WorkloadConstraintEnv::tensor_element(std::string_view name,
-                                                            std::span<const std::int64_t> index) const {
+std::optional<Scalar> WorkloadConstraintEnv::tensor_element(
+    std::string_view name, std::span<const std::int64_t> index) const {
   if (!elements_) return std::nullopt;
   return elements_(name, index);
 }
-bool WorkloadConstraintEnv::is_tensor(std::string_view name) const { return def_.tensor(name) != nullptr; }
+bool WorkloadConstraintEnv::is_tensor(std::string_view name) const {
+  return def_.tensor(name) != nullptr;
+}
 
 std::optional<Scalar> WorkloadConstraintEnv::scalar(std::string_view name) const {
   for (const auto& [n, v] : scalars_) {

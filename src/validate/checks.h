@@ -12,7 +12,7 @@ struct Context {
   const TraceSet& set;
   const Options& options;
   std::map<std::string, DefinitionReport> reports;  // by definition name, sorted
-  CheckResult dataset;                             // findings that belong to no definition
+  CheckResult dataset;                              // findings that belong to no definition
   bool has_blob_folder = false;
 
   // The report of a definition, created on first use (also for names known only from paths).

@@ -15,8 +15,9 @@ namespace fib::validate::detail {
 
 namespace {
 
-constexpr std::string_view kKnownTagPrefixes[] = {"model",  "tp",     "ep",     "stage",  "status",
-                                                  "quantization", "fi_api", "gpu", "layout", "routing", "sparse"};
+constexpr std::string_view kKnownTagPrefixes[] = {"model",  "tp",           "ep",     "stage",
+                                                  "status", "quantization", "fi_api", "gpu",
+                                                  "layout", "routing",      "sparse"};
 
 std::string file_of(const Context& ctx, const Definition& d) {
   const auto* r = ctx.set.definition_record(d.name);
@@ -30,7 +31,8 @@ std::string shape_text(const TensorSpec& s) {
 
 // Within each family, for each tensor name, the shapes and dtypes must agree; the minority
 // (or, on a tie, every side) is flagged.
-void check_family_interfaces(Context& ctx, const std::map<std::string, std::vector<const Definition*>>& families) {
+void check_family_interfaces(
+    Context& ctx, const std::map<std::string, std::vector<const Definition*>>& families) {
   for (const auto& [family, defs] : families) {
     if (defs.size() < 2) continue;
     std::set<std::string> names;
@@ -46,7 +48,8 @@ void check_family_interfaces(Context& ctx, const std::map<std::string, std::vect
           by_dtype[std::string(dtype_name(s->dtype))].push_back(d);
         }
       }
-      auto flag = [&](const std::map<std::string, std::vector<const Definition*>>& groups, const char* what) {
+      auto flag = [&](const std::map<std::string, std::vector<const Definition*>>& groups,
+                      const char* what) {
         if (groups.size() < 2) return;
         std::size_t best = 0;
         for (const auto& [_, g] : groups) best = std::max(best, g.size());
@@ -61,14 +64,15 @@ void check_family_interfaces(Context& ctx, const std::map<std::string, std::vect
           for (const auto* d : g) {
             const bool is_input = d->input(name) != nullptr;
             ctx.result(d->name, Check::kDefinition)
-                .add(message(Severity::kWarning,
-                             fmt::format("{} '{}' has {} {} here but {} other definition(s) of the family "
-                                         "{}; a kernel written for one will misread the other",
-                                         is_input ? "input" : "output", name, what, value,
-                                         fmt::join(others, ", "), family),
-                             file_of(ctx, *d),
-                             JsonPath().key(is_input ? "inputs" : "outputs").key(name).str(),
-                             "use one convention across the family"));
+                .add(message(
+                    Severity::kWarning,
+                    fmt::format("{} '{}' has {} {} here but {} other definition(s) of the family "
+                                "{}; a kernel written for one will misread the other",
+                                is_input ? "input" : "output", name, what, value,
+                                fmt::join(others, ", "), family),
+                    file_of(ctx, *d),
+                    JsonPath().key(is_input ? "inputs" : "outputs").key(name).str(),
+                    "use one convention across the family"));
           }
         }
       };
@@ -80,12 +84,15 @@ void check_family_interfaces(Context& ctx, const std::map<std::string, std::vect
 
 // Numeric constants assigned in reference code (e.g. `EPS = 1e-5`) that are not axis values:
 // math the interface does not show. Within a family they should agree.
-void check_family_constants(Context& ctx, const std::map<std::string, std::vector<const Definition*>>& families) {
-  static const std::regex kAssign(R"(^\s*([A-Z][A-Z0-9_]*)\s*=\s*([-+]?[0-9][0-9_]*\.?[0-9]*(?:[eE][-+]?[0-9]+)?)\s*(?:#.*)?$)");
+void check_family_constants(Context& ctx,
+                            const std::map<std::string, std::vector<const Definition*>>& families) {
+  static const std::regex kAssign(
+      R"(^\s*([A-Z][A-Z0-9_]*)\s*=\s*([-+]?[0-9][0-9_]*\.?[0-9]*(?:[eE][-+]?[0-9]+)?)\s*(?:#.*)?$)");
   for (const auto& [family, defs] : families) {
     if (defs.size() < 2) continue;
     // constant name -> value -> definitions
-    std::map<std::string, std::map<double, std::vector<std::pair<const Definition*, std::string>>>> consts;
+    std::map<std::string, std::map<double, std::vector<std::pair<const Definition*, std::string>>>>
+        consts;
     for (const auto* d : defs) {
       std::set<std::int64_t> axis_values;
       for (const auto& a : d->axes) {
@@ -124,12 +131,14 @@ void check_family_constants(Context& ctx, const std::map<std::string, std::vecto
         }
         for (const auto& [d, text] : g) {
           ctx.result(d->name, Check::kDefinition)
-              .add(message(Severity::kWarning,
-                           fmt::format("the reference fixes {} = {} while other definitions of the family {} "
-                                       "use {}; the interface does not show the difference",
-                                       cname, text, family, fmt::join(others, ", ")),
-                           file_of(ctx, *d), "$.reference",
-                           "say it in the description, or make it an input or axis"));
+              .add(message(
+                  Severity::kWarning,
+                  fmt::format(
+                      "the reference fixes {} = {} while other definitions of the family {} "
+                      "use {}; the interface does not show the difference",
+                      cname, text, family, fmt::join(others, ", ")),
+                  file_of(ctx, *d), "$.reference",
+                  "say it in the description, or make it an input or axis"));
         }
       }
     }
@@ -178,14 +187,17 @@ void check_quantization(Context& ctx, const Definition& d) {
   std::set<std::string> dtypes;
   for (const auto& s : d.inputs) dtypes.insert(std::string(dtype_name(s.dtype)));
   ctx.result(d.name, Check::kDefinition)
-      .add(message(Severity::kWarning,
-                   fmt::format("the {} promises {} data, but no input or output has that dtype (inputs are {}): "
-                               "the kernel is benchmarked without that quantization",
-                               source, dtype_name(promised.front()), fmt::join(dtypes, ", ")),
-                   file_of(ctx, d), "$.inputs", "declare the quantized tensors with their real dtype"));
+      .add(message(
+          Severity::kWarning,
+          fmt::format(
+              "the {} promises {} data, but no input or output has that dtype (inputs are {}): "
+              "the kernel is benchmarked without that quantization",
+              source, dtype_name(promised.front()), fmt::join(dtypes, ", ")),
+          file_of(ctx, d), "$.inputs", "declare the quantized tensors with their real dtype"));
 }
 
-void check_tags(Context& ctx, const Definition& d, const std::map<std::string, std::size_t>& model_counts) {
+void check_tags(Context& ctx, const Definition& d,
+                const std::map<std::string, std::size_t>& model_counts) {
   const std::string file = file_of(ctx, d);
   for (std::size_t i = 0; i < d.tags.size(); ++i) {
     const std::string& t = d.tags[i];
@@ -198,15 +210,18 @@ void check_tags(Context& ctx, const Definition& d, const std::map<std::string, s
     if (!known) {
       const std::string m = closest_match(prefix, kKnownTagPrefixes);
       ctx.result(d.name, Check::kDefinition)
-          .add(message(Severity::kWarning, fmt::format("unknown tag prefix '{}:' in '{}'", prefix, t), file, path,
+          .add(message(Severity::kWarning,
+                       fmt::format("unknown tag prefix '{}:' in '{}'", prefix, t), file, path,
                        m.empty() ? std::string() : fmt::format("did you mean '{}:{}'?", m, value)));
       continue;
     }
     if (prefix == "tp" || prefix == "ep") {
-      const bool digits = !value.empty() && value.find_first_not_of("0123456789") == std::string::npos;
+      const bool digits =
+          !value.empty() && value.find_first_not_of("0123456789") == std::string::npos;
       if (!digits || value == "0" || value[0] == '0') {
         ctx.result(d.name, Check::kDefinition)
-            .add(message(Severity::kWarning, fmt::format("tag '{}' needs a positive integer", t), file, path));
+            .add(message(Severity::kWarning, fmt::format("tag '{}' needs a positive integer", t),
+                         file, path));
       }
     }
     if (prefix == "model") {
@@ -215,11 +230,13 @@ void check_tags(Context& ctx, const Definition& d, const std::map<std::string, s
         if (other.size() > value.size() + 1 && other.compare(0, value.size(), value) == 0 &&
             other[value.size()] == '-') {
           ctx.result(d.name, Check::kDefinition)
-              .add(message(Severity::kWarning,
-                           fmt::format("model tag '{}' looks like a shorter spelling of 'model:{}' (used by {} "
-                                       "definition(s))",
-                                       t, other, count),
-                           file, path, "use one spelling per model so queries by tag find every kernel"));
+              .add(message(
+                  Severity::kWarning,
+                  fmt::format(
+                      "model tag '{}' looks like a shorter spelling of 'model:{}' (used by {} "
+                      "definition(s))",
+                      t, other, count),
+                  file, path, "use one spelling per model so queries by tag find every kernel"));
         }
       }
     }
@@ -228,11 +245,12 @@ void check_tags(Context& ctx, const Definition& d, const std::map<std::string, s
   const auto models = d.tag_values("model:");
   if (eps.size() > 1 && models.size() == 1) {
     ctx.result(d.name, Check::kDefinition)
-        .add(message(Severity::kWarning,
-                     fmt::format("tags give several expert-parallel sizes (ep:{}) for the one model '{}'; "
-                                 "a definition's local expert count fixes one EP per model",
-                                 fmt::join(eps, ", ep:"), models.front()),
-                     file, "$.tags"));
+        .add(message(
+            Severity::kWarning,
+            fmt::format("tags give several expert-parallel sizes (ep:{}) for the one model '{}'; "
+                        "a definition's local expert count fixes one EP per model",
+                        fmt::join(eps, ", ep:"), models.front()),
+            file, "$.tags"));
   }
 }
 

@@ -28,14 +28,15 @@ void check_layout(Context& ctx) {
     if (!actual.empty() && actual != expected) {
       ctx.result(d.name, Check::kLayout)
           .add(message(Severity::kError,
-                       fmt::format("definition '{}' of op_type '{}' is stored at {}, expected {}", d.name,
-                                   d.op_type, actual, expected),
+                       fmt::format("definition '{}' of op_type '{}' is stored at {}, expected {}",
+                                   d.name, d.op_type, actual, expected),
                        actual, {}, "move the file, or fix its name/op_type"));
     }
     for (const char* bad : {"/", "\\"}) {
       if (d.name.find(bad) != std::string::npos || d.op_type.find(bad) != std::string::npos) {
         ctx.result(d.name, Check::kLayout)
-            .add(message(Severity::kError, "name and op_type must not contain path separators", actual));
+            .add(message(Severity::kError, "name and op_type must not contain path separators",
+                         actual));
       }
     }
   }
@@ -45,9 +46,10 @@ void check_layout(Context& ctx) {
   std::set<std::string> reported_orphans;
   auto orphan = [&](const std::string& def, const std::string& where, const char* what) {
     if (!reported_orphans.insert(def + "|" + what).second) return;
-    ctx.dataset.add(message(Severity::kError,
-                            fmt::format("{} refer to definition '{}', which is not in the dataset", what, def),
-                            where, {}, suggest(def, def_names)));
+    ctx.dataset.add(
+        message(Severity::kError,
+                fmt::format("{} refer to definition '{}', which is not in the dataset", what, def),
+                where, {}, suggest(def, def_names)));
   };
 
   std::size_t blob_refs = 0, blob_workloads = 0;
@@ -59,8 +61,8 @@ void check_layout(Context& ctx) {
       if (file != expected) {
         ctx.result(name, Check::kLayout)
             .add(message(Severity::kError,
-                         fmt::format("workload {} of '{}' is stored in {}, expected {}", w.value.workload.uuid,
-                                     name, file, expected),
+                         fmt::format("workload {} of '{}' is stored in {}, expected {}",
+                                     w.value.workload.uuid, name, file, expected),
                          set.where(w.source)));
       }
       bool has_blob = false;
@@ -71,7 +73,8 @@ void check_layout(Context& ctx) {
         if (!ctx.has_blob_folder) continue;  // reported once for the dataset below
         const BlobLocation loc = locate_blob(set.root(), in.path);
         if (loc.state == BlobState::kOk) continue;
-        const Severity level = loc.state == BlobState::kLfsPointer ? Severity::kWarning : Severity::kError;
+        const Severity level =
+            loc.state == BlobState::kLfsPointer ? Severity::kWarning : Severity::kError;
         ctx.result(name, Check::kLayout)
             .add(message(level, loc.message, set.where(w.source),
                          JsonPath().key("workload").key("inputs").key(in.name).key("path").str()));
@@ -80,19 +83,24 @@ void check_layout(Context& ctx) {
     }
   }
   if (!ctx.has_blob_folder && blob_refs > 0) {
-    ctx.dataset.add(message(Severity::kInfo,
-                            fmt::format("the dataset has no blob/ folder: {} safetensors inputs of {} "
-                                        "workloads are not present here (upstream distributes blobs "
-                                        "separately from the JSON)",
-                                        blob_refs, blob_workloads),
-                            "blob/", {}, "fetch the blobs to check them and to run those workloads on their recorded tensors"));
+    ctx.dataset.add(message(
+        Severity::kInfo,
+        fmt::format("the dataset has no blob/ folder: {} safetensors inputs of {} "
+                    "workloads are not present here (upstream distributes blobs "
+                    "separately from the JSON)",
+                    blob_refs, blob_workloads),
+        "blob/", {},
+        "fetch the blobs to check them and to run those workloads on their recorded tensors"));
   }
 
   // Records whose definition is missing, and files outside the layout.
   for (const auto& name : set.orphan_definition_names()) {
-    if (!set.workloads(name).empty()) orphan(name, file_of(set, set.workloads(name).front().source), "workloads");
-    if (!set.solutions(name).empty()) orphan(name, file_of(set, set.solutions(name).front().source), "solutions");
-    if (!set.traces(name).empty()) orphan(name, file_of(set, set.traces(name).front().source), "traces");
+    if (!set.workloads(name).empty())
+      orphan(name, file_of(set, set.workloads(name).front().source), "workloads");
+    if (!set.solutions(name).empty())
+      orphan(name, file_of(set, set.solutions(name).front().source), "solutions");
+    if (!set.traces(name).empty())
+      orphan(name, file_of(set, set.traces(name).front().source), "traces");
   }
   for (const auto& s : set.definitions()) {
     for (const auto& sol : set.solutions(s.value.name)) {
@@ -102,10 +110,12 @@ void check_layout(Context& ctx) {
       const std::string actual = file_of(set, sol.source);
       if (actual != expected) {
         ctx.result(s.value.name, Check::kLayout)
-            .add(message(Severity::kError,
-                         fmt::format("solution '{}' (author '{}') is stored at {}, expected {}", v.name,
-                                     v.author, actual, expected),
-                         actual, {}, "the path must follow solutions/<author>/<op_type>/<definition>/<name>.json"));
+            .add(message(
+                Severity::kError,
+                fmt::format("solution '{}' (author '{}') is stored at {}, expected {}", v.name,
+                            v.author, actual, expected),
+                actual, {},
+                "the path must follow solutions/<author>/<op_type>/<definition>/<name>.json"));
       }
     }
     for (const auto& t : set.traces(s.value.name)) {
@@ -117,18 +127,20 @@ void check_layout(Context& ctx) {
       const std::string actual = file_of(set, t.source);
       if (actual != expected) {
         ctx.result(s.value.name, Check::kLayout)
-            .add(message(Severity::kError,
-                         fmt::format("trace of solution '{}' (author '{}') is stored in {}, expected {}",
-                                     sol->value.name, sol->value.author, actual, expected),
-                         set.where(t.source)));
+            .add(message(
+                Severity::kError,
+                fmt::format("trace of solution '{}' (author '{}') is stored in {}, expected {}",
+                            sol->value.name, sol->value.author, actual, expected),
+                set.where(t.source)));
       }
     }
   }
   for (const auto& f : set.files()) {
     if (f.kind != FileKind::kOther) continue;
     const auto owner = owner_of(f.path);
-    Message m = message(Severity::kWarning, "stray file ignored: not a record file of the dataset layout",
-                        f.path, {}, "definitions and solutions are .json, workloads and traces .jsonl");
+    Message m =
+        message(Severity::kWarning, "stray file ignored: not a record file of the dataset layout",
+                f.path, {}, "definitions and solutions are .json, workloads and traces .jsonl");
     if (!owner.definition.empty() && set.definition(owner.definition)) {
       ctx.result(owner.definition, Check::kLayout).add(std::move(m));
     } else {

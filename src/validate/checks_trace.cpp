@@ -27,13 +27,16 @@ void check_traces(Context& ctx) {
       const std::string where = set.where(r.source);
       const auto* sol = set.solution(*t.solution);
       if (sol == nullptr) {
-        out.add(message(Severity::kError, fmt::format("trace names solution '{}', which is not in the dataset", *t.solution),
-                        where, "$.solution", suggest(*t.solution, sol_names)));
+        out.add(message(
+            Severity::kError,
+            fmt::format("trace names solution '{}', which is not in the dataset", *t.solution),
+            where, "$.solution", suggest(*t.solution, sol_names)));
       } else if (sol->value.definition != d.name) {
-        out.add(message(Severity::kError,
-                        fmt::format("trace of definition '{}' names solution '{}', which implements '{}'", d.name,
-                                    *t.solution, sol->value.definition),
-                        where, "$.solution"));
+        out.add(message(
+            Severity::kError,
+            fmt::format("trace of definition '{}' names solution '{}', which implements '{}'",
+                        d.name, *t.solution, sol->value.definition),
+            where, "$.solution"));
       } else {
         covered[sol->value.author].insert(t.workload.uuid);
       }
@@ -45,13 +48,15 @@ void check_traces(Context& ctx) {
         auto it = workloads.find(t.workload.uuid);
         if (it == workloads.end()) {
           out.add(message(Severity::kWarning,
-                          fmt::format("trace's workload {} is not among the definition's workloads", t.workload.uuid),
+                          fmt::format("trace's workload {} is not among the definition's workloads",
+                                      t.workload.uuid),
                           where, "$.workload.uuid"));
         } else if (to_json(it->second->workload) != to_json(t.workload)) {
-          out.add(message(Severity::kWarning,
-                          fmt::format("trace's workload {} differs from the workload record of that uuid",
-                                      t.workload.uuid),
-                          where, "$.workload"));
+          out.add(message(
+              Severity::kWarning,
+              fmt::format("trace's workload {} differs from the workload record of that uuid",
+                          t.workload.uuid),
+              where, "$.workload"));
         }
       }
     }
@@ -59,8 +64,8 @@ void check_traces(Context& ctx) {
       for (const auto& [author, uuids] : covered) {
         if (uuids.size() < workloads.size()) {
           out.add(message(Severity::kWarning,
-                          fmt::format("author '{}' has traces for {} of the {} workloads", author, uuids.size(),
-                                      workloads.size()),
+                          fmt::format("author '{}' has traces for {} of the {} workloads", author,
+                                      uuids.size(), workloads.size()),
                           {}, {}, "run the missing workloads (fib run --resume)"));
         }
       }
@@ -72,7 +77,8 @@ void check_traces(Context& ctx) {
 void check_baselines(Context& ctx) {
   const TraceSet& set = ctx.set;
   if (set.solution_count() == 0) {
-    ctx.dataset.add(message(Severity::kInfo, "the dataset has no solutions: the baseline check has nothing to check"));
+    ctx.dataset.add(message(
+        Severity::kInfo, "the dataset has no solutions: the baseline check has nothing to check"));
     return;
   }
   const std::string& author = ctx.options.baseline_author;
@@ -84,7 +90,8 @@ void check_baselines(Context& ctx) {
       if (s.value.author == author) baselines.push_back(&s.value);
     }
     if (baselines.empty()) {
-      out.add(message(Severity::kWarning, fmt::format("no baseline solution (author '{}')", author), {}, {},
+      out.add(message(Severity::kWarning, fmt::format("no baseline solution (author '{}')", author),
+                      {}, {},
                       fmt::format("add one under solutions/{}/{}/{}/", author, d.op_type, d.name)));
       continue;
     }
@@ -102,13 +109,14 @@ void check_baselines(Context& ctx) {
       }
     }
     if (failed > 0) {
-      out.add(message(Severity::kWarning, fmt::format("{} baseline trace(s) did not pass", failed)));
+      out.add(
+          message(Severity::kWarning, fmt::format("{} baseline trace(s) did not pass", failed)));
     }
     const auto total = set.workloads(d.name).size();
     if (total > 0 && passed.size() < total) {
       out.add(message(Severity::kWarning,
-                      fmt::format("the baseline passed on {} of {} workloads; comparisons need all", passed.size(),
-                                  total)));
+                      fmt::format("the baseline passed on {} of {} workloads; comparisons need all",
+                                  passed.size(), total)));
     }
   }
 }

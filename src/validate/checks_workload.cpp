@@ -36,22 +36,32 @@ struct OpenBlob {
     const int bits = dtype_bits(*e.dtype);
     if (bits < 8) return std::nullopt;
     const auto size = static_cast<std::uint64_t>(bits / 8);
-    const std::uint64_t off = header.data_offset() + e.begin + static_cast<std::uint64_t>(flat) * size;
+    const std::uint64_t off =
+        header.data_offset() + e.begin + static_cast<std::uint64_t>(flat) * size;
     unsigned char buf[8] = {};
-    if (::pread(fd, buf, size, static_cast<off_t>(off)) != static_cast<ssize_t>(size)) return std::nullopt;
+    if (::pread(fd, buf, size, static_cast<off_t>(off)) != static_cast<ssize_t>(size))
+      return std::nullopt;
     auto load = [&](auto v) {
       std::memcpy(&v, buf, sizeof v);
       return v;
     };
     switch (*e.dtype) {
-      case DType::kInt64: return Scalar{load(std::int64_t{})};
-      case DType::kInt32: return Scalar{std::int64_t{load(std::int32_t{})}};
-      case DType::kInt16: return Scalar{std::int64_t{load(std::int16_t{})}};
-      case DType::kInt8: return Scalar{std::int64_t{load(std::int8_t{})}};
-      case DType::kUInt8: return Scalar{std::int64_t{load(std::uint8_t{})}};
-      case DType::kBool: return Scalar{buf[0] != 0};
-      case DType::kFloat32: return Scalar{double{load(float{})}};
-      default: return std::nullopt;
+      case DType::kInt64:
+        return Scalar{load(std::int64_t{})};
+      case DType::kInt32:
+        return Scalar{std::int64_t{load(std::int32_t{})}};
+      case DType::kInt16:
+        return Scalar{std::int64_t{load(std::int16_t{})}};
+      case DType::kInt8:
+        return Scalar{std::int64_t{load(std::int8_t{})}};
+      case DType::kUInt8:
+        return Scalar{std::int64_t{load(std::uint8_t{})}};
+      case DType::kBool:
+        return Scalar{buf[0] != 0};
+      case DType::kFloat32:
+        return Scalar{double{load(float{})}};
+      default:
+        return std::nullopt;
     }
   }
 };
@@ -111,7 +121,8 @@ std::optional<MaskedRows> fully_masked_rows(const Definition& d, const AxisValue
   if (d.name.find("causal") == std::string::npos) return std::nullopt;
   const auto total_q = axis_value(bound, "total_q");
   const auto len_indptr = axis_value(bound, "len_indptr");
-  if (!total_q || !len_indptr || *len_indptr != 2) return std::nullopt;  // several sequences: needs data
+  if (!total_q || !len_indptr || *len_indptr != 2)
+    return std::nullopt;  // several sequences: needs data
   std::optional<std::int64_t> kv_max;
   if (auto total_kv = axis_value(bound, "total_kv")) {
     kv_max = *total_kv;
@@ -147,7 +158,8 @@ void check_workloads(Context& ctx) {
     CheckResult& out = ctx.result(d.name, Check::kWorkload);
     std::size_t valid = 0, masked = 0;
     std::string masked_example;
-    std::map<std::string, std::pair<std::size_t, double>> scale_mismatch;  // input -> (count, example)
+    std::map<std::string, std::pair<std::size_t, double>>
+        scale_mismatch;  // input -> (count, example)
     for (const auto& r : records) {
       const Workload& w = r.value.workload;
       const std::string where = set.where(r.source);
@@ -183,32 +195,38 @@ void check_workloads(Context& ctx) {
           if (e == nullptr) {
             std::vector<std::string> keys;
             for (const auto& t : blob->header.tensors) keys.push_back(t.name);
-            rc.error(ip.key("tensor_key"), fmt::format("{} has no tensor '{}'", in.path, in.tensor_key),
-                     keys.empty() ? std::string() : fmt::format("it holds: {}", fmt::join(keys, ", ")));
+            rc.error(
+                ip.key("tensor_key"), fmt::format("{} has no tensor '{}'", in.path, in.tensor_key),
+                keys.empty() ? std::string() : fmt::format("it holds: {}", fmt::join(keys, ", ")));
             ok = false;
             continue;
           }
           if (e->dtype != spec->dtype) {
-            rc.error(ip, fmt::format("tensor '{}' in {} is {} but the definition wants {}", in.tensor_key, in.path,
-                                     e->dtype_code, dtype_name(spec->dtype)));
+            rc.error(ip,
+                     fmt::format("tensor '{}' in {} is {} but the definition wants {}",
+                                 in.tensor_key, in.path, e->dtype_code, dtype_name(spec->dtype)));
             ok = false;
           }
           const auto want = d.concrete_shape(*spec, *bound);
           if (want && *want != e->shape) {
-            rc.error(ip, fmt::format("tensor '{}' in {} has shape [{}] but the workload's axes give [{}]",
-                                     in.tensor_key, in.path, fmt::join(e->shape, ", "), fmt::join(*want, ", ")));
+            rc.error(
+                ip, fmt::format(
+                        "tensor '{}' in {} has shape [{}] but the workload's axes give [{}]",
+                        in.tensor_key, in.path, fmt::join(e->shape, ", "), fmt::join(*want, ", ")));
             ok = false;
           }
           if (ok) data[in.name] = {blob, e};
         }
         // Constraints on tensor contents, now that the data is at hand.
         if (ok && !data.empty()) {
-          auto element = [&](std::string_view name, std::span<const std::int64_t> index) -> std::optional<Scalar> {
+          auto element = [&](std::string_view name,
+                             std::span<const std::int64_t> index) -> std::optional<Scalar> {
             auto it = data.find(std::string(name));
             if (it == data.end()) return std::nullopt;
             std::int64_t flat = 0;
             const auto& shape = it->second.second->shape;
-            for (std::size_t k = 0; k < index.size() && k < shape.size(); ++k) flat = flat * shape[k] + index[k];
+            for (std::size_t k = 0; k < index.size() && k < shape.size(); ++k)
+              flat = flat * shape[k] + index[k];
             return it->second.first->element(*it->second.second, flat);
           };
           WorkloadConstraintEnv env(d, *bound, element);
@@ -229,7 +247,8 @@ void check_workloads(Context& ctx) {
       if (bound) {
         if (auto m = fully_masked_rows(d, *bound)) {
           if (masked++ == 0) {
-            masked_example = fmt::format("{} at {}: {} queries, at most {} keys", w.uuid, where, m->q_len, m->kv_max);
+            masked_example = fmt::format("{} at {}: {} queries, at most {} keys", w.uuid, where,
+                                         m->q_len, m->kv_max);
           }
         }
       }
@@ -245,25 +264,29 @@ void check_workloads(Context& ctx) {
       }
     }
     if (masked > 0) {
-      out.add(message(Severity::kWarning,
-                      fmt::format("{} of {} workloads have a causal sequence with fewer keys than queries "
-                                  "(e.g. {}): its first query rows see no key; vectorized references give "
-                                  "NaN there and loop references 0",
-                                  masked, records.size(), masked_example),
-                      set.where(records.front().source), {},
-                      "define the output of fully masked rows (0, lse -inf) and compare with that"));
+      out.add(message(
+          Severity::kWarning,
+          fmt::format("{} of {} workloads have a causal sequence with fewer keys than queries "
+                      "(e.g. {}): its first query rows see no key; vectorized references give "
+                      "NaN there and loop references 0",
+                      masked, records.size(), masked_example),
+          set.where(records.front().source), {},
+          "define the output of fully masked rows (0, lse -inf) and compare with that"));
     }
     for (const auto& [name, info] : scale_mismatch) {
       const auto described = described_inverse_sqrt(*d.input(name));
-      out.add(message(Severity::kWarning,
-                      fmt::format("{} of {} workloads pass {} = {:.6g}, but the input's description gives {} = "
-                                  "{:.6g}",
-                                  info.first, records.size(), name, info.second, described->second,
-                                  described->first),
-                      set.where(records.front().source), JsonPath().key("inputs").key(name).key("description").str(),
-                      "update the description to the scale the model really uses"));
+      out.add(message(
+          Severity::kWarning,
+          fmt::format("{} of {} workloads pass {} = {:.6g}, but the input's description gives {} = "
+                      "{:.6g}",
+                      info.first, records.size(), name, info.second, described->second,
+                      described->first),
+          set.where(records.front().source),
+          JsonPath().key("inputs").key(name).key("description").str(),
+          "update the description to the scale the model really uses"));
     }
-    out.add(message(Severity::kInfo, fmt::format("{} of {} workloads valid", valid, records.size())));
+    out.add(
+        message(Severity::kInfo, fmt::format("{} of {} workloads valid", valid, records.size())));
   }
 }
 

@@ -53,7 +53,9 @@ bool read_result(const Json& j, const JsonPath& p, const ReadContext& ctx, Check
     auto s = read_string(*f[0], p.key("status"), ctx);
     auto st = s ? parse_status_name(*s) : std::nullopt;
     if (!st) {
-      if (s) ctx.error(p.key("status"), fmt::format("unknown status '{}'", *s), "expected ok, warning or error");
+      if (s)
+        ctx.error(p.key("status"), fmt::format("unknown status '{}'", *s),
+                  "expected ok, warning or error");
       ok = false;
     } else {
       out.status = *st;
@@ -81,15 +83,35 @@ bool read_result(const Json& j, const JsonPath& p, const ReadContext& ctx, Check
       auto level = read_string(*g[0], mp.key("level"), ctx);
       auto lv = level ? parse_level(*level) : std::nullopt;
       if (!lv) {
-        if (level) ctx.error(mp.key("level"), fmt::format("unknown level '{}'", *level), "expected info, warning or error");
+        if (level)
+          ctx.error(mp.key("level"), fmt::format("unknown level '{}'", *level),
+                    "expected info, warning or error");
         ok = false;
         continue;
       }
       m.level = *lv;
-      if (auto s = read_string(*g[1], mp.key("message"), ctx)) m.message = *s; else ok = false;
-      if (g[2]) { if (auto s = read_string(*g[2], mp.key("file"), ctx)) m.file = *s; else ok = false; }
-      if (g[3]) { if (auto s = read_string(*g[3], mp.key("path"), ctx)) m.path = *s; else ok = false; }
-      if (g[4]) { if (auto s = read_string(*g[4], mp.key("hint"), ctx)) m.hint = *s; else ok = false; }
+      if (auto s = read_string(*g[1], mp.key("message"), ctx))
+        m.message = *s;
+      else
+        ok = false;
+      if (g[2]) {
+        if (auto s = read_string(*g[2], mp.key("file"), ctx))
+          m.file = *s;
+        else
+          ok = false;
+      }
+      if (g[3]) {
+        if (auto s = read_string(*g[3], mp.key("path"), ctx))
+          m.path = *s;
+        else
+          ok = false;
+      }
+      if (g[4]) {
+        if (auto s = read_string(*g[4], mp.key("hint"), ctx))
+          m.hint = *s;
+        else
+          ok = false;
+      }
       out.messages.push_back(std::move(m));
     }
   }
@@ -149,23 +171,43 @@ std::optional<Report> report_from_json(const Json& j, const ReadContext& ctx) {
   ok = require_field(f[3], "definitions", root, ctx) && ok;
   Report r;
   if (f[0]) {
-    static constexpr std::string_view kConfig[] = {"dataset", "checks", "disable_gpu", "op_types", "definitions"};
+    static constexpr std::string_view kConfig[] = {"dataset", "checks", "disable_gpu", "op_types",
+                                                   "definitions"};
     const Json* g[5];
     const JsonPath cp = root.key("config");
     if (read_object(*f[0], cp, ctx, kConfig, g, nullptr)) {
       if (require_field(g[0], "dataset", cp, ctx)) {
-        if (auto s = read_string(*g[0], cp.key("dataset"), ctx)) r.dataset = *s; else ok = false;
+        if (auto s = read_string(*g[0], cp.key("dataset"), ctx))
+          r.dataset = *s;
+        else
+          ok = false;
       } else {
         ok = false;
       }
-      if (g[1]) { if (auto v = read_string_list(*g[1], cp.key("checks"), ctx)) r.checks = *v; else ok = false; }
-      if (g[3]) { if (auto v = read_string_list(*g[3], cp.key("op_types"), ctx)) r.op_types = *v; else ok = false; }
-      if (g[4]) { if (auto v = read_string_list(*g[4], cp.key("definitions"), ctx)) r.definitions_filter = *v; else ok = false; }
+      if (g[1]) {
+        if (auto v = read_string_list(*g[1], cp.key("checks"), ctx))
+          r.checks = *v;
+        else
+          ok = false;
+      }
+      if (g[3]) {
+        if (auto v = read_string_list(*g[3], cp.key("op_types"), ctx))
+          r.op_types = *v;
+        else
+          ok = false;
+      }
+      if (g[4]) {
+        if (auto v = read_string_list(*g[4], cp.key("definitions"), ctx))
+          r.definitions_filter = *v;
+        else
+          ok = false;
+      }
     } else {
       ok = false;
     }
   }
-  if (f[2] && !f[2]->is_null()) ok = read_result(*f[2], root.key("dataset"), ctx, r.dataset_messages) && ok;
+  if (f[2] && !f[2]->is_null())
+    ok = read_result(*f[2], root.key("dataset"), ctx, r.dataset_messages) && ok;
   if (f[3]) {
     const JsonPath dp = root.key("definitions");
     if (!f[3]->is_object()) {
@@ -184,7 +226,8 @@ std::optional<Report> report_from_json(const Json& j, const ReadContext& ctx) {
       for (auto k = it.value().begin(); k != it.value().end(); ++k) {
         const std::string& key = k.key();
         if (key == "status") {
-          auto s = k.value().is_string() ? parse_status_name(k.value().get<std::string>()) : std::nullopt;
+          auto s = k.value().is_string() ? parse_status_name(k.value().get<std::string>())
+                                         : std::nullopt;
           if (!s) {
             ctx.error(p.key("status"), "expected ok, warning or error");
             ok = false;
@@ -192,14 +235,18 @@ std::optional<Report> report_from_json(const Json& j, const ReadContext& ctx) {
             d.status = *s;
           }
         } else if (key == "op_type") {
-          if (auto s = read_string(k.value(), p.key("op_type"), ctx)) d.op_type = *s; else ok = false;
+          if (auto s = read_string(k.value(), p.key("op_type"), ctx))
+            d.op_type = *s;
+          else
+            ok = false;
         } else if (key == "benchmark") {
           continue;
         } else if (auto c = parse_check(key)) {
           if (!k.value().is_null()) ok = read_result(k.value(), p.key(key), ctx, d.at(*c)) && ok;
         } else {
-          static constexpr std::string_view kKeys[] = {"status", "op_type", "layout", "definition", "workload",
-                                                        "solution", "trace", "baseline", "benchmark"};
+          static constexpr std::string_view kKeys[] = {"status",     "op_type",  "layout",
+                                                       "definition", "workload", "solution",
+                                                       "trace",      "baseline", "benchmark"};
           ctx.error(p.key(key), fmt::format("unknown field '{}'", key), suggest(key, kKeys));
           ok = false;
         }
@@ -216,11 +263,14 @@ std::string render_text(const Report& r) {
   out += "=== fib dataset validation ===\n";
   out += fmt::format("dataset:     {}\n", r.dataset);
   out += fmt::format("checks:      {}\n", fmt::join(r.checks, ", "));
-  out += fmt::format("op_types:    {}\n", r.op_types.empty() ? "(all)" : fmt::format("{}", fmt::join(r.op_types, ", ")));
+  out += fmt::format("op_types:    {}\n",
+                     r.op_types.empty() ? "(all)" : fmt::format("{}", fmt::join(r.op_types, ", ")));
   out += fmt::format("definitions: {}\n\n",
-                     r.definitions_filter.empty() ? "(all)" : fmt::format("{}", fmt::join(r.definitions_filter, ", ")));
-  out += fmt::format("{} definitions: {} ok, {} warning, {} error\n", r.definitions.size(), r.count(Status::kOk),
-                     r.count(Status::kWarning), r.count(Status::kError));
+                     r.definitions_filter.empty()
+                         ? "(all)"
+                         : fmt::format("{}", fmt::join(r.definitions_filter, ", ")));
+  out += fmt::format("{} definitions: {} ok, {} warning, {} error\n", r.definitions.size(),
+                     r.count(Status::kOk), r.count(Status::kWarning), r.count(Status::kError));
   std::size_t errors = 0, warnings = 0;
   for (const auto& d : r.definitions) {
     for (const auto& c : d.checks) {

@@ -8,12 +8,14 @@
 namespace fib::validate {
 
 namespace {
-constexpr std::string_view kCheckNames[] = {"layout", "definition", "workload",
-                                            "solution", "trace", "baseline"};
+constexpr std::string_view kCheckNames[] = {"layout",   "definition", "workload",
+                                            "solution", "trace",      "baseline"};
 constexpr std::string_view kStatusNames[] = {"ok", "warning", "error"};
 
 Status status_of(Severity s) {
-  return s == Severity::kError ? Status::kError : s == Severity::kWarning ? Status::kWarning : Status::kOk;
+  return s == Severity::kError     ? Status::kError
+         : s == Severity::kWarning ? Status::kWarning
+                                   : Status::kOk;
 }
 }  // namespace
 
@@ -32,8 +34,9 @@ void CheckResult::add(Message m) {
 }
 
 std::size_t Report::count(Status s) const {
-  return static_cast<std::size_t>(std::count_if(definitions.begin(), definitions.end(),
-                                                 [s](const DefinitionReport& d) { return d.status == s; }));
+  return static_cast<std::size_t>(
+      std::count_if(definitions.begin(), definitions.end(),
+                    [s](const DefinitionReport& d) { return d.status == s; }));
 }
 bool Report::has_errors() const {
   return count(Status::kError) > 0 || dataset_messages.status == Status::kError;
@@ -55,7 +58,8 @@ bool Context::enabled(Check c) const {
   return std::find(options.checks.begin(), options.checks.end(), c) != options.checks.end();
 }
 
-Message message(Severity level, std::string text, std::string file, std::string path, std::string hint) {
+Message message(Severity level, std::string text, std::string file, std::string path,
+                std::string hint) {
   return Message{level, std::move(text), std::move(file), std::move(path), std::move(hint)};
 }
 Message from_diagnostic(const Diagnostic& d) {
@@ -65,8 +69,9 @@ Message from_diagnostic(const Diagnostic& d) {
 FileOwner owner_of(const std::string& relative_path) {
   std::string p = relative_path;
   // Drop a ":LINE" suffix from JSONL record locations.
-  if (auto colon = p.rfind(':'); colon != std::string::npos &&
-                                 p.find_first_not_of("0123456789", colon + 1) == std::string::npos) {
+  if (auto colon = p.rfind(':');
+      colon != std::string::npos &&
+      p.find_first_not_of("0123456789", colon + 1) == std::string::npos) {
     p = p.substr(0, colon);
   }
   std::vector<std::string> parts;
@@ -132,8 +137,8 @@ Report validate_dataset(const TraceSet& set, const Options& options) {
   const bool filtered = !options.op_types.empty() || !options.definitions.empty();
   for (auto& [name, rep] : ctx.reports) {
     if (filtered) {
-      const bool by_name = std::find(options.definitions.begin(), options.definitions.end(), name) !=
-                           options.definitions.end();
+      const bool by_name = std::find(options.definitions.begin(), options.definitions.end(),
+                                     name) != options.definitions.end();
       const bool by_op = std::find(options.op_types.begin(), options.op_types.end(), rep.op_type) !=
                          options.op_types.end();
       if (!by_name && !by_op) continue;

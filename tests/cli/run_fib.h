@@ -14,6 +14,7 @@ struct CommandResult {
 
 // Runs `fib ARGS...` (arguments are shell-quoted), with extra environment assignments
 // ("NAME=value") and the working directory unchanged.
-CommandResult run_fib(const std::vector<std::string>& args, const std::vector<std::string>& env = {});
+CommandResult run_fib(const std::vector<std::string>& args,
+                      const std::vector<std::string>& env = {});
 
 }  // namespace fib::testing

@@ -29,13 +29,14 @@ TEST(WorkloadsCli, SynthAppendsValidWorkloads) {
   ExampleCopy ex;
   const std::string file = "workloads/gemm/gemm_n2048_k2048.jsonl";
   const std::size_t before = ex.lines(file);
-  auto dry = run_fib({"workloads", "synth", "--dataset", ex.root.string(), "--definition", "gemm_n2048_k2048",
-                      "--count", "3", "--preset", "prefill", "--seed", "9", "--dry-run"});
+  auto dry = run_fib({"workloads", "synth", "--dataset", ex.root.string(), "--definition",
+                      "gemm_n2048_k2048", "--count", "3", "--preset", "prefill", "--seed", "9",
+                      "--dry-run"});
   EXPECT_EQ(dry.exit_code, 0) << dry.err;
   EXPECT_THAT(dry.out, HasSubstr("would add "));
   EXPECT_EQ(ex.lines(file), before);
-  auto r = run_fib({"workloads", "synth", "--dataset", ex.root.string(), "--definition", "gemm_n2048_k2048",
-                    "--count", "3", "--preset", "prefill", "--seed", "9"});
+  auto r = run_fib({"workloads", "synth", "--dataset", ex.root.string(), "--definition",
+                    "gemm_n2048_k2048", "--count", "3", "--preset", "prefill", "--seed", "9"});
   EXPECT_EQ(r.exit_code, 0) << r.err;
   EXPECT_EQ(ex.lines(file), before + 3);
   // The dry run printed exactly what was then added (same seed).
@@ -51,9 +52,12 @@ TEST(WorkloadsCli, SynthAppendsValidWorkloads) {
 
 TEST(WorkloadsCli, UnknownDefinitionSuggests) {
   ExampleCopy ex;
-  auto r = run_fib({"workloads", "synth", "--dataset", ex.root.string(), "--definition", "gemm_n2048_k2049"});
+  auto r = run_fib(
+      {"workloads", "synth", "--dataset", ex.root.string(), "--definition", "gemm_n2048_k2049"});
   EXPECT_EQ(r.exit_code, 2);
-  EXPECT_THAT(r.err, HasSubstr("no definition named 'gemm_n2048_k2049' (did you mean 'gemm_n2048_k2048'?)"));
+  EXPECT_THAT(
+      r.err,
+      HasSubstr("no definition named 'gemm_n2048_k2049' (did you mean 'gemm_n2048_k2048'?)"));
 }
 
 TEST(InputsAndReferenceCli, MaterializeThenRunTheReference) {
@@ -61,16 +65,16 @@ TEST(InputsAndReferenceCli, MaterializeThenRunTheReference) {
   const std::string uuid = "0cb1e29c-658c-4a14-95e6-0af593bd04cf";  // gemm M=7 in the example
   const auto in = ex.dir.path() / "in.safetensors";
   const auto out = ex.dir.path() / "out.safetensors";
-  auto r = run_fib({"inputs", "--dataset", ex.root.string(), "--definition", "gemm_n2048_k2048", "--workload", uuid,
-                    "--output", in.string(), "--seed", "4"});
+  auto r = run_fib({"inputs", "--dataset", ex.root.string(), "--definition", "gemm_n2048_k2048",
+                    "--workload", uuid, "--output", in.string(), "--seed", "4"});
   ASSERT_EQ(r.exit_code, 0) << r.err;
-  EXPECT_EQ(r.out, "wrote 2 tensors and 0 scalars of gemm_n2048_k2048 workload " + uuid + " (seed 4) to " +
-                       in.string() + "\n");
+  EXPECT_EQ(r.out, "wrote 2 tensors and 0 scalars of gemm_n2048_k2048 workload " + uuid +
+                       " (seed 4) to " + in.string() + "\n");
   const auto inputs = SafetensorsFile::open(in);
   EXPECT_EQ(inputs.read("A").shape(), (Shape{7, 2048}));
   EXPECT_EQ(inputs.read("B").shape(), (Shape{2048, 2048}));
-  r = run_fib({"reference", "--dataset", ex.root.string(), "--definition", "gemm_n2048_k2048", "--inputs",
-               in.string(), "--output", out.string()});
+  r = run_fib({"reference", "--dataset", ex.root.string(), "--definition", "gemm_n2048_k2048",
+               "--inputs", in.string(), "--output", out.string()});
   ASSERT_EQ(r.exit_code, 0) << r.err;
   EXPECT_THAT(r.out, HasSubstr("gemm_n2048_k2048: native reference gemm on cpu in "));
   const auto outputs = SafetensorsFile::open(out);
@@ -81,19 +85,20 @@ TEST(InputsAndReferenceCli, MaterializeThenRunTheReference) {
 
 TEST(InputsAndReferenceCli, UnknownWorkload) {
   ExampleCopy ex;
-  auto r = run_fib({"inputs", "--dataset", ex.root.string(), "--definition", "gemm_n2048_k2048", "--workload", "nope",
-                    "--output", (ex.dir.path() / "x.safetensors").string()});
+  auto r = run_fib({"inputs", "--dataset", ex.root.string(), "--definition", "gemm_n2048_k2048",
+                    "--workload", "nope", "--output", (ex.dir.path() / "x.safetensors").string()});
   EXPECT_EQ(r.exit_code, 2);
   EXPECT_THAT(r.err, HasSubstr("gemm_n2048_k2048: error: no workload with uuid 'nope'"));
 }
 
 TEST(InputsAndReferenceCli, CudaDeviceIsRefusedClearly) {
   ExampleCopy ex;
-  auto r = run_fib({"reference", "--dataset", ex.root.string(), "--definition", "gemm_n2048_k2048", "--inputs", "x",
-                    "--output", "y", "--device", "cuda"});
+  auto r = run_fib({"reference", "--dataset", ex.root.string(), "--definition", "gemm_n2048_k2048",
+                    "--inputs", "x", "--output", "y", "--device", "cuda"});
   EXPECT_EQ(r.exit_code, 2);
   EXPECT_EQ(r.err,
-            "fib: --device: error: device 'cuda' is not available in this build (CUDA references need a CUDA build of "
+            "fib: --device: error: device 'cuda' is not available in this build (CUDA references "
+            "need a CUDA build of "
             "fib; use --device cpu)\n");
 }
 

@@ -31,9 +31,14 @@ TEST(ValidateCli, CorpusHasErrorsAndExitsOne) {
   const auto r = run_fib({"validate", "--dataset", corpus.string()});
   EXPECT_EQ(r.exit_code, 1);
   EXPECT_THAT(r.out, HasSubstr("136 definitions: "));
-  EXPECT_THAT(r.out, HasSubstr("--- trtllm_fp8_per_tensor_scale_moe_topk1_e16_h5120_i8192 (moe) [error] ---"));
-  EXPECT_THAT(r.out, HasSubstr("[error] definitions/moe/trtllm_fp8_per_tensor_scale_moe_topk1_e16_h5120_i8192.json: "
-                               "$.reference: run() takes its parameters in a different order"));
+  EXPECT_THAT(
+      r.out,
+      HasSubstr("--- trtllm_fp8_per_tensor_scale_moe_topk1_e16_h5120_i8192 (moe) [error] ---"));
+  EXPECT_THAT(
+      r.out,
+      HasSubstr(
+          "[error] definitions/moe/trtllm_fp8_per_tensor_scale_moe_topk1_e16_h5120_i8192.json: "
+          "$.reference: run() takes its parameters in a different order"));
 }
 
 TEST(ValidateCli, SelectingCleanDefinitionsExitsZero) {
@@ -44,7 +49,8 @@ TEST(ValidateCli, SelectingCleanDefinitionsExitsZero) {
 }
 
 TEST(ValidateCli, DatasetFromEnvironment) {
-  const auto r = run_fib({"validate"}, {"FIB_DATASET_PATH=" + (source_dir() / "examples/dataset").string()});
+  const auto r =
+      run_fib({"validate"}, {"FIB_DATASET_PATH=" + (source_dir() / "examples/dataset").string()});
   EXPECT_EQ(r.exit_code, 0) << r.err;
 }
 
@@ -52,7 +58,8 @@ TEST(ValidateCli, MissingDatasetIsAUsageError) {
   const auto r = run_fib({"validate", "--dataset", "/nonexistent/fib-dataset"});
   EXPECT_EQ(r.exit_code, 2);
   EXPECT_EQ(r.err,
-            "fib: /nonexistent/fib-dataset: error: dataset folder does not exist (check the path; fib never "
+            "fib: /nonexistent/fib-dataset: error: dataset folder does not exist (check the path; "
+            "fib never "
             "creates a missing dataset)\n");
   EXPECT_FALSE(fs::exists("/nonexistent/fib-dataset"));
 }
@@ -64,15 +71,16 @@ TEST(ValidateCli, NoDatasetAtAll) {
 }
 
 TEST(ValidateCli, UnknownCheckSuggestsTheClosest) {
-  const auto r = run_fib({"validate", "--dataset", (source_dir() / "examples/dataset").string(), "--checks", "layuot"});
+  const auto r = run_fib({"validate", "--dataset", (source_dir() / "examples/dataset").string(),
+                          "--checks", "layuot"});
   EXPECT_EQ(r.exit_code, 2);
   EXPECT_EQ(r.err, "fib validate: unknown check 'layuot' (did you mean 'layout'?)\n");
 }
 
 TEST(ValidateCli, JsonReportRendersBackToTheSameText) {
   TempDir out;
-  const auto r = run_fib({"validate", "--dataset", (source_dir() / "examples/dataset").string(), "--output-folder",
-                          out.path().string()});
+  const auto r = run_fib({"validate", "--dataset", (source_dir() / "examples/dataset").string(),
+                          "--output-folder", out.path().string()});
   ASSERT_EQ(r.exit_code, 0) << r.err;
   fs::path json, text;
   for (const auto& e : fs::directory_iterator(out.path())) {
@@ -89,7 +97,8 @@ TEST(ValidateCli, JsonReportRendersBackToTheSameText) {
 
 TEST(ValidateCli, RenderRejectsAMalformedReport) {
   TempDir dir;
-  const auto p = dir.write("r.json", R"({"config": {"dataset": "x"}, "definitions": {"a": {"status": "great"}}})");
+  const auto p = dir.write(
+      "r.json", R"({"config": {"dataset": "x"}, "definitions": {"a": {"status": "great"}}})");
   const auto r = run_fib({"validate-render", p.string()});
   EXPECT_EQ(r.exit_code, 2);
   EXPECT_EQ(r.err, p.string() + ": $.definitions.a.status: error: expected ok, warning or error\n");
@@ -105,12 +114,15 @@ namespace {
 // dataset: each gives its own message, and fib exits 1 instead of crashing.
 TEST(ValidateCli, BadInputNeverCrashes) {
   TempDir ds;
-  ds.write("definitions/gemm/broken_json.json", "{\"name\": \"broken_json\",\n  \"op_type\": gemm}\n");
-  ds.write("definitions/gemm/wrong_types.json",
-           R"({"name": "wrong_types", "op_type": "gemm", "axes": {"M": {"type": "var"}}, "inputs": {"A": {"shape": "M", "dtype": "float16"}},
+  ds.write("definitions/gemm/broken_json.json",
+           "{\"name\": \"broken_json\",\n  \"op_type\": gemm}\n");
+  ds.write(
+      "definitions/gemm/wrong_types.json",
+      R"({"name": "wrong_types", "op_type": "gemm", "axes": {"M": {"type": "var"}}, "inputs": {"A": {"shape": "M", "dtype": "float16"}},
                "outputs": {"C": {"shape": ["M"], "dtype": "float16"}}, "reference": "def run(A):\n    return A\n"})");
-  ds.write("definitions/gemm/ok.json",
-           R"({"name": "ok", "op_type": "gemm", "axes": {"M": {"type": "var"}}, "inputs": {"A": {"shape": ["M"], "dtype": "int32"}},
+  ds.write(
+      "definitions/gemm/ok.json",
+      R"({"name": "ok", "op_type": "gemm", "axes": {"M": {"type": "var"}}, "inputs": {"A": {"shape": ["M"], "dtype": "int32"}},
                "outputs": {"C": {"shape": ["M"], "dtype": "int32"}}, "reference": "def run(A):\n    return A\n"})");
   // A header that claims 1000 bytes in a 20-byte file.
   std::string lying(8, '\0');
@@ -118,9 +130,10 @@ TEST(ValidateCli, BadInputNeverCrashes) {
   lying[1] = 0x03;
   lying += "{\"A\": {}}   ";
   ds.write("blob/lying.safetensors", lying);
-  ds.write("workloads/gemm/ok.jsonl",
-           R"({"definition": "ok", "solution": null, "workload": {"uuid": "u1", "axes": {"M": 3}, "inputs": {"A": {"type": "safetensors", "path": "./blob/lying.safetensors", "tensor_key": "A"}}}, "evaluation": null})"
-           "\n");
+  ds.write(
+      "workloads/gemm/ok.jsonl",
+      R"({"definition": "ok", "solution": null, "workload": {"uuid": "u1", "axes": {"M": 3}, "inputs": {"A": {"type": "safetensors", "path": "./blob/lying.safetensors", "tensor_key": "A"}}}, "evaluation": null})"
+      "\n");
   // A 300 MB definition file (sparse, so the test stays fast).
   {
     const fs::path huge = ds.path() / "definitions/gemm/huge.json";
@@ -131,17 +144,29 @@ TEST(ValidateCli, BadInputNeverCrashes) {
 
   const auto r = run_fib({"validate", "--dataset", ds.path().string()});
   EXPECT_EQ(r.exit_code, 1) << r.err;
-  EXPECT_THAT(r.out, HasSubstr("[error] definitions/gemm/broken_json.json: line 2, column 14: invalid JSON: "
-                               "syntax error while parsing value - invalid literal; last read: '\"op_type\": g'"));
-  EXPECT_THAT(r.out, HasSubstr("[error] definitions/gemm/wrong_types.json: $.inputs.A.shape: expected an array of "
-                               "strings, found string \"M\""));
-  EXPECT_THAT(r.out, HasSubstr("[error] definitions/gemm/huge.json: file is 314572800 bytes, larger than the "
-                               "268435456 byte limit"));
-  EXPECT_THAT(r.out, HasSubstr("[error] definitions/gemm/loop: symbolic link loop: this folder was already visited"));
+  EXPECT_THAT(
+      r.out,
+      HasSubstr("[error] definitions/gemm/broken_json.json: line 2, column 14: invalid JSON: "
+                "syntax error while parsing value - invalid literal; last read: '\"op_type\": g'"));
+  EXPECT_THAT(
+      r.out,
+      HasSubstr("[error] definitions/gemm/wrong_types.json: $.inputs.A.shape: expected an array of "
+                "strings, found string \"M\""));
+  EXPECT_THAT(
+      r.out,
+      HasSubstr("[error] definitions/gemm/huge.json: file is 314572800 bytes, larger than the "
+                "268435456 byte limit"));
+  EXPECT_THAT(
+      r.out,
+      HasSubstr(
+          "[error] definitions/gemm/loop: symbolic link loop: this folder was already visited"));
   EXPECT_THAT(r.out, HasSubstr("5 definitions: 0 ok, 0 warning, 5 error\n"));
-  EXPECT_THAT(r.out, HasSubstr("[error] workloads/gemm/ok.jsonl:1: $.workload.inputs.A.path: ./blob/lying.safetensors "
-                               "is not a valid safetensors file: header length 1000 runs past the end of the "
-                               "20-byte file"));
+  EXPECT_THAT(
+      r.out,
+      HasSubstr(
+          "[error] workloads/gemm/ok.jsonl:1: $.workload.inputs.A.path: ./blob/lying.safetensors "
+          "is not a valid safetensors file: header length 1000 runs past the end of the "
+          "20-byte file"));
 }
 
 }  // namespace

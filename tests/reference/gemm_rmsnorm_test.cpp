@@ -13,7 +13,8 @@ Definition gemm_definition(int n, int k) {
   Diagnostics diag;
   ReadContext ctx{"test", &diag};
   const std::string text = R"({"name": "gemm_t", "op_type": "gemm", "axes": {"M": {"type": "var"},
-    "N": {"type": "const", "value": )" + std::to_string(n) + R"(}, "K": {"type": "const", "value": )" +
+    "N": {"type": "const", "value": )" +
+                           std::to_string(n) + R"(}, "K": {"type": "const", "value": )" +
                            std::to_string(k) + R"(}},
     "inputs": {"A": {"shape": ["M", "K"], "dtype": "float16"}, "B": {"shape": ["N", "K"], "dtype": "float16"}},
     "outputs": {"C": {"shape": ["M", "N"], "dtype": "float16"}},
@@ -93,15 +94,18 @@ TEST(RmsNormReference, MatchesPyTorchOnEveryCorpusDefinition) {
     for (std::int64_t rows : {1, 5}) {
       reference::Arguments args;
       args.tensors.emplace("hidden_states", random_tensor(DType::kBFloat16, {rows, h}, rng, -3, 3));
-      if (def.input("residual")) args.tensors.emplace("residual", random_tensor(DType::kBFloat16, {rows, h}, rng, -3, 3));
+      if (def.input("residual"))
+        args.tensors.emplace("residual", random_tensor(DType::kBFloat16, {rows, h}, rng, -3, 3));
       args.tensors.emplace("weight", random_tensor(DType::kBFloat16, {h}, rng, 0.5, 1.5));
-      cases.push_back({def, reference::run(def, {{"batch_size", rows}}, args), batch.add(def, args)});
+      cases.push_back(
+          {def, reference::run(def, {{"batch_size", rows}}, args), batch.add(def, args)});
     }
   }
   batch.run();
   for (const auto& c : cases) {
     // Both compute in fp32 and round once to bf16; summation order may flip one rounding.
-    EXPECT_TRUE(tensors_close(c.native.at("output"), batch.outputs(c.job).at("output"), 1e-2, 8e-3)) << c.def.name;
+    EXPECT_TRUE(tensors_close(c.native.at("output"), batch.outputs(c.job).at("output"), 1e-2, 8e-3))
+        << c.def.name;
   }
   EXPECT_EQ(cases.size(), 26u);
 }

@@ -33,7 +33,8 @@ std::string slurp(const std::filesystem::path& p) {
 std::optional<std::string> torch_python() {
   static const std::optional<std::string> found = []() -> std::optional<std::string> {
     std::vector<std::string> candidates;
-    if (const char* env = std::getenv("FIB_TORCH_PYTHON"); env && *env) candidates.emplace_back(env);
+    if (const char* env = std::getenv("FIB_TORCH_PYTHON"); env && *env)
+      candidates.emplace_back(env);
     candidates.emplace_back("/usr/bin/python3");
     candidates.emplace_back("python3");
     for (const auto& c : candidates) {
@@ -46,7 +47,8 @@ std::optional<std::string> torch_python() {
 
 std::string torch_version(const std::string& python) {
   TempDir tmp;
-  shell(python + " -c 'import torch; print(torch.__version__, end=\"\")' > " + (tmp.path() / "v").string());
+  shell(python + " -c 'import torch; print(torch.__version__, end=\"\")' > " +
+        (tmp.path() / "v").string());
   return slurp(tmp.path() / "v");
 }
 
@@ -59,7 +61,8 @@ struct PythonReferenceBatch::Impl {
 PythonReferenceBatch::PythonReferenceBatch() : impl_(std::make_unique<Impl>()) {}
 PythonReferenceBatch::~PythonReferenceBatch() = default;
 
-std::size_t PythonReferenceBatch::add(const Definition& def, const reference::Arguments& args, std::uint64_t seed) {
+std::size_t PythonReferenceBatch::add(const Definition& def, const reference::Arguments& args,
+                                      std::uint64_t seed) {
   const std::size_t id = impl_->count++;
   const std::string base = "job" + std::to_string(id);
   impl_->dir.write(base + ".json", dump_json_pretty(to_json(def)));
@@ -86,17 +89,19 @@ void PythonReferenceBatch::run() {
   if (!python) throw Error("python3", "no python3 with torch");
   impl_->dir.write("jobs.jsonl", impl_->jobs);
   const std::string script = (source_dir() / "python/fib_bridge/run_reference.py").string();
-  shell(*python + " " + script + " --batch " + (impl_->dir.path() / "jobs.jsonl").string() + " 2> " +
-        (impl_->dir.path() / "stderr").string());
+  shell(*python + " " + script + " --batch " + (impl_->dir.path() / "jobs.jsonl").string() +
+        " 2> " + (impl_->dir.path() / "stderr").string());
 }
 
 reference::Outputs PythonReferenceBatch::outputs(std::size_t id) const {
   const auto base = impl_->dir.path() / ("job" + std::to_string(id) + ".out.safetensors");
   if (std::filesystem::exists(base.string() + ".error")) {
-    throw Error("job " + std::to_string(id), "the PyTorch reference failed:\n" + slurp(base.string() + ".error"));
+    throw Error("job " + std::to_string(id),
+                "the PyTorch reference failed:\n" + slurp(base.string() + ".error"));
   }
   if (!std::filesystem::exists(base)) {
-    throw Error("job " + std::to_string(id), "no output (did run() happen?):\n" + slurp(impl_->dir.path() / "stderr"));
+    throw Error("job " + std::to_string(id),
+                "no output (did run() happen?):\n" + slurp(impl_->dir.path() / "stderr"));
   }
   auto file = SafetensorsFile::open(base);
   reference::Outputs out;
@@ -104,7 +109,8 @@ reference::Outputs PythonReferenceBatch::outputs(std::size_t id) const {
   return out;
 }
 
-reference::Outputs run_python_reference(const Definition& def, const reference::Arguments& args, std::uint64_t seed) {
+reference::Outputs run_python_reference(const Definition& def, const reference::Arguments& args,
+                                        std::uint64_t seed) {
   PythonReferenceBatch batch;
   const std::size_t id = batch.add(def, args, seed);
   batch.run();

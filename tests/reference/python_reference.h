@@ -43,7 +43,8 @@ reference::Outputs run_python_reference(const Definition& def, const reference::
 }  // namespace fib::testing
 
 // Skips the current test, saying why, when no python3 with torch is available.
-#define FIB_REQUIRE_TORCH(var)                                                                    \
-  const auto var##_opt = ::fib::testing::torch_python();                                          \
-  if (!var##_opt) GTEST_SKIP() << "SKIPPED: no python3 with torch (apt-get install python3-torch)"; \
+#define FIB_REQUIRE_TORCH(var)                                                        \
+  const auto var##_opt = ::fib::testing::torch_python();                              \
+  if (!var##_opt)                                                                     \
+    GTEST_SKIP() << "SKIPPED: no python3 with torch (apt-get install python3-torch)"; \
   const std::string var = *var##_opt

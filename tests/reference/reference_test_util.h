@@ -18,7 +18,8 @@
 
 namespace fib::testing {
 
-inline Tensor random_tensor(DType dtype, Shape shape, std::mt19937_64& rng, double lo = -1.0, double hi = 1.0) {
+inline Tensor random_tensor(DType dtype, Shape shape, std::mt19937_64& rng, double lo = -1.0,
+                            double hi = 1.0) {
   Tensor t(dtype, std::move(shape));
   std::uniform_real_distribution<double> u(lo, hi);
   for (std::int64_t i = 0; i < t.numel(); ++i) t.set(i, u(rng));
@@ -73,15 +74,15 @@ inline Definition scaled_definition(const Definition& def,
 }
 
 // Every element within atol + rtol * |expected| (NaN only where expected is NaN, equal infs).
-inline ::testing::AssertionResult tensors_close(const Tensor& actual, const Tensor& expected, double atol,
-                                                double rtol) {
+inline ::testing::AssertionResult tensors_close(const Tensor& actual, const Tensor& expected,
+                                                double atol, double rtol) {
   if (actual.shape() != expected.shape()) {
     return ::testing::AssertionFailure() << "shape " << shape_to_string(actual.shape()) << " vs "
                                          << shape_to_string(expected.shape());
   }
   if (actual.dtype() != expected.dtype()) {
-    return ::testing::AssertionFailure() << "dtype " << dtype_name(actual.dtype()) << " vs "
-                                         << dtype_name(expected.dtype());
+    return ::testing::AssertionFailure()
+           << "dtype " << dtype_name(actual.dtype()) << " vs " << dtype_name(expected.dtype());
   }
   std::int64_t bad = 0, first = -1;
   double worst = 0;
@@ -102,9 +103,10 @@ inline ::testing::AssertionResult tensors_close(const Tensor& actual, const Tens
     }
   }
   if (bad == 0) return ::testing::AssertionSuccess() << "max abs error " << worst;
-  return ::testing::AssertionFailure() << bad << " of " << actual.numel() << " elements differ; first at flat index "
-                                       << first << ": " << actual.get(first) << " vs " << expected.get(first)
-                                       << " (max abs error of the others " << worst << ")";
+  return ::testing::AssertionFailure()
+         << bad << " of " << actual.numel() << " elements differ; first at flat index " << first
+         << ": " << actual.get(first) << " vs " << expected.get(first)
+         << " (max abs error of the others " << worst << ")";
 }
 
 }  // namespace fib::testing

@@ -1,8 +1,8 @@
 // Where tests find the shared corpus and the source tree; skips visibly when data is absent.
 #pragma once
 
-#include <filesystem>
 #include <gtest/gtest.h>
+#include <filesystem>
 #include <optional>
 
 namespace fib::testing {
@@ -18,7 +18,7 @@ std::filesystem::path test_data_dir();  // tests/data
 }  // namespace fib::testing
 
 // Skips the current test, saying why, when the shared corpus is absent.
-#define FIB_REQUIRE_CORPUS(var)                                                          \
-  const auto var##_opt = ::fib::testing::corpus_dir();                                   \
+#define FIB_REQUIRE_CORPUS(var)                                                               \
+  const auto var##_opt = ::fib::testing::corpus_dir();                                        \
   if (!var##_opt) GTEST_SKIP() << "SKIPPED: ../shared/corpus is absent (set FIB_SHARED_DIR)"; \
   const std::filesystem::path var = *var##_opt

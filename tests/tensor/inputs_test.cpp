@@ -26,7 +26,8 @@ std::vector<Definition> corpus_definitions(const fs::path& corpus) {
   for (const auto& e : fs::recursive_directory_iterator(corpus / "definitions")) {
     if (e.path().extension() == ".json") out.push_back(load_definition(e.path().string()));
   }
-  std::sort(out.begin(), out.end(), [](const Definition& a, const Definition& b) { return a.name < b.name; });
+  std::sort(out.begin(), out.end(),
+            [](const Definition& a, const Definition& b) { return a.name < b.name; });
   return out;
 }
 
@@ -39,13 +40,16 @@ std::vector<std::int64_t> ints(const Tensor& t) {
 std::int64_t input_bytes(const Definition& d, const AxisValues& bound) {
   std::int64_t total = 0;
   for (const auto& s : d.inputs) {
-    if (auto shape = d.concrete_shape(s, bound)) total += static_cast<std::int64_t>(*dtype_storage_bytes(s.dtype, static_cast<std::uint64_t>(shape_numel(*shape))));
+    if (auto shape = d.concrete_shape(s, bound))
+      total += static_cast<std::int64_t>(
+          *dtype_storage_bytes(s.dtype, static_cast<std::uint64_t>(shape_numel(*shape))));
   }
   return total;
 }
 
 // Structure every family's inputs must have, beyond the definition's constraints.
-void expect_structure(const Definition& d, const AxisValues& bound, const MaterializedInputs& in, const std::string& where) {
+void expect_structure(const Definition& d, const AxisValues& bound, const MaterializedInputs& in,
+                      const std::string& where) {
   auto ax = [&](const char* n) { return axis_value(bound, n); };
   const auto& t = in.tensors;
   if (t.count("kv_indices") && ax("num_pages")) {
@@ -55,7 +59,8 @@ void expect_structure(const Definition& d, const AxisValues& bound, const Materi
       ASSERT_LT(x, *ax("num_pages")) << where;
     }
     if (static_cast<std::int64_t>(v.size()) <= *ax("num_pages")) {
-      EXPECT_EQ(std::set<std::int64_t>(v.begin(), v.end()).size(), v.size()) << where << ": page ids repeat";
+      EXPECT_EQ(std::set<std::int64_t>(v.begin(), v.end()).size(), v.size())
+          << where << ": page ids repeat";
     }
   }
   for (const char* indptr : {"kv_indptr", "qo_indptr", "cu_seqlens"}) {
@@ -110,11 +115,13 @@ void expect_structure(const Definition& d, const AxisValues& bound, const Materi
     for (std::int64_t r = 0; r < s.dim(0); ++r) {
       std::set<std::int64_t> ids;
       for (std::int64_t i = 0; i < s.dim(1); ++i) {
-        const auto packed = static_cast<std::uint32_t>(static_cast<std::int32_t>(s.get(r * s.dim(1) + i)));
+        const auto packed =
+            static_cast<std::uint32_t>(static_cast<std::int32_t>(s.get(r * s.dim(1) + i)));
         ids.insert(packed >> 16);
         EXPECT_LT(static_cast<std::int64_t>(packed >> 16), experts);
       }
-      EXPECT_EQ(static_cast<std::int64_t>(ids.size()), s.dim(1)) << where << ": experts repeat in a row";
+      EXPECT_EQ(static_cast<std::int64_t>(ids.size()), s.dim(1))
+          << where << ": experts repeat in a row";
     }
   }
   // Causal prefill: no sequence has more queries than keys when the axes allow it.
@@ -127,7 +134,11 @@ void expect_structure(const Definition& d, const AxisValues& bound, const Materi
     for (std::size_t b = 0; b + 1 < k.size(); ++b) {
       std::int64_t kv = k[b + 1] - k[b];
       if (paged && kv > 0) {
-        const std::int64_t last = t.count("kv_last_page_len") ? static_cast<std::int64_t>(t.at("kv_last_page_len").get(static_cast<std::int64_t>(b))) : ps;
+        const std::int64_t last =
+            t.count("kv_last_page_len")
+                ? static_cast<std::int64_t>(
+                      t.at("kv_last_page_len").get(static_cast<std::int64_t>(b)))
+                : ps;
         kv = (kv - 1) * ps + last;
       }
       keys.push_back(kv);
@@ -136,7 +147,8 @@ void expect_structure(const Definition& d, const AxisValues& bound, const Materi
     if (q.back() <= total_keys) {
       for (std::size_t b = 0; b + 1 < q.size(); ++b) {
         if (keys[b] > 0) {
-          EXPECT_LE(q[b + 1] - q[b], keys[b]) << where << ": sequence " << b << " has rows with no key";
+          EXPECT_LE(q[b + 1] - q[b], keys[b])
+              << where << ": sequence " << b << " has rows with no key";
         }
       }
     }
@@ -168,13 +180,15 @@ TEST(Inputs, EveryCorpusWorkloadGetsValidIndexStructure) {
       try {
         const auto in = materialize_inputs(d, t->workload, opt);
         const auto problems = check_input_constraints(d, t->workload, in);
-        EXPECT_TRUE(problems.empty()) << d.name << " " << t->workload.uuid << ": " << problems.front();
+        EXPECT_TRUE(problems.empty())
+            << d.name << " " << t->workload.uuid << ": " << problems.front();
         expect_structure(d, bound, in, d.name + " " + t->workload.uuid);
         ++checked;
       } catch (const Error& e) {
         // The two corpus workloads with num_pages = 0 and non-empty KV indices.
         EXPECT_EQ(axis_value(bound, "num_pages"), 0) << e.what();
-        EXPECT_NE(std::string(e.what()).find("page indices into an empty cache (num_pages = 0)"), std::string::npos);
+        EXPECT_NE(std::string(e.what()).find("page indices into an empty cache (num_pages = 0)"),
+                  std::string::npos);
         ++refused;
       }
     }
@@ -253,11 +267,16 @@ Definition paged_prefill() {
   return *definition_from_json(Json::parse(text), ctx);
 }
 
-Workload paged_workload(std::int64_t batch, std::int64_t total_q, std::int64_t nnz, std::int64_t pages) {
+Workload paged_workload(std::int64_t batch, std::int64_t total_q, std::int64_t nnz,
+                        std::int64_t pages) {
   Workload w;
   w.uuid = "w";
-  w.axes = {{"len_indptr", batch + 1}, {"total_q", total_q}, {"num_kv_indices", nnz}, {"num_pages", pages}};
-  for (const char* n : {"q", "k_cache", "qo_indptr", "kv_indptr", "kv_indices", "kv_last_page_len"}) {
+  w.axes = {{"len_indptr", batch + 1},
+            {"total_q", total_q},
+            {"num_kv_indices", nnz},
+            {"num_pages", pages}};
+  for (const char* n :
+       {"q", "k_cache", "qo_indptr", "kv_indptr", "kv_indices", "kv_last_page_len"}) {
     WorkloadInput in;
     in.name = n;
     w.inputs.push_back(in);
@@ -281,7 +300,8 @@ TEST(Inputs, SameSeedSameBytesOtherSeedOtherValues) {
   EXPECT_EQ(x.origins.at("sm_scale"), InputOrigin::kSynthesized);
   EXPECT_DOUBLE_EQ(std::get<double>(x.scalars.at("sm_scale")), 0.5);
   ASSERT_EQ(x.notes.size(), 1u);
-  EXPECT_EQ(x.notes[0], "sm_scale: scalar not given; set to 0.5 (the 1/sqrt(d) its description states)");
+  EXPECT_EQ(x.notes[0],
+            "sm_scale: scalar not given; set to 0.5 (the 1/sqrt(d) its description states)");
 }
 
 TEST(Inputs, MoreQueriesThanKeysIsNotedNotHidden) {
@@ -290,7 +310,8 @@ TEST(Inputs, MoreQueriesThanKeysIsNotedNotHidden) {
   const auto in = materialize_inputs(d, paged_workload(2, 30, 2, 4), {});
   EXPECT_TRUE(check_input_constraints(d, paged_workload(2, 30, 2, 4), in).empty());
   bool noted = false;
-  for (const auto& n : in.notes) noted = noted || n.find("some causal rows see no key") != std::string::npos;
+  for (const auto& n : in.notes)
+    noted = noted || n.find("some causal rows see no key") != std::string::npos;
   EXPECT_TRUE(noted);
 }
 
@@ -325,7 +346,9 @@ TEST(Inputs, BlobsAreReadAndChecked) {
     materialize_inputs(d, w, opt);
     FAIL();
   } catch (const Error& e) {
-    EXPECT_STREQ(e.what(), "./blob/x.safetensors: error: tensor 'kv_indptr' is int64 but p input 'kv_indptr' is int32");
+    EXPECT_STREQ(e.what(),
+                 "./blob/x.safetensors: error: tensor 'kv_indptr' is int64 but p input 'kv_indptr' "
+                 "is int32");
   }
   // A missing blob is synthesized, and said so.
   for (auto& in2 : w.inputs) {
@@ -333,21 +356,26 @@ TEST(Inputs, BlobsAreReadAndChecked) {
   }
   const auto s = materialize_inputs(d, w, opt);
   EXPECT_EQ(s.origins.at("kv_indptr"), InputOrigin::kSynthesized);
-  EXPECT_EQ(s.notes[0], "kv_indptr: blob ./blob/missing.safetensors is not present; synthesized instead");
+  EXPECT_EQ(s.notes[0],
+            "kv_indptr: blob ./blob/missing.safetensors is not present; synthesized instead");
 }
 
 TEST(WorkloadSynth, UnknownAxisIsNamed) {
   Diagnostics diag;
   ReadContext ctx{"d", &diag};
-  const auto d = definition_from_json(Json::parse(R"({"name": "x", "op_type": "t", "axes": {"frobs": {"type": "var"}},
+  const auto d = definition_from_json(
+      Json::parse(R"({"name": "x", "op_type": "t", "axes": {"frobs": {"type": "var"}},
     "inputs": {"a": {"shape": ["frobs"], "dtype": "float32"}}, "outputs": {"b": {"shape": ["frobs"], "dtype": "float32"}},
-    "reference": "def run(a):\n    return a\n"})"), ctx);
+    "reference": "def run(a):\n    return a\n"})"),
+      ctx);
   ASSERT_TRUE(d);
   try {
     synthesize_workloads(*d, {});
     FAIL();
   } catch (const Error& e) {
-    EXPECT_STREQ(e.what(), "x: error: cannot size var axis 'frobs': no synthesis rule for it (give the workload's axes explicitly)");
+    EXPECT_STREQ(e.what(),
+                 "x: error: cannot size var axis 'frobs': no synthesis rule for it (give the "
+                 "workload's axes explicitly)");
   }
 }
 

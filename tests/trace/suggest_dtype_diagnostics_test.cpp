@@ -23,7 +23,11 @@ TEST(EditDistance, Levenshtein) {
   EXPECT_EQ(edit_distance("", "abc"), 3u);
   EXPECT_EQ(edit_distance("abc", ""), 3u);
   EXPECT_EQ(edit_distance("same", "same"), 0u);
-  EXPECT_EQ(edit_distance("bfloat61", "bfloat16"), 2u);
+  EXPECT_EQ(edit_distance("bfloat61", "bfloat16"), 1u);  // an adjacent swap is one edit
+  EXPECT_EQ(edit_distance("ab", "ba"), 1u);
+  // A swapped pair beats two substitutions, so the suggestion is the intended dtype.
+  const auto names = dtype_names();
+  EXPECT_EQ(suggest("float61", names), "did you mean 'float16'?");
   EXPECT_EQ(edit_distance("Batch_Size", "batch_size"), 0u);  // case-insensitive
 }
 

@@ -24,7 +24,8 @@ std::vector<Finding> findings(const Report& r) {
   for (const auto& d : r.definitions) {
     for (auto c : kAllChecks) {
       for (const auto& m : d.at(c).messages) {
-        if (m.level != Severity::kInfo) out.push_back({d.name, std::string(check_name(c)), m.level, m.message});
+        if (m.level != Severity::kInfo)
+          out.push_back({d.name, std::string(check_name(c)), m.level, m.message});
       }
     }
   }
@@ -34,7 +35,9 @@ std::vector<Finding> findings(const Report& r) {
   return out;
 }
 
-bool has(const std::string& s, const std::string& part) { return s.find(part) != std::string::npos; }
+bool has(const std::string& s, const std::string& part) {
+  return s.find(part) != std::string::npos;
+}
 
 // One README item: which findings it explains, and how many it must produce.
 struct Expected {
@@ -59,7 +62,8 @@ TEST(CorpusFindings, ExactlyTheReadmeInconsistencies) {
        4},
       {"2: kv_last_page_len shaped [len_indptr] vs [batch_size]",
        [](const Finding& f) {
-         return f.level == Severity::kWarning && has(f.message, "input 'kv_last_page_len' has shape");
+         return f.level == Severity::kWarning &&
+                has(f.message, "input 'kv_last_page_len' has shape");
        },
        8},
       {"3: causal rows with no key (kv_len < q_len)",
@@ -81,16 +85,30 @@ TEST(CorpusFindings, ExactlyTheReadmeInconsistencies) {
        },
        10},
       {"7: tag prefix quant: instead of quantization:",
-       [](const Finding& f) { return f.level == Severity::kWarning && has(f.message, "unknown tag prefix 'quant:'"); },
+       [](const Finding& f) {
+         return f.level == Severity::kWarning && has(f.message, "unknown tag prefix 'quant:'");
+       },
        1},
       {"7: qwen3-next vs qwen3-next-80b-a3b",
-       [](const Finding& f) { return has(f.message, "'model:qwen3-next' looks like a shorter spelling"); }, 9},
+       [](const Finding& f) {
+         return has(f.message, "'model:qwen3-next' looks like a shorter spelling");
+       },
+       9},
       {"7: qwen3-235b vs qwen3-235b-a22b",
-       [](const Finding& f) { return has(f.message, "'model:qwen3-235b' looks like a shorter spelling"); }, 1},
+       [](const Finding& f) {
+         return has(f.message, "'model:qwen3-235b' looks like a shorter spelling");
+       },
+       1},
       {"7: llama-4-scout vs llama-4-scout-17b-16e",
-       [](const Finding& f) { return has(f.message, "'model:llama-4-scout' looks like a shorter spelling"); }, 9},
+       [](const Finding& f) {
+         return has(f.message, "'model:llama-4-scout' looks like a shorter spelling");
+       },
+       9},
       {"7: both ep:4 and ep:1",
-       [](const Finding& f) { return has(f.message, "several expert-parallel sizes (ep:4, ep:1)"); }, 2},
+       [](const Finding& f) {
+         return has(f.message, "several expert-parallel sizes (ep:4, ep:1)");
+       },
+       2},
       {"8: MLA sm_scale 0.1352 vs the described 1/sqrt(192)",
        [](const Finding& f) {
          return f.definition.rfind("mla_paged_", 0) == 0 && has(f.message, "sm_scale = 0.135234") &&
@@ -99,7 +117,8 @@ TEST(CorpusFindings, ExactlyTheReadmeInconsistencies) {
        2},
       {"8: num_pages = 0 workloads",
        [](const Finding& f) {
-         return f.level == Severity::kError && f.message == "axis 'num_pages' must be positive, found 0";
+         return f.level == Severity::kError &&
+                f.message == "axis 'num_pages' must be positive, found 0";
        },
        2},
   };
@@ -114,14 +133,15 @@ TEST(CorpusFindings, ExactlyTheReadmeInconsistencies) {
         break;
       }
     }
-    EXPECT_TRUE(explained) << "finding not explained by the corpus README: " << f.definition << " [" << f.check
-                           << "] " << f.message;
+    EXPECT_TRUE(explained) << "finding not explained by the corpus README: " << f.definition << " ["
+                           << f.check << "] " << f.message;
   }
   for (const auto& e : expected) EXPECT_EQ(seen[e.item], e.count) << "README item " << e.item;
 
   // Every workload not named above validates.
   std::size_t workload_errors = 0;
-  for (const auto& f : findings(r)) workload_errors += f.check == "workload" && f.level == Severity::kError;
+  for (const auto& f : findings(r))
+    workload_errors += f.check == "workload" && f.level == Severity::kError;
   EXPECT_EQ(workload_errors, 2u);
   EXPECT_TRUE(r.has_errors());
 }
@@ -135,7 +155,8 @@ TEST(CorpusFindings, FilteringByOpTypeKeepsOnlyThoseDefinitions) {
   const Report r = validate_dataset(set, opt);
   EXPECT_EQ(r.definitions.size(), 25u);
   EXPECT_FALSE(r.has_errors());
-  for (const auto& d : r.definitions) EXPECT_TRUE(d.op_type == "gemm" || d.name == "rmsnorm_h128") << d.name;
+  for (const auto& d : r.definitions)
+    EXPECT_TRUE(d.op_type == "gemm" || d.name == "rmsnorm_h128") << d.name;
 }
 
 TEST(CorpusFindings, ReportJsonRoundTrips) {

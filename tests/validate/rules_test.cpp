@@ -40,7 +40,8 @@ std::string workload_line(const std::string& uuid, int batch, int len_indptr, in
          R"(", "axes": {"batch_size": )" + std::to_string(batch) + R"(, "len_indptr": )" +
          std::to_string(len_indptr) + R"(, "num_kv_indices": )" + std::to_string(nnz) +
          R"(, "num_pages": 16}, "inputs": {"q": {"type": "random"}, "kv_cache": {"type": "random"}, "kv_indptr": )" +
-         indptr_input + R"(, "kv_indices": {"type": "random"}, "scale": {"type": "scalar", "value": 0.5}}}, "evaluation": null})";
+         indptr_input +
+         R"(, "kv_indices": {"type": "random"}, "scale": {"type": "scalar", "value": 0.5}}}, "evaluation": null})";
 }
 
 // A safetensors file holding one int32 tensor.
@@ -51,7 +52,8 @@ std::string safetensors_i32(const std::string& key, const std::vector<std::int32
                              std::to_string(values.size() * 4) + "]}}";
   std::string out(8, '\0');
   std::uint64_t n = header.size();
-  for (int i = 0; i < 8; ++i) out[static_cast<std::size_t>(i)] = static_cast<char>((n >> (8 * i)) & 0xFF);
+  for (int i = 0; i < 8; ++i)
+    out[static_cast<std::size_t>(i)] = static_cast<char>((n >> (8 * i)) & 0xFF);
   out += header;
   for (auto v : values) out.append(reinterpret_cast<const char*>(&v), 4);
   return out;
@@ -61,14 +63,18 @@ std::string blob_input(const std::string& path, const std::string& key) {
   return R"({"type": "safetensors", "path": ")" + path + R"(", "tensor_key": ")" + key + R"("})";
 }
 
-const std::string kSolution = R"({"name": "toy_base", "definition": "toy_paged_ps1", "author": "baseline",
+const std::string kSolution =
+    R"({"name": "toy_base", "definition": "toy_paged_ps1", "author": "baseline",
   "spec": {"language": "cpp", "target_hardware": ["cpu"], "entry_point": "main.cpp::run"},
   "sources": [{"path": "main.cpp", "content": "int x;"}]})";
 
-std::string trace_line(const std::string& solution, const std::string& uuid, const std::string& status = "PASSED") {
-  std::string eval = R"({"status": ")" + status + R"(", "environment": {"hardware": "cpu"}, "timestamp": "t")";
+std::string trace_line(const std::string& solution, const std::string& uuid,
+                       const std::string& status = "PASSED") {
+  std::string eval =
+      R"({"status": ")" + status + R"(", "environment": {"hardware": "cpu"}, "timestamp": "t")";
   if (status == "PASSED") {
-    eval += R"(, "correctness": {"max_relative_error": 0, "max_absolute_error": 0}, "performance": {"latency_ms": 1, "reference_latency_ms": 2, "speedup_factor": 2}})";
+    eval +=
+        R"(, "correctness": {"max_relative_error": 0, "max_absolute_error": 0}, "performance": {"latency_ms": 1, "reference_latency_ms": 2, "speedup_factor": 2}})";
   } else {
     eval += "}";
   }
@@ -84,7 +90,9 @@ std::string trace_line(const std::string& solution, const std::string& uuid, con
 struct Dataset {
   TempDir dir;
   Dataset() { dir.write("definitions/toy/toy_paged_ps1.json", kDefinition); }
-  Report validate(Options opt = {}) const { return validate_dataset(TraceSet::load(dir.path()), opt); }
+  Report validate(Options opt = {}) const {
+    return validate_dataset(TraceSet::load(dir.path()), opt);
+  }
 };
 
 std::vector<Message> messages(const Report& r, Check c, Severity level) {
@@ -123,14 +131,16 @@ TEST(ValidateRules, DefinitionAtTheWrongPath) {
   const auto e = messages(r, Check::kLayout, Severity::kError);
   ASSERT_EQ(e.size(), 1u);
   EXPECT_EQ(e[0].message,
-            "definition 'toy_paged_ps1' of op_type 'toy' is stored at definitions/other/toy_paged_ps1.json, "
+            "definition 'toy_paged_ps1' of op_type 'toy' is stored at "
+            "definitions/other/toy_paged_ps1.json, "
             "expected definitions/toy/toy_paged_ps1.json");
   EXPECT_EQ(e[0].hint, "move the file, or fix its name/op_type");
 }
 
 TEST(ValidateRules, WorkloadInTheWrongFileAndDuplicateUuid) {
   Dataset ds;
-  ds.dir.write("workloads/toy/elsewhere.jsonl", workload_line("u1", 3, 4, 5) + "\n" + workload_line("u1", 3, 4, 5) + "\n");
+  ds.dir.write("workloads/toy/elsewhere.jsonl",
+               workload_line("u1", 3, 4, 5) + "\n" + workload_line("u1", 3, 4, 5) + "\n");
   const Report r = ds.validate();
   const auto layout = messages(r, Check::kLayout, Severity::kError);
   ASSERT_EQ(layout.size(), 2u);
@@ -139,7 +149,8 @@ TEST(ValidateRules, WorkloadInTheWrongFileAndDuplicateUuid) {
             "workloads/toy/toy_paged_ps1.jsonl");
   const auto dup = messages(r, Check::kWorkload, Severity::kError);
   ASSERT_EQ(dup.size(), 1u);
-  EXPECT_EQ(dup[0].message, "duplicate workload uuid u1 (first at workloads/toy/elsewhere.jsonl:1)");
+  EXPECT_EQ(dup[0].message,
+            "duplicate workload uuid u1 (first at workloads/toy/elsewhere.jsonl:1)");
   EXPECT_EQ(dup[0].file, "workloads/toy/elsewhere.jsonl:2");
 }
 
@@ -148,29 +159,36 @@ TEST(ValidateRules, AxisConstraintViolation) {
   ds.dir.write("workloads/toy/toy_paged_ps1.jsonl", workload_line("u1", 3, 5, 5) + "\n");
   const auto e = messages(ds.validate(), Check::kWorkload, Severity::kError);
   ASSERT_EQ(e.size(), 1u);
-  EXPECT_EQ(e[0].message, "violates constraint 'len_indptr == batch_size + 1': len_indptr (5) == batch_size + 1 (4)");
+  EXPECT_EQ(
+      e[0].message,
+      "violates constraint 'len_indptr == batch_size + 1': len_indptr (5) == batch_size + 1 (4)");
   EXPECT_EQ(e[0].path, "$.workload.axes");
   EXPECT_EQ(e[0].file, "workloads/toy/toy_paged_ps1.jsonl:1");
 }
 
 TEST(ValidateRules, BlobsAbsentAltogetherIsOnlyANote) {
   Dataset ds;
-  ds.dir.write("workloads/toy/toy_paged_ps1.jsonl",
-               workload_line("u1", 3, 4, 5, blob_input("./blob/workloads/toy/b.safetensors", "kv_indptr")) + "\n");
+  ds.dir.write(
+      "workloads/toy/toy_paged_ps1.jsonl",
+      workload_line("u1", 3, 4, 5, blob_input("./blob/workloads/toy/b.safetensors", "kv_indptr")) +
+          "\n");
   const Report r = ds.validate();
   EXPECT_FALSE(r.has_errors());
   const auto info = dataset_messages(r, Severity::kInfo);
   ASSERT_FALSE(info.empty());
   EXPECT_EQ(info[0].message,
-            "the dataset has no blob/ folder: 1 safetensors inputs of 1 workloads are not present here (upstream "
+            "the dataset has no blob/ folder: 1 safetensors inputs of 1 workloads are not present "
+            "here (upstream "
             "distributes blobs separately from the JSON)");
 }
 
 TEST(ValidateRules, MissingBlobWhenTheBlobFolderExists) {
   Dataset ds;
   ds.dir.write("blob/workloads/toy/other.safetensors", safetensors_i32("x", {0}));
-  ds.dir.write("workloads/toy/toy_paged_ps1.jsonl",
-               workload_line("u1", 3, 4, 5, blob_input("./blob/workloads/toy/b.safetensors", "kv_indptr")) + "\n");
+  ds.dir.write(
+      "workloads/toy/toy_paged_ps1.jsonl",
+      workload_line("u1", 3, 4, 5, blob_input("./blob/workloads/toy/b.safetensors", "kv_indptr")) +
+          "\n");
   const auto e = messages(ds.validate(), Check::kLayout, Severity::kError);
   ASSERT_EQ(e.size(), 1u);
   EXPECT_EQ(e[0].message, "blob file './blob/workloads/toy/b.safetensors' does not exist");
@@ -181,12 +199,14 @@ TEST(ValidateRules, LfsPointerBlobIsAWarning) {
   Dataset ds;
   ds.dir.write("blob/b.safetensors",
                "version https://git-lfs.github.com/spec/v1\noid sha256:abc123\nsize 1234\n");
-  ds.dir.write("workloads/toy/toy_paged_ps1.jsonl",
-               workload_line("u1", 3, 4, 5, blob_input("./blob/b.safetensors", "kv_indptr")) + "\n");
+  ds.dir.write(
+      "workloads/toy/toy_paged_ps1.jsonl",
+      workload_line("u1", 3, 4, 5, blob_input("./blob/b.safetensors", "kv_indptr")) + "\n");
   const auto w = messages(ds.validate(), Check::kLayout, Severity::kWarning);
   ASSERT_EQ(w.size(), 1u);
   EXPECT_EQ(w[0].message,
-            "blob './blob/b.safetensors' is a Git LFS pointer (sha256:abc123, 1234 bytes), not the data; run `git "
+            "blob './blob/b.safetensors' is a Git LFS pointer (sha256:abc123, 1234 bytes), not the "
+            "data; run `git "
             "lfs pull --include \"blob/b.safetensors\"` in the dataset root");
 }
 
@@ -207,10 +227,12 @@ TEST(ValidateRules, BlobKeyDtypeShapeAndDataAreChecked) {
   ASSERT_EQ(e.size(), 3u);
   EXPECT_EQ(e[0].message, "./blob/b.safetensors has no tensor 'kv_indptr'");
   EXPECT_EQ(e[0].hint, "it holds: something_else");
-  EXPECT_EQ(e[1].message,
-            "tensor 'kv_indptr' in ./blob/c.safetensors has shape [4] but the workload's axes give [3]");
+  EXPECT_EQ(
+      e[1].message,
+      "tensor 'kv_indptr' in ./blob/c.safetensors has shape [4] but the workload's axes give [3]");
   EXPECT_EQ(e[2].message,
-            "blob data violates constraint 'num_kv_indices == kv_indptr[-1].item()': num_kv_indices (5) == "
+            "blob data violates constraint 'num_kv_indices == kv_indptr[-1].item()': "
+            "num_kv_indices (5) == "
             "kv_indptr[-1].item() (7)");
   EXPECT_EQ(messages(r, Check::kWorkload, Severity::kInfo)[0].message, "1 of 4 workloads valid");
 }
@@ -222,7 +244,8 @@ TEST(ValidateRules, BlobDtypeMismatch) {
                workload_line("u", 3, 4, 5, blob_input("./blob/a.safetensors", "kv_indptr")) + "\n");
   const auto e = messages(ds.validate(), Check::kWorkload, Severity::kError);
   ASSERT_EQ(e.size(), 1u);
-  EXPECT_EQ(e[0].message, "tensor 'kv_indptr' in ./blob/a.safetensors is F32 but the definition wants int32");
+  EXPECT_EQ(e[0].message,
+            "tensor 'kv_indptr' in ./blob/a.safetensors is F32 but the definition wants int32");
 }
 
 TEST(ValidateRules, RecordsOfAnUnknownDefinition) {
@@ -233,7 +256,8 @@ TEST(ValidateRules, RecordsOfAnUnknownDefinition) {
   const Report r = ds.validate();
   const auto e = dataset_messages(r, Severity::kError);
   ASSERT_EQ(e.size(), 1u);
-  EXPECT_EQ(e[0].message, "workloads refer to definition 'toy_paged_ps2', which is not in the dataset");
+  EXPECT_EQ(e[0].message,
+            "workloads refer to definition 'toy_paged_ps2', which is not in the dataset");
   EXPECT_EQ(e[0].hint, "did you mean 'toy_paged_ps1'?");
   EXPECT_TRUE(r.has_errors());
 }
@@ -249,7 +273,8 @@ TEST(ValidateRules, StrayFileIsAWarning) {
 
 TEST(ValidateRules, UnparseableDefinitionIsReportedUnderItsName) {
   TempDir dir;
-  dir.write("definitions/toy/broken.json", R"({"name": "broken", "op_type": "toy", "axes": {}, "inputs": {},
+  dir.write("definitions/toy/broken.json",
+            R"({"name": "broken", "op_type": "toy", "axes": {}, "inputs": {},
     "outputs": {"y": {"shape": [], "dtype": "float33"}}, "reference": "def run():\n  pass\n"})");
   const Report r = validate_dataset(TraceSet::load(dir.path()), {});
   ASSERT_EQ(r.definitions.size(), 1u);
@@ -314,11 +339,13 @@ TEST(ValidateRules, SolutionAtTheWrongPathAndLanguageMismatch) {
   const auto l = messages(r, Check::kLayout, Severity::kError);
   ASSERT_EQ(l.size(), 1u);
   EXPECT_EQ(l[0].message,
-            "solution 'toy_base' (author 'baseline') is stored at solutions/someone/toy/toy_paged_ps1/toy_base.json, "
+            "solution 'toy_base' (author 'baseline') is stored at "
+            "solutions/someone/toy/toy_paged_ps1/toy_base.json, "
             "expected solutions/baseline/toy/toy_paged_ps1/toy_base.json");
   const auto w = messages(r, Check::kSolution, Severity::kWarning);
   ASSERT_EQ(w.size(), 1u);
-  EXPECT_EQ(w[0].message, "solution 'toy_base' is cpp but its entry file 'main.py' has extension '.py'");
+  EXPECT_EQ(w[0].message,
+            "solution 'toy_base' is cpp but its entry file 'main.py' has extension '.py'");
 }
 
 TEST(ValidateRules, ChecksCanBeSelected) {
@@ -335,7 +362,8 @@ TEST(ValidateRules, ChecksCanBeSelected) {
 TEST(ValidateRules, ReportFromJsonRejectsBadInput) {
   Diagnostics diag;
   ReadContext ctx{"r.json", &diag};
-  const Json j = Json::parse(R"({"config": {"dataset": "d"}, "definitions": {"x": {"status": "fine"}}})");
+  const Json j =
+      Json::parse(R"({"config": {"dataset": "d"}, "definitions": {"x": {"status": "fine"}}})");
   EXPECT_FALSE(report_from_json(j, ctx));
   ASSERT_EQ(diag.size(), 1u);
   EXPECT_EQ(diag.items()[0].path, "$.definitions.x.status");

@@ -18,7 +18,14 @@ struct LfsPointer {
 // Recognizes a Git LFS pointer file ("version https://git-lfs.github.com/spec/v1", oid, size).
 std::optional<LfsPointer> parse_lfs_pointer(std::string_view text);
 
-enum class BlobState : std::uint8_t { kOk, kUnsafePath, kOutsideRoot, kMissing, kNotAFile, kLfsPointer };
+enum class BlobState : std::uint8_t {
+  kOk,
+  kUnsafePath,
+  kOutsideRoot,
+  kMissing,
+  kNotAFile,
+  kLfsPointer
+};
 
 struct BlobLocation {
   BlobState state = BlobState::kOk;

@@ -22,9 +22,9 @@ void append_jsonl(const std::filesystem::path& path, std::span<const std::string
                   bool durable = true);
 
 struct JsonlLine {
-  std::size_t number = 0;   // 1-based line number
-  std::string_view text;    // without the newline
-  bool terminated = true;   // false for a last line with no final newline
+  std::size_t number = 0;  // 1-based line number
+  std::string_view text;   // without the newline
+  bool terminated = true;  // false for a last line with no final newline
 };
 // Splits JSONL text into its non-blank lines.
 std::vector<JsonlLine> split_jsonl(std::string_view text);

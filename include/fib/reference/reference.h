@@ -33,9 +33,9 @@ using Outputs = std::map<std::string, Tensor, std::less<>>;
 
 struct CallContext {
   const Definition& definition;
-  AxisValues axes;          // every axis, const and var, bound
-  unsigned threads = 0;     // 0: all cores
-  std::uint64_t seed = 0;   // for sampling kernels: the random stream to draw from
+  AxisValues axes;         // every axis, const and var, bound
+  unsigned threads = 0;    // 0: all cores
+  std::uint64_t seed = 0;  // for sampling kernels: the random stream to draw from
 };
 
 // One op family's reference.

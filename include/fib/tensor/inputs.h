@@ -49,7 +49,8 @@ struct MaterializeOptions {
 
 // Materializes every input of `w` (throws fib::Error when a blob disagrees with the
 // definition, or the axes admit no valid input, e.g. page indices into an empty cache).
-MaterializedInputs materialize_inputs(const Definition& def, const Workload& w, const MaterializeOptions& options);
+MaterializedInputs materialize_inputs(const Definition& def, const Workload& w,
+                                      const MaterializeOptions& options);
 
 // Evaluates the definition's constraints on the materialized data; returns one message per
 // violated or unevaluable constraint (empty when all hold).

@@ -14,10 +14,10 @@ class Rng {
   static std::uint64_t derive(std::uint64_t seed, std::string_view label);
 
   std::uint64_t next();
-  double uniform();                                          // [0, 1)
-  double uniform(double lo, double hi);                      // [lo, hi)
-  double normal();                                           // N(0, 1)
-  std::int64_t randint(std::int64_t lo, std::int64_t hi);    // [lo, hi), hi > lo
+  double uniform();                                        // [0, 1)
+  double uniform(double lo, double hi);                    // [lo, hi)
+  double normal();                                         // N(0, 1)
+  std::int64_t randint(std::int64_t lo, std::int64_t hi);  // [lo, hi), hi > lo
 
  private:
   std::uint64_t s_[4];

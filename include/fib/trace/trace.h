@@ -21,11 +21,13 @@ enum class EvaluationStatus : std::uint8_t {
   kCompileError,
   kTimeout,
 };
-inline constexpr EvaluationStatus kAllStatuses[] = {
-    EvaluationStatus::kPassed,       EvaluationStatus::kIncorrectShape,
-    EvaluationStatus::kIncorrectNumerical, EvaluationStatus::kIncorrectDtype,
-    EvaluationStatus::kRuntimeError, EvaluationStatus::kCompileError,
-    EvaluationStatus::kTimeout};
+inline constexpr EvaluationStatus kAllStatuses[] = {EvaluationStatus::kPassed,
+                                                    EvaluationStatus::kIncorrectShape,
+                                                    EvaluationStatus::kIncorrectNumerical,
+                                                    EvaluationStatus::kIncorrectDtype,
+                                                    EvaluationStatus::kRuntimeError,
+                                                    EvaluationStatus::kCompileError,
+                                                    EvaluationStatus::kTimeout};
 std::string_view status_name(EvaluationStatus s);  // "PASSED", "INCORRECT_SHAPE", ...
 std::optional<EvaluationStatus> parse_status(std::string_view s);
 

@@ -33,7 +33,8 @@ struct Workload {
   const WorkloadInput* input(std::string_view name) const;
 };
 
-std::optional<Workload> workload_from_json(const Json& j, const JsonPath& path, const ReadContext& ctx);
+std::optional<Workload> workload_from_json(const Json& j, const JsonPath& path,
+                                           const ReadContext& ctx);
 Json to_json(const Workload& w);
 
 // Checks a workload against its definition: every var axis given, none extra, all positive;
@@ -46,7 +47,8 @@ bool check_workload(const Definition& def, const Workload& w, const JsonPath& pa
 // `elements` when given (e.g. a loaded safetensors blob), else are unknown.
 class WorkloadConstraintEnv : public ConstraintEnv {
  public:
-  using ElementFn = std::function<std::optional<Scalar>(std::string_view, std::span<const std::int64_t>)>;
+  using ElementFn =
+      std::function<std::optional<Scalar>(std::string_view, std::span<const std::int64_t>)>;
   WorkloadConstraintEnv(const Definition& def, AxisValues bound, ElementFn elements = {});
   std::optional<std::int64_t> axis(std::string_view name) const override;
   std::optional<std::vector<std::int64_t>> tensor_shape(std::string_view name) const override;

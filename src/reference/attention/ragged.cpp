@@ -52,7 +52,9 @@ class RaggedPrefill final : public Kernel {
     }
     // The interface of a non-causal prefill would be the same; only the causal one is implemented.
     if (!name_has(def, "causal")) {
-      *why = "prefill definitions must be causal (named *causal*); no non-causal prefill reference exists";
+      *why =
+          "prefill definitions must be causal (named *causal*); no non-causal prefill reference "
+          "exists";
       return false;
     }
     return true;

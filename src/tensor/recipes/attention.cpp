@@ -28,7 +28,9 @@ PagedLayout paged_layout(RecipeContext& ctx, std::int64_t batch) {
   PagedLayout l;
   if (ctx.has_tensor("kv_indptr")) {
     const auto indptr = ctx.ints("kv_indptr");
-    for (std::int64_t b = 0; b < batch; ++b) l.pages.push_back(indptr[static_cast<std::size_t>(b + 1)] - indptr[static_cast<std::size_t>(b)]);
+    for (std::int64_t b = 0; b < batch; ++b)
+      l.pages.push_back(indptr[static_cast<std::size_t>(b + 1)] -
+                        indptr[static_cast<std::size_t>(b)]);
   } else if (ctx.wants("kv_indptr")) {
     Rng rng = ctx.rng("kv_indptr");
     l.pages = split_total(rng, n_indices, batch, 1);
@@ -36,19 +38,23 @@ PagedLayout paged_layout(RecipeContext& ctx, std::int64_t batch) {
   }
   if (ctx.wants("kv_indices")) {
     if (n_indices > 0 && n_pages <= 0) {
-      throw Error(def.name, fmt::format("the workload asks for {} page indices into an empty cache (num_pages = 0)",
-                                        n_indices));
+      throw Error(
+          def.name,
+          fmt::format("the workload asks for {} page indices into an empty cache (num_pages = 0)",
+                      n_indices));
     }
     Rng rng = ctx.rng("kv_indices");
     if (n_indices > n_pages) {
-      ctx.note(fmt::format("kv_indices: {} indices but only {} pages, so page ids repeat", n_indices, n_pages));
+      ctx.note(fmt::format("kv_indices: {} indices but only {} pages, so page ids repeat",
+                           n_indices, n_pages));
     }
     ctx.put_ints("kv_indices", sample_indices(rng, n_indices, n_pages));
   }
   std::vector<std::int64_t> last(static_cast<std::size_t>(batch), page_size);
   if (ctx.has_tensor("kv_last_page_len")) {
     const auto v = ctx.ints("kv_last_page_len");
-    for (std::int64_t b = 0; b < batch && b < static_cast<std::int64_t>(v.size()); ++b) last[static_cast<std::size_t>(b)] = v[static_cast<std::size_t>(b)];
+    for (std::int64_t b = 0; b < batch && b < static_cast<std::int64_t>(v.size()); ++b)
+      last[static_cast<std::size_t>(b)] = v[static_cast<std::size_t>(b)];
   } else if (ctx.wants("kv_last_page_len")) {
     // Shaped [batch_size] in some definitions and [len_indptr] in others; the extra entry of
     // the latter belongs to no sequence and gets a valid length too.
@@ -56,7 +62,8 @@ PagedLayout paged_layout(RecipeContext& ctx, std::int64_t batch) {
     const Shape shape = ctx.shape_of("kv_last_page_len");
     std::vector<std::int64_t> v(static_cast<std::size_t>(shape_numel(shape)));
     for (auto& x : v) x = rng.randint(1, page_size + 1);
-    for (std::int64_t b = 0; b < batch && b < static_cast<std::int64_t>(v.size()); ++b) last[static_cast<std::size_t>(b)] = v[static_cast<std::size_t>(b)];
+    for (std::int64_t b = 0; b < batch && b < static_cast<std::int64_t>(v.size()); ++b)
+      last[static_cast<std::size_t>(b)] = v[static_cast<std::size_t>(b)];
     ctx.put_ints("kv_last_page_len", v);
   } else if (!def.input("kv_last_page_len")) {
     std::fill(last.begin(), last.end(), page_size);  // ps1 definitions have no last-page input
@@ -69,7 +76,8 @@ PagedLayout paged_layout(RecipeContext& ctx, std::int64_t batch) {
 }
 
 // Query lengths that sum to total_q, each at most its sequence's key count when possible.
-void query_offsets(RecipeContext& ctx, const std::vector<std::int64_t>& kv_lens, std::int64_t batch) {
+void query_offsets(RecipeContext& ctx, const std::vector<std::int64_t>& kv_lens,
+                   std::int64_t batch) {
   if (!ctx.wants("qo_indptr")) return;
   const std::int64_t total_q = ctx.axis("total_q");
   Rng rng = ctx.rng("qo_indptr");
@@ -77,7 +85,8 @@ void query_offsets(RecipeContext& ctx, const std::vector<std::int64_t>& kv_lens,
   for (auto k : kv_lens) capacity += k;
   const auto q = split_total(rng, total_q, batch, total_q >= batch ? 1 : 0, &kv_lens);
   if (total_q > capacity) {
-    ctx.note(fmt::format("qo_indptr: {} queries but {} keys in all: some causal rows see no key", total_q, capacity));
+    ctx.note(fmt::format("qo_indptr: {} queries but {} keys in all: some causal rows see no key",
+                         total_q, capacity));
   }
   ctx.put_ints("qo_indptr", offsets(q));
 }
@@ -98,7 +107,8 @@ void sm_scale(RecipeContext& ctx) {
   }
   for (const char* a : {"head_dim", "qk_dim", "head_size"}) {
     if (auto d = ctx.maybe_axis(a)) {
-      ctx.put_scalar("sm_scale", 1.0 / std::sqrt(static_cast<double>(*d)), fmt::format("1/sqrt({})", a));
+      ctx.put_scalar("sm_scale", 1.0 / std::sqrt(static_cast<double>(*d)),
+                     fmt::format("1/sqrt({})", a));
       return;
     }
   }
@@ -109,7 +119,9 @@ void ragged(RecipeContext& ctx) {
   std::vector<std::int64_t> kv_lens;
   if (ctx.has_tensor("kv_indptr")) {
     const auto indptr = ctx.ints("kv_indptr");
-    for (std::int64_t b = 0; b < batch; ++b) kv_lens.push_back(indptr[static_cast<std::size_t>(b + 1)] - indptr[static_cast<std::size_t>(b)]);
+    for (std::int64_t b = 0; b < batch; ++b)
+      kv_lens.push_back(indptr[static_cast<std::size_t>(b + 1)] -
+                        indptr[static_cast<std::size_t>(b)]);
   } else {
     Rng rng = ctx.rng("kv_indptr");
     const std::int64_t total_kv = ctx.axis("total_kv");
@@ -170,7 +182,8 @@ void dsa_indexer(RecipeContext& ctx) {
     for (std::int64_t p = 0; p < shape[0]; ++p) {
       unsigned char* page = bytes + p * page_size * shape[3];
       for (std::int64_t i = 0; i < page_size * head_dim; ++i) {
-        page[i] = numeric::float_to_fp8_e4m3fn(static_cast<float>(std::clamp(rng.normal(), -2.0, 2.0)));
+        page[i] =
+            numeric::float_to_fp8_e4m3fn(static_cast<float>(std::clamp(rng.normal(), -2.0, 2.0)));
       }
       for (std::int64_t s = 0; s < page_size; ++s) {
         const float scale = static_cast<float>(rng.uniform(0.5, 1.5) / 16.0);

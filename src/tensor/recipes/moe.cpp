@@ -16,7 +16,8 @@ namespace {
 // N(0, stddev^2) clamped to +-limit.
 void normal_fill(RecipeContext& ctx, std::string_view name, double stddev, double limit) {
   if (!ctx.wants(name)) return;
-  ctx.fill(name, [stddev, limit](Rng& rng) { return std::clamp(stddev * rng.normal(), -limit, limit); });
+  ctx.fill(name,
+           [stddev, limit](Rng& rng) { return std::clamp(stddev * rng.normal(), -limit, limit); });
 }
 
 void uniform_fill(RecipeContext& ctx, std::string_view name, double lo, double hi) {
@@ -35,7 +36,8 @@ void moe(RecipeContext& ctx) {
   // Quantized values in [-2, 2] (as upstream draws them); scales bring each dot product of K
   // terms back to order one.
   normal_fill(ctx, "hidden_states", 1.0, 2.0);
-  const bool float_weights = def.input("gemm1_weights") && def.input("gemm1_weights")->dtype == DType::kFloat32;
+  const bool float_weights =
+      def.input("gemm1_weights") && def.input("gemm1_weights")->dtype == DType::kFloat32;
   if (float_weights) {
     // The trtllm definitions take unquantized weights: scale them directly.
     normal_fill(ctx, "gemm1_weights", 1.0 / std::sqrt(hidden), 4.0 / std::sqrt(hidden));
@@ -64,15 +66,18 @@ void moe(RecipeContext& ctx) {
       double sum = 0;
       for (auto& x : w) sum += (x = rng.uniform(0.1, 1.0));
       for (std::int64_t j = 0; j < k; ++j) {
-        const std::uint16_t wb = numeric::float_to_bf16(static_cast<float>(w[static_cast<std::size_t>(j)] / sum));
+        const std::uint16_t wb =
+            numeric::float_to_bf16(static_cast<float>(w[static_cast<std::size_t>(j)] / sum));
         const auto packed = static_cast<std::uint32_t>(ids[static_cast<std::size_t>(j)] << 16) | wb;
         v.push_back(static_cast<std::int32_t>(packed));
       }
     }
     ctx.put_ints("topk_ids", v);
   }
-  if (ctx.wants("local_expert_offset")) ctx.put_scalar("local_expert_offset", std::int64_t{0}, "the first expert block");
-  if (ctx.wants("routed_scaling_factor")) ctx.put_scalar("routed_scaling_factor", 1.0, "no extra scaling");
+  if (ctx.wants("local_expert_offset"))
+    ctx.put_scalar("local_expert_offset", std::int64_t{0}, "the first expert block");
+  if (ctx.wants("routed_scaling_factor"))
+    ctx.put_scalar("routed_scaling_factor", 1.0, "no extra scaling");
 }
 
 }  // namespace fib::recipes

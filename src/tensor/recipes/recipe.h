@@ -14,16 +14,23 @@ namespace fib::recipes {
 
 class RecipeContext {
  public:
-  RecipeContext(const Definition& def, const AxisValues& axes, std::uint64_t seed, MaterializedInputs& out,
-                bool integers_only = false, bool scalars_only = false)
-      : def_(def), axes_(axes), seed_(seed), out_(out), integers_only_(integers_only), scalars_only_(scalars_only) {}
+  RecipeContext(const Definition& def, const AxisValues& axes, std::uint64_t seed,
+                MaterializedInputs& out, bool integers_only = false, bool scalars_only = false)
+      : def_(def),
+        axes_(axes),
+        seed_(seed),
+        out_(out),
+        integers_only_(integers_only),
+        scalars_only_(scalars_only) {}
 
   const Definition& definition() const { return def_; }
   // Whether the definition has this input and it still needs a value.
   bool wants(std::string_view name) const;
   bool has_tensor(std::string_view name) const { return out_.tensors.count(name) > 0; }
   std::int64_t axis(std::string_view name) const;  // throws fib::Error when absent
-  std::optional<std::int64_t> maybe_axis(std::string_view name) const { return axis_value(axes_, name); }
+  std::optional<std::int64_t> maybe_axis(std::string_view name) const {
+    return axis_value(axes_, name);
+  }
   Rng rng(std::string_view label) const { return Rng(Rng::derive(seed_, label)); }
   // The definition's shape for an input under the workload's axes.
   Shape shape_of(std::string_view name) const;
@@ -57,7 +64,8 @@ void fill_tensor(Tensor& t, std::uint64_t seed, const std::function<double(Rng&)
 
 // Splits `total` into `parts` non-negative integers. Each part gets at least `min_each` when
 // total allows, and part i at most caps[i] when caps are given and the total fits under them.
-std::vector<std::int64_t> split_total(Rng& rng, std::int64_t total, std::int64_t parts, std::int64_t min_each,
+std::vector<std::int64_t> split_total(Rng& rng, std::int64_t total, std::int64_t parts,
+                                      std::int64_t min_each,
                                       const std::vector<std::int64_t>* caps = nullptr);
 // `count` distinct values from [0, universe) in random order (with repeats only when count >
 // universe, which the caller reports).

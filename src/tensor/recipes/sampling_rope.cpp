@@ -54,7 +54,8 @@ void rope(RecipeContext& ctx) {
     std::vector<double> c(static_cast<std::size_t>(shape[0] * rot));
     for (std::int64_t p = 0; p < shape[0]; ++p) {
       for (std::int64_t i = 0; i < half; ++i) {
-        const double freq = std::pow(10000.0, -2.0 * static_cast<double>(i) / static_cast<double>(rot));
+        const double freq =
+            std::pow(10000.0, -2.0 * static_cast<double>(i) / static_cast<double>(rot));
         c[static_cast<std::size_t>(p * rot + i)] = std::cos(static_cast<double>(p) * freq);
         c[static_cast<std::size_t>(p * rot + half + i)] = std::sin(static_cast<double>(p) * freq);
       }

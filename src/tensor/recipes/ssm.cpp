@@ -25,7 +25,8 @@ void slots(RecipeContext& ctx, std::string_view name, std::int64_t pool) {
   if (!ctx.wants(name)) return;
   const std::int64_t n = shape_numel(ctx.shape_of(name));
   Rng rng = ctx.rng(name);
-  if (n > pool) ctx.note(fmt::format("{}: {} entries but a pool of {}, so slots repeat", name, n, pool));
+  if (n > pool)
+    ctx.note(fmt::format("{}: {} entries but a pool of {}, so slots repeat", name, n, pool));
   ctx.put_ints(name, sample_indices(rng, n, pool));
 }
 
@@ -50,7 +51,9 @@ void gdn(RecipeContext& ctx) {
   normal_fill(ctx, "b", 0.0, 1.0);
   // q and k are L2-normalized by the model before the kernel; unit-scale values keep the
   // delta-rule update stable.
-  for (const char* n : {"q", "k"}) normal_fill(ctx, n, 0.0, 1.0 / std::sqrt(static_cast<double>(ctx.maybe_axis("head_size").value_or(1))));
+  for (const char* n : {"q", "k"})
+    normal_fill(ctx, n, 0.0,
+                1.0 / std::sqrt(static_cast<double>(ctx.maybe_axis("head_size").value_or(1))));
   normal_fill(ctx, "v", 0.0, 1.0);
   for (const char* n : {"state", "initial_state"}) normal_fill(ctx, n, 0.0, 0.1);
 }
@@ -58,7 +61,8 @@ void gdn(RecipeContext& ctx) {
 void mamba_ssu(RecipeContext& ctx) {
   slots(ctx, "state_batch_indices", ctx.axis("state_cache_size"));
   // A is negative (a decay); dt goes through softplus; D and dt_bias are small.
-  if (ctx.wants("A")) ctx.fill("A", [](Rng& rng) { return -std::exp(rng.uniform(0.0, std::log(16.0))); });
+  if (ctx.wants("A"))
+    ctx.fill("A", [](Rng& rng) { return -std::exp(rng.uniform(0.0, std::log(16.0))); });
   uniform_fill(ctx, "dt_bias", -4.0, -1.0);
   normal_fill(ctx, "dt", 0.0, 1.0);
   normal_fill(ctx, "D", 1.0, 0.1);
