@@ -66,7 +66,7 @@ void check_traces(Context& ctx) {
           out.add(message(Severity::kWarning,
                           fmt::format("author '{}' has traces for {} of the {} workloads", author,
                                       uuids.size(), workloads.size()),
-                          {}, {}, "run the missing workloads (fib run --resume)"));
+                          {}, {}, "evaluate the missing workloads"));
         }
       }
     }
