@@ -126,21 +126,9 @@ Outputs run(const Definition& def, const AxisValues& var_axes, const Arguments& 
 }
 
 std::map<std::string, double, std::less<>> reference_constants(const Definition& def) {
-  static const std::regex kAssign(
-      R"(^\s*([A-Za-z_][A-Za-z0-9_]*)\s*=\s*([-+]?[0-9][0-9_]*\.?[0-9]*(?:[eE][-+]?[0-9]+)?)\s*(?:#.*)?$)");
   std::map<std::string, double, std::less<>> out;
-  std::size_t pos = 0;
-  while (pos < def.reference.size()) {
-    std::size_t nl = def.reference.find('\n', pos);
-    if (nl == std::string::npos) nl = def.reference.size();
-    const std::string line = def.reference.substr(pos, nl - pos);
-    pos = nl + 1;
-    std::smatch m;
-    if (!std::regex_match(line, m, kAssign)) continue;
-    std::string text = m[2].str();
-    text.erase(std::remove(text.begin(), text.end(), '_'), text.end());
-    out.emplace(m[1].str(), std::stod(text));  // the first assignment wins
-  }
+  for (const auto& c : reference_constant_assignments(def))
+    out.emplace(c.name, c.value);  // first wins
   return out;
 }
 

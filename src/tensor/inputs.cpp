@@ -146,8 +146,8 @@ MaterializedInputs materialize_inputs(const Definition& def, const Workload& w,
       // is not a workload anyone runs).
       Scalar v = std::int64_t{0};
       std::string why = "0";
-      if (auto s = recipes::described_inverse_sqrt(spec)) {
-        v = *s;
+      if (auto s = described_inverse_sqrt(spec)) {
+        v = s->value;
         why = "the 1/sqrt(d) its description states";
       } else if (dtype_is_float(spec.dtype)) {
         v = 1.0;
@@ -388,17 +388,6 @@ std::vector<std::int64_t> offsets(const std::vector<std::int64_t>& lengths) {
   std::vector<std::int64_t> out(lengths.size() + 1, 0);
   for (std::size_t i = 0; i < lengths.size(); ++i) out[i + 1] = out[i] + lengths[i];
   return out;
-}
-
-std::optional<double> described_inverse_sqrt(const TensorSpec& spec) {
-  if (!spec.description) return std::nullopt;
-  static const std::regex kPattern(R"(1\s*/\s*sqrt\(\s*([0-9]+(?:\.[0-9]+)?)\s*\))");
-  std::optional<double> last;
-  for (auto it = std::sregex_iterator(spec.description->begin(), spec.description->end(), kPattern);
-       it != std::sregex_iterator(); ++it) {
-    last = 1.0 / std::sqrt(std::stod((*it)[1].str()));
-  }
-  return last;
 }
 
 }  // namespace recipes

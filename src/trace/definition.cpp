@@ -1,5 +1,9 @@
 #include "fib/trace/definition.h"
 
+#include <algorithm>
+#include <cmath>
+#include <regex>
+
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
@@ -455,6 +459,36 @@ Json to_json(const Definition& d) {
   v[kReference] = d.reference;
   static constexpr bool kAlways[] = {true, false, true, false, true, false, true, true, true};
   return write_object(kDefFields, v, d.key_order, kAlways);
+}
+
+std::optional<DescribedScale> described_inverse_sqrt(const TensorSpec& spec) {
+  if (!spec.description) return std::nullopt;
+  static const std::regex kPattern(R"(1\s*/\s*sqrt\(\s*([0-9]+(?:\.[0-9]+)?)\s*\))");
+  std::optional<DescribedScale> last;
+  for (auto it = std::sregex_iterator(spec.description->begin(), spec.description->end(), kPattern);
+       it != std::sregex_iterator(); ++it) {
+    last = DescribedScale{1.0 / std::sqrt(std::stod((*it)[1].str())), it->str()};
+  }
+  return last;
+}
+
+std::vector<ReferenceConstant> reference_constant_assignments(const Definition& def) {
+  static const std::regex kAssign(
+      R"(^\s*([A-Za-z_][A-Za-z0-9_]*)\s*=\s*([-+]?[0-9][0-9_]*\.?[0-9]*(?:[eE][-+]?[0-9]+)?)\s*(?:#.*)?$)");
+  std::vector<ReferenceConstant> out;
+  std::size_t pos = 0;
+  while (pos < def.reference.size()) {
+    std::size_t nl = def.reference.find('\n', pos);
+    if (nl == std::string::npos) nl = def.reference.size();
+    const std::string line = def.reference.substr(pos, nl - pos);
+    pos = nl + 1;
+    std::smatch m;
+    if (!std::regex_match(line, m, kAssign)) continue;
+    std::string digits = m[2].str();
+    digits.erase(std::remove(digits.begin(), digits.end(), '_'), digits.end());
+    out.push_back({m[1].str(), std::stod(digits), m[2].str()});
+  }
+  return out;
 }
 
 bool check_definition_reference(const Definition& d, const ReadContext& ctx) {

@@ -86,8 +86,6 @@ void check_family_interfaces(
 // math the interface does not show. Within a family they should agree.
 void check_family_constants(Context& ctx,
                             const std::map<std::string, std::vector<const Definition*>>& families) {
-  static const std::regex kAssign(
-      R"(^\s*([A-Z][A-Z0-9_]*)\s*=\s*([-+]?[0-9][0-9_]*\.?[0-9]*(?:[eE][-+]?[0-9]+)?)\s*(?:#.*)?$)");
   for (const auto& [family, defs] : families) {
     if (defs.size() < 2) continue;
     // constant name -> value -> definitions
@@ -98,24 +96,20 @@ void check_family_constants(Context& ctx,
       for (const auto& a : d->axes) {
         if (a.value) axis_values.insert(*a.value);
       }
-      std::size_t pos = 0;
       std::set<std::string> seen;
-      while (pos < d->reference.size()) {
-        std::size_t nl = d->reference.find('\n', pos);
-        if (nl == std::string::npos) nl = d->reference.size();
-        const std::string line = d->reference.substr(pos, nl - pos);
-        pos = nl + 1;
-        std::smatch m;
-        if (!std::regex_match(line, m, kAssign)) continue;
-        std::string text = m[2].str();
-        text.erase(std::remove(text.begin(), text.end(), '_'), text.end());
-        const double v = std::stod(text);
-        if (v == static_cast<double>(static_cast<std::int64_t>(v)) &&
-            axis_values.count(static_cast<std::int64_t>(v))) {
+      for (const auto& c : reference_constant_assignments(*d)) {
+        // Upper-case names are the reference's constants; lower-case ones are local variables.
+        if (!std::isupper(static_cast<unsigned char>(c.name[0])) ||
+            c.name.find_first_not_of("ABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_") !=
+                std::string::npos) {
+          continue;
+        }
+        if (c.value == static_cast<double>(static_cast<std::int64_t>(c.value)) &&
+            axis_values.count(static_cast<std::int64_t>(c.value))) {
           continue;  // the value of an axis: visible in the interface
         }
-        if (!seen.insert(m[1].str()).second) continue;
-        consts[m[1].str()][v].emplace_back(d, m[2].str());
+        if (!seen.insert(c.name).second) continue;
+        consts[c.name][c.value].emplace_back(d, c.text);
       }
     }
     for (const auto& [cname, values] : consts) {

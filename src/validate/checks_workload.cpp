@@ -133,18 +133,6 @@ std::optional<MaskedRows> fully_masked_rows(const Definition& d, const AxisValue
   return MaskedRows{*total_q, *kv_max};
 }
 
-// "Default is ... 1/sqrt(192)" in a scalar input's description.
-std::optional<std::pair<double, std::string>> described_inverse_sqrt(const TensorSpec& s) {
-  if (!s.is_scalar() || !s.description) return std::nullopt;
-  static const std::regex kPattern(R"(1\s*/\s*sqrt\(\s*([0-9]+(?:\.[0-9]+)?)\s*\))");
-  std::optional<std::pair<double, std::string>> last;
-  for (auto it = std::sregex_iterator(s.description->begin(), s.description->end(), kPattern);
-       it != std::sregex_iterator(); ++it) {
-    last = std::make_pair(1.0 / std::sqrt(std::stod((*it)[1].str())), it->str());
-  }
-  return last;
-}
-
 }  // namespace
 
 void check_workloads(Context& ctx) {
@@ -253,11 +241,12 @@ void check_workloads(Context& ctx) {
         }
       }
       for (const auto& spec : d.inputs) {
+        if (!spec.is_scalar()) continue;
         const auto described = described_inverse_sqrt(spec);
         const WorkloadInput* in = w.input(spec.name);
         if (!described || in == nullptr || in->kind != InputKind::kScalar) continue;
         const double v = std::visit([](auto x) { return static_cast<double>(x); }, in->value);
-        if (std::fabs(v - described->first) > 1e-3 * described->first) {
+        if (std::fabs(v - described->value) > 1e-3 * described->value) {
           auto& [count, example] = scale_mismatch[spec.name];
           if (count++ == 0) example = v;
         }
@@ -279,8 +268,8 @@ void check_workloads(Context& ctx) {
           Severity::kWarning,
           fmt::format("{} of {} workloads pass {} = {:.6g}, but the input's description gives {} = "
                       "{:.6g}",
-                      info.first, records.size(), name, info.second, described->second,
-                      described->first),
+                      info.first, records.size(), name, info.second, described->text,
+                      described->value),
           set.where(records.front().source),
           JsonPath().key("inputs").key(name).key("description").str(),
           "update the description to the scale the model really uses"));

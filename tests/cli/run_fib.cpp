@@ -26,12 +26,7 @@ std::string quote(const std::string& s) {
   out.push_back('\'');
   return out;
 }
-std::string slurp(const std::filesystem::path& p) {
-  std::ifstream in(p);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
+std::string slurp(const std::filesystem::path& p) { return TempDir::read_file(p); }
 }  // namespace
 
 CommandResult run_fib(const std::vector<std::string>& args, const std::vector<std::string>& env) {

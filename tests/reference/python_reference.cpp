@@ -21,12 +21,7 @@ int shell(const std::string& cmd) {
   return WIFEXITED(status) ? WEXITSTATUS(status) : 128;
 }
 
-std::string slurp(const std::filesystem::path& p) {
-  std::ifstream in(p);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
+std::string slurp(const std::filesystem::path& p) { return TempDir::read_file(p); }
 
 }  // namespace
 

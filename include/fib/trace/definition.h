@@ -83,6 +83,24 @@ Json to_json(const Definition& d);
 // the wrong tensors there even though fib binds by name). Returns false on an error.
 bool check_definition_reference(const Definition& d, const ReadContext& ctx);
 
+// A scale a scalar input's description states as "1/sqrt(N)" (the last one when it gives
+// several, as in "1/sqrt(128 + 64) = 1/sqrt(192)"), with the text it was read from.
+struct DescribedScale {
+  double value = 0;
+  std::string text;  // "1/sqrt(192)"
+};
+std::optional<DescribedScale> described_inverse_sqrt(const TensorSpec& spec);
+
+// Numeric constants the reference assigns on lines of their own (`EPS = 1e-5`), in source order;
+// `text` is the literal as written. Validation compares them across a family; native references
+// read the ones the interface does not carry.
+struct ReferenceConstant {
+  std::string name;
+  double value = 0;
+  std::string text;
+};
+std::vector<ReferenceConstant> reference_constant_assignments(const Definition& def);
+
 // Reads and parses one definition file; throws fib::Error with every finding on failure.
 Definition load_definition(const std::string& path);
 

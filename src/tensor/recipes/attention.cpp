@@ -102,7 +102,7 @@ void sm_scale(RecipeContext& ctx) {
   const TensorSpec* spec = ctx.definition().input("sm_scale");
   if (!spec || !ctx.wants("sm_scale")) return;
   if (auto s = described_inverse_sqrt(*spec)) {
-    ctx.put_scalar("sm_scale", *s, "the 1/sqrt(d) its description states");
+    ctx.put_scalar("sm_scale", s->value, "the 1/sqrt(d) its description states");
     return;
   }
   for (const char* a : {"head_dim", "qk_dim", "head_size"}) {

@@ -73,9 +73,6 @@ std::vector<std::int64_t> sample_indices(Rng& rng, std::int64_t count, std::int6
 // Exclusive prefix sums with a leading 0: {2, 3} -> {0, 2, 5}.
 std::vector<std::int64_t> offsets(const std::vector<std::int64_t>& lengths);
 
-// The softmax scale a scalar input's description states ("1/sqrt(192)"), if any.
-std::optional<double> described_inverse_sqrt(const TensorSpec& spec);
-
 // Recipes by op family (src/tensor/recipes/<family>.cpp).
 void attention(RecipeContext& ctx);  // gqa_paged, gqa_ragged, mla_paged, mla_ragged, dsa_paged
 void gdn(RecipeContext& ctx);
