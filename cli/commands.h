@@ -22,5 +22,8 @@ void register_models(CLI::App& app, Runner& run);
 void register_inputs(CLI::App& app, Runner& run);
 void register_reference(CLI::App& app, Runner& run);
 void register_workloads(CLI::App& app, Runner& run);
+void register_run(CLI::App& app, Runner& run);
+void register_worker(CLI::App& app, Runner& run);
+void register_solution(CLI::App& app, Runner& run);
 
 }  // namespace fib::cli

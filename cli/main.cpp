@@ -21,6 +21,9 @@ int main(int argc, char** argv) {
   fib::cli::register_inputs(app, run);
   fib::cli::register_reference(app, run);
   fib::cli::register_workloads(app, run);
+  fib::cli::register_solution(app, run);
+  fib::cli::register_run(app, run);
+  fib::cli::register_worker(app, run);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {

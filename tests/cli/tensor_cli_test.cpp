@@ -62,7 +62,7 @@ TEST(WorkloadsCli, UnknownDefinitionSuggests) {
 
 TEST(InputsAndReferenceCli, MaterializeThenRunTheReference) {
   ExampleCopy ex;
-  const std::string uuid = "0cb1e29c-658c-4a14-95e6-0af593bd04cf";  // gemm M=7 in the example
+  const std::string uuid = "ef4086fe-aa45-4748-97a2-5b82af2b8cad";  // gemm M=8 in the example
   const auto in = ex.dir.path() / "in.safetensors";
   const auto out = ex.dir.path() / "out.safetensors";
   auto r = run_fib({"inputs", "--dataset", ex.root.string(), "--definition", "gemm_n2048_k2048",
@@ -71,7 +71,7 @@ TEST(InputsAndReferenceCli, MaterializeThenRunTheReference) {
   EXPECT_EQ(r.out, "wrote 2 tensors and 0 scalars of gemm_n2048_k2048 workload " + uuid +
                        " (seed 4) to " + in.string() + "\n");
   const auto inputs = SafetensorsFile::open(in);
-  EXPECT_EQ(inputs.read("A").shape(), (Shape{7, 2048}));
+  EXPECT_EQ(inputs.read("A").shape(), (Shape{8, 2048}));
   EXPECT_EQ(inputs.read("B").shape(), (Shape{2048, 2048}));
   r = run_fib({"reference", "--dataset", ex.root.string(), "--definition", "gemm_n2048_k2048",
                "--inputs", in.string(), "--output", out.string()});
@@ -79,7 +79,7 @@ TEST(InputsAndReferenceCli, MaterializeThenRunTheReference) {
   EXPECT_THAT(r.out, HasSubstr("gemm_n2048_k2048: native reference gemm on cpu in "));
   const auto outputs = SafetensorsFile::open(out);
   const Tensor c = outputs.read("C");
-  EXPECT_EQ(c.shape(), (Shape{7, 2048}));
+  EXPECT_EQ(c.shape(), (Shape{8, 2048}));
   EXPECT_EQ(c.dtype(), DType::kFloat16);
 }
 

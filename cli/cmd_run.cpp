@@ -1,0 +1,175 @@
+// fib run: evaluate every solution of a dataset on every workload of its definition — build,
+// run in isolated workers, check against the native reference, time — and append traces.
+#include <fmt/format.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <iostream>
+
+#include "cli/cli_common.h"
+#include "cli/commands.h"
+#include "fib/bench/run.h"
+
+#ifndef FIB_ABI_INCLUDE_DIR
+#define FIB_ABI_INCLUDE_DIR ""
+#endif
+
+namespace fib::cli {
+
+namespace {
+struct RunArgs {
+  std::vector<std::string> local;
+  bench::RunOptions options;
+  std::optional<int> warmup, iterations, trials;
+  std::optional<double> rtol, atol, matched_ratio;
+  std::optional<std::string> config;
+  std::optional<std::uint64_t> seed;
+  std::uint64_t memory_limit_mb = 0;
+  bool json = false;
+  bool no_save = false;
+};
+
+std::string format_duration(double seconds) {
+  const auto s = static_cast<long>(seconds + 0.5);
+  return fmt::format("{}:{:02}", s / 60, s % 60);
+}
+
+// A progress bar with an ETA on a terminal, one plain line per evaluation otherwise.
+class Progress {
+ public:
+  explicit Progress(bool quiet) : tty_(::isatty(2) != 0), quiet_(quiet) {}
+  void start(std::size_t total) {
+    total_ = total;
+    t0_ = std::chrono::steady_clock::now();
+    if (!quiet_) std::cerr << fmt::format("fib run: {} evaluations to do\n", total);
+  }
+  void evaluation(const bench::EvaluationEvent& e) {
+    if (quiet_) return;
+    const auto& ev = *e.trace->evaluation;
+    std::string what = std::string(status_name(ev.status));
+    if (ev.performance) {
+      what += fmt::format(" {:.4f} ms ({:.2f}x)", ev.performance->latency_ms,
+                          ev.performance->speedup_factor);
+    }
+    const double elapsed =
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - t0_).count();
+    const double eta =
+        e.done > 0 ? elapsed / static_cast<double>(e.done) * static_cast<double>(total_ - e.done)
+                   : 0;
+    if (tty_) {
+      const int width = 28;
+      const int filled =
+          total_ > 0 ? static_cast<int>(width * static_cast<double>(e.done) / total_) : width;
+      std::cerr << fmt::format("\r\033[K[{}{}] {}/{} ETA {}  {} · {} · {}",
+                               std::string(filled, '='), std::string(width - filled, ' '), e.done,
+                               total_, format_duration(eta), e.definition, e.solution, what);
+      if (e.done == total_) std::cerr << "\n";
+    } else {
+      std::cerr << fmt::format("[{}/{}] {} {} workload {}: {}\n", e.done, total_, e.definition,
+                               e.solution, e.workload.substr(0, 8), what);
+    }
+  }
+  void message(const std::string& m) {
+    if (tty_) std::cerr << "\r\033[K";
+    std::cerr << m << "\n";
+  }
+
+ private:
+  bool tty_, quiet_;
+  std::size_t total_ = 0;
+  std::chrono::steady_clock::time_point t0_;
+};
+
+std::filesystem::path abi_include_dir() {
+  if (const char* env = std::getenv("FIB_INCLUDE_DIR")) return env;
+  return FIB_ABI_INCLUDE_DIR;
+}
+
+int run_cmd(RunArgs& a) {
+  if (a.local.empty()) a.local.push_back(dataset_path(""));
+  bench::RunOptions& o = a.options;
+  o.cli.warmup_runs = a.warmup;
+  o.cli.iterations = a.iterations;
+  o.cli.num_trials = a.trials;
+  o.cli.rtol = a.rtol;
+  o.cli.atol = a.atol;
+  o.cli.required_matched_ratio = a.matched_ratio;
+  if (a.config) o.config = *a.config;
+  o.seed = a.seed;
+  o.memory_limit_bytes = a.memory_limit_mb << 20;
+  o.save_traces = !a.no_save;
+  o.worker_executable = std::filesystem::read_symlink("/proc/self/exe");
+  o.abi_include_dir = abi_include_dir();
+  if (o.abi_include_dir.empty() ||
+      !std::filesystem::exists(o.abi_include_dir / "fib" / "solution.h")) {
+    throw Error("fib/solution.h", "cannot find the solution ABI header",
+                "set FIB_INCLUDE_DIR to the folder holding fib/solution.h (fib's include/)");
+  }
+  Progress progress(a.json);
+  bench::RunCallbacks cb;
+  cb.on_start = [&](std::size_t n) { progress.start(n); };
+  cb.on_evaluation = [&](const bench::EvaluationEvent& e) { progress.evaluation(e); };
+  cb.on_message = [&](const std::string& m) { progress.message(m); };
+  Json all = Json::array();
+  bool any_failed = false;
+  for (const auto& root : a.local) {
+    o.dataset = dataset_path(root);
+    const bench::RunResult r = bench::run_benchmark(o, cb);
+    if (a.json) {
+      Json j = bench::summary_to_json(r);
+      j["dataset"] = o.dataset.string();
+      all.push_back(j);
+    } else {
+      std::cout << fmt::format("== fib run --local {}\n", o.dataset.string())
+                << bench::render_summary(r);
+    }
+    any_failed |= r.reference_failures > 0;
+  }
+  if (a.json) std::cout << (all.size() == 1 ? all[0] : all).dump(2) << "\n";
+  return any_failed ? kExitFindings : kExitOk;
+}
+}  // namespace
+
+void register_run(CLI::App& app, Runner& run) {
+  auto a = std::make_shared<RunArgs>();
+  CLI::App* cmd = app.add_subcommand(
+      "run", "Evaluate solutions on workloads: build, isolate, check, time, write traces");
+  cmd->add_option("--local", a->local, "Dataset folder (repeatable; default: $FIB_DATASET_PATH)");
+  cmd->add_option("--definitions", a->options.definitions, "Only these definitions");
+  cmd->add_option("--solutions", a->options.solutions, "Only these solutions");
+  cmd->add_option("--warmup-runs", a->warmup, "Untimed calls before each trial (default 10)");
+  cmd->add_option("--iterations", a->iterations,
+                  "Timed calls per trial, at most (default 50; a trial stops early once the "
+                  "median is known to 0.5%, see --fixed-iterations)");
+  cmd->add_option("--num-trials", a->trials, "Trials, each with fresh checked inputs (default 3)");
+  cmd->add_option("--rtol", a->rtol, "Relative tolerance (default 1e-2; overrides --config)");
+  cmd->add_option("--atol", a->atol, "Absolute tolerance (default 1e-2; overrides --config)");
+  cmd->add_option("--required-matched-ratio", a->matched_ratio,
+                  "Share of elements that must match (low-precision ops; default 1, MoE 0.95)");
+  cmd->add_option("--timeout", a->options.timeout_seconds,
+                  "Seconds one (solution, workload) evaluation may take (default 300)");
+  cmd->add_flag("--resume", a->options.resume,
+                "Skip (definition, workload, solution) triples that already have a trace");
+  cmd->add_option("--config", a->config, "Eval config YAML (tolerances per op type/definition)");
+  cmd->add_option("--device", a->options.device, "cpu (CUDA devices come with GPU support)");
+  cmd->add_flag("--isolated", a->options.isolated,
+                "A fresh worker process for every evaluation (default: one persistent worker)");
+  cmd->add_option("--seed", a->seed,
+                  "Seed of all input sets and schedules (default: random, "
+                  "recorded in every trace)");
+  cmd->add_option("--threads", a->options.threads, "CPU threads per worker (default: all cores)");
+  cmd->add_option("--memory-limit-mb", a->memory_limit_mb,
+                  "Address-space limit per worker (default: half of the RAM)");
+  cmd->add_flag("--fixed-iterations", a->options.fixed_iterations,
+                "Always run --iterations timed calls (no noise-based early stop)");
+  cmd->add_option("--max-trial-seconds", a->options.max_trial_seconds,
+                  "Time cap of one trial's timed calls (default 2)");
+  cmd->add_option("--build-cache", a->options.build_cache,
+                  "Build cache folder (default: $FIB_CACHE_DIR or ~/.cache/fib/build)");
+  cmd->add_flag("--rebuild", a->options.rebuild, "Compile solutions even when the cache has them");
+  cmd->add_flag("--no-save-results", a->no_save, "Do not write traces");
+  cmd->add_flag("--json", a->json, "Print the run summary as JSON (no progress output)");
+  cmd->callback([&run, a] { run = [a] { return run_cmd(*a); }; });
+}
+
+}  // namespace fib::cli

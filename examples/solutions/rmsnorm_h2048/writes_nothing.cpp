@@ -1,0 +1,24 @@
+// writes_nothing: an RMSNorm of rmsnorm_h2048 that returns without writing its output.
+//
+// Broken on purpose. The output buffer keeps whatever the harness left in it. fib poisons every
+// output buffer before each call (NaN for floats, a pattern that changes between calls), so the
+// untouched output is all NaN and cannot happen to match the reference, not even by holding the
+// result of a previous call.
+//
+// Expected from `fib run`: INCORRECT_NUMERICAL on every workload (NaN where the reference has
+// finite values).
+#include <cstdint>
+
+#include "fib/solution.h"
+
+namespace {
+
+void rmsnorm(fib::TensorView hidden_states, fib::TensorView weight, fib::TensorView output) {
+  (void)hidden_states;
+  (void)weight;
+  (void)output;
+}
+
+}  // namespace
+
+FIB_EXPORT_SOLUTION(run, rmsnorm);

@@ -1,0 +1,93 @@
+// The run loop of `fib run`: for every definition x workload x solution of a dataset, build the
+// solution (cached), materialize fresh seeded inputs, compute reference outputs and latency in a
+// reference worker, evaluate the solution in a solution worker, judge its outputs here, and
+// append the trace at once. A crash, hang or out-of-memory of a solution costs that one
+// evaluation; the run goes on.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <filesystem>
+#include <functional>
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "fib/bench/eval_config.h"
+#include "fib/trace/trace.h"
+
+namespace fib::bench {
+
+struct RunOptions {
+  std::filesystem::path dataset;
+  std::vector<std::string> definitions;         // allow-list; empty: all
+  std::vector<std::string> solutions;           // allow-list; empty: all
+  EvalSettings cli;                             // --warmup-runs, --iterations, ... (highest layer)
+  std::optional<std::filesystem::path> config;  // --config eval.yaml
+  double timeout_seconds = 300;                 // per (solution, workload) evaluation
+  bool resume = false;
+  bool isolated = false;  // a fresh worker per evaluation
+  std::string device = "cpu";
+  std::optional<std::uint64_t> seed;              // absent: drawn at random and recorded
+  std::filesystem::path worker_executable;        // the fib binary
+  std::filesystem::path build_cache;              // empty: the default cache
+  bool rebuild = false;                           // compile even what the cache holds
+  std::filesystem::path abi_include_dir;          // holds fib/solution.h
+  std::uint64_t memory_limit_bytes = 0;           // per worker (RLIMIT_AS); 0: half of the RAM
+  unsigned threads = 0;                           // per worker; 0: all cores
+  bool fixed_iterations = false;                  // no noise-based early stop
+  double max_trial_seconds = 2.0;                 // time cap of one trial's timed calls
+  std::uint64_t input_pool_bytes = 256ull << 20;  // budget for distinct timing input sets
+  bool save_traces = true;
+};
+
+// One finished evaluation, as reported to the progress display.
+struct EvaluationEvent {
+  std::size_t done = 0, total = 0;
+  const Trace* trace = nullptr;
+  std::string definition, solution, workload;
+};
+
+struct RunCallbacks {
+  std::function<void(std::size_t total)> on_start;
+  std::function<void(const EvaluationEvent&)> on_evaluation;
+  // Non-fatal news: "warning: ...", skipped solutions, reference failures.
+  std::function<void(const std::string&)> on_message;
+};
+
+struct SolutionSummary {
+  std::string solution, author;
+  std::map<std::string, int> statuses;  // status name -> count
+  int workloads = 0, passed = 0;
+  double mean_latency_ms = 0;  // over passed workloads
+  double geomean_speedup = 0;  // over passed workloads, vs the reference
+  int skipped = 0;             // not run after an earlier timeout
+};
+
+struct DefinitionSummary {
+  std::string definition;
+  std::vector<SolutionSummary> solutions;  // ranked: most workloads passed, then speedup
+};
+
+struct RunResult {
+  std::vector<Trace> traces;  // written by this run, in order
+  std::vector<DefinitionSummary> summary;
+  std::size_t evaluations = 0, resumed = 0, reference_failures = 0;
+  std::uint64_t seed = 0;
+  double wall_seconds = 0;
+  double timed_seconds = 0;     // time inside timed calls (solutions and references)
+  double overhead_seconds = 0;  // per-evaluation wall time minus time in its timed calls, summed
+  std::size_t overhead_evaluations = 0;  // evaluations that count in overhead_seconds
+  std::vector<std::string> messages;
+};
+
+// Runs everything the options select. Throws fib::Error for unusable input (no dataset, a bad
+// config file, a device this build cannot use); every per-solution failure becomes a trace.
+RunResult run_benchmark(const RunOptions& options, const RunCallbacks& callbacks = {});
+
+// The summary table of a run, as text.
+std::string render_summary(const RunResult& r);
+Json summary_to_json(const RunResult& r);
+
+}  // namespace fib::bench

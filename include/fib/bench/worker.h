@@ -1,0 +1,84 @@
+// Worker processes: where solutions (and, in a separate process, the native references) run.
+// A worker is `fib worker` started by the orchestrator with a scrubbed environment, resource
+// limits and its own process group; requests and replies travel over a private socket pair,
+// while the worker's stdout/stderr go to a pipe the orchestrator drains and caps. A worker that
+// crashes, hangs past its deadline or runs out of memory is killed and reported; the caller
+// replaces it and goes on.
+#pragma once
+
+#include <sys/types.h>
+
+#include <chrono>
+#include <cstdint>
+#include <filesystem>
+#include <string>
+#include <vector>
+
+#include "fib/trace/json_reader.h"
+
+namespace fib::bench {
+
+struct WorkerSpec {
+  std::filesystem::path executable;          // the fib binary; the worker is `fib worker`
+  std::string role = "solution";             // "solution" or "reference" (in messages)
+  std::uint64_t memory_limit_bytes = 0;      // RLIMIT_AS; 0: no limit
+  std::filesystem::path home;                // HOME and TMPDIR of the scrubbed environment
+  unsigned threads = 0;                      // OMP_NUM_THREADS and friends; 0: all cores
+  std::size_t output_cap_bytes = 64 * 1024;  // of the worker's output, this much head + tail
+  std::chrono::milliseconds startup_timeout{30000};
+};
+
+// What a worker printed on stdout/stderr: the first and last bytes, and how much there was.
+struct CapturedOutput {
+  std::string head, tail;
+  std::uint64_t total_bytes = 0;
+  std::string text() const;  // head, an elision marker when bytes were dropped, tail
+};
+
+class Worker {
+ public:
+  // Starts the worker and waits for its greeting; throws fib::Error when it cannot start.
+  explicit Worker(WorkerSpec spec);
+  ~Worker();
+  Worker(const Worker&) = delete;
+  Worker& operator=(const Worker&) = delete;
+
+  enum class ReplyKind : std::uint8_t { kOk, kDied, kTimeout };
+  struct Reply {
+    ReplyKind kind = ReplyKind::kOk;
+    Json body;             // kOk: the worker's reply
+    std::string died_how;  // kDied: "killed by signal 11 (SIGSEGV: segmentation fault)", ...
+    int signal = 0;        // kDied by a signal
+  };
+  // Sends `request` and waits for the reply until `deadline`. On a timeout the worker is
+  // killed (it may be stuck in solution code); on death it is reaped. Either way the worker is
+  // no longer alive() and must be replaced.
+  Reply call(const Json& request, std::chrono::steady_clock::time_point deadline);
+
+  // The worker's output since the last call of this function.
+  CapturedOutput take_output();
+  bool alive() const { return pid_ > 0; }
+  pid_t pid() const { return pid_; }
+  const WorkerSpec& spec() const { return spec_; }
+  // Kills the worker's process group and reaps it (idempotent).
+  void kill();
+
+ private:
+  void drain_output();
+  std::string reap(int* signal);
+
+  WorkerSpec spec_;
+  pid_t pid_ = -1;
+  int channel_ = -1;
+  int output_ = -1;
+  CapturedOutput captured_;
+};
+
+// Describes a wait status: "exited with status 3", "killed by signal 9 (SIGKILL)".
+std::string describe_wait_status(int status);
+
+// The `fib worker` entry point (the child side): serves requests on `channel_fd` until asked
+// to exit or the channel closes. Returns the process exit code.
+int worker_main(int channel_fd);
+
+}  // namespace fib::bench

@@ -1,0 +1,118 @@
+#!/usr/bin/env bash
+# Regenerates the bundled example dataset (examples/dataset) from fib's own commands, so its
+# provenance is reproducible: the same fib and the same examples/solutions give the same bytes.
+#
+#   1. fib onboard: every kernel definition Llama 3.2 1B runs at TP 1 (paged attention at page
+#      sizes 1 and 64, prefill and decode; Llama has no separate MTP kernel);
+#   2. fib workloads synth: two small workloads per definition (seed 3, at most 8 query
+#      tokens and 256 keys per sequence; decode-shaped, prefill-shaped for prefill kernels; the
+#      lm_head GEMM gets one, M=1), all inputs random or scalar: no blobs;
+#   3. fib solution pack: every examples/solutions/<definition>/<name>.cpp as solution
+#      <definition>_<name> (correct ones by fib-examples, broken ones by red-team);
+#   4. fib validate.
+#
+# usage: scripts/make-example-dataset.sh [OUTPUT_DIR]     (default: examples/dataset)
+# FIB=/path/to/fib uses that binary; otherwise fib is built into ${FIB_BUILD_DIR:-build}.
+# OUTPUT_DIR is replaced only once everything succeeded (it must be a dataset or absent).
+set -euo pipefail
+ROOT=$(cd "$(dirname "$0")/.." && pwd)
+OUT=${1:-$ROOT/examples/dataset}
+if [[ -z "${FIB:-}" ]]; then
+  (cd "$ROOT" && FIB_TARGETS=fib bash scripts/build.sh >/dev/null)
+  FIB="$ROOT/${FIB_BUILD_DIR:-build}/cli/fib"
+fi
+export FIB_MODELS_DIR="$ROOT/models"
+SOLUTIONS="$ROOT/examples/solutions"
+
+if [[ -e "$OUT" && ! -d "$OUT/definitions" ]]; then
+  echo "make-example-dataset: $OUT exists and is not a dataset; refusing to replace it" >&2
+  exit 2
+fi
+mkdir -p "$(dirname "$OUT")"
+WORK=$(mktemp -d "$(dirname "$OUT")/.make-example-dataset.XXXXXX")
+trap 'rm -rf "$WORK"' EXIT
+DS="$WORK/dataset"
+
+# 1. Definitions.
+"$FIB" onboard --model llama-3.2-1b --tp 1 --page-sizes 1,64 --stages prefill,decode \
+  --dataset "$DS" --quiet >/dev/null
+
+# 2. Workloads: two per definition, in a fixed order.
+for file in $(cd "$DS/definitions" && LC_ALL=C ls -1 -- */*.json); do
+  def=$(basename "$file" .json)
+  preset=decode
+  [[ $def == *prefill* ]] && preset=prefill
+  count=2 max_tokens=8
+  # lm_head (N = the vocabulary, a 0.5 GB weight): one single-token call is enough.
+  [[ $def == gemm_n128256_* ]] && count=1 max_tokens=1
+  "$FIB" workloads synth --dataset "$DS" --definition "$def" --count "$count" \
+    --preset "$preset" --seed 3 --max-tokens "$max_tokens" --max-kv-len 256 >/dev/null
+done
+
+# 3. Solutions: definition, file name, author, calling style, description.
+pack() {
+  local def=$1 name=$2 author=$3 style=$4 description=$5
+  local flags=()
+  [[ $style == value ]] && flags+=(--value-returning)
+  "$FIB" solution pack --dataset "$DS" --definition "$def" --name "${def}_${name}" \
+    --author "$author" --entry "$name.cpp::run" "${flags[@]}" --description "$description" \
+    "$SOLUTIONS/$def/$name.cpp" >/dev/null
+}
+R=rmsnorm_h2048
+pack $R naive fib-examples dps \
+  "Straightforward RMSNorm: fp32 accumulation, one rounding to bfloat16. Expected status: PASSED."
+pack $R fast fib-examples dps \
+  "Vectorizer-friendly RMSNorm: fixed hidden size, weight converted once per call, 16 partial sums, branch-free rounding, threads for large batches. Expected status: PASSED (faster than naive)."
+pack $R value_returning fib-examples value \
+  "RMSNorm in the value-returning style: allocates its output with fib::allocate. Expected status: PASSED."
+pack $R spams_output red-team dps \
+  "Correct, but prints 128 KiB to stdout on every call; fib caps the log. Expected status: PASSED."
+pack $R wrong_result red-team dps \
+  "Broken on purpose: forgets to multiply by the weight. Expected status: INCORRECT_NUMERICAL."
+pack $R writes_nothing red-team dps \
+  "Broken on purpose: returns without writing its output, which fib poisoned. Expected status: INCORRECT_NUMERICAL."
+pack $R caches_results red-team dps \
+  "Broken on purpose: serves calls of a shape it has seen from a static output cache; fib's fresh inputs expose the stale outputs. Expected status: INCORRECT_NUMERICAL."
+pack $R lazy_after_first_call red-team dps \
+  "Broken on purpose: computes on the first call only, then returns at once, leaving the poisoned output. Expected status: INCORRECT_NUMERICAL."
+pack $R crashes red-team dps \
+  "Broken on purpose: writes through a null pointer (SIGSEGV in the worker). Expected status: RUNTIME_ERROR."
+pack $R mutates_inputs red-team dps \
+  "Broken on purpose: correct output, but overwrites hidden_states, used as scratch. Expected status: RUNTIME_ERROR."
+pack $R writes_past_end red-team dps \
+  "Broken on purpose: correct output, then one element written past its end, into fib's guard bytes. Expected status: RUNTIME_ERROR."
+pack $R hangs red-team dps \
+  "Broken on purpose: spins forever on a flag nobody sets. Expected status: TIMEOUT."
+pack $R compile_error red-team dps \
+  "Broken on purpose: a type error (float* stored in a uint16_t*). Expected status: COMPILE_ERROR."
+pack $R wrong_shape red-team value \
+  "Broken on purpose: returns the right values flattened to one dimension. Expected status: INCORRECT_SHAPE."
+pack $R wrong_dtype red-team value \
+  "Broken on purpose: returns float32 instead of bfloat16. Expected status: INCORRECT_DTYPE."
+G=gemm_n2048_k2048
+pack $G naive fib-examples dps \
+  "Triple-loop C = A @ B.T, fp32 accumulation, converting every element where it is used. Expected status: PASSED."
+pack $G blocked fib-examples dps \
+  "C = A @ B.T with B converted once per call in blocks of 4 rows kept in L1, vectorizable dot products and columns split over threads. Expected status: PASSED (much faster than naive)."
+pack fused_add_rmsnorm_h2048 naive fib-examples dps \
+  "Straightforward fused add + RMSNorm: the residual added in fp32, one rounding to bfloat16. Expected status: PASSED."
+
+# Every examples/solutions file is packed (a new one must be added above).
+for src in "$SOLUTIONS"/*/*.cpp; do
+  def=$(basename "$(dirname "$src")")
+  name=$(basename "$src" .cpp)
+  if ! compgen -G "$DS/solutions/*/*/$def/${def}_$name.json" >/dev/null; then
+    echo "make-example-dataset: $src is not packed; add it to scripts/make-example-dataset.sh" >&2
+    exit 1
+  fi
+done
+
+# 4. The result must validate (warnings allowed: no baseline solutions or traces yet).
+"$FIB" validate --dataset "$DS" >"$WORK/validate.txt" || {
+  cat "$WORK/validate.txt" >&2
+  exit 1
+}
+
+rm -rf "$OUT"
+mv "$DS" "$OUT"
+echo "make-example-dataset: wrote $OUT ($(find "$OUT" -type f | wc -l) files)"

@@ -1,0 +1,126 @@
+#include "bench/run/judge.h"
+
+#include <fmt/format.h>
+
+#include <cmath>
+#include <limits>
+
+#include "bench/worker/input_sets.h"
+#include "fib/bench/compare.h"
+#include "fib/tensor/safetensors.h"
+
+namespace fib::bench::detail {
+
+namespace {
+Outputs read_outputs(const std::string& path) {
+  Outputs out;
+  const SafetensorsFile f = SafetensorsFile::open(path);
+  for (const auto& k : f.keys()) out.emplace(k, f.read(k));
+  return out;
+}
+
+// The worker stacks draws as [draws, batch]; check_sampling wants [batch, draws].
+Tensor draws_by_row(const Tensor& stacked) {
+  if (stacked.rank() != 2) return stacked;
+  const std::int64_t draws = stacked.dim(0), batch = stacked.dim(1);
+  Tensor t(stacked.dtype(), Shape{batch, draws});
+  for (std::int64_t d = 0; d < draws; ++d) {
+    for (std::int64_t b = 0; b < batch; ++b) t.set(b * draws + d, stacked.get(d * batch + b));
+  }
+  return t;
+}
+
+SamplingExpectation expectation_from(Outputs& reference_file) {
+  SamplingExpectation e;
+  e.distribution = reference_file.at("__distribution");
+  if (auto it = reference_file.find("__allowed"); it != reference_file.end()) {
+    e.allowed = it->second;
+  }
+  reference_file.erase("__distribution");
+  reference_file.erase("__allowed");
+  return e;
+}
+}  // namespace
+
+Judgement judge(const Definition& def, const EvalConfigFile& builtin, const EvalConfigFile* user,
+                const EvalSettings& cli, const std::vector<CheckedCall>& calls,
+                const std::optional<std::string>& sampling_draws) {
+  const EvalPolicy policy = policy_for(def);
+  const OutputEvals evals = resolve_eval_outputs(builtin, user, cli, def);
+  const ResolvedEval whole = resolve_eval(builtin, user, cli, def, "");
+  std::vector<TrialVerdict> verdicts;
+  std::optional<SamplingExpectation> first_expectation;
+  for (const CheckedCall& c : calls) {
+    Outputs expected = read_outputs(c.reference_outputs);
+    const Outputs got = read_outputs(c.solution_outputs);
+    TrialVerdict tv;
+    tv.trial = c.trial;
+    tv.seed = c.seed;
+    if (policy.kind == PolicyKind::kSampling) {
+      SamplingExpectation e = expectation_from(expected);
+      const std::string& name = def.outputs.front().name;
+      auto it = got.find(name);
+      if (it == got.end()) {
+        tv.verdict.status = EvaluationStatus::kIncorrectShape;
+        tv.verdict.log = fmt::format("output '{}' is missing", name);
+      } else {
+        tv.verdict = check_sampling(def, evals.at(name), e, it->second);
+      }
+      if (!first_expectation) first_expectation = std::move(e);
+    } else {
+      PoisonValues poison;
+      for (const auto& spec : def.outputs) {
+        if (c.poison.contains(spec.name)) {
+          poison[spec.name] = c.poison[spec.name].get<double>();
+        } else if (dtype_is_float(spec.dtype) && spec.dtype != DType::kFloat4E2M1) {
+          poison[spec.name] = std::numeric_limits<double>::quiet_NaN();
+        }
+      }
+      CompareOptions opt;
+      opt.poison = &poison;
+      std::optional<reference::Arguments> args;
+      std::optional<RowScorer> scorer;
+      if (policy.kind == PolicyKind::kTopkSet && !c.inputs.empty()) {
+        args = read_input_set(c.inputs, c.trial);
+        try {
+          scorer = dsa_topk_indexer_scorer(def, *args);
+          opt.scorer = &*scorer;
+        } catch (const Error&) {
+          // No scorer for this definition: sets must match exactly.
+        }
+      }
+      tv.verdict = compare_outputs(def, policy, evals, expected, got, opt);
+    }
+    verdicts.push_back(std::move(tv));
+  }
+  if (sampling_draws && first_expectation) {
+    const Outputs draws = read_outputs(*sampling_draws);
+    const std::string& name = def.outputs.front().name;
+    TrialVerdict tv;
+    tv.trial = static_cast<int>(calls.size());
+    tv.seed = calls.empty() ? 0 : calls.front().seed;
+    tv.verdict = check_sampling(def, whole, *first_expectation, draws_by_row(draws.at(name)));
+    if (!tv.verdict.passed()) {
+      tv.verdict.log = fmt::format(
+          "distribution check over {} draws per row on trial 0's "
+          "inputs:\n{}",
+          draws.at(name).rank() > 0 ? draws.at(name).dim(0) : 0, tv.verdict.log);
+    }
+    verdicts.push_back(std::move(tv));
+  }
+  Judgement j;
+  if (verdicts.empty()) {
+    j.status = EvaluationStatus::kRuntimeError;
+    j.log = "no checked call completed";
+    return j;
+  }
+  const CallVerdict merged = merge_trials(verdicts);
+  j.status = merged.status;
+  if (j.status == EvaluationStatus::kPassed || j.status == EvaluationStatus::kIncorrectNumerical) {
+    j.correctness = to_correctness(merged);
+  }
+  j.log = merged.log;
+  return j;
+}
+
+}  // namespace fib::bench::detail

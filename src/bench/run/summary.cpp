@@ -1,0 +1,140 @@
+#include "bench/run/summary.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cmath>
+
+namespace fib::bench {
+
+namespace detail {
+std::vector<DefinitionSummary> summarize_run(const std::vector<Trace>& traces, const TraceSet& set,
+                                             const std::map<std::string, int>& skipped) {
+  std::vector<DefinitionSummary> out;
+  std::map<std::string, std::size_t> def_index;
+  std::map<std::pair<std::string, std::string>, std::vector<const Trace*>> by_solution;
+  std::vector<std::pair<std::string, std::string>> order;
+  for (const Trace& t : traces) {
+    if (!t.solution || !t.evaluation) continue;
+    if (!def_index.count(t.definition)) {
+      def_index[t.definition] = out.size();
+      out.push_back(DefinitionSummary{t.definition, {}});
+    }
+    auto key = std::make_pair(t.definition, *t.solution);
+    if (!by_solution.count(key)) order.push_back(key);
+    by_solution[key].push_back(&t);
+  }
+  for (const auto& key : order) {
+    SolutionSummary s;
+    s.solution = key.second;
+    if (const auto* r = set.solution(key.second)) s.author = r->value.author;
+    double log_sum = 0, lat_sum = 0;
+    int n_speed = 0;
+    for (const Trace* t : by_solution[key]) {
+      ++s.workloads;
+      ++s.statuses[std::string(status_name(t->evaluation->status))];
+      if (t->passed() && t->evaluation->performance) {
+        ++s.passed;
+        lat_sum += t->evaluation->performance->latency_ms;
+        if (t->evaluation->performance->speedup_factor > 0) {
+          log_sum += std::log(t->evaluation->performance->speedup_factor);
+          ++n_speed;
+        }
+      }
+    }
+    if (s.passed > 0) s.mean_latency_ms = lat_sum / s.passed;
+    if (n_speed > 0) s.geomean_speedup = std::exp(log_sum / n_speed);
+    if (auto it = skipped.find(s.solution); it != skipped.end()) s.skipped = it->second;
+    out[def_index[key.first]].solutions.push_back(std::move(s));
+  }
+  for (auto& d : out) {
+    std::stable_sort(d.solutions.begin(), d.solutions.end(),
+                     [](const SolutionSummary& a, const SolutionSummary& b) {
+                       const bool a_all = a.passed == a.workloads && a.passed > 0;
+                       const bool b_all = b.passed == b.workloads && b.passed > 0;
+                       if (a_all != b_all) return a_all;
+                       if (a.passed != b.passed) return a.passed > b.passed;
+                       return a.geomean_speedup > b.geomean_speedup;
+                     });
+  }
+  return out;
+}
+}  // namespace detail
+
+namespace {
+std::string status_cell(const SolutionSummary& s) {
+  std::vector<std::string> parts;
+  for (const auto& [k, v] : s.statuses) parts.push_back(fmt::format("{} {}", k, v));
+  if (s.skipped > 0) parts.push_back(fmt::format("not run {}", s.skipped));
+  return fmt::format("{}", fmt::join(parts, ", "));
+}
+}  // namespace
+
+std::string render_summary(const RunResult& r) {
+  std::string out;
+  for (const auto& d : r.summary) {
+    out += fmt::format("\n{}\n", d.definition);
+    std::size_t wname = 8, wauthor = 6;
+    for (const auto& s : d.solutions) {
+      wname = std::max(wname, s.solution.size());
+      wauthor = std::max(wauthor, s.author.size());
+    }
+    out += fmt::format("  {:>4}  {:<{}}  {:<{}}  {:>7}  {:>12}  {:>8}  {}\n", "rank", "solution",
+                       wname, "author", wauthor, "passed", "latency ms", "speedup", "statuses");
+    int rank = 0;
+    for (const auto& s : d.solutions) {
+      const bool ranked = s.passed == s.workloads && s.passed > 0;
+      const std::string rank_cell = ranked ? std::to_string(++rank) : "-";
+      const std::string lat = s.passed > 0 ? fmt::format("{:.4f}", s.mean_latency_ms) : "-";
+      const std::string speed =
+          s.geomean_speedup > 0 ? fmt::format("{:.2f}x", s.geomean_speedup) : "-";
+      out += fmt::format("  {:>4}  {:<{}}  {:<{}}  {:>7}  {:>12}  {:>8}  {}\n", rank_cell,
+                         s.solution, wname, s.author, wauthor,
+                         fmt::format("{}/{}", s.passed, s.workloads), lat, speed, status_cell(s));
+    }
+  }
+  const double per_eval_ms =
+      r.overhead_evaluations > 0
+          ? 1000.0 * r.overhead_seconds / static_cast<double>(r.overhead_evaluations)
+          : 0;
+  out += fmt::format(
+      "\n{} evaluations ({} already done, skipped by --resume) in {:.1f} s; {:.2f} s inside timed "
+      "calls; harness overhead {:.2f} ms per evaluation; seed {}\n",
+      r.evaluations, r.resumed, r.wall_seconds, r.timed_seconds, per_eval_ms, r.seed);
+  out +=
+      "speedup: geometric mean over passed workloads of reference latency / solution latency "
+      "(native CPU reference); ranked: solutions that passed every workload\n";
+  return out;
+}
+
+Json summary_to_json(const RunResult& r) {
+  Json defs = Json::array();
+  for (const auto& d : r.summary) {
+    Json sols = Json::array();
+    for (const auto& s : d.solutions) {
+      sols.push_back(Json{{"solution", s.solution},
+                          {"author", s.author},
+                          {"workloads", s.workloads},
+                          {"passed", s.passed},
+                          {"statuses", s.statuses},
+                          {"not_run", s.skipped},
+                          {"mean_latency_ms", s.mean_latency_ms},
+                          {"geomean_speedup", s.geomean_speedup}});
+    }
+    defs.push_back(Json{{"definition", d.definition}, {"solutions", sols}});
+  }
+  return Json{{"evaluations", r.evaluations},
+              {"resumed", r.resumed},
+              {"reference_failures", r.reference_failures},
+              {"seed", r.seed},
+              {"wall_seconds", r.wall_seconds},
+              {"timed_seconds", r.timed_seconds},
+              {"overhead_ms_per_evaluation",
+               r.overhead_evaluations > 0
+                   ? 1000.0 * r.overhead_seconds / static_cast<double>(r.overhead_evaluations)
+                   : 0.0},
+              {"definitions", defs},
+              {"messages", r.messages}};
+}
+
+}  // namespace fib::bench

@@ -1,0 +1,809 @@
+// The worker's side (`fib worker`): loads solution libraries, runs the call schedule the
+// orchestrator sends (warmup, timed calls with one checked call hidden among them, sampling
+// draws), and reports raw facts: latency samples, the outputs of checked calls (written to
+// files the orchestrator compares against the reference, which never enters this process),
+// and contract violations (a guard region overwritten, an input modified, an error returned).
+// The same loop runs the native references in a separate worker that never loads a solution.
+#include <dlfcn.h>
+#include <fcntl.h>
+#include <fmt/format.h>
+#include <signal.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cstring>
+#include <functional>
+#include <map>
+#include <memory>
+#include <optional>
+
+#include "bench/worker/input_sets.h"
+#include "bench/worker/protocol.h"
+#include "fib/bench/compare.h"
+#include "fib/bench/timing.h"
+#include "fib/bench/worker.h"
+#include "fib/reference/reference.h"
+#define FIB_SOLUTION_C_API_ONLY
+#include "fib/solution.h"
+#include "fib/tensor/safetensors.h"
+#include "fib/trace/definition.h"
+#include "fib/trace/diagnostics.h"
+
+namespace fib::bench {
+
+namespace {
+using Clock = std::chrono::steady_clock;
+constexpr std::size_t kGuardBytes = 256;
+constexpr unsigned char kGuardByte = 0xFD;
+
+using detail::InputSet;
+using InputSets = std::shared_ptr<const std::vector<InputSet>>;
+
+Definition parse_definition(const Json& j) {
+  Diagnostics diag;
+  ReadContext ctx{"request.definition", &diag};
+  auto d = definition_from_json(j, ctx);
+  if (!d) throw Error("request", "the definition in the request does not parse");
+  return *d;
+}
+
+AxisValues parse_axes(const Json& j) {
+  AxisValues v;
+  for (auto it = j.begin(); it != j.end(); ++it) v.emplace_back(it.key(), it->get<std::int64_t>());
+  return v;
+}
+
+// ---- Guarded, poisoned buffers ------------------------------------------------------------
+// Output storage with guard regions before and after, refilled with a changing poison pattern
+// before every call: an element the solution does not write keeps the poison (NaN for floats,
+// a sentinel for integers), a byte written past either end breaks a guard.
+class GuardedBuffer {
+ public:
+  GuardedBuffer(DType dtype, Shape shape) : dtype_(dtype), shape_(std::move(shape)) {
+    std::uint64_t numel = 1;
+    for (auto d : shape_) numel *= static_cast<std::uint64_t>(d);
+    numel_ = static_cast<std::int64_t>(numel);
+    bytes_ = static_cast<std::size_t>(dtype_storage_bytes(dtype_, numel).value_or(0));
+    const std::size_t total = bytes_ + 2 * kGuardBytes + kTensorAlignment;
+    storage_ = std::make_unique<std::byte[]>(total);
+    auto base = reinterpret_cast<std::uintptr_t>(storage_.get()) + kGuardBytes;
+    base = (base + kTensorAlignment - 1) & ~(kTensorAlignment - 1);
+    data_ = reinterpret_cast<std::byte*>(base);
+    std::memset(data_ - kGuardBytes, kGuardByte, kGuardBytes);
+    std::memset(data_ + bytes_, kGuardByte, kGuardBytes);
+  }
+  std::byte* data() { return data_; }
+  std::size_t bytes() const { return bytes_; }
+  DType dtype() const { return dtype_; }
+  const Shape& shape() const { return shape_; }
+
+  // Fills the buffer with the poison of call `k`; returns the integer sentinel used (0 for
+  // float formats, whose poison is NaN).
+  std::int64_t poison(std::uint64_t k) {
+    switch (dtype_) {
+      case DType::kFloat32: {
+        const std::uint32_t v = 0x7fc00000u | static_cast<std::uint32_t>((k % 0x3fffffu) + 1);
+        fill(&v, sizeof v);
+        return 0;
+      }
+      case DType::kFloat16: {
+        const auto v = static_cast<std::uint16_t>(0x7e00u | ((k % 0x1ffu) + 1));
+        fill(&v, sizeof v);
+        return 0;
+      }
+      case DType::kBFloat16: {
+        const auto v = static_cast<std::uint16_t>(0x7fc0u | ((k % 0x3fu) + 1));
+        fill(&v, sizeof v);
+        return 0;
+      }
+      case DType::kFloat8E4M3FN: {
+        const std::uint8_t v = (k & 1) ? 0xff : 0x7f;
+        fill(&v, 1);
+        return 0;
+      }
+      case DType::kFloat8E5M2: {
+        const std::uint8_t v = static_cast<std::uint8_t>(0x7d + (k % 3));
+        fill(&v, 1);
+        return 0;
+      }
+      case DType::kFloat4E2M1: {  // no NaN in e2m1: the largest magnitudes, alternating sign
+        const std::uint8_t v = (k & 1) ? 0xff : 0x77;
+        fill(&v, 1);
+        return (k & 1) ? -6 : 6;
+      }
+      case DType::kBool: {
+        const std::uint8_t v = (k & 1) ? 1 : 0;
+        fill(&v, 1);
+        return v;
+      }
+      default: {
+        const std::uint8_t byte = (k & 1) ? 0xa5 : 0x5a;
+        std::memset(data_, byte, bytes_);
+        const int width = dtype_bits(dtype_) / 8;
+        std::uint64_t u = 0;
+        for (int i = 0; i < width; ++i) u = (u << 8) | byte;
+        if (width == 8) return static_cast<std::int64_t>(u);
+        const std::uint64_t sign = 1ull << (width * 8 - 1);
+        return static_cast<std::int64_t>((u ^ sign) - sign);  // sign-extend
+      }
+    }
+  }
+
+  // Offset of the first corrupted guard byte relative to the start of the data (negative:
+  // before it), or nullopt when both guards are intact.
+  std::optional<std::int64_t> guard_violation() const {
+    for (std::size_t i = 0; i < kGuardBytes; ++i) {
+      if (static_cast<unsigned char>(data_[bytes_ + i]) != kGuardByte) {
+        return static_cast<std::int64_t>(bytes_ + i);
+      }
+    }
+    for (std::size_t i = kGuardBytes; i > 0; --i) {
+      if (static_cast<unsigned char>(data_[-static_cast<std::ptrdiff_t>(i)]) != kGuardByte) {
+        return -static_cast<std::int64_t>(i);
+      }
+    }
+    return std::nullopt;
+  }
+
+  Tensor to_tensor() const {
+    Tensor t(dtype_, shape_);
+    if (bytes_ > 0) std::memcpy(t.raw(), data_, bytes_);
+    return t;
+  }
+
+  fib_tensor view() {
+    fib_tensor t{};
+    t.data = data_;
+    t.ndim = static_cast<std::int32_t>(shape_.size());
+    std::int64_t stride = 1;
+    for (int i = t.ndim - 1; i >= 0; --i) {
+      t.shape[i] = shape_[static_cast<std::size_t>(i)];
+      t.strides[i] = stride;
+      stride *= shape_[static_cast<std::size_t>(i)];
+    }
+    t.dtype = static_cast<std::int32_t>(dtype_);
+    t.device_type = FIB_DEVICE_CPU;
+    return t;
+  }
+
+ private:
+  void fill(const void* pattern, std::size_t width) {
+    if (bytes_ == 0) return;
+    std::memcpy(data_, pattern, std::min(width, bytes_));
+    std::size_t done = std::min(width, bytes_);
+    while (done < bytes_) {  // doubling copies: a memset-speed fill for multi-byte patterns
+      const std::size_t n = std::min(done, bytes_ - done);
+      std::memcpy(data_ + done, data_, n);
+      done += n;
+    }
+  }
+
+  DType dtype_;
+  Shape shape_;
+  std::int64_t numel_ = 0;
+  std::size_t bytes_ = 0;
+  std::unique_ptr<std::byte[]> storage_;
+  std::byte* data_ = nullptr;
+};
+
+fib_tensor tensor_view(Tensor& t) {
+  fib_tensor v{};
+  v.data = t.raw();
+  v.ndim = static_cast<std::int32_t>(t.rank());
+  std::int64_t stride = 1;
+  for (int i = v.ndim - 1; i >= 0; --i) {
+    v.shape[i] = t.dim(static_cast<std::size_t>(i));
+    v.strides[i] = stride;
+    stride *= t.dim(static_cast<std::size_t>(i));
+  }
+  v.dtype = static_cast<std::int32_t>(t.dtype());
+  v.device_type = FIB_DEVICE_CPU;
+  return v;
+}
+
+// ---- Schedules -----------------------------------------------------------------------------
+struct TrialPlan {
+  std::vector<int> warmup;   // set indices
+  std::vector<int> timed;    // set indices, in call order
+  int check_position = -1;   // index into `timed` whose outputs are saved
+  std::string check_output;  // where they go
+  double max_seconds = 0;    // 0: no time cap
+};
+
+struct Schedule {
+  std::vector<TrialPlan> trials;
+  NoiseCriterion noise;
+  bool fixed_iterations = false;
+  bool flush_caches = true;
+};
+
+Schedule parse_schedule(const Json& j) {
+  Schedule s;
+  s.noise.min_samples = j.value("min_samples", std::size_t{10});
+  s.noise.rel_precision = j.value("rel_precision", 0.005);
+  s.fixed_iterations = j.value("fixed_iterations", false);
+  s.flush_caches = j.value("flush_caches", true);
+  for (const Json& t : j.at("trials")) {
+    TrialPlan p;
+    p.warmup = t.at("warmup").get<std::vector<int>>();
+    p.timed = t.at("timed").get<std::vector<int>>();
+    p.check_position = t.value("check_position", -1);
+    p.check_output = t.value("check_output", std::string());
+    p.max_seconds = t.value("max_seconds", 0.0);
+    s.trials.push_back(std::move(p));
+  }
+  return s;
+}
+
+// What went wrong in a call, reported to the orchestrator (which decides the status).
+struct Failure {
+  std::string kind;  // "error", "guard", "input_modified", "results"
+  std::string message;
+  std::uint64_t call = 0;
+};
+
+// One callable thing (a solution or a reference) under the schedule.
+class Target {
+ public:
+  virtual ~Target() = default;
+  // Prepares call buffers for input set `set` (copy, poison, flush) outside the timed region.
+  virtual void prepare(int set, std::uint64_t call, bool flush) = 0;
+  // The timed call. Returns false with *failure filled on an error.
+  virtual bool call(std::uint64_t call, Failure* failure) = 0;
+  // Checks after the call (guards, inputs), outside the timed region.
+  virtual bool verify(std::uint64_t call, Failure* failure) = 0;
+  // The outputs of the last call (for checked calls and sampling draws).
+  virtual std::vector<std::pair<std::string, Tensor>> outputs() = 0;
+  // Integer poison sentinels of the last call, by output (for "never written" messages).
+  virtual Json poison() const { return Json::object(); }
+};
+
+Json run_schedule(Target& target, const Schedule& s, std::optional<Failure>* failure) {
+  Json trials = Json::array();
+  std::uint64_t call = 0;
+  auto one_call = [&](int set, double* ms) -> bool {
+    target.prepare(set, call, s.flush_caches);
+    Failure f;
+    const auto t0 = Clock::now();
+    const bool ok = target.call(call, &f);
+    const auto t1 = Clock::now();
+    if (ok && !target.verify(call, &f)) {
+      *failure = f;
+      return false;
+    }
+    if (!ok) {
+      *failure = f;
+      return false;
+    }
+    if (ms) *ms = std::chrono::duration<double, std::milli>(t1 - t0).count();
+    ++call;
+    return true;
+  };
+  for (const TrialPlan& plan : s.trials) {
+    for (int set : plan.warmup) {
+      if (!one_call(set, nullptr)) return trials;
+    }
+    std::vector<double> samples;
+    std::string stopped_by = "iterations";
+    Json checked = nullptr;
+    const auto start = Clock::now();
+    const std::size_t must_reach = std::max<std::size_t>(
+        s.noise.min_samples, static_cast<std::size_t>(plan.check_position + 1));
+    for (std::size_t i = 0; i < plan.timed.size(); ++i) {
+      double ms = 0;
+      if (!one_call(plan.timed[i], &ms)) return trials;
+      samples.push_back(ms);
+      if (static_cast<int>(i) == plan.check_position && !plan.check_output.empty()) {
+        write_safetensors(plan.check_output, target.outputs());
+        checked =
+            Json{{"call", call - 1}, {"file", plan.check_output}, {"poison", target.poison()}};
+      }
+      if (s.fixed_iterations || samples.size() < must_reach) continue;
+      if (precise_enough(samples, s.noise)) {
+        stopped_by = "noise";
+        break;
+      }
+      if (plan.max_seconds > 0 &&
+          std::chrono::duration<double>(Clock::now() - start).count() > plan.max_seconds) {
+        stopped_by = "time_cap";
+        break;
+      }
+    }
+    trials.push_back(
+        Json{{"samples_ms", samples}, {"stopped_by", stopped_by}, {"checked", checked}});
+  }
+  return trials;
+}
+
+// ---- A solution under test --------------------------------------------------------------------
+struct LoadedLibrary {
+  void* handle = nullptr;
+  fib_entry_fn entry = nullptr;
+  std::string signature;
+};
+
+class SolutionTarget : public Target {
+ public:
+  SolutionTarget(const Definition& def, const AxisValues& var, InputSets sets,
+                 const LoadedLibrary& lib, bool dps)
+      : def_(def), sets_(std::move(sets)), lib_(lib), dps_(dps) {
+    const auto bound = def.bind_axes(var);
+    if (!bound) throw Error("request", "the workload does not bind every var axis");
+    // Call buffers: the same addresses on every call, whatever the input set, as an engine
+    // reuses its buffers; a cache keyed on addresses then returns stale results.
+    for (const auto& spec : def.inputs) {
+      if (spec.is_scalar()) continue;
+      auto it = sets_->front().tensors.find(spec.name);
+      if (it == sets_->front().tensors.end()) continue;  // an absent optional input
+      call_inputs_.emplace(spec.name, Tensor(it->second.dtype(), it->second.shape()));
+    }
+    if (dps_) {
+      for (const auto& spec : def.outputs) {
+        const auto shape = def.concrete_shape(spec, *bound);
+        if (!shape) throw Error("request", fmt::format("cannot size output '{}'", spec.name));
+        dps_outputs_.emplace_back(spec.dtype, *shape);
+      }
+    }
+    allocator_.context = this;
+    allocator_.allocate = &SolutionTarget::allocate_thunk;
+  }
+
+  void prepare(int set, std::uint64_t call, bool flush) override {
+    current_set_ = set;
+    const InputSet& in = sets_->at(static_cast<std::size_t>(set));
+    for (auto& [name, t] : call_inputs_) {
+      const Tensor& src = in.tensors.at(name);
+      std::memcpy(t.raw(), src.raw(), t.nbytes());
+      if (flush) flush_from_cache(t.raw(), t.nbytes());
+    }
+    poison_.clear();
+    for (std::size_t i = 0; i < dps_outputs_.size(); ++i) {
+      const std::int64_t sentinel = dps_outputs_[i].poison(call);
+      if (dtype_is_integer(dps_outputs_[i].dtype()) || dps_outputs_[i].dtype() == DType::kBool ||
+          dps_outputs_[i].dtype() == DType::kFloat4E2M1) {
+        poison_[def_.outputs[i].name] = sentinel;
+      }
+      if (flush) flush_from_cache(dps_outputs_[i].data(), dps_outputs_[i].bytes());
+    }
+    vr_used_ = 0;
+    call_index_ = call;
+    build_args(in);
+    if (flush) flush_fence();
+  }
+
+  bool call(std::uint64_t, Failure* failure) override {
+    error_[0] = '\0';
+    fib_call c{};
+    c.abi_version = FIB_SOLUTION_ABI_VERSION;
+    c.destination_passing = dps_ ? 1 : 0;
+    c.args = args_.data();
+    c.num_args = static_cast<std::int32_t>(args_.size());
+    results_.assign(def_.outputs.size() + 1, fib_tensor{});
+    c.results = results_.data();
+    c.num_results = static_cast<std::int32_t>(results_.size());
+    c.allocator = &allocator_;
+    c.error = error_;
+    c.error_capacity = sizeof error_;
+    const int rc = lib_.entry(&c);
+    if (rc != 0) {
+      failure->kind = "error";
+      failure->message = error_[0] ? std::string(error_) : fmt::format("returned {}", rc);
+      return false;
+    }
+    return true;
+  }
+
+  bool verify(std::uint64_t call, Failure* failure) override {
+    failure->call = call;
+    const InputSet& in = sets_->at(static_cast<std::size_t>(current_set_));
+    for (const auto& [name, t] : call_inputs_) {
+      const Tensor& src = in.tensors.at(name);
+      if (std::memcmp(t.raw(), src.raw(), t.nbytes()) != 0) {
+        const auto* a = static_cast<const unsigned char*>(t.raw());
+        const auto* b = static_cast<const unsigned char*>(src.raw());
+        std::size_t i = 0;
+        while (a[i] == b[i]) ++i;
+        failure->kind = "input_modified";
+        failure->message = fmt::format(
+            "the solution modified its input '{}' (first changed byte at offset {} of {})", name, i,
+            t.nbytes());
+        return false;
+      }
+    }
+    for (std::size_t i = 0; i < dps_outputs_.size(); ++i) {
+      if (auto off = dps_outputs_[i].guard_violation()) {
+        failure->kind = "guard";
+        failure->message = guard_message(def_.outputs[i].name, dps_outputs_[i], *off);
+        return false;
+      }
+    }
+    for (std::size_t i = 0; i < vr_used_; ++i) {
+      if (auto off = vr_buffers_[i]->guard_violation()) {
+        failure->kind = "guard";
+        failure->message =
+            guard_message(fmt::format("allocation #{}", i + 1), *vr_buffers_[i], *off);
+        return false;
+      }
+    }
+    if (!dps_) return check_results(failure);
+    return true;
+  }
+
+  std::vector<std::pair<std::string, Tensor>> outputs() override {
+    std::vector<std::pair<std::string, Tensor>> out;
+    for (std::size_t i = 0; i < def_.outputs.size(); ++i) {
+      if (dps_) {
+        out.emplace_back(def_.outputs[i].name, dps_outputs_[i].to_tensor());
+      } else {
+        out.emplace_back(def_.outputs[i].name, result_tensor(results_[i]));
+      }
+    }
+    return out;
+  }
+
+  Json poison() const override {
+    Json j = Json::object();
+    for (const auto& [k, v] : poison_) j[k] = v;
+    return j;
+  }
+
+ private:
+  static std::string guard_message(const std::string& what, const GuardedBuffer& b,
+                                   std::int64_t off) {
+    if (off < 0) {
+      return fmt::format("the solution wrote before the start of {} ({} bytes before it)", what,
+                         -off);
+    }
+    return fmt::format("the solution wrote past the end of {} (byte {} of a {}-byte buffer)", what,
+                       off, b.bytes());
+  }
+
+  void build_args(const InputSet& in) {
+    args_.clear();
+    for (const auto& spec : def_.inputs) {
+      fib_value v{};
+      if (spec.is_scalar()) {
+        auto it = in.scalars.find(spec.name);
+        if (it == in.scalars.end()) {
+          v.kind = FIB_VALUE_ABSENT;
+        } else if (const auto* b = std::get_if<bool>(&it->second)) {
+          v.kind = FIB_VALUE_BOOL;
+          v.i = *b ? 1 : 0;
+        } else if (const auto* i = std::get_if<std::int64_t>(&it->second)) {
+          v.kind = dtype_is_float(spec.dtype) ? FIB_VALUE_FLOAT : FIB_VALUE_INT;
+          v.i = *i;
+          v.f = static_cast<double>(*i);
+        } else {
+          v.kind = FIB_VALUE_FLOAT;
+          v.f = std::get<double>(it->second);
+        }
+      } else {
+        auto it = call_inputs_.find(spec.name);
+        if (it == call_inputs_.end()) {
+          v.kind = FIB_VALUE_ABSENT;
+        } else {
+          v.kind = FIB_VALUE_TENSOR;
+          v.tensor = tensor_view(it->second);
+        }
+      }
+      args_.push_back(v);
+    }
+    for (auto& b : dps_outputs_) {
+      fib_value v{};
+      v.kind = FIB_VALUE_TENSOR;
+      v.tensor = b.view();
+      args_.push_back(v);
+    }
+  }
+
+  static int allocate_thunk(void* ctx, std::int32_t dtype, const std::int64_t* shape,
+                            std::int32_t ndim, fib_tensor* out) {
+    return static_cast<SolutionTarget*>(ctx)->allocate(dtype, shape, ndim, out);
+  }
+
+  int allocate(std::int32_t dtype, const std::int64_t* shape, std::int32_t ndim, fib_tensor* out) {
+    if (dtype < 0 || dtype > FIB_DTYPE_BOOL || ndim < 0 || ndim > FIB_MAX_RANK) return 1;
+    Shape s(shape, shape + ndim);
+    for (auto d : s) {
+      if (d < 0) return 1;
+    }
+    const auto dt = static_cast<DType>(dtype);
+    // Reuse the buffer at the same position of the previous call when it fits, so addresses
+    // repeat from call to call; it is poisoned again either way.
+    if (vr_used_ < vr_buffers_.size() && vr_buffers_[vr_used_]->dtype() == dt &&
+        vr_buffers_[vr_used_]->shape() == s) {
+    } else {
+      auto b = std::make_unique<GuardedBuffer>(dt, s);
+      if (vr_used_ < vr_buffers_.size()) {
+        vr_buffers_[vr_used_] = std::move(b);
+      } else {
+        vr_buffers_.push_back(std::move(b));
+      }
+    }
+    GuardedBuffer& b = *vr_buffers_[vr_used_++];
+    b.poison(call_index_);
+    *out = b.view();
+    return 0;
+  }
+
+  bool check_results(Failure* failure) {
+    for (std::size_t i = 0; i < def_.outputs.size(); ++i) {
+      const fib_tensor& r = results_[i];
+      bool ours = false;
+      for (std::size_t k = 0; k < vr_used_; ++k) ours |= r.data == vr_buffers_[k]->data();
+      if (!ours) {
+        failure->kind = "results";
+        failure->message = fmt::format(
+            "output '{}' (result #{}) was not allocated with fib::allocate during this call",
+            def_.outputs[i].name, i + 1);
+        return false;
+      }
+    }
+    return true;
+  }
+
+  Tensor result_tensor(const fib_tensor& r) const {
+    const auto dt = static_cast<DType>(r.dtype);
+    Shape s(r.shape, r.shape + r.ndim);
+    Tensor t(dt, s);
+    if (t.nbytes() > 0) std::memcpy(t.raw(), r.data, t.nbytes());
+    return t;
+  }
+
+  const Definition& def_;
+  InputSets sets_;
+  LoadedLibrary lib_;
+  bool dps_;
+  std::map<std::string, Tensor, std::less<>> call_inputs_;
+  std::vector<GuardedBuffer> dps_outputs_;
+  std::vector<std::unique_ptr<GuardedBuffer>> vr_buffers_;
+  std::size_t vr_used_ = 0;
+  std::vector<fib_value> args_;
+  std::vector<fib_tensor> results_;
+  fib_allocator allocator_{};
+  std::map<std::string, std::int64_t> poison_;
+  std::uint64_t call_index_ = 0;
+  int current_set_ = 0;
+  char error_[4096] = {};
+};
+
+// ---- A native reference ---------------------------------------------------------------------
+class ReferenceTarget : public Target {
+ public:
+  ReferenceTarget(const Definition& def, const AxisValues& var, InputSets sets, unsigned threads,
+                  std::vector<std::uint64_t> seeds, Json sampling_extra)
+      : def_(def),
+        var_(var),
+        sets_(std::move(sets)),
+        threads_(threads),
+        seeds_(std::move(seeds)),
+        sampling_extra_(std::move(sampling_extra)) {}
+
+  void prepare(int set, std::uint64_t, bool flush) override {
+    set_ = set;
+    if (!flush) return;
+    for (const auto& [name, t] : sets_->at(static_cast<std::size_t>(set)).tensors) {
+      flush_from_cache(t.raw(), t.nbytes());
+    }
+    flush_fence();
+  }
+  bool call(std::uint64_t, Failure* failure) override {
+    const InputSet& in = sets_->at(static_cast<std::size_t>(set_));
+    reference::Arguments args;
+    args.tensors = in.tensors;
+    args.scalars = in.scalars;
+    try {
+      out_ = reference::run(def_, var_, args, threads_, seeds_.at(static_cast<std::size_t>(set_)));
+    } catch (const std::exception& e) {
+      failure->kind = "error";
+      failure->message = e.what();
+      return false;
+    }
+    return true;
+  }
+  bool verify(std::uint64_t, Failure*) override { return true; }
+  std::vector<std::pair<std::string, Tensor>> outputs() override {
+    std::vector<std::pair<std::string, Tensor>> out;
+    for (const auto& spec : def_.outputs) out.emplace_back(spec.name, out_.at(spec.name));
+    if (def_.op_type == "sampling") {  // the exact distribution the samples are checked against
+      const InputSet& in = sets_->at(static_cast<std::size_t>(set_));
+      reference::Arguments args;
+      args.tensors = in.tensors;
+      args.scalars = in.scalars;
+      ResolvedEval cfg;
+      cfg.extra = sampling_extra_;
+      SamplingExpectation e = sampling_expectation(def_, args, cfg);
+      out.emplace_back("__distribution", std::move(e.distribution));
+      if (e.allowed.defined()) out.emplace_back("__allowed", std::move(e.allowed));
+    }
+    return out;
+  }
+
+ private:
+  const Definition& def_;
+  AxisValues var_;
+  InputSets sets_;
+  unsigned threads_;
+  std::vector<std::uint64_t> seeds_;
+  Json sampling_extra_;
+  int set_ = 0;
+  reference::Outputs out_;
+};
+
+// ---- Requests ---------------------------------------------------------------------------------
+struct WorkerState {
+  std::map<std::string, LoadedLibrary> libraries;
+  // The input sets of the workload being evaluated, kept for the next request on it.
+  std::string sets_path;
+  InputSets sets;
+};
+
+Json failure_json(const Failure& f) {
+  return Json{{"kind", f.kind}, {"message", f.message}, {"call", f.call}};
+}
+
+LoadedLibrary load_library(WorkerState& st, const std::string& path, const std::string& symbol,
+                           std::string* error) {
+  const std::string key = path + "::" + symbol;
+  if (auto it = st.libraries.find(key); it != st.libraries.end()) return it->second;
+  LoadedLibrary lib;
+  // RTLD_LOCAL: the solution's symbols do not interpose on fib's (a solution defining
+  // clock_gettime does not change how fib reads the clock).
+  lib.handle = ::dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL);
+  if (lib.handle == nullptr) {
+    *error = fmt::format("cannot load the solution library: {}", ::dlerror());
+    return lib;
+  }
+  lib.entry = reinterpret_cast<fib_entry_fn>(::dlsym(lib.handle, symbol.c_str()));
+  if (lib.entry == nullptr) {
+    *error = fmt::format("the library does not export '{}'", symbol);
+    return lib;
+  }
+  using VersionFn = unsigned (*)();
+  using SignatureFn = const char* (*)();
+  if (auto v = reinterpret_cast<VersionFn>(
+          ::dlsym(lib.handle, (symbol + "__fib_abi_version").c_str()))) {
+    if (v() != FIB_SOLUTION_ABI_VERSION) {
+      *error = fmt::format("the solution was built for fib solution ABI {}, this fib speaks {}",
+                           v(), FIB_SOLUTION_ABI_VERSION);
+      lib.entry = nullptr;
+      return lib;
+    }
+  }
+  if (auto s = reinterpret_cast<SignatureFn>(
+          ::dlsym(lib.handle, (symbol + "__fib_signature").c_str()))) {
+    lib.signature = s();
+  }
+  st.libraries.emplace(key, lib);
+  return lib;
+}
+
+InputSets load_sets(WorkerState& st, const Json& j) {
+  const std::string path = j.get<std::string>();
+  if (path != st.sets_path || !st.sets) {
+    st.sets.reset();
+    auto sets = std::make_shared<const std::vector<InputSet>>(detail::read_input_sets(path));
+    if (sets->empty()) throw Error(path, "no input sets");
+    st.sets = std::move(sets);
+    st.sets_path = path;
+  }
+  return st.sets;
+}
+
+Json handle_evaluate(WorkerState& st, const Json& req) {
+  const Definition def = parse_definition(req.at("definition"));
+  const AxisValues var = parse_axes(req.at("var_axes"));
+  const Json& sol = req.at("solution");
+  std::string error;
+  const LoadedLibrary lib = load_library(st, sol.at("library").get<std::string>(),
+                                         sol.at("symbol").get<std::string>(), &error);
+  if (lib.entry == nullptr) return Json{{"ok", false}, {"load_error", error}};
+  const Json reply_base = Json{{"ok", true}, {"signature", lib.signature}};
+  const auto load_t0 = Clock::now();
+  SolutionTarget target(def, var, load_sets(st, req.at("sets")), lib, sol.value("dps", true));
+  const double load_ms = std::chrono::duration<double, std::milli>(Clock::now() - load_t0).count();
+  const Schedule schedule = parse_schedule(req.at("schedule"));
+  std::optional<Failure> failure;
+  Json reply = reply_base;
+  reply["load_inputs_ms"] = load_ms;
+  reply["trials"] = run_schedule(target, schedule, &failure);
+  if (!failure && req.contains("sampling")) {
+    // Many draws on one input set: the distribution check needs them.
+    const Json& sp = req["sampling"];
+    const int set = sp.at("set").get<int>();
+    const int draws = sp.at("draws").get<int>();
+    std::vector<std::vector<Tensor>> per_output(def.outputs.size());
+    std::uint64_t call = 1u << 30;
+    for (int d = 0; d < draws && !failure; ++d, ++call) {
+      target.prepare(set, call, false);
+      Failure f;
+      if (!target.call(call, &f) || !target.verify(call, &f)) {
+        failure = f;
+        break;
+      }
+      auto outs = target.outputs();
+      for (std::size_t i = 0; i < outs.size(); ++i) per_output[i].push_back(outs[i].second);
+    }
+    if (!failure && draws > 0) {
+      std::vector<std::pair<std::string, Tensor>> stacked;
+      for (std::size_t i = 0; i < def.outputs.size(); ++i) {
+        const Tensor& first = per_output[i].front();
+        Shape s = {static_cast<std::int64_t>(draws)};
+        for (std::int64_t d : first.shape()) s.push_back(d);
+        Tensor t(first.dtype(), std::move(s));
+        auto* dst = static_cast<std::byte*>(t.raw());
+        for (const Tensor& x : per_output[i]) {
+          if (x.nbytes() != first.nbytes()) continue;
+          std::memcpy(dst, x.raw(), x.nbytes());
+          dst += x.nbytes();
+        }
+        stacked.emplace_back(def.outputs[i].name, std::move(t));
+      }
+      write_safetensors(sp.at("output").get<std::string>(), stacked);
+      reply["sampling"] = Json{{"file", sp.at("output")}, {"draws", draws}};
+    }
+  }
+  if (failure) reply["failure"] = failure_json(*failure);
+  return reply;
+}
+
+Json handle_reference(WorkerState& st, const Json& req) {
+  const Definition def = parse_definition(req.at("definition"));
+  const AxisValues var = parse_axes(req.at("var_axes"));
+  std::string why;
+  const reference::Kernel* k = reference::find_kernel(def, &why);
+  if (k == nullptr) return Json{{"ok", false}, {"error", why}};
+  InputSets sets = load_sets(st, req.at("sets"));
+  std::vector<std::uint64_t> seeds = req.at("seeds").get<std::vector<std::uint64_t>>();
+  ReferenceTarget target(def, var, std::move(sets), req.value("threads", 0u), std::move(seeds),
+                         req.value("eval_extra", Json::object()));
+  std::optional<Failure> failure;
+  Json reply{{"ok", true}, {"kernel", std::string(k->id())}};
+  reply["trials"] = run_schedule(target, parse_schedule(req.at("schedule")), &failure);
+  if (failure) {
+    reply["ok"] = false;
+    reply["error"] = failure->message;
+  }
+  return reply;
+}
+
+Json handle(WorkerState& st, const Json& req) {
+  const std::string cmd = req.value("cmd", std::string());
+  if (cmd == "hello")
+    return Json{{"ok", true}, {"pid", ::getpid()}, {"abi", FIB_SOLUTION_ABI_VERSION}};
+  if (cmd == "evaluate") return handle_evaluate(st, req);
+  if (cmd == "reference") return handle_reference(st, req);
+  return Json{{"ok", false}, {"error", fmt::format("unknown command '{}'", cmd)}};
+}
+}  // namespace
+
+int worker_main(int channel_fd) {
+  // Move the channel away from the low descriptors a solution might guess or clobber.
+  const int fd = ::fcntl(channel_fd, F_DUPFD_CLOEXEC, 512 + (::getpid() % 256));
+  if (fd < 0) return 3;
+  ::close(channel_fd);
+  ::signal(SIGPIPE, SIG_IGN);
+  WorkerState state;
+  std::string text;
+  while (detail::read_message(fd, &text) == detail::ReadResult::kMessage) {
+    const Json req = Json::parse(text, nullptr, false);
+    if (req.is_discarded()) return 4;
+    if (req.value("cmd", std::string()) == "exit") return 0;
+    Json reply;
+    try {
+      reply = handle(state, req);
+    } catch (const std::bad_alloc&) {
+      reply = Json{{"ok", false}, {"error", "out of memory in the worker"}, {"oom", true}};
+    } catch (const std::exception& e) {
+      reply = Json{{"ok", false}, {"error", e.what()}};
+    }
+    try {
+      detail::write_message(fd, reply.dump());
+    } catch (const std::exception&) {
+      return 5;
+    }
+  }
+  return 0;
+}
+
+}  // namespace fib::bench

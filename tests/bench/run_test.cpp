@@ -1,0 +1,393 @@
+// End-to-end tests of the run loop on the bundled example: every red-team solution gets its
+// status while the run goes on, a killed run resumes without losing or duplicating anything,
+// the traces written pass validation, and cheats a harness must catch are caught.
+#include <fcntl.h>
+#include <gtest/gtest.h>
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <fstream>
+#include <map>
+#include <set>
+#include <sstream>
+#include <thread>
+
+#include "fib/bench/run.h"
+#include "fib/bench/timing.h"
+#include "fib/bench/worker.h"
+#include "fib/dataset/trace_set.h"
+#include "fib/validate/validator.h"
+#include "support/temp_dir.h"
+
+namespace fib::bench {
+namespace {
+
+namespace fs = std::filesystem;
+using testing::TempDir;
+
+const fs::path kSource = FIB_SOURCE_DIR;
+
+RunOptions options_for(const TempDir& tmp) {
+  RunOptions o;
+  o.dataset = tmp.path() / "dataset";
+  o.worker_executable = FIB_EXE;
+  o.abi_include_dir = kSource / "include";
+  o.build_cache = tmp.path() / "cache";
+  o.seed = 7;
+  o.timeout_seconds = 4;
+  o.cli.warmup_runs = 2;
+  o.cli.iterations = 6;
+  o.cli.num_trials = 2;
+  o.max_trial_seconds = 0.5;
+  return o;
+}
+
+void copy_example(const TempDir& tmp) {
+  testing::copy_tree(kSource / "examples" / "dataset", tmp.path() / "dataset");
+}
+
+// Status per (solution, workload index in file order).
+std::map<std::string, std::vector<std::string>> statuses(const RunResult& r) {
+  std::map<std::string, std::vector<std::string>> m;
+  for (const Trace& t : r.traces) {
+    m[*t.solution].push_back(std::string(status_name(t.evaluation->status)));
+  }
+  return m;
+}
+
+std::string trace_of(const RunResult& r, const std::string& solution) {
+  for (const Trace& t : r.traces) {
+    if (*t.solution == solution) return t.evaluation->log;
+  }
+  return {};
+}
+
+TEST(RunRedTeam, EveryBrokenSolutionGetsItsStatusAndTheRunGoesOn) {
+  TempDir tmp;
+  copy_example(tmp);
+  RunOptions o = options_for(tmp);
+  o.definitions = {"rmsnorm_h2048"};
+  const RunResult r = run_benchmark(o);
+  const auto s = statuses(r);
+  const std::string p = "rmsnorm_h2048_";
+  auto all = [](const std::string& st) { return std::vector<std::string>{st, st}; };
+  EXPECT_EQ(s.at(p + "naive"), all("PASSED"));
+  EXPECT_EQ(s.at(p + "fast"), all("PASSED"));
+  EXPECT_EQ(s.at(p + "value_returning"), all("PASSED"));
+  EXPECT_EQ(s.at(p + "spams_output"), all("PASSED"));
+  EXPECT_EQ(s.at(p + "wrong_result"), all("INCORRECT_NUMERICAL"));
+  EXPECT_EQ(s.at(p + "writes_nothing"), all("INCORRECT_NUMERICAL"));
+  EXPECT_EQ(s.at(p + "caches_results"), all("INCORRECT_NUMERICAL"));
+  EXPECT_EQ(s.at(p + "lazy_after_first_call"), all("INCORRECT_NUMERICAL"));
+  EXPECT_EQ(s.at(p + "crashes"), all("RUNTIME_ERROR"));
+  EXPECT_EQ(s.at(p + "mutates_inputs"), all("RUNTIME_ERROR"));
+  EXPECT_EQ(s.at(p + "writes_past_end"), all("RUNTIME_ERROR"));
+  EXPECT_EQ(s.at(p + "compile_error"), all("COMPILE_ERROR"));
+  EXPECT_EQ(s.at(p + "wrong_shape"), all("INCORRECT_SHAPE"));
+  EXPECT_EQ(s.at(p + "wrong_dtype"), all("INCORRECT_DTYPE"));
+  // A hang costs one timeout; the solution is not run again in this run.
+  EXPECT_EQ(s.at(p + "hangs"), std::vector<std::string>{"TIMEOUT"});
+
+  // The logs say what happened.
+  EXPECT_NE(trace_of(r, p + "crashes").find("killed by signal 11 (SIGSEGV"), std::string::npos);
+  EXPECT_NE(trace_of(r, p + "mutates_inputs").find("modified its input 'hidden_states'"),
+            std::string::npos);
+  EXPECT_NE(trace_of(r, p + "writes_past_end").find("wrote past the end of output"),
+            std::string::npos);
+  EXPECT_NE(trace_of(r, p + "writes_nothing").find("never written"), std::string::npos);
+  EXPECT_NE(trace_of(r, p + "compile_error").find("compile_error.cpp:"), std::string::npos);
+  EXPECT_NE(trace_of(r, p + "hangs").find("no result within the 4 s timeout"), std::string::npos);
+  EXPECT_NE(trace_of(r, p + "spams_output").find("bytes of output dropped"), std::string::npos);
+  EXPECT_LT(trace_of(r, p + "spams_output").size(), 80u * 1024);
+
+  // Passed traces carry the timing detail and the environment.
+  for (const Trace& t : r.traces) {
+    if (!t.passed()) continue;
+    const Performance& perf = *t.evaluation->performance;
+    EXPECT_GT(perf.latency_ms, 0);
+    EXPECT_GT(perf.reference_latency_ms, 0);
+    EXPECT_NEAR(perf.speedup_factor, perf.reference_latency_ms / perf.latency_ms, 1e-9);
+    EXPECT_EQ(perf.extra["solution"]["samples_ms"].size(), 2u);
+    EXPECT_EQ(t.evaluation->environment.extra["seed"], 7u);
+    EXPECT_EQ(t.evaluation->environment.extra["reference"], "native:rmsnorm");
+  }
+
+  // Every trace is on disk and the dataset still validates.
+  const TraceSet set = TraceSet::load(o.dataset);
+  EXPECT_EQ(set.traces("rmsnorm_h2048").size(), r.traces.size());
+  const validate::Report report = validate::validate_dataset(set, {});
+  EXPECT_FALSE(report.has_errors()) << validate::render_text(report);
+}
+
+// Kills `fib run` with SIGKILL once `min_lines` traces are on disk, then resumes.
+TEST(RunResume, AKilledRunResumesWithoutLosingOrRepeatingWork) {
+  TempDir tmp;
+  copy_example(tmp);
+  const fs::path dataset = tmp.path() / "dataset";
+  const fs::path traces = dataset / "traces" / "fib-examples" / "rmsnorm" / "rmsnorm_h2048.jsonl";
+  std::vector<std::string> args = {FIB_EXE,
+                                   "run",
+                                   "--local",
+                                   dataset.string(),
+                                   "--definitions",
+                                   "rmsnorm_h2048",
+                                   "--solutions",
+                                   "rmsnorm_h2048_naive",
+                                   "rmsnorm_h2048_fast",
+                                   "rmsnorm_h2048_value_returning",
+                                   "--seed",
+                                   "3",
+                                   "--warmup-runs",
+                                   "2",
+                                   "--iterations",
+                                   "1500",
+                                   "--fixed-iterations",
+                                   "--num-trials",
+                                   "3",
+                                   "--build-cache",
+                                   (tmp.path() / "cache").string()};
+  auto count_lines = [&] {
+    std::ifstream in(traces);
+    std::string line;
+    std::size_t n = 0;
+    while (std::getline(in, line)) n += line.empty() ? 0 : 1;
+    return n;
+  };
+  const pid_t pid = ::fork();
+  ASSERT_GE(pid, 0);
+  if (pid == 0) {
+    const int devnull = ::open("/dev/null", O_WRONLY);
+    ::dup2(devnull, 1);
+    ::dup2(devnull, 2);
+    std::vector<char*> argv;
+    for (auto& a : args) argv.push_back(a.data());
+    argv.push_back(nullptr);
+    ::execv(argv[0], argv.data());
+    ::_exit(127);
+  }
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(120);
+  while (count_lines() < 2 && std::chrono::steady_clock::now() < deadline) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  }
+  ::kill(pid, SIGKILL);
+  int status = 0;
+  ::waitpid(pid, &status, 0);
+  const std::size_t before = count_lines();
+  ASSERT_GE(before, 2u);
+  ASSERT_LT(before, 6u) << "the run finished before it was killed; nothing to resume";
+  std::string first_lines;
+  {
+    std::ifstream in(traces);
+    std::stringstream ss;
+    ss << in.rdbuf();
+    first_lines = ss.str();
+  }
+
+  RunOptions o = options_for(tmp);
+  o.definitions = {"rmsnorm_h2048"};
+  o.solutions = {"rmsnorm_h2048_naive", "rmsnorm_h2048_fast", "rmsnorm_h2048_value_returning"};
+  o.resume = true;
+  const RunResult r = run_benchmark(o);
+  EXPECT_EQ(r.resumed, before);
+  EXPECT_EQ(r.evaluations, 6u - before);
+
+  // What was written before the kill is untouched; together there is exactly one trace per
+  // (workload, solution).
+  std::ifstream in(traces);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  EXPECT_EQ(ss.str().substr(0, first_lines.size()), first_lines);
+  const TraceSet set = TraceSet::load(dataset);
+  std::multiset<std::pair<std::string, std::string>> seen;
+  for (const auto& t : set.traces("rmsnorm_h2048")) {
+    seen.emplace(t.value.workload.uuid, *t.value.solution);
+  }
+  EXPECT_EQ(seen.size(), 6u);
+  for (const auto& k : seen) EXPECT_EQ(seen.count(k), 1u) << k.first << " " << k.second;
+}
+
+// Cheats beyond the example's red team, as solutions written into a test dataset.
+class RunCheats : public ::testing::Test {
+ protected:
+  void add_solution(const std::string& name, const std::string& code, bool dps = true) {
+    Solution s;
+    s.name = name;
+    s.definition = "rmsnorm_h2048";
+    s.author = "cheats";
+    s.spec.language = "cpp";
+    s.spec.binding = "fib";
+    s.spec.target_hardware = {"cpu"};
+    s.spec.entry_point = "kernel.cpp::run";
+    if (!dps) s.spec.destination_passing_style = false;
+    s.sources.push_back(SourceFile{"kernel.cpp", code, {}});
+    write_solution(tmp_.path() / "dataset", s, "rmsnorm");
+  }
+  RunResult run(std::vector<std::string> solutions) {
+    RunOptions o = options_for(tmp_);
+    o.definitions = {"rmsnorm_h2048"};
+    o.solutions = std::move(solutions);
+    o.memory_limit_bytes = 2ull << 30;
+    return run_benchmark(o);
+  }
+  void SetUp() override { copy_example(tmp_); }
+  TempDir tmp_;
+};
+
+// A correct RMSNorm body the cheats wrap.
+const char* kRmsnorm = R"(
+#include <cmath>
+#include <cstdint>
+#include "fib/solution.h"
+static void rms(const std::uint16_t* x, const std::uint16_t* w, std::uint16_t* y, long rows,
+                long n) {
+  for (long r = 0; r < rows; ++r) {
+    float ss = 0;
+    for (long c = 0; c < n; ++c) { float v = fib::bf16_to_float(x[r * n + c]); ss += v * v; }
+    const float inv = 1.0f / std::sqrt(ss / n + 1e-5f);
+    for (long c = 0; c < n; ++c)
+      y[r * n + c] = fib::float_to_bf16(fib::bf16_to_float(x[r * n + c]) * inv *
+                                        fib::bf16_to_float(w[c]));
+  }
+}
+)";
+
+TEST_F(RunCheats, OutOfMemoryBecomesARuntimeError) {
+  add_solution("oom", std::string(kRmsnorm) + R"(
+#include <vector>
+static void run_(fib::TensorView, fib::TensorView, fib::TensorView) {
+  std::vector<std::vector<char>> hog;
+  for (;;) hog.emplace_back(std::size_t(256) << 20, 1);
+}
+FIB_EXPORT_SOLUTION(run, run_);
+)");
+  const RunResult r = run({"oom"});
+  ASSERT_EQ(r.traces.size(), 2u);
+  for (const Trace& t : r.traces) {
+    EXPECT_EQ(t.evaluation->status, EvaluationStatus::kRuntimeError);
+    EXPECT_NE(t.evaluation->log.find("out of memory"), std::string::npos) << t.evaluation->log;
+  }
+}
+
+TEST_F(RunCheats, InterposingTheClockDoesNotChangeTimings) {
+  // Defines clock_gettime returning a frozen time: with RTLD_LOCAL loading it cannot replace
+  // the clock fib reads, so latencies stay positive and close to the honest solution's.
+  add_solution("frozen_clock", std::string(kRmsnorm) + R"(
+#include <time.h>
+extern "C" __attribute__((visibility("default"))) int clock_gettime(clockid_t, struct timespec* t) {
+  t->tv_sec = 0; t->tv_nsec = 0; return 0;
+}
+static void run_(fib::TensorView x, fib::TensorView w, fib::TensorView y) {
+  rms(x.data_ptr<const std::uint16_t>(), w.data_ptr<const std::uint16_t>(),
+      y.data_ptr<std::uint16_t>(), x.size(0), x.size(1));
+}
+FIB_EXPORT_SOLUTION(run, run_);
+)");
+  const RunResult r = run({"frozen_clock"});
+  ASSERT_EQ(r.traces.size(), 2u);
+  for (const Trace& t : r.traces) {
+    ASSERT_EQ(t.evaluation->status, EvaluationStatus::kPassed) << t.evaluation->log;
+    EXPECT_GT(t.evaluation->performance->extra["solution"]["min_ms"].get<double>(), 0.0);
+  }
+}
+
+TEST_F(RunCheats, ReturningMemoryNotFromTheAllocatorFails) {
+  add_solution("static_buffer", std::string(kRmsnorm) + R"(
+static std::uint16_t buffer[8 * 2048];
+static fib::TensorView run_(fib::TensorView x, fib::TensorView w) {
+  fib::TensorView y = fib::allocate(fib::DType::kBFloat16, {x.size(0), x.size(1)});
+  rms(x.data_ptr<const std::uint16_t>(), w.data_ptr<const std::uint16_t>(), buffer, x.size(0),
+      x.size(1));
+  fib_tensor t = y.raw();
+  t.data = buffer;
+  return fib::TensorView(t);
+}
+FIB_EXPORT_SOLUTION(run, run_);
+)",
+               /*dps=*/false);
+  const RunResult r = run({"static_buffer"});
+  ASSERT_EQ(r.traces.size(), 2u);
+  EXPECT_EQ(r.traces[0].evaluation->status, EvaluationStatus::kRuntimeError);
+  EXPECT_NE(r.traces[0].evaluation->log.find("was not allocated with fib::allocate"),
+            std::string::npos);
+}
+
+TEST_F(RunCheats, AnEntryPointOfTheWrongArityIsACompileError) {
+  add_solution("two_params", std::string(kRmsnorm) + R"(
+static void run_(fib::TensorView, fib::TensorView) {}
+FIB_EXPORT_SOLUTION(run, run_);
+)");
+  const RunResult r = run({"two_params"});
+  ASSERT_EQ(r.traces.size(), 2u);
+  EXPECT_EQ(r.traces[0].evaluation->status, EvaluationStatus::kCompileError);
+  EXPECT_NE(r.traces[0].evaluation->log.find(
+                "the entry point takes 2 parameters and returns 0 tensors, but a "
+                "destination-passing solution of rmsnorm_h2048 is called with 3 "
+                "(hidden_states, weight, output)"),
+            std::string::npos)
+      << r.traces[0].evaluation->log;
+}
+
+TEST(RunOptionsErrors, UnknownDeviceAndMissingDatasetAreErrors) {
+  TempDir tmp;
+  RunOptions o = options_for(tmp);
+  o.device = "cuda:0";
+  copy_example(tmp);
+  try {
+    run_benchmark(o);
+    FAIL() << "expected an error";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("device 'cuda:0' is not supported"), std::string::npos);
+  }
+  o.device = "cpu";
+  o.dataset = tmp.path() / "nope";
+  EXPECT_THROW(run_benchmark(o), Error);
+}
+
+TEST(RunWorker, AWorkerAnswersAndDiesCleanly) {
+  TempDir tmp;
+  WorkerSpec spec;
+  spec.executable = FIB_EXE;
+  spec.home = tmp.path();
+  Worker w(spec);
+  EXPECT_TRUE(w.alive());
+  const auto r =
+      w.call(Json{{"cmd", "nope"}}, std::chrono::steady_clock::now() + std::chrono::seconds(10));
+  ASSERT_EQ(r.kind, Worker::ReplyKind::kOk);
+  EXPECT_EQ(r.body["error"], "unknown command 'nope'");
+  w.kill();
+  EXPECT_FALSE(w.alive());
+  const auto dead = w.call(Json{{"cmd", "hello"}}, std::chrono::steady_clock::now());
+  EXPECT_EQ(dead.kind, Worker::ReplyKind::kDied);
+}
+
+TEST(TimingStats, PercentilesInterpolateLikeNumpy) {
+  const std::vector<double> v = {5, 1, 4, 2, 3};
+  const SampleStats s = summarize(v);
+  EXPECT_EQ(s.count, 5u);
+  EXPECT_DOUBLE_EQ(s.median, 3);
+  EXPECT_DOUBLE_EQ(s.min, 1);
+  EXPECT_DOUBLE_EQ(s.max, 5);
+  EXPECT_DOUBLE_EQ(s.p10, 1.4);
+  EXPECT_DOUBLE_EQ(s.p90, 4.6);
+  EXPECT_DOUBLE_EQ(s.iqr, 2);
+  EXPECT_DOUBLE_EQ(s.mean, 3);
+  EXPECT_DOUBLE_EQ(s.stdev, std::sqrt(2.5));
+}
+
+TEST(TimingStats, NoiseCriterionNeedsEnoughSamplesAndLowSpread) {
+  NoiseCriterion c;
+  c.min_samples = 10;
+  c.rel_precision = 0.005;
+  const std::vector<double> flat(9, 1.0);
+  EXPECT_FALSE(precise_enough(flat, c));  // too few
+  const std::vector<double> flat10(10, 1.0);
+  EXPECT_TRUE(precise_enough(flat10, c));
+  std::vector<double> noisy;
+  for (int i = 0; i < 40; ++i) noisy.push_back(i % 2 ? 1.0 : 2.0);
+  EXPECT_FALSE(precise_enough(noisy, c));
+}
+
+}  // namespace
+}  // namespace fib::bench
