@@ -391,3 +391,89 @@ TEST(TimingStats, NoiseCriterionNeedsEnoughSamplesAndLowSpread) {
 
 }  // namespace
 }  // namespace fib::bench
+
+namespace fib::bench {
+namespace {
+
+// Sampling through the whole run: draws on fresh inputs, then many draws on one input set
+// judged against the reference's exact distribution.
+const char* kTopKSampler = R"(
+#include <algorithm>
+#include <cstdint>
+#include <numeric>
+#include <random>
+#include <vector>
+#include "fib/solution.h"
+static void run_(fib::TensorView probs, fib::TensorView top_k, fib::TensorView samples) {
+  static thread_local std::mt19937_64 rng(std::random_device{}());
+  const long b = probs.size(0), v = probs.size(1);
+  const float* p = probs.data_ptr<const float>();
+  const std::int32_t* k = top_k.data_ptr<const std::int32_t>();
+  std::int64_t* out = samples.data_ptr<std::int64_t>();
+  std::vector<long> idx(v);
+  for (long r = 0; r < b; ++r) {
+    const float* row = p + r * v;
+    std::iota(idx.begin(), idx.end(), 0L);
+    long n = v;
+    if (k[r] > 0 && k[r] < v) {
+      n = k[r];
+      std::partial_sort(idx.begin(), idx.begin() + n, idx.end(),
+                        [&](long a, long c) { return row[a] > row[c] || (row[a] == row[c] && a < c); });
+    }
+    double total = 0;
+    for (long i = 0; i < n; ++i) total += row[idx[i]];
+    double u = std::uniform_real_distribution<double>(0, total)(rng);
+    long pick = idx[n - 1];
+    for (long i = 0; i < n; ++i) {
+      u -= row[idx[i]];
+      if (u < 0) { pick = idx[i]; break; }
+    }
+    out[r] = BIAS;
+  }
+}
+FIB_EXPORT_SOLUTION(run, run_);
+)";
+
+std::string sampler(const std::string& bias) {
+  std::string s = kTopKSampler;
+  s.replace(s.find("BIAS"), 4, bias);
+  return s;
+}
+
+// "argmax" always returns the first candidate: the most probable token when top_k is active.
+TEST(RunSampling, ACorrectSamplerPassesAndAnArgmaxSamplerFails) {
+  TempDir tmp;
+  copy_example(tmp);
+  const std::string def = "top_k_sampling_from_probs_v128256";
+  for (const auto& [name, code] : {std::pair<std::string, std::string>{"sampler", sampler("pick")},
+                                   {"argmax", sampler("idx[0]")}}) {
+    Solution s;
+    s.name = name;
+    s.definition = def;
+    s.author = "samplers";
+    s.spec.language = "cpp";
+    s.spec.binding = "fib";
+    s.spec.target_hardware = {"cpu"};
+    s.spec.entry_point = "kernel.cpp::run";
+    s.sources.push_back(SourceFile{"kernel.cpp", code, {}});
+    write_solution(tmp.path() / "dataset", s, "sampling");
+  }
+  RunOptions o = options_for(tmp);
+  o.definitions = {def};
+  o.timeout_seconds = 120;
+  const RunResult r = run_benchmark(o);
+  ASSERT_EQ(r.traces.size(), 4u);
+  for (const Trace& t : r.traces) {
+    if (*t.solution == "sampler") {
+      EXPECT_EQ(t.evaluation->status, EvaluationStatus::kPassed) << t.evaluation->log;
+      EXPECT_NE(t.evaluation->log.find("sampling distribution check passed"), std::string::npos);
+    } else {
+      EXPECT_EQ(t.evaluation->status, EvaluationStatus::kIncorrectNumerical) << t.evaluation->log;
+      EXPECT_NE(t.evaluation->log.find("distribution check over 100 draws"), std::string::npos)
+          << t.evaluation->log;
+    }
+  }
+}
+
+}  // namespace
+}  // namespace fib::bench
