@@ -77,7 +77,7 @@ struct RunResult {
   std::uint64_t seed = 0;
   double wall_seconds = 0;
   double timed_seconds = 0;     // time inside timed calls (solutions and references)
-  double overhead_seconds = 0;  // per-evaluation wall time minus time in its timed calls, summed
+  double overhead_seconds = 0;  // per evaluation: wall time minus time inside the solution's calls
   std::size_t overhead_evaluations = 0;  // evaluations that count in overhead_seconds
   std::vector<std::string> messages;
 };

@@ -139,6 +139,7 @@ struct Timing {
   double latency_ms = 0;  // mean of per-trial medians (upstream's definition)
   Json detail;            // stats over all samples, per-trial medians, raw samples, stop reasons
   double timed_ms = 0;    // sum of all samples
+  double warmup_ms = 0;   // time inside the (untimed) warmup calls
   bool ok = false;
 };
 
@@ -150,6 +151,7 @@ Timing timing_from_trials(const Json& trials) {
     const auto s = tr.at("samples_ms").get<std::vector<double>>();
     if (s.empty()) continue;
     medians.push_back(summarize(s).median);
+    t.warmup_ms += tr.value("warmup_ms", 0.0);
     all.insert(all.end(), s.begin(), s.end());
     raw.push_back(s);
     stops.push_back(tr.value("stopped_by", std::string()));
@@ -494,7 +496,7 @@ Trace Run::evaluate(const Definition& def, const Workload& w, const Solution& s,
                              fmt::format("call #{}: {}{}", f.value("call", 0),
                                          f.value("message", std::string()), output_log),
                              env),
-                  timing.timed_ms);
+                  timing.timed_ms + timing.warmup_ms);
   }
   std::vector<detail::CheckedCall> calls;
   const Json& trials = body.at("trials");
@@ -530,7 +532,7 @@ Trace Run::evaluate(const Definition& def, const Workload& w, const Solution& s,
     perf.extra = Json{{"method", "cpu"}, {"solution", timing.detail}, {"reference", ref.detail}};
     trace.evaluation->performance = perf;
   }
-  return finish(std::move(trace), timing.timed_ms);
+  return finish(std::move(trace), timing.timed_ms + timing.warmup_ms);
 }
 
 void Run::record(TraceSet& set, Trace t, const Definition& def, const Solution& s) {

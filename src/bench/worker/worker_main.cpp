@@ -280,8 +280,11 @@ Json run_schedule(Target& target, const Schedule& s, std::optional<Failure>* fai
     return true;
   };
   for (const TrialPlan& plan : s.trials) {
+    double warmup_ms = 0;
     for (int set : plan.warmup) {
-      if (!one_call(set, nullptr)) return trials;
+      double ms = 0;
+      if (!one_call(set, &ms)) return trials;
+      warmup_ms += ms;
     }
     std::vector<double> samples;
     std::string stopped_by = "iterations";
@@ -309,8 +312,10 @@ Json run_schedule(Target& target, const Schedule& s, std::optional<Failure>* fai
         break;
       }
     }
-    trials.push_back(
-        Json{{"samples_ms", samples}, {"stopped_by", stopped_by}, {"checked", checked}});
+    trials.push_back(Json{{"samples_ms", samples},
+                          {"warmup_ms", warmup_ms},
+                          {"stopped_by", stopped_by},
+                          {"checked", checked}});
   }
   return trials;
 }
