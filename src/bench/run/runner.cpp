@@ -466,7 +466,9 @@ Trace Run::evaluate(const Definition& def, const Workload& w, const Solution& s,
   }
   if (r.kind == Worker::ReplyKind::kDied) {
     std::string how = r.died_how;
-    if (r.signal == 9) how += "; a SIGKILL fib did not send is usually the out-of-memory killer";
+    if (r.signal == 9)
+      how +=
+          "; a SIGKILL fib did not send usually means the kernel killed it for being out of memory";
     return finish(
         make_trace(def, w, s, EvaluationStatus::kRuntimeError,
                    fmt::format("the worker running the solution {}{}", how, output_log), env),
