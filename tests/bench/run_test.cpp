@@ -477,3 +477,26 @@ TEST(RunSampling, ACorrectSamplerPassesAndAnArgmaxSamplerFails) {
 
 }  // namespace
 }  // namespace fib::bench
+
+namespace fib::bench {
+namespace {
+
+TEST(RunIsolated, AFreshWorkerPerEvaluationGivesTheSameVerdicts) {
+  TempDir tmp;
+  copy_example(tmp);
+  RunOptions o = options_for(tmp);
+  o.isolated = true;
+  o.definitions = {"rmsnorm_h2048"};
+  o.solutions = {"rmsnorm_h2048_naive", "rmsnorm_h2048_crashes"};
+  const RunResult r = run_benchmark(o);
+  const auto s = statuses(r);
+  EXPECT_EQ(s.at("rmsnorm_h2048_naive"), (std::vector<std::string>{"PASSED", "PASSED"}));
+  EXPECT_EQ(s.at("rmsnorm_h2048_crashes"),
+            (std::vector<std::string>{"RUNTIME_ERROR", "RUNTIME_ERROR"}));
+  for (const Trace& t : r.traces) {
+    EXPECT_EQ(t.evaluation->environment.extra["worker"], "isolated");
+  }
+}
+
+}  // namespace
+}  // namespace fib::bench

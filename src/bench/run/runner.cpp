@@ -123,6 +123,7 @@ struct PreparedWorkload {
   std::vector<std::string> reference_outputs;  // per trial
   std::vector<std::string> notes;              // input materialization notes
   bool sampling = false;
+  ResolvedEval eval;  // the definition-wide settings (trial counts, policy extras)
 };
 
 std::uint64_t tensor_bytes(const MaterializedInputs& in) {
@@ -235,8 +236,9 @@ Worker& Run::reference_worker() {
 std::optional<PreparedWorkload> Run::prepare(const Definition& def, const Trace& wt,
                                              const fs::path& dir) {
   const Workload& w = wt.workload;
-  const ResolvedEval cfg = resolve_eval(builtin_, user_ ? &*user_ : nullptr, o_.cli, def, "");
   PreparedWorkload p;
+  p.eval = resolve_eval(builtin_, user_ ? &*user_ : nullptr, o_.cli, def, "");
+  const ResolvedEval& cfg = p.eval;
   p.dir = dir;
   p.trials = std::max(1, cfg.num_trials);
   p.sampling = def.op_type == "sampling";
@@ -306,15 +308,10 @@ bool Run::run_reference(const Definition& def, const Workload& w, PreparedWorklo
   Json axes = Json::object();
   for (const auto& [k, v] : w.axes) axes[k] = v;
   const Json schedule = with_check_outputs(p.schedule, p.dir, "reference");
-  const Json req{
-      {"cmd", "reference"},
-      {"definition", to_json(def)},
-      {"var_axes", axes},
-      {"sets", p.inputs_file},
-      {"seeds", p.set_seeds},
-      {"threads", o_.threads},
-      {"eval_extra", resolve_eval(builtin_, user_ ? &*user_ : nullptr, o_.cli, def, "").extra},
-      {"schedule", schedule}};
+  const Json req{{"cmd", "reference"},         {"definition", to_json(def)},
+                 {"var_axes", axes},           {"sets", p.inputs_file},
+                 {"seeds", p.set_seeds},       {"threads", o_.threads},
+                 {"eval_extra", p.eval.extra}, {"schedule", schedule}};
   std::string why;
   Worker::Reply r;
   try {
@@ -414,14 +411,12 @@ Trace Run::evaluate(const Definition& def, const Workload& w, const Solution& s,
                              {"dps", s.spec.dps()}}},
            {"sets", p.inputs_file},
            {"schedule", schedule}};
-  const ResolvedEval cfg = resolve_eval(builtin_, user_ ? &*user_ : nullptr, o_.cli, def, "");
   std::optional<std::string> sampling_file;
   if (p.sampling) {
-    const int draws = cfg.extra.value("sampling_validation_trials", 100);
+    const int draws = p.eval.extra.value("sampling_validation_trials", 100);
     sampling_file = (p.dir / (who + "-draws.safetensors")).string();
     req["sampling"] = Json{{"set", 0}, {"draws", draws}, {"output", *sampling_file}};
   }
-  if (o_.isolated) solution_worker_.reset();
   std::string start_error;
   Worker* worker = nullptr;
   try {

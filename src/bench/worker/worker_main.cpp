@@ -53,6 +53,40 @@ AxisValues parse_axes(const Json& j) {
   return v;
 }
 
+// The ABI numbers dtypes as fib::DType does; the worker converts between them by value.
+static_assert(static_cast<int>(DType::kFloat32) == FIB_DTYPE_FLOAT32 &&
+              static_cast<int>(DType::kFloat16) == FIB_DTYPE_FLOAT16 &&
+              static_cast<int>(DType::kBFloat16) == FIB_DTYPE_BFLOAT16 &&
+              static_cast<int>(DType::kFloat8E4M3FN) == FIB_DTYPE_FLOAT8_E4M3FN &&
+              static_cast<int>(DType::kFloat8E5M2) == FIB_DTYPE_FLOAT8_E5M2 &&
+              static_cast<int>(DType::kFloat4E2M1) == FIB_DTYPE_FLOAT4_E2M1 &&
+              static_cast<int>(DType::kInt64) == FIB_DTYPE_INT64 &&
+              static_cast<int>(DType::kInt32) == FIB_DTYPE_INT32 &&
+              static_cast<int>(DType::kInt16) == FIB_DTYPE_INT16 &&
+              static_cast<int>(DType::kInt8) == FIB_DTYPE_INT8 &&
+              static_cast<int>(DType::kUInt8) == FIB_DTYPE_UINT8 &&
+              static_cast<int>(DType::kBool) == FIB_DTYPE_BOOL);
+
+// A row-major view of host memory for the solution ABI.
+fib_tensor contiguous_view(void* data, DType dtype, const Shape& shape) {
+  if (shape.size() > FIB_MAX_RANK) {
+    throw Error("request", fmt::format("a tensor of rank {} exceeds the solution ABI's {}",
+                                       shape.size(), FIB_MAX_RANK));
+  }
+  fib_tensor t{};
+  t.data = data;
+  t.ndim = static_cast<std::int32_t>(shape.size());
+  std::int64_t stride = 1;
+  for (int i = t.ndim - 1; i >= 0; --i) {
+    t.shape[i] = shape[static_cast<std::size_t>(i)];
+    t.strides[i] = stride;
+    stride *= shape[static_cast<std::size_t>(i)];
+  }
+  t.dtype = static_cast<std::int32_t>(dtype);
+  t.device_type = FIB_DEVICE_CPU;
+  return t;
+}
+
 // ---- Guarded, poisoned buffers ------------------------------------------------------------
 // Output storage with guard regions before and after, refilled with a changing poison pattern
 // before every call: an element the solution does not write keeps the poison (NaN for floats,
@@ -151,20 +185,7 @@ class GuardedBuffer {
     return t;
   }
 
-  fib_tensor view() {
-    fib_tensor t{};
-    t.data = data_;
-    t.ndim = static_cast<std::int32_t>(shape_.size());
-    std::int64_t stride = 1;
-    for (int i = t.ndim - 1; i >= 0; --i) {
-      t.shape[i] = shape_[static_cast<std::size_t>(i)];
-      t.strides[i] = stride;
-      stride *= shape_[static_cast<std::size_t>(i)];
-    }
-    t.dtype = static_cast<std::int32_t>(dtype_);
-    t.device_type = FIB_DEVICE_CPU;
-    return t;
-  }
+  fib_tensor view() { return contiguous_view(data_, dtype_, shape_); }
 
  private:
   void fill(const void* pattern, std::size_t width) {
@@ -185,21 +206,6 @@ class GuardedBuffer {
   std::unique_ptr<std::byte[]> storage_;
   std::byte* data_ = nullptr;
 };
-
-fib_tensor tensor_view(Tensor& t) {
-  fib_tensor v{};
-  v.data = t.raw();
-  v.ndim = static_cast<std::int32_t>(t.rank());
-  std::int64_t stride = 1;
-  for (int i = v.ndim - 1; i >= 0; --i) {
-    v.shape[i] = t.dim(static_cast<std::size_t>(i));
-    v.strides[i] = stride;
-    stride *= t.dim(static_cast<std::size_t>(i));
-  }
-  v.dtype = static_cast<std::int32_t>(t.dtype());
-  v.device_type = FIB_DEVICE_CPU;
-  return v;
-}
 
 // ---- Schedules -----------------------------------------------------------------------------
 struct TrialPlan {
@@ -488,7 +494,7 @@ class SolutionTarget : public Target {
           v.kind = FIB_VALUE_ABSENT;
         } else {
           v.kind = FIB_VALUE_TENSOR;
-          v.tensor = tensor_view(it->second);
+          v.tensor = contiguous_view(it->second.raw(), it->second.dtype(), it->second.shape());
         }
       }
       args_.push_back(v);
