@@ -1,0 +1,27 @@
+#!/usr/bin/env bash
+# Here (a Debian machine with network), before a device call: downloads the Debian -dev packages
+# fib builds against into .device-debs/ (the GPU machine has nvcc, CMake and Ninja but reaches
+# no package registry; scripts/device/gpu-check.sh unpacks them there), and copies the shared
+# corpus (which the call does not send: it lies outside the checkout) into .device-shared/.
+# Both folders are git-ignored and never committed; name both in the device call's `carry`.
+set -euo pipefail
+cd "$(dirname "$0")/../.."
+mkdir -p .device-debs
+cd .device-debs
+pkgs=(nlohmann-json3-dev libcli11-dev libfmt-dev libfmt9 libyaml-cpp-dev libyaml-cpp0.7
+      libxxhash-dev libxxhash0 libssl-dev libssl3 libgtest-dev libgmock-dev
+      libbenchmark-dev libbenchmark1debian)
+missing=()
+for p in "${pkgs[@]}"; do compgen -G "${p}_*.deb" >/dev/null || missing+=("$p"); done
+if [ ${#missing[@]} -gt 0 ]; then apt-get download "${missing[@]}"; fi
+ls -1 *.deb | wc -l | xargs echo "prepare: packages in .device-debs:"
+cd ..
+shared=${FIB_SHARED_DIR:-../shared}
+if [ -d "$shared/corpus" ]; then
+  rm -rf .device-shared
+  mkdir -p .device-shared
+  cp -r "$shared/corpus" .device-shared/corpus
+  echo "prepare: corpus copied to .device-shared (git-ignored)"
+else
+  echo "prepare: no corpus at $shared/corpus; corpus tests will skip on the device"
+fi

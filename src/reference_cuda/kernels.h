@@ -1,0 +1,33 @@
+// Internal to the CUDA references: the two family lists, and helpers every family uses.
+#pragma once
+
+#include <memory>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "fib/reference_cuda/reference_cuda.h"
+
+namespace fib::reference_cuda::detail {
+
+using KernelList = std::vector<std::unique_ptr<Kernel>>;
+
+// Matrix products, norms, RoPE, sampling and MoE (families_core.cpp).
+void add_core_kernels(KernelList& out);
+// Attention and recurrent-state families: GQA, MLA, DSA, GDN, Mamba (families_attention.cpp).
+void add_attention_kernels(KernelList& out);
+
+// A CUDA kernel covers exactly the definitions the CPU reference of the same family covers
+// (same math, same constants read from the reference text), so `supports` asks that one.
+// `cpu_id` is the CPU kernel's id ("rmsnorm", "gqa_paged.decode", ...).
+bool cpu_supports(std::string_view cpu_id, const Definition& def, std::string* why);
+
+// An axis value; throws fib::Error naming the axis when absent.
+std::int64_t axis(const CallContext& ctx, std::string_view name);
+// A new (uninitialized) device output with the definition's dtype and shape.
+DeviceTensor make_output(const CallContext& ctx, std::string_view name);
+// A numeric constant the definition's reference fixes (EPS = 1e-6, ...), trying each key in
+// order; throws fib::Error when none is there.
+double reference_constant(const Definition& def, std::initializer_list<std::string_view> keys);
+
+}  // namespace fib::reference_cuda::detail
