@@ -2,7 +2,7 @@
 # Fails when fib's own C++ sources are not formatted with the repository's .clang-format.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-files=$(git ls-files '*.cpp' '*.h' | grep -E '^(src|include|cli|tests|bench|fuzz|examples)/' || true)
+files=$(git ls-files '*.cpp' '*.h' '*.cu' '*.cuh' | grep -E '^(src|include|cli|tests|bench|fuzz|examples)/' || true)
 if ! command -v clang-format >/dev/null; then
   echo "check-format: SKIPPED: clang-format is not installed"
   exit 0

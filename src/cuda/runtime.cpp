@@ -8,7 +8,8 @@
 
 namespace fib::cuda {
 
-CudaError::CudaError(int code, std::string message) : fib::Error("", std::move(message)), code_(code) {}
+CudaError::CudaError(int code, std::string message)
+    : fib::Error("", std::move(message)), code_(code) {}
 
 bool is_sticky(int code) {
   // The runtime's documentation lists these as leaving the context in an unusable state: every
@@ -122,7 +123,8 @@ DeviceTensor::DeviceTensor(DType dtype, Shape shape)
 DeviceTensor to_device(const Tensor& host, cudaStream_t stream) {
   DeviceTensor d(host.dtype(), host.shape());
   if (host.nbytes() > 0) {
-    FIB_CUDA_CHECK(cudaMemcpyAsync(d.raw(), host.raw(), host.nbytes(), cudaMemcpyHostToDevice, stream));
+    FIB_CUDA_CHECK(
+        cudaMemcpyAsync(d.raw(), host.raw(), host.nbytes(), cudaMemcpyHostToDevice, stream));
     FIB_CUDA_CHECK(cudaStreamSynchronize(stream));
   }
   return d;
@@ -131,7 +133,8 @@ DeviceTensor to_device(const Tensor& host, cudaStream_t stream) {
 Tensor to_host(const DeviceTensor& device, cudaStream_t stream) {
   Tensor h(device.dtype(), device.shape());
   if (h.nbytes() > 0) {
-    FIB_CUDA_CHECK(cudaMemcpyAsync(h.raw(), device.raw(), h.nbytes(), cudaMemcpyDeviceToHost, stream));
+    FIB_CUDA_CHECK(
+        cudaMemcpyAsync(h.raw(), device.raw(), h.nbytes(), cudaMemcpyDeviceToHost, stream));
     FIB_CUDA_CHECK(cudaStreamSynchronize(stream));
   }
   return h;

@@ -51,9 +51,8 @@ const Kernel* find_kernel(const Definition& def, std::string* why) {
     if (!w.empty()) reasons.push_back(fmt::format("{}: {}", k->id(), w));
   }
   if (why) {
-    *why = reasons.empty()
-               ? fmt::format("no CUDA reference for op_type '{}'", def.op_type)
-               : fmt::format("no CUDA reference fits: {}", fmt::join(reasons, "; "));
+    *why = reasons.empty() ? fmt::format("no CUDA reference for op_type '{}'", def.op_type)
+                           : fmt::format("no CUDA reference fits: {}", fmt::join(reasons, "; "));
   }
   return nullptr;
 }
@@ -105,8 +104,8 @@ DeviceOutputs run(const Definition& def, const AxisValues& var_axes, const Devic
   for (const auto& spec : def.outputs) {
     auto it = out.find(spec.name);
     if (it == out.end())
-      throw Error(def.name, fmt::format("CUDA reference {} produced no output '{}'", k->id(),
-                                        spec.name));
+      throw Error(def.name,
+                  fmt::format("CUDA reference {} produced no output '{}'", k->id(), spec.name));
     check_tensor(def, spec, it->second, *bound, "output");
   }
   return out;
@@ -116,7 +115,8 @@ reference::Outputs run_on_host_arguments(const Definition& def, const AxisValues
                                          const reference::Arguments& args, cudaStream_t stream,
                                          std::uint64_t seed) {
   DeviceArguments dargs;
-  for (const auto& [name, t] : args.tensors) dargs.tensors.emplace(name, cuda::to_device(t, stream));
+  for (const auto& [name, t] : args.tensors)
+    dargs.tensors.emplace(name, cuda::to_device(t, stream));
   dargs.scalars = args.scalars;
   DeviceOutputs dout = run(def, var_axes, dargs, stream, seed);
   FIB_CUDA_CHECK(cudaStreamSynchronize(stream));
@@ -161,8 +161,8 @@ double reference_constant(const Definition& def, std::initializer_list<std::stri
   for (auto key : keys) {
     if (auto it = c.find(key); it != c.end()) return it->second;
   }
-  throw Error(def.name, fmt::format("the reference fixes none of the constants {}",
-                                    fmt::join(keys, ", ")));
+  throw Error(def.name,
+              fmt::format("the reference fixes none of the constants {}", fmt::join(keys, ", ")));
 }
 
 }  // namespace detail

@@ -56,7 +56,8 @@ std::string json_string(const std::string& s, const fs::path& path) {
 }
 
 std::string make_header(const std::vector<std::pair<std::string, Tensor>>& tensors,
-                        const std::map<std::string, std::string>& metadata, const fs::path& path) {
+                        const std::map<std::string, std::string>& metadata, const fs::path& path,
+                        std::size_t alignment) {
   std::string h = "{";
   if (!metadata.empty()) {
     h += "\"__metadata__\":{";
@@ -79,8 +80,9 @@ std::string make_header(const std::vector<std::pair<std::string, Tensor>>& tenso
   }
   h += '}';
   // The format's own writer pads with spaces so the data section starts 8-byte aligned, which
-  // lets readers map tensors in place.
-  h.append((8 - h.size() % 8) % 8, ' ');
+  // lets readers map tensors in place; a larger alignment pads the same way (8 + header length
+  // is then a multiple of it).
+  h.append((alignment - (8 + h.size()) % alignment) % alignment, ' ');
   return h;
 }
 
@@ -192,6 +194,37 @@ Tensor SafetensorsFile::read(const std::string& key) const {
 void write_safetensors(const fs::path& path,
                        const std::vector<std::pair<std::string, Tensor>>& tensors,
                        const std::map<std::string, std::string>& metadata) {
+  write_safetensors(path, tensors, metadata, SafetensorsWriteOptions{});
+}
+
+void write_safetensors(const fs::path& path,
+                       const std::vector<std::pair<std::string, Tensor>>& given,
+                       const std::map<std::string, std::string>& metadata,
+                       const SafetensorsWriteOptions& options) {
+  const std::size_t alignment = options.alignment;
+  if (alignment < 8 || (alignment & (alignment - 1)) != 0) {
+    throw Error(path.string(),
+                fmt::format("alignment {} is not a power of two of at least 8", alignment));
+  }
+  // Padding entries ("__pad.N", uint8) keep every tensor's offset aligned: the format has no
+  // holes in its data section, so the gaps must be tensors too.
+  std::vector<std::pair<std::string, Tensor>> padded;
+  const auto* list = &given;
+  if (alignment > 8) {
+    std::uint64_t offset = 0;
+    int pads = 0;
+    for (const auto& entry : given) {
+      if (const std::uint64_t gap = (alignment - offset % alignment) % alignment; gap > 0) {
+        padded.emplace_back(fmt::format("__pad.{}", pads++),
+                            Tensor(DType::kUInt8, {static_cast<std::int64_t>(gap)}));
+        offset += gap;
+      }
+      padded.push_back(entry);
+      offset += entry.second.defined() ? entry.second.nbytes() : 0;
+    }
+    list = &padded;
+  }
+  const auto& tensors = *list;
   std::set<std::string_view> seen;
   for (const auto& [name, t] : tensors) {
     if (name.empty()) throw Error(path.string(), "a tensor name must not be empty");
@@ -203,7 +236,7 @@ void write_safetensors(const fs::path& path,
     }
     if (!t.defined()) throw Error(path.string(), fmt::format("tensor '{}' is undefined", name));
   }
-  const std::string header = make_header(tensors, metadata, path);
+  const std::string header = make_header(tensors, metadata, path, alignment);
   std::uint64_t n = header.size();
   unsigned char len[8];
   for (int i = 0; i < 8; ++i) len[i] = static_cast<unsigned char>((n >> (8 * i)) & 0xFF);
@@ -228,7 +261,7 @@ void write_safetensors(const fs::path& path,
     write_all(fd.get(), len, sizeof len, tmp);
     write_all(fd.get(), header.data(), header.size(), tmp);
     for (const auto& [name, t] : tensors) write_all(fd.get(), t.raw(), t.nbytes(), tmp);
-    if (::fsync(fd.get()) != 0) {
+    if (options.durable && ::fsync(fd.get()) != 0) {
       throw Error(tmp.string(), fmt::format("fsync failed: {}", std::strerror(errno)));
     }
     if (::close(fd.release()) != 0) {
@@ -243,7 +276,7 @@ void write_safetensors(const fs::path& path,
     ::unlink(tmp.c_str());
     throw Error(path.string(), fmt::format("cannot replace: {}", std::strerror(e)));
   }
-  fsync_dir(parent);
+  if (options.durable) fsync_dir(parent);
 }
 
 }  // namespace fib

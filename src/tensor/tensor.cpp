@@ -209,6 +209,20 @@ Tensor::Tensor(DType dtype, Shape shape) : dtype_(dtype), shape_(std::move(shape
   data_ = storage_.get();
 }
 
+Tensor Tensor::view(DType dtype, Shape shape, std::shared_ptr<std::byte[]> storage) {
+  if (!storage) throw Error("", "a tensor view needs memory (got a null pointer)");
+  Tensor t;
+  t.dtype_ = dtype;
+  t.shape_ = std::move(shape);
+  t.numel_ = shape_numel(t.shape_);
+  const auto bytes = dtype_storage_bytes(dtype, static_cast<std::uint64_t>(t.numel_));
+  if (!bytes) throw Error("", "a tensor view's shape is too large");
+  t.nbytes_ = static_cast<std::size_t>(*bytes);
+  t.storage_ = std::move(storage);
+  t.data_ = t.storage_.get();
+  return t;
+}
+
 std::span<std::byte> Tensor::bytes() { return {data_, nbytes_}; }
 std::span<const std::byte> Tensor::bytes() const { return {data_, nbytes_}; }
 

@@ -229,6 +229,9 @@ class RunCheats : public ::testing::Test {
     o.definitions = {"rmsnorm_h2048"};
     o.solutions = std::move(solutions);
     o.memory_limit_bytes = 2ull << 30;
+    // Filling 2 GiB until the limit takes seconds on a loaded 2-core machine; none of these
+    // cheats hangs, so a long timeout costs nothing.
+    o.timeout_seconds = 60;
     return run_benchmark(o);
   }
   void SetUp() override { copy_example(tmp_); }
@@ -289,6 +292,39 @@ FIB_EXPORT_SOLUTION(run, run_);
   for (const Trace& t : r.traces) {
     ASSERT_EQ(t.evaluation->status, EvaluationStatus::kPassed) << t.evaluation->log;
     EXPECT_GT(t.evaluation->performance->extra["solution"]["min_ms"].get<double>(), 0.0);
+  }
+}
+
+TEST_F(RunCheats, InputsArriveAlignedReadOnlyAndAtAFreshAddressPerSet) {
+  // Remembers every input address it was given: a repeat within the pool means the harness
+  // reused a set; a misaligned one would break aligned SIMD loads. Then writes its input once
+  // the pool has been seen, which must fault and be named.
+  add_solution("address_probe", std::string(kRmsnorm) + R"(
+#include <set>
+#include <stdexcept>
+#include <string>
+static std::set<const void*> seen;
+static void run_(fib::TensorView x, fib::TensorView w, fib::TensorView y) {
+  for (const void* p : {x.raw().data, w.raw().data}) {
+    if (reinterpret_cast<std::uintptr_t>(p) % 64 != 0)
+      throw std::runtime_error("misaligned input");
+  }
+  if (!seen.insert(x.raw().data).second && seen.size() < 8)
+    throw std::runtime_error("an input address came round again within 8 calls");
+  rms(x.data_ptr<const std::uint16_t>(), w.data_ptr<const std::uint16_t>(),
+      y.data_ptr<std::uint16_t>(), x.size(0), x.size(1));
+  if (seen.size() == 12) const_cast<std::uint16_t*>(w.data_ptr<const std::uint16_t>())[3] = 0;
+}
+FIB_EXPORT_SOLUTION(run, run_);
+)");
+  const RunResult r = run({"address_probe"});
+  ASSERT_EQ(r.traces.size(), 2u);
+  for (const Trace& t : r.traces) {
+    EXPECT_EQ(t.evaluation->status, EvaluationStatus::kRuntimeError);
+    EXPECT_NE(t.evaluation->log.find("the solution modified its input 'weight' (a write to byte 6 "
+                                     "of 4096; inputs are read-only)"),
+              std::string::npos)
+        << t.evaluation->log;
   }
 }
 

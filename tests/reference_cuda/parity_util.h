@@ -34,8 +34,8 @@ inline std::string expect_cuda_matches_cpu(const Definition& def, const AxisValu
   reference::Arguments args{in.tensors, in.scalars};
   reference::Outputs cpu = reference::run(def, var_axes, args, 0, seed);
   cuda::Stream stream;
-  reference::Outputs gpu = reference_cuda::run_on_host_arguments(def, var_axes, args,
-                                                                 stream.get(), seed);
+  reference::Outputs gpu =
+      reference_cuda::run_on_host_arguments(def, var_axes, args, stream.get(), seed);
   for (const auto& [name, expected] : cpu) {
     auto it = gpu.find(name);
     EXPECT_NE(it, gpu.end()) << def.name << ": CUDA output " << name << " missing";

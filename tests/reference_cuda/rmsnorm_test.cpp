@@ -16,8 +16,8 @@ TEST(CudaReferenceRmsNorm, EveryCorpusRmsNormMatchesTheCpuReference) {
     for (std::int64_t batch : {1, 7, 300}) {
       // bf16 outputs: the two summation orders may round one element to the neighbouring bf16.
       const std::string id =
-          expect_cuda_matches_cpu(def, {{"batch_size", batch}}, 11 + static_cast<std::uint64_t>(batch),
-                                  {{"*", {1e-2, 8e-3}}});
+          expect_cuda_matches_cpu(def, {{"batch_size", batch}},
+                                  11 + static_cast<std::uint64_t>(batch), {{"*", {1e-2, 8e-3}}});
       EXPECT_EQ(id, "cuda:rmsnorm") << def.name;
     }
     ++checked;

@@ -8,9 +8,9 @@
 
 #include "fib/cuda/runtime.h"
 
-#define FIB_REQUIRE_GPU()                                              \
-  do {                                                                 \
-    std::string fib_gpu_why;                                           \
-    if (!::fib::cuda::available(&fib_gpu_why))                         \
-      GTEST_SKIP() << "needs a CUDA device (" << fib_gpu_why << ")";   \
+#define FIB_REQUIRE_GPU()                                            \
+  do {                                                               \
+    std::string fib_gpu_why;                                         \
+    if (!::fib::cuda::available(&fib_gpu_why))                       \
+      GTEST_SKIP() << "needs a CUDA device (" << fib_gpu_why << ")"; \
   } while (0)

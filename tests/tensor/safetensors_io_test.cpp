@@ -205,6 +205,50 @@ TEST(Safetensors, ReadsFilesOfTheReferenceWriter) {
   EXPECT_TRUE(mixed.contains("cplx"));
 }
 
+TEST(Safetensors, AlignedWritesPadEveryTensorToTheAlignment) {
+  TempDir tmp;
+  const fs::path p = tmp.path() / "aligned.safetensors";
+  Tensor a(DType::kBFloat16, {3});  // 6 bytes: the next tensor needs 58 bytes of padding
+  Tensor b(DType::kFloat32, {5});
+  Tensor c(DType::kInt64, {2});
+  for (int i = 0; i < 3; ++i) a.set(i, i + 0.5);
+  for (int i = 0; i < 5; ++i) b.set(i, -i);
+  SafetensorsWriteOptions o;
+  o.alignment = 64;
+  o.durable = false;
+  write_safetensors(p, {{"a", a}, {"b", b}, {"c", c}}, {{"k", "v"}}, o);
+  const SafetensorsFile f = SafetensorsFile::open(p);
+  EXPECT_EQ(f.header().data_offset() % 64, 0u);
+  for (const char* name : {"a", "b", "c"}) {
+    const auto* e = f.header().find(name);
+    ASSERT_NE(e, nullptr) << name;
+    EXPECT_EQ(e->begin % 64, 0u) << name;
+  }
+  EXPECT_TRUE(f.read("a").same_bytes(a));
+  EXPECT_TRUE(f.read("b").same_bytes(b));
+  EXPECT_TRUE(f.read("c").same_bytes(c));
+  // The gaps are uint8 "__pad.N" entries (the format allows no holes), all zero.
+  EXPECT_EQ(f.keys(), (std::vector<std::string>{"a", "__pad.0", "b", "__pad.1", "c"}));
+  EXPECT_EQ(f.read("__pad.0").nbytes(), 58u);
+  EXPECT_EQ(f.read("__pad.1").nbytes(), 44u);
+  o.alignment = 48;
+  EXPECT_THROW(write_safetensors(p, {{"a", a}}, {}, o), Error);
+}
+
+TEST(Safetensors, TensorViewsShareTheirOwnersMemory) {
+  auto owner = std::shared_ptr<std::byte[]>(new std::byte[64]());
+  Tensor v =
+      Tensor::view(DType::kFloat32, {2, 4}, std::shared_ptr<std::byte[]>(owner, owner.get() + 32));
+  EXPECT_EQ(v.raw(), owner.get() + 32);
+  EXPECT_EQ(v.nbytes(), 32u);
+  v.set(1, 2.5);
+  float x = 0;
+  std::memcpy(&x, owner.get() + 36, sizeof x);
+  EXPECT_EQ(x, 2.5f);
+  EXPECT_EQ(owner.use_count(), 2);
+  EXPECT_THROW(Tensor::view(DType::kFloat32, {1}, nullptr), Error);
+}
+
 TEST(Safetensors, UnknownKeySuggestsTheClosest) {
   const SafetensorsFile np = SafetensorsFile::open(testing::test_data_dir() / "safetensors" /
                                                    "numpy_two_tensors.safetensors");

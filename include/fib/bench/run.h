@@ -76,9 +76,15 @@ struct RunResult {
   std::size_t evaluations = 0, resumed = 0, reference_failures = 0;
   std::uint64_t seed = 0;
   double wall_seconds = 0;
-  double timed_seconds = 0;     // time inside timed calls (solutions and references)
-  double overhead_seconds = 0;  // per evaluation: wall time minus time inside the solution's calls
+  double timed_seconds = 0;  // time inside timed calls (solutions and references)
+  // Per evaluation: its wall time minus the time inside the solution's calls (timed and
+  // warmup) and minus the worker's one-time load of the workload's input sets.
+  double overhead_seconds = 0;
   std::size_t overhead_evaluations = 0;  // evaluations that count in overhead_seconds
+  // Per workload, shared by all its solutions: making and writing the input sets, the reference
+  // run (less its timed calls) and the workers' loads of the input-set file.
+  double workload_setup_seconds = 0;
+  std::size_t workloads_prepared = 0;
   std::vector<std::string> messages;
 };
 

@@ -36,6 +36,8 @@ bool precise_enough(std::span<const double> samples, const NoiseCriterion& c);
 void flush_from_cache(const void* data, std::size_t bytes);
 // Orders the flushes before what follows.
 void flush_fence();
+// The size of the largest CPU cache (sysconf, else /sys; 32 MiB when neither says).
+std::size_t last_level_cache_bytes();
 
 // What the trace records about how a latency was measured.
 Json stats_to_json(const SampleStats& s);

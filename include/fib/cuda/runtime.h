@@ -53,23 +53,23 @@ void check_last_launch(const char* file, int line);
 
 struct DeviceInfo {
   int ordinal = 0;
-  std::string name;             // "NVIDIA H100 80GB HBM3"
-  int major = 0, minor = 0;     // compute capability
+  std::string name;          // "NVIDIA H100 80GB HBM3"
+  int major = 0, minor = 0;  // compute capability
   int sm_count = 0;
   std::int64_t l2_bytes = 0;
   std::int64_t persisting_l2_max_bytes = 0;
   std::int64_t global_memory_bytes = 0;
   std::int64_t shared_memory_per_block_optin = 0;
-  int sm_clock_khz = 0;         // maximum SM clock
-  int memory_clock_khz = 0;     // peak memory clock
+  int sm_clock_khz = 0;      // maximum SM clock
+  int memory_clock_khz = 0;  // peak memory clock
   int memory_bus_bits = 0;
-  std::string pci_bus_id;       // "0000:19:00.0"
-  int driver_version = 0;       // e.g. 13000
+  std::string pci_bus_id;  // "0000:19:00.0"
+  int driver_version = 0;  // e.g. 13000
   int runtime_version = 0;
   // Peak DRAM bandwidth from the memory clock and bus width (bytes/s; DDR: two transfers a
   // clock). 0 when the attributes are not reported.
   double peak_dram_bytes_per_second() const;
-  std::string arch() const;     // "sm_90"
+  std::string arch() const;  // "sm_90"
 };
 
 // The number of visible devices; 0 (with *why set) when there is no driver or no device.

@@ -56,4 +56,19 @@ void write_safetensors(const std::filesystem::path& path,
                        const std::vector<std::pair<std::string, Tensor>>& tensors,
                        const std::map<std::string, std::string>& metadata = {});
 
+struct SafetensorsWriteOptions {
+  // Every tensor's data starts at a multiple of this in the file (a power of two, >= 8); above
+  // 8, "__pad.N" uint8 entries fill the gaps (the format allows no holes) and the header is
+  // padded with spaces. 64 lets a reader map the file and hand out cache-line-aligned tensors.
+  std::size_t alignment = 8;
+  // fsync the file and its folder before and after the rename. Scratch files that are remade
+  // on a rerun (fib run's input sets) skip it: the rename alone keeps readers from partial
+  // files.
+  bool durable = true;
+};
+void write_safetensors(const std::filesystem::path& path,
+                       const std::vector<std::pair<std::string, Tensor>>& tensors,
+                       const std::map<std::string, std::string>& metadata,
+                       const SafetensorsWriteOptions& options);
+
 }  // namespace fib

@@ -61,6 +61,11 @@ class Tensor {
   // with no elements still gets (empty) storage, so it is defined. Throws fib::Error for a bad
   // shape or when the memory cannot be had.
   Tensor(DType dtype, Shape shape);
+  // A tensor over memory it does not allocate: `storage` points at the first element and keeps
+  // its owner alive (an aliasing shared_ptr, e.g. into a file mapping). The memory must hold
+  // the shape's bytes; through a view of read-only memory only reads are allowed (a write
+  // faults). Throws fib::Error for a bad shape or a null pointer.
+  static Tensor view(DType dtype, Shape shape, std::shared_ptr<std::byte[]> storage);
 
   DType dtype() const { return dtype_; }
   const Shape& shape() const { return shape_; }

@@ -267,7 +267,7 @@ std::optional<PreparedWorkload> Run::prepare(const Definition& def, const Trace&
   p.pool = static_cast<int>(std::clamp<std::uint64_t>(std::min(calls, budget_sets), 1, 1024));
   for (int k = 0; k < p.pool; ++k) make_set(p.trials + k);
   p.inputs_file = (dir / "inputs.safetensors").string();
-  detail::write_input_sets(p.inputs_file, def, sets);
+  detail::write_input_sets(p.inputs_file, def, sets, Rng::derive(base, "layout"));
 
   // The schedule: per trial, warmup calls then timed calls over the pool, with the checked set
   // at a position drawn here (the worker learns it only with the request; the solution never).
@@ -424,12 +424,21 @@ Trace Run::evaluate(const Definition& def, const Workload& w, const Solution& s,
   } catch (const Error& e) {
     start_error = e.what();
   }
+  // The worker maps a workload's input sets once, for every solution after it: that load is a
+  // per-workload cost (counted in workload_setup_seconds), not this evaluation's overhead.
+  double input_load_ms = 0, worker_schedule_ms = 0;
   auto finish = [&](Trace t, double timed_ms) {
     if (timed_ms > 0) {
-      *overhead_ms =
-          std::chrono::duration<double, std::milli>(Clock::now() - t0).count() - timed_ms;
+      *overhead_ms = std::chrono::duration<double, std::milli>(Clock::now() - t0).count() -
+                     timed_ms - input_load_ms;
+      result_.workload_setup_seconds += input_load_ms / 1000.0;
       if (t.evaluation->performance) {
         t.evaluation->performance->extra["harness_overhead_ms"] = *overhead_ms;
+        t.evaluation->performance->extra["input_load_ms"] = input_load_ms;
+        // Of the overhead, what the worker spent around the calls (preparing, checking, writing
+        // the checked outputs); the rest is messaging and the orchestrator's judgement.
+        t.evaluation->performance->extra["worker_overhead_ms"] =
+            std::max(0.0, worker_schedule_ms - timed_ms);
       }
     }
     if (o_.isolated) solution_worker_.reset();
@@ -461,6 +470,17 @@ Trace Run::evaluate(const Definition& def, const Workload& w, const Solution& s,
   }
   if (r.kind == Worker::ReplyKind::kDied) {
     std::string how = r.died_how;
+    // The worker's fault handler names an input the solution wrote to (inputs are read-only).
+    const std::string said = out.text();
+    if (auto at = said.rfind("fib: the solution modified its input"); at != std::string::npos) {
+      const auto end = said.find('\n', at);
+      const std::string line = said.substr(at + 5, end == std::string::npos ? end : end - at - 5);
+      return finish(make_trace(def, w, s, EvaluationStatus::kRuntimeError,
+                               fmt::format("{}: the worker was stopped by the fault ({}){}", line,
+                                           how, output_log),
+                               env),
+                    0);
+    }
     if (r.signal == 9)
       how +=
           "; a SIGKILL fib did not send usually means the kernel killed it for being out of memory";
@@ -485,6 +505,8 @@ Trace Run::evaluate(const Definition& def, const Workload& w, const Solution& s,
       !m.empty()) {
     return finish(make_trace(def, w, s, EvaluationStatus::kCompileError, m, env), 0);
   }
+  input_load_ms = body.value("load_inputs_ms", 0.0);
+  worker_schedule_ms = body.value("schedule_ms", 0.0);
   const Timing timing = timing_from_trials(body.at("trials"));
   result_.timed_seconds += timing.timed_ms / 1000.0;
   if (body.contains("failure")) {
@@ -675,6 +697,16 @@ RunResult Run::go() {
       if (pending.empty()) continue;
       const fs::path dir = scratch_->root() / fmt::format("w{}", workload_index++);
       std::optional<PreparedWorkload> p;
+      const auto setup0 = Clock::now();
+      Timing ref;
+      // Inputs made and written, then the reference run on them: once per workload, shared by
+      // every solution (workload_setup_seconds, reported apart from per-evaluation overhead).
+      auto setup_done = [&] {
+        result_.workload_setup_seconds +=
+            std::chrono::duration<double>(Clock::now() - setup0).count() -
+            (ref.timed_ms + ref.warmup_ms) / 1000.0;
+        ++result_.workloads_prepared;
+      };
       try {
         p = prepare(def, wr.value, dir);
       } catch (const Error& e) {
@@ -684,12 +716,12 @@ RunResult Run::go() {
         done_ += pending.size();
         continue;
       }
-      Timing ref;
       std::string kernel;
       if (!run_reference(def, w, *p, &ref, &kernel)) {
         done_ += pending.size();
         continue;
       }
+      setup_done();
       for (const Solution* s : pending) {
         if (auto it = timed_out_on.find(s->name); it != timed_out_on.end()) {
           ++skipped[s->name];

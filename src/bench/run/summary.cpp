@@ -97,10 +97,16 @@ std::string render_summary(const RunResult& r) {
       r.overhead_evaluations > 0
           ? 1000.0 * r.overhead_seconds / static_cast<double>(r.overhead_evaluations)
           : 0;
+  const double per_workload_ms =
+      r.workloads_prepared > 0
+          ? 1000.0 * r.workload_setup_seconds / static_cast<double>(r.workloads_prepared)
+          : 0;
   out += fmt::format(
       "\n{} evaluations ({} already done, skipped by --resume) in {:.1f} s; {:.2f} s inside timed "
-      "calls; harness overhead {:.2f} ms per evaluation; seed {}\n",
-      r.evaluations, r.resumed, r.wall_seconds, r.timed_seconds, per_eval_ms, r.seed);
+      "calls; harness overhead {:.2f} ms per evaluation, plus {:.1f} ms per workload for its "
+      "inputs and reference; seed {}\n",
+      r.evaluations, r.resumed, r.wall_seconds, r.timed_seconds, per_eval_ms, per_workload_ms,
+      r.seed);
   out +=
       "speedup: geometric mean over passed workloads of reference latency / solution latency "
       "(native CPU reference); ranked: solutions that passed every workload\n";
@@ -133,6 +139,11 @@ Json summary_to_json(const RunResult& r) {
                r.overhead_evaluations > 0
                    ? 1000.0 * r.overhead_seconds / static_cast<double>(r.overhead_evaluations)
                    : 0.0},
+              {"workload_setup_ms_per_workload",
+               r.workloads_prepared > 0
+                   ? 1000.0 * r.workload_setup_seconds / static_cast<double>(r.workloads_prepared)
+                   : 0.0},
+              {"workloads_prepared", r.workloads_prepared},
               {"definitions", defs},
               {"messages", r.messages}};
 }

@@ -1,4 +1,9 @@
+#include <unistd.h>
+
+#include <algorithm>
 #include <cstdint>
+#include <fstream>
+#include <string>
 
 #include "fib/bench/timing.h"
 
@@ -49,6 +54,34 @@ void flush_fence() {
 #elif defined(__aarch64__)
   asm volatile("dsb ish" : : : "memory");
 #endif
+}
+
+}  // namespace fib::bench
+
+namespace fib::bench {
+
+std::size_t last_level_cache_bytes() {
+  static const std::size_t bytes = [] {
+    std::size_t best = 0;
+    // /sys/devices/system/cpu/cpu0/cache/indexN/size ("32768K") is the cache this core sees;
+    // sysconf can report a whole socket's L3 summed over its core complexes (384 MiB on a
+    // 12-CCD EPYC whose cores each reach 32 MiB), too large to reason about eviction.
+    for (int i = 0; i < 8; ++i) {
+      std::ifstream in("/sys/devices/system/cpu/cpu0/cache/index" + std::to_string(i) + "/size");
+      std::size_t v = 0;
+      char unit = 0;
+      if (in >> v >> unit) best = std::max(best, unit == 'M' ? v << 20 : unit == 'K' ? v << 10 : v);
+    }
+#ifdef _SC_LEVEL3_CACHE_SIZE
+    for (int name : {_SC_LEVEL1_DCACHE_SIZE, _SC_LEVEL2_CACHE_SIZE, _SC_LEVEL3_CACHE_SIZE}) {
+      if (best > 0) break;
+      const long v = ::sysconf(name);
+      if (v > 0) best = std::max(best, static_cast<std::size_t>(v));
+    }
+#endif
+    return best > 0 ? best : std::size_t{32} << 20;
+  }();
+  return bytes;
 }
 
 }  // namespace fib::bench

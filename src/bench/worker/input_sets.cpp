@@ -1,6 +1,16 @@
 #include "bench/worker/input_sets.h"
 
+#include <fcntl.h>
 #include <fmt/format.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstring>
+#include <numeric>
+#include <random>
 
 #include "fib/tensor/safetensors.h"
 
@@ -29,11 +39,14 @@ bool split_key(const std::string& key, int* k, std::string* name) {
 }  // namespace
 
 void write_input_sets(const std::filesystem::path& path, const Definition& def,
-                      const std::vector<MaterializedInputs>& sets) {
+                      const std::vector<MaterializedInputs>& sets, std::uint64_t layout_seed) {
   std::vector<std::pair<std::string, Tensor>> tensors;
   std::map<std::string, std::string> meta;
   meta["fib.sets"] = std::to_string(sets.size());
-  for (std::size_t k = 0; k < sets.size(); ++k) {
+  std::vector<std::size_t> order(sets.size());
+  std::iota(order.begin(), order.end(), std::size_t{0});
+  std::shuffle(order.begin(), order.end(), std::mt19937_64(layout_seed));
+  for (const std::size_t k : order) {
     for (const auto& spec : def.inputs) {
       if (auto it = sets[k].tensors.find(spec.name); it != sets[k].tensors.end()) {
         tensors.emplace_back(fmt::format("{}/{}", k, spec.name), it->second);
@@ -44,7 +57,10 @@ void write_input_sets(const std::filesystem::path& path, const Definition& def,
       }
     }
   }
-  write_safetensors(path, tensors, meta);
+  SafetensorsWriteOptions options;
+  options.alignment = 64;
+  options.durable = false;  // remade by any rerun; the atomic rename is what readers need
+  write_safetensors(path, tensors, meta, options);
 }
 
 std::vector<InputSet> read_input_sets(const std::filesystem::path& path) {
@@ -60,12 +76,32 @@ std::vector<InputSet> read_input_sets(const std::filesystem::path& path) {
   }
   if (!found) throw Error(path.string(), "not an input-set file (no fib.sets)");
   std::vector<InputSet> sets(count);
+  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) throw Error(path.string(), fmt::format("cannot open: {}", std::strerror(errno)));
+  struct stat st {};
+  if (::fstat(fd, &st) != 0) {
+    ::close(fd);
+    throw Error(path.string(), fmt::format("cannot stat: {}", std::strerror(errno)));
+  }
+  const auto size = static_cast<std::size_t>(st.st_size);
+  void* m =
+      size > 0 ? ::mmap(nullptr, size, PROT_READ, MAP_PRIVATE | MAP_POPULATE, fd, 0) : MAP_FAILED;
+  ::close(fd);
+  if (m == MAP_FAILED)
+    throw Error(path.string(), fmt::format("cannot map: {}", std::strerror(errno)));
+  const std::shared_ptr<std::byte[]> mapping(static_cast<std::byte*>(m),
+                                             [size](std::byte* p) { ::munmap(p, size); });
+  const std::uint64_t data = f.header().data_offset();
   int k = 0;
   std::string name;
-  for (const auto& key : f.keys()) {
-    if (split_key(key, &k, &name) && k >= 0 && static_cast<std::size_t>(k) < sets.size()) {
-      sets[static_cast<std::size_t>(k)].tensors.emplace(name, f.read(key));
-    }
+  for (const auto& e : f.header().tensors) {
+    if (!split_key(e.name, &k, &name) || k < 0 || static_cast<std::size_t>(k) >= sets.size())
+      continue;
+    if (!e.dtype)
+      throw Error(path.string(), fmt::format("tensor '{}' has dtype {}", e.name, e.dtype_code));
+    sets[static_cast<std::size_t>(k)].tensors.emplace(
+        name, Tensor::view(*e.dtype, e.shape,
+                           std::shared_ptr<std::byte[]>(mapping, mapping.get() + data + e.begin)));
   }
   for (const auto& [key, v] : meta) {
     if (key.rfind("fib.scalar.", 0) != 0) continue;
