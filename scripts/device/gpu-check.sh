@@ -13,22 +13,12 @@ shift || true
 extra_targets=("$@")
 OUT=${OUT:-/tmp/fib-out}
 mkdir -p "$OUT"
-deps=/tmp/fib-deps
-if [ ! -d "$deps/usr" ]; then
-  for f in .device-debs/*.deb; do dpkg -x "$f" "$deps"; done
-fi
-export CMAKE_PREFIX_PATH="$deps/usr"
-export CPATH="$deps/usr/include${CPATH:+:$CPATH}"
-export LIBRARY_PATH="$deps/usr/lib/x86_64-linux-gnu${LIBRARY_PATH:+:$LIBRARY_PATH}"
-export LD_LIBRARY_PATH="$deps/usr/lib/x86_64-linux-gnu${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
+source scripts/device/env.sh
 nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.mem,temperature.gpu,power.draw --format=csv
-arch=$(nvidia-smi --query-gpu=compute_cap --format=csv,noheader | head -1 | tr -d .)
-[ "$arch" = 90 ] && arch=90a
 build=${FIB_DEVICE_BUILD:-build-device}
 t0=$(date +%s)
-cmake -S . -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release -DFIB_WERROR=OFF \
-  -DFIB_CUDA=ON -DFIB_CUDA_ARCHITECTURES="$arch" -DFIB_BUILD_BENCHMARKS=OFF \
-  -DFIB_SHARED_DIR="${FIB_SHARED_DIR:-$PWD/.device-shared}" >"$OUT/build.log" 2>&1 || {
+cmake -S . -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release $FIB_CMAKE_ARGS \
+  -DFIB_BUILD_BENCHMARKS=OFF >"$OUT/build.log" 2>&1 || {
   tail -40 "$OUT/build.log"; exit 1; }
 targets=(cuda_tests reference_cuda_tests "${extra_targets[@]}")
 ninja -C "$build" -j "$(nproc)" "${targets[@]}" >>"$OUT/build.log" 2>&1 || {

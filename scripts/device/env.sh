@@ -1,0 +1,18 @@
+# Sourced on the GPU machine (by gpu-check.sh and device commands): unpacks the Debian packages
+# carried in .device-debs (see prepare.sh) into /tmp/fib-deps once, points the compiler, CMake
+# and the loader at them, and sets what scripts/build.sh needs there (no apt-get; warnings not
+# fatal under that machine's newer compiler; the GPU's own architecture).
+_fib_root=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
+_fib_deps=/tmp/fib-deps
+if [ ! -d "$_fib_deps/usr" ]; then
+  for f in "$_fib_root"/.device-debs/*.deb; do dpkg -x "$f" "$_fib_deps"; done
+fi
+export CMAKE_PREFIX_PATH="$_fib_deps/usr"
+export CPATH="$_fib_deps/usr/include${CPATH:+:$CPATH}"
+export LIBRARY_PATH="$_fib_deps/usr/lib/x86_64-linux-gnu${LIBRARY_PATH:+:$LIBRARY_PATH}"
+export LD_LIBRARY_PATH="$_fib_deps/usr/lib/x86_64-linux-gnu${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
+FIB_GPU_ARCH=$(nvidia-smi --query-gpu=compute_cap --format=csv,noheader 2>/dev/null | head -1 | tr -d .)
+[ "$FIB_GPU_ARCH" = 90 ] && FIB_GPU_ARCH=90a
+export FIB_GPU_ARCH
+export FIB_SKIP_DEPS=1
+export FIB_CMAKE_ARGS="-DFIB_WERROR=OFF -DFIB_CUDA=ON -DFIB_CUDA_ARCHITECTURES=${FIB_GPU_ARCH:-90a} -DFIB_SHARED_DIR=$_fib_root/.device-shared"
