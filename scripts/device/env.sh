@@ -15,4 +15,5 @@ FIB_GPU_ARCH=$(nvidia-smi --query-gpu=compute_cap --format=csv,noheader 2>/dev/n
 [ "$FIB_GPU_ARCH" = 90 ] && FIB_GPU_ARCH=90a
 export FIB_GPU_ARCH
 export FIB_SKIP_DEPS=1
-export FIB_CMAKE_ARGS="-DFIB_WERROR=OFF -DFIB_CUDA=ON -DFIB_CUDA_ARCHITECTURES=${FIB_GPU_ARCH:-90a} -DFIB_SHARED_DIR=$_fib_root/.device-shared"
+# The worker starts with a scrubbed environment (no LD_LIBRARY_PATH): the binaries carry the path.
+export FIB_CMAKE_ARGS="-DCMAKE_BUILD_RPATH=$_fib_deps/usr/lib/x86_64-linux-gnu -DFIB_WERROR=OFF -DFIB_CUDA=ON -DFIB_CUDA_ARCHITECTURES=${FIB_GPU_ARCH:-90a} -DFIB_SHARED_DIR=$_fib_root/.device-shared"
