@@ -85,6 +85,10 @@ struct RunResult {
   // run (less its timed calls) and the workers' loads of the input-set file.
   double workload_setup_seconds = 0;
   std::size_t workloads_prepared = 0;
+  // Solution worker processes started (the first, replacements after a crash or timeout, one
+  // per evaluation with --isolated) and the time to start them, until they answered.
+  double worker_start_seconds = 0;
+  std::size_t worker_starts = 0;
   std::vector<std::string> messages;
 };
 

@@ -419,8 +419,18 @@ Trace Run::evaluate(const Definition& def, const Workload& w, const Solution& s,
   }
   std::string start_error;
   Worker* worker = nullptr;
+  // Starting a worker (the first evaluation, after a crash, or every one with --isolated) is
+  // counted apart from the evaluation's overhead: worker_start_seconds.
+  double worker_start_ms = 0;
   try {
+    const bool starting = !solution_worker_ || !solution_worker_->alive() || o_.isolated;
+    const auto start0 = Clock::now();
     worker = &solution_worker();
+    if (starting) {
+      worker_start_ms = std::chrono::duration<double, std::milli>(Clock::now() - start0).count();
+      result_.worker_start_seconds += worker_start_ms / 1000.0;
+      ++result_.worker_starts;
+    }
   } catch (const Error& e) {
     start_error = e.what();
   }
@@ -430,11 +440,12 @@ Trace Run::evaluate(const Definition& def, const Workload& w, const Solution& s,
   auto finish = [&](Trace t, double timed_ms) {
     if (timed_ms > 0) {
       *overhead_ms = std::chrono::duration<double, std::milli>(Clock::now() - t0).count() -
-                     timed_ms - input_load_ms;
+                     timed_ms - input_load_ms - worker_start_ms;
       result_.workload_setup_seconds += input_load_ms / 1000.0;
       if (t.evaluation->performance) {
         t.evaluation->performance->extra["harness_overhead_ms"] = *overhead_ms;
         t.evaluation->performance->extra["input_load_ms"] = input_load_ms;
+        t.evaluation->performance->extra["worker_start_ms"] = worker_start_ms;
         // Of the overhead, what the worker spent around the calls (preparing, checking, writing
         // the checked outputs); the rest is messaging and the orchestrator's judgement.
         t.evaluation->performance->extra["worker_overhead_ms"] =

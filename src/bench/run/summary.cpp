@@ -104,9 +104,11 @@ std::string render_summary(const RunResult& r) {
   out += fmt::format(
       "\n{} evaluations ({} already done, skipped by --resume) in {:.1f} s; {:.2f} s inside timed "
       "calls; harness overhead {:.2f} ms per evaluation, plus {:.1f} ms per workload for its "
-      "inputs and reference; seed {}\n",
+      "inputs and reference and {:.1f} ms per solution worker started ({}); seed {}\n",
       r.evaluations, r.resumed, r.wall_seconds, r.timed_seconds, per_eval_ms, per_workload_ms,
-      r.seed);
+      r.worker_starts > 0 ? 1000.0 * r.worker_start_seconds / static_cast<double>(r.worker_starts)
+                          : 0.0,
+      r.worker_starts, r.seed);
   out +=
       "speedup: geometric mean over passed workloads of reference latency / solution latency "
       "(native CPU reference); ranked: solutions that passed every workload\n";
@@ -129,23 +131,28 @@ Json summary_to_json(const RunResult& r) {
     }
     defs.push_back(Json{{"definition", d.definition}, {"solutions", sols}});
   }
-  return Json{{"evaluations", r.evaluations},
-              {"resumed", r.resumed},
-              {"reference_failures", r.reference_failures},
-              {"seed", r.seed},
-              {"wall_seconds", r.wall_seconds},
-              {"timed_seconds", r.timed_seconds},
-              {"overhead_ms_per_evaluation",
-               r.overhead_evaluations > 0
-                   ? 1000.0 * r.overhead_seconds / static_cast<double>(r.overhead_evaluations)
-                   : 0.0},
-              {"workload_setup_ms_per_workload",
-               r.workloads_prepared > 0
-                   ? 1000.0 * r.workload_setup_seconds / static_cast<double>(r.workloads_prepared)
-                   : 0.0},
-              {"workloads_prepared", r.workloads_prepared},
-              {"definitions", defs},
-              {"messages", r.messages}};
+  return Json{
+      {"evaluations", r.evaluations},
+      {"resumed", r.resumed},
+      {"reference_failures", r.reference_failures},
+      {"seed", r.seed},
+      {"wall_seconds", r.wall_seconds},
+      {"timed_seconds", r.timed_seconds},
+      {"overhead_ms_per_evaluation",
+       r.overhead_evaluations > 0
+           ? 1000.0 * r.overhead_seconds / static_cast<double>(r.overhead_evaluations)
+           : 0.0},
+      {"workload_setup_ms_per_workload",
+       r.workloads_prepared > 0
+           ? 1000.0 * r.workload_setup_seconds / static_cast<double>(r.workloads_prepared)
+           : 0.0},
+      {"workloads_prepared", r.workloads_prepared},
+      {"worker_starts", r.worker_starts},
+      {"worker_start_ms_per_start",
+       r.worker_starts > 0 ? 1000.0 * r.worker_start_seconds / static_cast<double>(r.worker_starts)
+                           : 0.0},
+      {"definitions", defs},
+      {"messages", r.messages}};
 }
 
 }  // namespace fib::bench
