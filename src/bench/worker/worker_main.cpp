@@ -267,8 +267,8 @@ class Target {
 Json run_schedule(Target& target, const Schedule& s, std::optional<Failure>* failure) {
   Json trials = Json::array();
   std::uint64_t call = 0;
-  auto one_call = [&](int set, double* ms) -> bool {
-    target.prepare(set, call, s.flush_caches);
+  auto one_call = [&](int set, double* ms, bool flush) -> bool {
+    target.prepare(set, call, flush && s.flush_caches);
     Failure f;
     const auto t0 = Clock::now();
     const bool ok = target.call(call, &f);
@@ -289,7 +289,8 @@ Json run_schedule(Target& target, const Schedule& s, std::optional<Failure>* fai
     double warmup_ms = 0;
     for (int set : plan.warmup) {
       double ms = 0;
-      if (!one_call(set, &ms)) return trials;
+      // Warmup calls are not timed, so their caches need no flushing.
+      if (!one_call(set, &ms, /*flush=*/false)) return trials;
       warmup_ms += ms;
     }
     std::vector<double> samples;
@@ -300,7 +301,7 @@ Json run_schedule(Target& target, const Schedule& s, std::optional<Failure>* fai
         s.noise.min_samples, static_cast<std::size_t>(plan.check_position + 1));
     for (std::size_t i = 0; i < plan.timed.size(); ++i) {
       double ms = 0;
-      if (!one_call(plan.timed[i], &ms)) return trials;
+      if (!one_call(plan.timed[i], &ms, /*flush=*/true)) return trials;
       samples.push_back(ms);
       if (static_cast<int>(i) == plan.check_position && !plan.check_output.empty()) {
         SafetensorsWriteOptions scratch;  // read once by the orchestrator, remade by a rerun
@@ -326,6 +327,17 @@ Json run_schedule(Target& target, const Schedule& s, std::optional<Failure>* fai
                           {"checked", checked}});
   }
   return trials;
+}
+
+// Whether cycling through the input sets evicts each from the caches before it comes round
+// again: the pool is at least 4x the last-level cache this core reaches. Then inputs need no
+// per-call flush (a flush costs about 20 us per MiB of inputs).
+bool pool_evicts_itself(const std::vector<detail::InputSet>& sets) {
+  std::size_t pool_bytes = 0;
+  for (const auto& set : sets) {
+    for (const auto& [name, t] : set.tensors) pool_bytes += t.nbytes();
+  }
+  return pool_bytes >= 4 * last_level_cache_bytes();
 }
 
 // ---- Inputs are read-only ---------------------------------------------------------------------
@@ -428,11 +440,7 @@ class SolutionTarget : public Target {
     // shuffled, so a set's address does not reveal the checked call.
     // Cold caches: once the whole pool is several times the last-level cache, cycling through
     // it evicts each set before it comes round again; a smaller pool is flushed line by line.
-    std::size_t pool_bytes = 0;
-    for (const auto& set : *sets_) {
-      for (const auto& [name, t] : set.tensors) pool_bytes += t.nbytes();
-    }
-    flush_inputs_ = pool_bytes < 4 * last_level_cache_bytes();
+    flush_inputs_ = !pool_evicts_itself(*sets_);
     if (dps_) {
       for (const auto& spec : def.outputs) {
         const auto shape = def.concrete_shape(spec, *bound);
@@ -659,11 +667,13 @@ class ReferenceTarget : public Target {
         sets_(std::move(sets)),
         threads_(threads),
         seeds_(std::move(seeds)),
-        sampling_extra_(std::move(sampling_extra)) {}
+        sampling_extra_(std::move(sampling_extra)) {
+    flush_inputs_ = !pool_evicts_itself(*sets_);  // the same discipline as the solution's
+  }
 
   void prepare(int set, std::uint64_t, bool flush) override {
     set_ = set;
-    if (!flush) return;
+    if (!flush || !flush_inputs_) return;
     for (const auto& [name, t] : sets_->at(static_cast<std::size_t>(set)).tensors) {
       flush_from_cache(t.raw(), t.nbytes());
     }
@@ -708,6 +718,7 @@ class ReferenceTarget : public Target {
   unsigned threads_;
   std::vector<std::uint64_t> seeds_;
   Json sampling_extra_;
+  bool flush_inputs_ = true;
   int set_ = 0;
   reference::Outputs out_;
 };
