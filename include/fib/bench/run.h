@@ -78,8 +78,13 @@ struct RunResult {
   double wall_seconds = 0;
   double timed_seconds = 0;  // time inside timed calls (solutions and references)
   // Per evaluation: its wall time minus the time inside the solution's calls (timed and
-  // warmup) and minus the worker's one-time load of the workload's input sets.
+  // warmup), the worker's one-time load of the workload's input sets, the worker's start and
+  // the cache flushes of cold-cache timing (cache_flush_seconds).
   double overhead_seconds = 0;
+  // Evicting inputs and outputs from the CPU caches before timed calls: the price of cold-cache
+  // timing, about 20 us per MiB a call touches, where the input pool is too small to evict
+  // itself by rotation.
+  double cache_flush_seconds = 0;
   std::size_t overhead_evaluations = 0;  // evaluations that count in overhead_seconds
   // Per workload, shared by all its solutions: making and writing the input sets, the reference
   // run (less its timed calls) and the workers' loads of the input-set file.

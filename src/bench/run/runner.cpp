@@ -262,14 +262,8 @@ std::optional<PreparedWorkload> Run::prepare(const Definition& def, const Trace&
   // cache keyed on the inputs never hits (and a solution cannot tell checked calls apart).
   const std::uint64_t calls =
       static_cast<std::uint64_t>(p.trials) * static_cast<std::uint64_t>(warmup + iterations - 1);
-  // The budget grows to 5x the last-level cache where that is larger: a pool that big evicts
-  // each set before it comes round again, so the worker need not flush inputs before every call
-  // (a flush costs about 20 us per MiB of inputs, per call). Never more than 1/8 of the RAM.
-  const std::uint64_t pool_budget = std::min<std::uint64_t>(
-      std::max<std::uint64_t>(o_.input_pool_bytes, 5ull * last_level_cache_bytes()),
-      std::max<std::uint64_t>(o_.input_pool_bytes, physical_memory() / 8));
   const std::uint64_t budget_sets =
-      set_bytes > 0 ? std::max<std::uint64_t>(1, pool_budget / set_bytes) : calls;
+      set_bytes > 0 ? std::max<std::uint64_t>(1, o_.input_pool_bytes / set_bytes) : calls;
   p.pool = static_cast<int>(std::clamp<std::uint64_t>(std::min(calls, budget_sets), 1, 1024));
   for (int k = 0; k < p.pool; ++k) make_set(p.trials + k);
   p.inputs_file = (dir / "inputs.safetensors").string();
@@ -442,11 +436,12 @@ Trace Run::evaluate(const Definition& def, const Workload& w, const Solution& s,
   }
   // The worker maps a workload's input sets once, for every solution after it: that load is a
   // per-workload cost (counted in workload_setup_seconds), not this evaluation's overhead.
-  double input_load_ms = 0, worker_schedule_ms = 0;
+  double input_load_ms = 0, worker_schedule_ms = 0, cache_flush_ms = 0;
   auto finish = [&](Trace t, double timed_ms) {
     if (timed_ms > 0) {
       *overhead_ms = std::chrono::duration<double, std::milli>(Clock::now() - t0).count() -
-                     timed_ms - input_load_ms - worker_start_ms;
+                     timed_ms - input_load_ms - worker_start_ms - cache_flush_ms;
+      result_.cache_flush_seconds += cache_flush_ms / 1000.0;
       result_.workload_setup_seconds += input_load_ms / 1000.0;
       if (t.evaluation->performance) {
         t.evaluation->performance->extra["harness_overhead_ms"] = *overhead_ms;
@@ -455,7 +450,8 @@ Trace Run::evaluate(const Definition& def, const Workload& w, const Solution& s,
         // Of the overhead, what the worker spent around the calls (preparing, checking, writing
         // the checked outputs); the rest is messaging and the orchestrator's judgement.
         t.evaluation->performance->extra["worker_overhead_ms"] =
-            std::max(0.0, worker_schedule_ms - timed_ms);
+            std::max(0.0, worker_schedule_ms - timed_ms - cache_flush_ms);
+        t.evaluation->performance->extra["cache_flush_ms"] = cache_flush_ms;
       }
     }
     if (o_.isolated) solution_worker_.reset();
@@ -524,6 +520,7 @@ Trace Run::evaluate(const Definition& def, const Workload& w, const Solution& s,
   }
   input_load_ms = body.value("load_inputs_ms", 0.0);
   worker_schedule_ms = body.value("schedule_ms", 0.0);
+  cache_flush_ms = body.value("cache_flush_ms", 0.0);
   const Timing timing = timing_from_trials(body.at("trials"));
   result_.timed_seconds += timing.timed_ms / 1000.0;
   if (body.contains("failure")) {

@@ -103,9 +103,14 @@ std::string render_summary(const RunResult& r) {
           : 0;
   out += fmt::format(
       "\n{} evaluations ({} already done, skipped by --resume) in {:.1f} s; {:.2f} s inside timed "
-      "calls; harness overhead {:.2f} ms per evaluation, plus {:.1f} ms per workload for its "
-      "inputs and reference and {:.1f} ms per solution worker started ({}); seed {}\n",
-      r.evaluations, r.resumed, r.wall_seconds, r.timed_seconds, per_eval_ms, per_workload_ms,
+      "calls; harness overhead {:.2f} ms per evaluation (+ {:.2f} ms of cache flushes for "
+      "cold-cache timing), {:.1f} ms per workload for its inputs and reference, {:.1f} ms per "
+      "solution worker started ({}); seed {}\n",
+      r.evaluations, r.resumed, r.wall_seconds, r.timed_seconds, per_eval_ms,
+      r.overhead_evaluations > 0
+          ? 1000.0 * r.cache_flush_seconds / static_cast<double>(r.overhead_evaluations)
+          : 0.0,
+      per_workload_ms,
       r.worker_starts > 0 ? 1000.0 * r.worker_start_seconds / static_cast<double>(r.worker_starts)
                           : 0.0,
       r.worker_starts, r.seed);
@@ -145,6 +150,10 @@ Json summary_to_json(const RunResult& r) {
       {"workload_setup_ms_per_workload",
        r.workloads_prepared > 0
            ? 1000.0 * r.workload_setup_seconds / static_cast<double>(r.workloads_prepared)
+           : 0.0},
+      {"cache_flush_ms_per_evaluation",
+       r.overhead_evaluations > 0
+           ? 1000.0 * r.cache_flush_seconds / static_cast<double>(r.overhead_evaluations)
            : 0.0},
       {"workloads_prepared", r.workloads_prepared},
       {"worker_starts", r.worker_starts},

@@ -456,6 +456,7 @@ class SolutionTarget : public Target {
     current_set_ = set;
     const InputSet& in = sets_->at(static_cast<std::size_t>(set));
     InputGuard::watch(in);
+    const auto flush0 = Clock::now();
     if (flush && flush_inputs_) {
       for (const auto& [name, t] : in.tensors) flush_from_cache(t.raw(), t.nbytes());
     }
@@ -472,7 +473,10 @@ class SolutionTarget : public Target {
     call_index_ = call;
     build_args(in);
     if (flush) flush_fence();
+    if (flush)
+      flush_ms_ += std::chrono::duration<double, std::milli>(Clock::now() - flush0).count();
   }
+  double cache_flush_ms() const { return flush_ms_; }
 
   bool call(std::uint64_t, Failure* failure) override {
     error_[0] = '\0';
@@ -645,6 +649,7 @@ class SolutionTarget : public Target {
   LoadedLibrary lib_;
   bool dps_;
   bool flush_inputs_ = true;
+  double flush_ms_ = 0;  // time in cache flushes (with the output poisoning between them)
   std::vector<GuardedBuffer> dps_outputs_;
   std::vector<std::unique_ptr<GuardedBuffer>> vr_buffers_;
   std::size_t vr_used_ = 0;
@@ -804,6 +809,7 @@ Json handle_evaluate(WorkerState& st, const Json& req) {
   reply["trials"] = run_schedule(target, schedule, &failure);
   reply["schedule_ms"] =
       std::chrono::duration<double, std::milli>(Clock::now() - schedule_t0).count();
+  reply["cache_flush_ms"] = target.cache_flush_ms();
   if (!failure && req.contains("sampling")) {
     // Many draws on one input set: the distribution check needs them.
     const Json& sp = req["sampling"];
