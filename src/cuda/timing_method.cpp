@@ -1,0 +1,94 @@
+// Names, errors and JSON of GPU timing results (include/fib/cuda/timing.h).
+#include "fib/cuda/timing.h"
+
+namespace fib::cuda {
+
+std::string_view timing_mode_name(TimingMode mode) {
+  switch (mode) {
+    case TimingMode::kEvents:
+      return "cuda_events";
+    case TimingMode::kCupti:
+      return "cupti";
+    case TimingMode::kGraph:
+      return "cuda_graph";
+  }
+  return "unknown";
+}
+
+std::string_view stop_reason_name(StopReason reason) {
+  switch (reason) {
+    case StopReason::kNoise:
+      return "noise";
+    case StopReason::kIterationCap:
+      return "iterations";
+    case StopReason::kTimeCap:
+      return "time";
+  }
+  return "unknown";
+}
+
+std::string_view timing_error_kind_name(TimingError::Kind kind) {
+  switch (kind) {
+    case TimingError::Kind::kCuptiUnavailable:
+      return "cupti_unavailable";
+    case TimingError::Kind::kCuptiRecordsLost:
+      return "cupti_records_lost";
+    case TimingError::Kind::kKernelSetChanged:
+      return "kernel_set_changed";
+    case TimingError::Kind::kNoKernels:
+      return "no_kernels";
+    case TimingError::Kind::kNotCapturable:
+      return "not_capturable";
+  }
+  return "unknown";
+}
+
+TimingError::TimingError(Kind kind, std::string message)
+    : fib::Error("", std::move(message)), kind_(kind) {}
+
+Json to_json(const TimingMethod& m) {
+  Json j{{"mode", timing_mode_name(m.mode)},
+         {"device", m.device},
+         {"device_name", m.device_name},
+         {"l2_flush", m.l2_flush},
+         {"flush_bytes", m.flush_bytes},
+         {"persisting_l2_reset", m.persisting_l2_reset},
+         {"warmup", m.warmup},
+         {"blocking_kernel", m.blocking_kernel},
+         {"iterations", m.iterations},
+         {"batches", m.batches},
+         {"discarded_batches", m.discarded_batches},
+         {"max_batch_used", m.max_batch_used},
+         {"stop", stop_reason_name(m.stop)},
+         {"measure_seconds", m.measure_seconds}};
+  if (m.event_overhead_ms > 0) {
+    j["event_overhead_ms"] = m.event_overhead_ms;
+    j["event_overhead_subtracted"] = m.event_overhead_subtracted;
+  }
+  if (!m.blocking_note.empty()) j["blocking_note"] = m.blocking_note;
+  if (m.persisting_l2_set_aside_bytes > 0) {
+    j["persisting_l2_set_aside_bytes"] = m.persisting_l2_set_aside_bytes;
+  }
+  return j;
+}
+
+Json to_json(const TimingResult& r) {
+  Json j{{"method", to_json(r.method)},
+         {"clocks_before", to_json(r.clocks_before)},
+         {"clocks_after", to_json(r.clocks_after)},
+         {"samples_ms", r.samples_ms}};
+  if (!r.kernel_sum_ms.empty()) j["kernel_sum_ms"] = r.kernel_sum_ms;
+  if (!r.kernels.empty()) {
+    Json ks = Json::array();
+    for (const CallKernel& k : r.kernels) {
+      ks.push_back({{"name", k.name},
+                    {"stream_id", k.stream_id},
+                    {"start_ms", k.start_ms},
+                    {"duration_ms", k.duration_ms}});
+    }
+    j["kernels"] = std::move(ks);
+  }
+  return j;
+}
+
+}  // namespace fib::cuda
