@@ -5,6 +5,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <deque>
 #include <map>
 #include <set>
 #include <unordered_map>
@@ -28,6 +29,8 @@ std::string_view action_name(Action a) {
       return "shared";
     case Action::kConflict:
       return "conflict";
+    case Action::kTwin:
+      return "twin";
   }
   return "?";
 }
@@ -140,90 +143,181 @@ OnboardResult generate(const OnboardRequest& request) {
   return r;
 }
 
+namespace {
+
+// A definition deduplication can match: one of the dataset, or one created earlier in this run.
+struct Known {
+  const Definition* def = nullptr;
+  std::string path;         // relative to the dataset root; empty for this run's
+  std::size_t outcome = 0;  // this run's: the index of its outcome
+  bool this_run = false;
+};
+
+// A Known with the generated interface (or a legacy spelling of it: `compared` is then the
+// generated definition in that spelling).
+struct Candidate {
+  const Known* known = nullptr;
+  const Definition* compared = nullptr;
+  std::string legacy_note;
+};
+
+}  // namespace
+
+std::string_view reference_check_name(ReferenceCheck c) {
+  switch (c) {
+    case ReferenceCheck::kNone:
+      return "none";
+    case ReferenceCheck::kSameText:
+      return "same_text";
+    case ReferenceCheck::kSameOutputs:
+      return "same_outputs";
+    case ReferenceCheck::kNotCompared:
+      return "not_compared";
+  }
+  return "?";
+}
+
 void deduplicate(OnboardResult& r, const TraceSet* dataset) {
-  std::unordered_map<std::string, std::vector<const Definition*>> by_fingerprint;
+  // The identity key is the interface fingerprint; names are not part of it. Each list keeps the
+  // dataset's definitions, then this run's in the order they are decided. (std::deque: Known
+  // pointers into it stay valid while it grows.)
+  std::unordered_map<std::string, std::deque<Known>> by_fingerprint;
+  auto path_of = [&](const Definition& d) {
+    const auto* rec = dataset->definition_record(d.name);
+    return rec ? dataset->files()[rec->source.file].path : std::string();
+  };
   if (dataset) {
-    for (const auto& rec : dataset->definitions())
-      by_fingerprint[interface_fingerprint(rec.value)].push_back(&rec.value);
+    for (const auto& rec : dataset->definitions()) {
+      by_fingerprint[interface_fingerprint(rec.value)].push_back(
+          Known{&rec.value, path_of(rec.value), 0, false});
+    }
   }
   std::set<std::string> new_names;
   auto taken = [&](std::string_view n) {
     return (dataset && dataset->definition(n)) || new_names.count(std::string(n)) > 0;
   };
-  auto path_of = [&](const Definition& d) {
-    const auto* rec = dataset->definition_record(d.name);
-    return rec ? dataset->files()[rec->source.file].path : std::string();
-  };
-  auto match = [&](DefinitionOutcome& o, const Definition& existing) {
-    o.existing = existing.name;
-    o.existing_path = path_of(existing);
-    o.tags_added = missing_sharing_tags(existing, o.def.tags);
-    for (const auto& m : existing.tag_values("model:")) {
-      if (m != r.slug) o.shared_with.push_back(m);
-    }
-    o.action = o.tags_added.empty() ? Action::kSkip : Action::kShare;
-    if (existing.reference != o.def.reference) {
-      o.notes.emplace_back(kReferenceDiffers);
-    }
-  };
-
-  for (auto& o : r.outcomes) {
+  for (std::size_t i = 0; i < r.outcomes.size(); ++i) {
+    DefinitionOutcome& o = r.outcomes[i];
     o.action = Action::kCreate;
     o.existing.clear();
+    o.existing_path.clear();
     o.tags_added.clear();
     o.shared_with.clear();
+    o.reference_check = ReferenceCheck::kNone;
+    o.check_detail.clear();
+    o.max_abs_diff = 0;
+    o.twins.clear();
     o.notes.clear();
     o.def.name = o.generated_name;
-    const Definition* existing = dataset ? dataset->definition(o.generated_name) : nullptr;
-    const Definition* same_interface = nullptr;
-    if (auto it = by_fingerprint.find(interface_fingerprint(o.def)); it != by_fingerprint.end()) {
-      same_interface = it->second.front();
-      for (const auto* d : it->second) {
-        if (d->name == o.generated_name) same_interface = d;
+
+    // Every known definition with the generated interface or a legacy spelling of it; the one
+    // of the generated name first, then by name.
+    const std::vector<LegacyInterface> legacies = legacy_interfaces(o.def);
+    std::vector<Candidate> candidates;
+    auto collect = [&](const Definition& spelling, const std::string& note) {
+      auto it = by_fingerprint.find(interface_fingerprint(spelling));
+      if (it == by_fingerprint.end()) return;
+      for (const Known& k : it->second) candidates.push_back(Candidate{&k, &spelling, note});
+    };
+    collect(o.def, "");
+    for (const auto& l : legacies) collect(l.def, l.note);
+    std::stable_sort(candidates.begin(), candidates.end(),
+                     [&](const Candidate& a, const Candidate& b) {
+                       const bool an = a.known->def->name == o.generated_name;
+                       const bool bn = b.known->def->name == o.generated_name;
+                       if (an != bn) return an;
+                       return a.known->def->name < b.known->def->name;
+                     });
+
+    // The same kernel: identical reference text, else the same native outputs, else (no native
+    // reference to compare with) the identity rule alone.
+    const Candidate* match = nullptr;
+    MathComparison how;
+    for (const auto& c : candidates) {
+      if (c.known->def->reference == c.compared->reference) {
+        match = &c;
+        o.reference_check = ReferenceCheck::kSameText;
+        break;
       }
     }
-    if (existing && same_kernel(o.def, *existing)) {
-      match(o, *existing);
-      continue;
-    }
-    if (existing) {
-      bool legacy_match = false;
-      for (const auto& legacy : legacy_interfaces(o.def)) {
-        if (same_kernel(legacy.def, *existing)) {
-          match(o, *existing);
-          o.notes.push_back("the existing definition uses an older interface spelling: " +
-                            legacy.note);
-          legacy_match = true;
+    if (!match) {
+      const Candidate* uncompared = nullptr;
+      MathComparison uncompared_how;
+      for (const auto& c : candidates) {
+        // Two native reference runs (compare_math keeps each pair's result).
+        const MathComparison m = compare_math(*c.known->def, *c.compared);
+        if (m.verdict == MathVerdict::kSame) {
+          match = &c;
+          how = m;
+          o.reference_check = ReferenceCheck::kSameOutputs;
           break;
         }
+        if (m.verdict == MathVerdict::kNotCompared) {
+          if (!uncompared) {
+            uncompared = &c;
+            uncompared_how = m;
+          }
+          continue;
+        }
+        o.twins.push_back(
+            InterfaceTwin{c.known->def->name, c.known->path, m.max_abs_diff, m.output});
       }
-      if (legacy_match) continue;
-    }
-    // Names encode what interfaces cannot (NeoX vs GPT-J RoPE, a folded Gemma norm): a definition
-    // with the same interface under another name is reported, not merged.
-    if (same_interface && same_interface->name != o.generated_name) {
-      o.notes.push_back(
-          fmt::format("the dataset has a definition with the same interface under another name, "
-                      "'{}' (kept apart: names carry the math variant)",
-                      same_interface->name));
-    }
-    // A taken name - by the dataset or by another interface of this run - gets a version suffix.
-    if (existing || new_names.count(o.generated_name)) {
-      std::string diff = "another interface generated in this run has the same name";
-      if (existing) same_kernel(o.def, *existing, &diff);
-      o.action = Action::kConflict;
-      if (existing) {
-        o.existing = existing->name;
-        o.existing_path = path_of(*existing);
+      if (!match && uncompared) {
+        match = uncompared;
+        how = uncompared_how;
+        o.reference_check = ReferenceCheck::kNotCompared;
       }
-      o.def.name = versioned_name(o.generated_name, taken);
-      o.notes.push_back(
-          fmt::format("name '{}' is taken by a different interface ({}); written as '{}'",
-                      o.generated_name, diff, o.def.name));
-      new_names.insert(o.def.name);
+    }
+
+    if (match) {
+      const Known& k = *match->known;
+      o.existing = k.def->name;
+      o.existing_path = k.path;
+      o.check_detail = how.detail;
+      o.max_abs_diff = how.max_abs_diff;
+      if (!match->legacy_note.empty()) {
+        o.notes.push_back("the existing definition uses an older interface spelling: " +
+                          match->legacy_note);
+      }
+      if (k.this_run) {
+        // Two generated names of one kernel: the first one written carries both uses' tags.
+        add_tags(r.outcomes[k.outcome].def.tags, missing_sharing_tags(*k.def, o.def.tags));
+        o.action = Action::kSkip;
+        o.notes.push_back(
+            fmt::format("the same kernel as '{}', created in this run (its tags are merged there)",
+                        k.def->name));
+        continue;
+      }
+      o.tags_added = missing_sharing_tags(*k.def, o.def.tags);
+      for (const auto& m : k.def->tag_values("model:")) {
+        if (m != r.slug) o.shared_with.push_back(m);
+      }
+      o.action = o.tags_added.empty() ? Action::kSkip : Action::kShare;
       continue;
     }
+
+    // A new definition. A taken name - by the dataset or by this run - gets a version suffix.
+    const Definition* same_name = dataset ? dataset->definition(o.generated_name) : nullptr;
+    const bool name_taken = same_name || new_names.count(o.generated_name) > 0;
+    if (!o.twins.empty()) o.action = Action::kTwin;
+    if (name_taken) {
+      std::string diff = "another definition generated in this run has the same name";
+      if (same_name && !same_kernel(o.def, *same_name, &diff)) {
+        diff = "a different interface: " + diff;
+      } else if (same_name) {
+        diff = "its interface twin (the same interface, different math)";
+      }
+      if (o.action != Action::kTwin) o.action = Action::kConflict;
+      if (same_name) {
+        o.existing = same_name->name;
+        o.existing_path = path_of(*same_name);
+      }
+      o.def.name = versioned_name(o.generated_name, taken);
+      o.notes.push_back(fmt::format("name '{}' is taken by {}; written as '{}'", o.generated_name,
+                                    diff, o.def.name));
+    }
     new_names.insert(o.def.name);
+    by_fingerprint[interface_fingerprint(o.def)].push_back(Known{&o.def, "", i, true});
   }
   if (dataset) r.dataset = dataset->root().string();
   build_graph(r, GenContext{r.slug, r.display_name});
@@ -233,9 +327,9 @@ void apply(const OnboardResult& r, const fs::path& root, const TraceSet* dataset
   // New kernels first, then tag additions grouped per existing file.
   std::map<std::string, std::vector<std::string>> tags_by_path;
   for (const auto& o : r.outcomes) {
-    if (o.action == Action::kCreate || o.action == Action::kConflict) {
+    if (o.action == Action::kCreate || o.action == Action::kConflict || o.action == Action::kTwin) {
       write_definition(root, o.def);
-    } else if (o.action == Action::kShare) {
+    } else if (o.action == Action::kShare && !o.existing_path.empty()) {
       auto& tags = tags_by_path[o.existing_path];
       add_tags(tags, o.tags_added);
     }

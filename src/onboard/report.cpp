@@ -51,6 +51,15 @@ Json report_to_json(const OnboardResult& r) {
   summary["skipped"] = r.count(Action::kSkip);
   summary["shared"] = r.count(Action::kShare);
   summary["conflicts"] = r.count(Action::kConflict);
+  summary["twins"] = r.count(Action::kTwin);
+  std::size_t differing = 0, uncompared = 0;
+  for (const auto& o : r.outcomes) {
+    differing += o.reference_check == ReferenceCheck::kSameOutputs ||
+                 o.reference_check == ReferenceCheck::kNotCompared;
+    uncompared += o.reference_check == ReferenceCheck::kNotCompared;
+  }
+  summary["reference_text_differs"] = differing;
+  summary["math_not_compared"] = uncompared;
   summary["unsupported"] = r.unsupported.size();
   summary["errors"] = r.diagnostics.count(Severity::kError);
   j["summary"] = std::move(summary);
@@ -65,6 +74,25 @@ Json report_to_json(const OnboardResult& r) {
     if (!o.existing_path.empty()) d["existing_path"] = o.existing_path;
     if (!o.tags_added.empty()) d["tags_added"] = o.tags_added;
     if (!o.shared_with.empty()) d["shared_with"] = o.shared_with;
+    if (o.reference_check != ReferenceCheck::kNone) {
+      Json c = Json::object();
+      c["result"] = std::string(reference_check_name(o.reference_check));
+      if (o.reference_check == ReferenceCheck::kSameOutputs) c["max_abs_diff"] = o.max_abs_diff;
+      if (!o.check_detail.empty()) c["detail"] = o.check_detail;
+      d["reference_check"] = std::move(c);
+    }
+    if (!o.twins.empty()) {
+      Json twins = Json::array();
+      for (const auto& t : o.twins) {
+        Json x = Json::object();
+        x["name"] = t.name;
+        if (!t.path.empty()) x["path"] = t.path;
+        x["max_abs_diff"] = t.max_abs_diff;
+        x["output"] = t.output;
+        twins.push_back(std::move(x));
+      }
+      d["interface_twins"] = std::move(twins);
+    }
     d["tags"] = o.def.tags;
     if (!o.notes.empty()) d["notes"] = o.notes;
     defs.push_back(std::move(d));
@@ -118,10 +146,11 @@ std::string render_report_text(const OnboardResult& r) {
 
   const auto verb = [&](const char* done, const char* would) { return r.dry_run ? would : done; };
   out += fmt::format(
-      "\n{} definitions: {} {}, {} already present, {} shared (tags {}), {} conflict(s)\n",
+      "\n{} definitions: {} {}, {} already present, {} shared (tags {}), {} conflict(s), {} "
+      "interface twin(s)\n",
       r.outcomes.size(), r.count(Action::kCreate), verb("created", "to create"),
       r.count(Action::kSkip), r.count(Action::kShare), verb("added", "to add"),
-      r.count(Action::kConflict));
+      r.count(Action::kConflict), r.count(Action::kTwin));
   auto section = [&](Action a, const std::string& title) {
     bool any = false;
     for (const auto& x : r.outcomes) {
@@ -134,12 +163,26 @@ std::string render_report_text(const OnboardResult& r) {
         if (!x.shared_with.empty())
           line += fmt::format("  (also {})", fmt::join(x.shared_with, ", "));
       }
+      // Same kernel under another name: the dataset's name is the one that counts.
       if ((a == Action::kShare || a == Action::kSkip) && x.existing != x.def.name) {
         line += fmt::format("  = {}", x.existing);
       }
+      if (a == Action::kTwin) {
+        std::vector<std::string> twins;
+        for (const auto& t : x.twins) {
+          twins.push_back(
+              fmt::format("{} (max |diff| {:.3g} in {})", t.name, t.max_abs_diff, t.output));
+        }
+        line += fmt::format("  ~ {}", fmt::join(twins, ", "));
+      }
       out += line + "\n";
-      for (const auto& n : x.notes) {
-        if (n != kReferenceDiffers) out += fmt::format("      note: {}\n", n);
+      for (const auto& n : x.notes) out += fmt::format("      note: {}\n", n);
+      if (a != Action::kTwin) {
+        for (const auto& t : x.twins) {
+          out += fmt::format(
+              "      note: '{}' has the same interface and other math (max |diff| {:.3g} in {})\n",
+              t.name, t.max_abs_diff, t.output);
+        }
       }
     }
   };
@@ -148,16 +191,31 @@ std::string render_report_text(const OnboardResult& r) {
                                     : "shared with other models (tags added):");
   section(Action::kConflict,
           "conflicts (same name, different interface; new definition under a versioned name):");
-  section(Action::kSkip, "skipped (already present with these tags):");
-  std::size_t differing = 0;
+  section(Action::kTwin,
+          "interface twins (an existing definition has the same interface and other math, by fib's "
+          "native references; kept apart, never merged):");
+  section(Action::kSkip, "skipped (the same kernel is already there with these tags):");
+  bool any_info = false;
   for (const auto& x : r.outcomes) {
-    differing += std::count(x.notes.begin(), x.notes.end(), kReferenceDiffers) > 0 ? 1 : 0;
-  }
-  if (differing > 0) {
-    out += fmt::format(
-        "information: {} existing definition(s) have a reference text other than the generated one "
-        "(kept as they are; the JSON report lists them)\n",
-        differing);
+    if (x.reference_check != ReferenceCheck::kSameOutputs &&
+        x.reference_check != ReferenceCheck::kNotCompared)
+      continue;
+    if (!any_info) {
+      out +=
+          "information: reference texts that differ from the existing definition's (the existing "
+          "one is kept):\n";
+    }
+    any_info = true;
+    const std::string which =
+        x.existing == x.def.name ? where(x) : fmt::format("{} = {}", where(x), x.existing);
+    if (x.reference_check == ReferenceCheck::kSameOutputs) {
+      out +=
+          fmt::format("  {}: same outputs from fib's native references (max |diff| {:.3g} on {})\n",
+                      which, x.max_abs_diff, x.check_detail);
+    } else {
+      out += fmt::format("  {}: the math could not be compared ({}); merged by the identity rule\n",
+                         which, x.check_detail);
+    }
   }
   if (!r.unsupported.empty()) {
     // One line per missing part; the modules (one per layer type) that need it are listed together.

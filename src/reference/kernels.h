@@ -25,8 +25,14 @@ std::unique_ptr<Kernel> make_dsa_topk_indexer();
 std::unique_ptr<Kernel> make_moe();  // every moe variant of the corpus
 std::unique_ptr<Kernel> make_gdn();  // decode, mtp, prefill
 std::unique_ptr<Kernel> make_mamba_ssu();
-std::unique_ptr<Kernel> make_rope();
+std::unique_ptr<Kernel> make_rope();      // NeoX (half split) and GPT-J (interleaved) pairs
 std::unique_ptr<Kernel> make_sampling();  // top_k, top_p, top_k_top_p
+
+// How a rope definition pairs the rotated dims: NeoX style (i, i + rotary_dim/2) or GPT-J style
+// (2i, 2i + 1). Read from the reference text (a step-2 slice pairs adjacent elements), else the
+// name (`gptj`), else NeoX.
+enum class RopeStyle : std::uint8_t { kHalfSplit, kInterleaved };
+RopeStyle rope_style(const Definition& def);
 
 // An axis value of the bound axes; throws fib::Error naming the axis when absent.
 std::int64_t axis(const CallContext& ctx, std::string_view name);

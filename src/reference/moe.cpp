@@ -16,6 +16,10 @@
 //   expert    g1 = A_e @ W13[e]^T; up = g1[:, :I], gate = g1[:, I:] (silu on the SECOND half);
 //             o = (silu(gate) * up) @ W2[e]^T; output[t] += o * w, accumulated in fp32 in the
 //             reference's (expert, slot) loop order and rounded once to bf16.
+//   clamped   SWIGLU_ALPHA and SWIGLU_LIMIT set in the reference (gpt-oss, moe_bf16_swigluoai_*):
+//             g1 += gemm1_bias[e]; up = clamp(up, -L, L), gate = min(gate, L);
+//             c = (up + 1) * gate * sigmoid(alpha * gate); o = c @ W2[e]^T + gemm2_bias[e].
+//             Expert biases are only accepted with this activation (the one family that has them).
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -23,7 +27,9 @@
 #include <cmath>
 #include <limits>
 #include <numeric>
+#include <optional>
 #include <span>
+#include <utility>
 
 #include "fib/tensor/numeric.h"
 #include "reference/kernels.h"
@@ -159,6 +165,24 @@ bool has_shape(const Definition& def, std::string_view name, std::size_t rank) {
   return s && s->shape && s->shape->size() == rank;
 }
 
+// The expert activation and biases: plain SwiGLU, or gpt-oss's clamped one with expert biases.
+struct Activation {
+  bool clamped = false;
+  float alpha = 1.0f;
+  float limit = 0.0f;
+  std::vector<float> bias1;  // [E, 2I], empty when there is none
+  std::vector<float> bias2;  // [E, H]
+};
+
+// SWIGLU_ALPHA and SWIGLU_LIMIT from the reference text, when both are there.
+std::optional<std::pair<double, double>> clamped_swiglu(const Definition& def) {
+  const auto c = reference_constants(def);
+  auto a = c.find("SWIGLU_ALPHA");
+  auto l = c.find("SWIGLU_LIMIT");
+  if (a == c.end() || l == c.end()) return std::nullopt;
+  return std::pair{a->second, l->second};
+}
+
 class Moe final : public Kernel {
  public:
   std::string_view id() const override { return "moe"; }
@@ -201,8 +225,28 @@ class Moe final : public Kernel {
       return false;
     }
     if (!def.input("topk_ids") && !top_k_of(def, nullptr)) {
-      *why = "the top-k is neither an axis 'top_k' nor a TOP_K constant of the reference";
+      *why =
+          "the top-k is neither an axis 'top_k' nor a TOP_K (or top_k) constant of the reference";
       return false;
+    }
+    const auto consts = reference_constants(def);
+    if ((consts.count("SWIGLU_ALPHA") > 0) != (consts.count("SWIGLU_LIMIT") > 0)) {
+      *why = "a clamped SwiGLU needs both SWIGLU_ALPHA and SWIGLU_LIMIT in the reference";
+      return false;
+    }
+    const bool bias1 = def.input("gemm1_bias") != nullptr,
+               bias2 = def.input("gemm2_bias") != nullptr;
+    if (bias1 || bias2) {
+      if (!has_shape(def, "gemm1_bias", 2) || !has_shape(def, "gemm2_bias", 2)) {
+        *why = "expert biases need gemm1_bias [E, gemm1_out_size] and gemm2_bias [E, hidden_size]";
+        return false;
+      }
+      if (!clamped_swiglu(def)) {
+        *why =
+            "expert biases come with gpt-oss's clamped SwiGLU: the reference must set "
+            "SWIGLU_ALPHA and SWIGLU_LIMIT";
+        return false;
+      }
     }
     return true;
   }
@@ -240,6 +284,26 @@ class Moe final : public Kernel {
       out_scale = as_floats(args.tensor("output2_scales_scalar"));
     }
 
+    Activation act;
+    if (const auto c = clamped_swiglu(def)) {
+      act.clamped = true;
+      act.alpha = static_cast<float>(c->first);
+      act.limit = static_cast<float>(c->second);
+    }
+    if (args.has("gemm1_bias")) {
+      const Tensor& b1 = args.tensor("gemm1_bias");
+      const Tensor& b2 = args.tensor("gemm2_bias");
+      if (b1.rank() != 2 || b1.dim(0) != local_experts || b1.dim(1) != 2 * inter ||
+          b2.rank() != 2 || b2.dim(0) != local_experts || b2.dim(1) != h) {
+        throw Error(def.name, fmt::format("gemm1_bias {} and gemm2_bias {} must be [{}, {}] and "
+                                          "[{}, {}]",
+                                          shape_to_string(b1.shape()), shape_to_string(b2.shape()),
+                                          local_experts, 2 * inter, local_experts, h));
+      }
+      act.bias1 = as_floats(b1);
+      act.bias2 = as_floats(b2);
+    }
+
     std::vector<Pick> picks = route(ctx, args, t_count, local_experts);
     // The references loop over experts, then top-k slots, and index_add_ each contribution.
     std::stable_sort(picks.begin(), picks.end(), [](const Pick& x, const Pick& y) {
@@ -253,7 +317,7 @@ class Moe final : public Kernel {
       std::size_t end = begin;
       while (end < picks.size() && picks[end].expert == picks[begin].expert) ++end;
       run_expert(ctx, a, h, inter, std::span<const Pick>(picks.data() + begin, end - begin), rows1,
-                 rows2, up_scale, gate_scale, out_scale, out);
+                 rows2, up_scale, gate_scale, out_scale, act, out);
       begin = end;
     }
     Outputs result;
@@ -278,8 +342,11 @@ class Moe final : public Kernel {
     } else if (const Axis* ax = def.axis("top_k"); ax && ax->value) {
       return *ax->value;
     }
+    // The corpus spells the constant TOP_K; fib's generated references spell it top_k.
     const auto c = reference_constants(def);
-    if (auto it = c.find("TOP_K"); it != c.end()) return static_cast<std::int64_t>(it->second);
+    for (const char* name : {"TOP_K", "top_k"}) {
+      if (auto it = c.find(name); it != c.end()) return static_cast<std::int64_t>(it->second);
+    }
     return std::nullopt;
   }
 
@@ -460,7 +527,7 @@ class Moe final : public Kernel {
                          std::int64_t inter, std::span<const Pick> picks, const WeightRows& rows1,
                          const WeightRows& rows2, const std::vector<float>& up_scale,
                          const std::vector<float>& gate_scale, const std::vector<float>& out_scale,
-                         std::vector<float>& out) {
+                         const Activation& act, std::vector<float>& out) {
     const std::int64_t n = static_cast<std::int64_t>(picks.size());
     const std::int64_t e = picks[0].expert;
     const std::int64_t g1_cols = 2 * inter;
@@ -477,8 +544,13 @@ class Moe final : public Kernel {
       std::vector<float> w(static_cast<std::size_t>(h));
       for (std::int64_t r = r0; r < r1; ++r) {
         rows1.row(e, r, w.data());
-        for (std::int64_t j = 0; j < n; ++j)
-          g1[static_cast<std::size_t>(j * g1_cols + r)] = dot(ae.data() + j * h, w.data(), h);
+        const float b =
+            act.bias1.empty() ? 0.0f : act.bias1[static_cast<std::size_t>(e * g1_cols + r)];
+        for (std::int64_t j = 0; j < n; ++j) {
+          float v = dot(ae.data() + j * h, w.data(), h);
+          if (!act.bias1.empty()) v += b;
+          g1[static_cast<std::size_t>(j * g1_cols + r)] = v;
+        }
       }
     });
     const float su = up_scale[static_cast<std::size_t>(e)],
@@ -487,9 +559,18 @@ class Moe final : public Kernel {
     std::vector<float> c(static_cast<std::size_t>(n * inter));
     for (std::int64_t j = 0; j < n; ++j) {
       for (std::int64_t i = 0; i < inter; ++i) {
-        const float up = g1[static_cast<std::size_t>(j * g1_cols + i)] * su;
-        const float gate = g1[static_cast<std::size_t>(j * g1_cols + inter + i)] * sg;
-        c[static_cast<std::size_t>(j * inter + i)] = gate / (1.0f + std::exp(-gate)) * up;
+        float up = g1[static_cast<std::size_t>(j * g1_cols + i)] * su;
+        float gate = g1[static_cast<std::size_t>(j * g1_cols + inter + i)] * sg;
+        if (act.clamped) {
+          // clamp() as torch does it: NaN stays NaN.
+          const float lim = act.limit;
+          up = up < -lim ? -lim : (up > lim ? lim : up);
+          gate = gate > lim ? lim : gate;
+          const float glu = gate * (1.0f / (1.0f + std::exp(-(act.alpha * gate))));
+          c[static_cast<std::size_t>(j * inter + i)] = (up + 1.0f) * glu;
+        } else {
+          c[static_cast<std::size_t>(j * inter + i)] = gate / (1.0f + std::exp(-gate)) * up;
+        }
       }
     }
     const std::int64_t grain2 =
@@ -500,7 +581,8 @@ class Moe final : public Kernel {
         rows2.row(e, r, w.data());
         for (std::int64_t j = 0; j < n; ++j) {
           const Pick& p = picks[static_cast<std::size_t>(j)];
-          const float o = dot(c.data() + j * inter, w.data(), inter) * so;
+          float o = dot(c.data() + j * inter, w.data(), inter) * so;
+          if (!act.bias2.empty()) o += act.bias2[static_cast<std::size_t>(e * h + r)];
           out[static_cast<std::size_t>(p.token * h + r)] += o * p.w_out;
         }
       }

@@ -1,12 +1,17 @@
-// rope: rotary embedding from a cos/sin cache, NeoX style (half split), partial rotary, as the
-// corpus reference computes it in fp32 and rounds once to the output dtype:
+// rope: rotary embedding from a cos/sin cache, partial rotary, as the references compute it in
+// fp32 and round once to the output dtype:
 //   cos, sin = cos_sin_cache[positions].chunk(2)        (first rotary_dim/2 columns are cos)
-//   x1, x2 = x[..., :rotary_dim/2], x[..., rotary_dim/2:rotary_dim]
-//   out = cat(x1*cos - x2*sin, x2*cos + x1*sin, x[..., rotary_dim:])
-// for q and k alike. head_size comes from the tensors, rotary_dim from its axis (the cache's
+//   NeoX (half split):   x1, x2 = x[..., :rotary_dim/2], x[..., rotary_dim/2:rotary_dim]
+//                        out = cat(x1*cos - x2*sin, x2*cos + x1*sin, x[..., rotary_dim:])
+//   GPT-J (interleaved): x1, x2 = x[..., 0:rotary_dim:2], x[..., 1:rotary_dim:2]
+//                        out[2i] = x1*cos - x2*sin, out[2i+1] = x2*cos + x1*sin (then the tail)
+// for q and k alike. The interface cannot tell the two apart; the reference text and the name
+// do (rope_style below). head_size comes from the tensors, rotary_dim from its axis (the cache's
 // width when there is no such axis). Positions index the cache as Python does (negative counts
 // from the end); anything else out of range is an error.
 #include <fmt/format.h>
+
+#include <regex>
 
 #include "reference/kernels.h"
 
@@ -17,6 +22,20 @@ namespace {
 bool shaped(const TensorSpec* s, std::size_t rank) {
   return s && s->shape && s->shape->size() == rank;
 }
+
+}  // namespace
+
+RopeStyle rope_style(const Definition& def) {
+  // A slice with a step of 2 (`x[..., ::2]`, `x[..., 1:rotary_dim:2]`) pairs adjacent elements:
+  // the text is the math, so it decides first.
+  static const std::regex kStepTwo(R"(:[^\[\]:,\n]*:\s*2\s*\])");
+  if (std::regex_search(def.reference, kStepTwo)) return RopeStyle::kInterleaved;
+  // Otherwise the dataset's naming says it (`..._gptj_style_...`); NeoX is the default.
+  if (name_has(def, "gptj") || name_has(def, "interleave")) return RopeStyle::kInterleaved;
+  return RopeStyle::kHalfSplit;
+}
+
+namespace {
 
 class Rope final : public Kernel {
  public:
@@ -31,14 +50,6 @@ class Rope final : public Kernel {
           "expects q [tokens, heads, head_size], k [tokens, kv_heads, head_size], cos_sin_cache "
           "[max_seq_len, "
           "rotary_dim], positions [tokens] -> q_out, k_out";
-      return false;
-    }
-    // The interface cannot tell NeoX from GPT-J (interleaved) pairs; a reference that slices
-    // even/odd elements is the interleaved kind.
-    if (def.reference.find("::2]") != std::string::npos) {
-      *why =
-          "only the NeoX (half-split) layout is implemented; the reference pairs interleaved "
-          "elements";
       return false;
     }
     return true;
@@ -59,6 +70,9 @@ class Rope final : public Kernel {
                       rot, head, cache_t.dim(1)));
     }
     const std::int64_t half = rot / 2;
+    // Pair i is dims (i, half + i) in NeoX style and (2i, 2i + 1) in GPT-J style; both use
+    // cos[i] and sin[i].
+    const bool interleaved = rope_style(def) == RopeStyle::kInterleaved;
     const Floats cache(cache_t);
     std::vector<std::int64_t> pos(static_cast<std::size_t>(tokens));
     for (std::int64_t t = 0; t < tokens; ++t) {
@@ -85,7 +99,8 @@ class Rope final : public Kernel {
             load_floats(x_t, (t * heads + h) * head, head, xr.data());
             yr = xr;
             for (std::int64_t i = 0; i < half; ++i) {
-              const auto u = static_cast<std::size_t>(i), v = static_cast<std::size_t>(half + i);
+              const auto u = static_cast<std::size_t>(interleaved ? 2 * i : i);
+              const auto v = static_cast<std::size_t>(interleaved ? 2 * i + 1 : half + i);
               const float c = cs[i], s = cs[half + i], x1 = xr[u], x2 = xr[v];
               yr[u] = x1 * c - x2 * s;
               yr[v] = x2 * c + x1 * s;

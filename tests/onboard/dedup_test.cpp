@@ -3,6 +3,9 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <fmt/format.h>
+
+#include <cstdio>
 #include <set>
 
 #include "fib/dataset/layout.h"
@@ -17,6 +20,7 @@ namespace {
 using ::testing::Contains;
 using ::testing::ElementsAre;
 using ::testing::HasSubstr;
+using ::testing::Not;
 using testing::request;
 namespace fs = std::filesystem;
 
@@ -40,6 +44,8 @@ TEST(Identity, OnlyTheInterfaceCounts) {
   y.description = "something else";
   y.reference = "def run(q, k_cache, v_cache, kv_indptr, kv_indices, sm_scale):\n    pass\n";
   std::reverse(y.axes.begin(), y.axes.end());  // axis order carries no meaning
+  y.name = "another_name";                     // nor does the name
+  y.tags = {"model:b", "status:verified"};
   EXPECT_TRUE(same_kernel(x, y));
   EXPECT_EQ(interface_fingerprint(x), interface_fingerprint(y));
   std::string why;
@@ -130,31 +136,255 @@ TEST(Dedup, SameNameDifferentInterfaceIsAVersionedConflict) {
   EXPECT_THAT(text, HasSubstr("gemm/gemm_n6144_k4096_v2"));
 }
 
-TEST(Dedup, SameInterfaceUnderAnotherNameIsReportedNotMerged) {
-  // NeoX and GPT-J RoPE share an interface; only the name tells them apart.
+const Definition* stored(const TraceSet& set, std::string_view name) {
+  return set.definition(name);
+}
+
+// The literal rule: a definition with the generated interface is the same kernel whatever its
+// name, description and tags. It gains the new model's tags; nothing is created under the
+// generated name, and the module graph lists the dataset's name.
+TEST(Dedup, SameKernelUnderAnotherNameIsSharedNotCreated) {
   ::fib::testing::TempDir dir;
-  write_definition(dir.path(), generate_definition(RopeKernel{128, 128, RopeStyle::kGptj},
-                                                   GenContext{"x", "X"}));
+  Definition mine = generate_definition(GqaPagedKernel{Stage::kDecode, {32, 8, 128, 32, 8, 1}, 1},
+                                        GenContext{"someone", "Someone"});
+  mine.name = "my_decode_kernel";
+  mine.description = "Someone's decode kernel.";
+  mine.tags = {"status:verified", "model:someone", "tp:1"};
+  write_definition(dir.path(), mine);
+  const auto r = onboard(request("llama-3.1-8b"), dir.path(), false);
+  const auto* o = r.find("gqa_paged_decode_h32_kv8_d128_ps1");
+  ASSERT_NE(o, nullptr);
+  EXPECT_EQ(o->action, Action::kShare);
+  EXPECT_EQ(o->existing, "my_decode_kernel");
+  EXPECT_THAT(o->tags_added, ElementsAre("model:llama-3.1-8b"));
+  EXPECT_THAT(o->shared_with, ElementsAre("someone"));
+  EXPECT_NE(o->reference_check, ReferenceCheck::kNotCompared);
+  EXPECT_FALSE(fs::exists(
+      dir.path() / layout::definition_file("gqa_paged", "gqa_paged_decode_h32_kv8_d128_ps1")));
+  const TraceSet set = TraceSet::load(dir.path());
+  ASSERT_NE(stored(set, "my_decode_kernel"), nullptr);
+  EXPECT_THAT(stored(set, "my_decode_kernel")->tags, Contains("model:llama-3.1-8b"));
+  EXPECT_EQ(stored(set, "my_decode_kernel")->description, "Someone's decode kernel.");
+  EXPECT_EQ(stored(set, "gqa_paged_decode_h32_kv8_d128_ps1"), nullptr);
+  bool listed = false;
+  for (const auto& n : r.graph.nodes) {
+    for (const auto& d : n.definitions) listed = listed || d == "my_decode_kernel";
+  }
+  EXPECT_TRUE(listed);
+  EXPECT_THAT(render_report_text(r),
+              HasSubstr("gqa_paged/gqa_paged_decode_h32_kv8_d128_ps1  +model:llama-3.1-8b  (also "
+                        "someone)  = my_decode_kernel"));
+  const Json j = report_to_json(r);
+  bool in_json = false;
+  for (const auto& d : j["definitions"]) {
+    in_json = in_json || (d["name"] == "gqa_paged_decode_h32_kv8_d128_ps1" &&
+                          d["existing"] == "my_decode_kernel" && d["action"] == "shared");
+  }
+  EXPECT_TRUE(in_json);
+  // Again: skipped as the same kernel, nothing written.
+  const auto before = snapshot(dir.path());
+  const auto again = onboard(request("llama-3.1-8b"), dir.path(), false);
+  EXPECT_EQ(again.find("gqa_paged_decode_h32_kv8_d128_ps1")->action, Action::kSkip);
+  EXPECT_EQ(again.find("gqa_paged_decode_h32_kv8_d128_ps1")->existing, "my_decode_kernel");
+  EXPECT_THAT(render_report_text(again),
+              HasSubstr("gqa_paged/gqa_paged_decode_h32_kv8_d128_ps1  = my_decode_kernel"));
+  EXPECT_EQ(snapshot(dir.path()), before);
+}
+
+// Descriptions and tags do not count: the same name and interface with other words is merged,
+// with nothing to report about the math (the reference text is the same).
+TEST(Dedup, DescriptionsAndTagsDoNotCount) {
+  ::fib::testing::TempDir dir;
+  Definition other = generate_definition(GemmKernel{6144, 4096, "attn.qkv_proj", 0},
+                                         GenContext{"someone", "Someone"});
+  other.description = "Another description entirely.";
+  other.tags = {"status:reference", "model:someone", "fi_api:torch.matmul"};
+  write_definition(dir.path(), other);
+  const auto r = onboard(request("llama-3.1-8b"), dir.path(), false);
+  const auto* o = r.find("gemm_n6144_k4096");
+  ASSERT_NE(o, nullptr);
+  EXPECT_EQ(o->action, Action::kShare);
+  EXPECT_EQ(o->existing, "gemm_n6144_k4096");
+  EXPECT_EQ(o->reference_check, ReferenceCheck::kSameText);
+  EXPECT_TRUE(o->notes.empty());
+  EXPECT_THAT(render_report_text(r), Not(HasSubstr("information:")));
+}
+
+// A reference written differently that computes the same thing is the same kernel; the report
+// says the text differs and that fib's native references agree.
+TEST(Dedup, DifferentReferenceTextWithTheSameMathIsMergedWithInformation) {
+  ::fib::testing::TempDir dir;
+  Definition other =
+      generate_definition(RmsNormKernel{4096, 1e-5, false, false, ""}, GenContext{"x", "X"});
+  other.reference =
+      "import torch\n\nEPS = 1e-05\n\n\ndef run(hidden_states, weight):\n"
+      "    x = hidden_states.float()\n"
+      "    y = x / torch.sqrt((x * x).mean(-1, keepdim=True) + EPS)\n"
+      "    return (y * weight.float()).to(torch.bfloat16)\n";
+  write_definition(dir.path(), other);
+  const auto r = onboard(request("llama-3.1-8b"), dir.path(), false);
+  const auto* o = r.find("rmsnorm_h4096");
+  ASSERT_NE(o, nullptr);
+  EXPECT_EQ(o->action, Action::kShare);
+  EXPECT_EQ(o->reference_check, ReferenceCheck::kSameOutputs);
+  EXPECT_EQ(o->max_abs_diff, 0.0);
+  EXPECT_THAT(o->check_detail, HasSubstr("batch_size="));
+  const auto text = render_report_text(r);
+  EXPECT_THAT(text, HasSubstr("information: reference texts that differ"));
+  EXPECT_THAT(text, HasSubstr("rmsnorm/rmsnorm_h4096: same outputs from fib's native references "
+                              "(max |diff| 0 on batch_size="));
+  const Json j = report_to_json(r);
+  EXPECT_EQ(j["summary"]["reference_text_differs"], 1);
+  for (const auto& d : j["definitions"]) {
+    if (d["name"] == "rmsnorm_h4096") {
+      EXPECT_EQ(d["reference_check"]["result"], "same_outputs");
+    }
+  }
+  // The stored text is kept; only the tags changed.
+  EXPECT_EQ(TraceSet::load(dir.path()).definition("rmsnorm_h4096")->reference, other.reference);
+}
+
+// NeoX and GPT-J RoPE have identical interfaces and different math: the native references tell
+// them apart, so the new kernel is kept under its own name and reported as an interface twin.
+TEST(Dedup, GptjAndNeoxRopeAreInterfaceTwinsBothKept) {
+  ::fib::testing::TempDir dir;
+  const Definition gptj =
+      generate_definition(RopeKernel{128, 128, RopeStyle::kGptj}, GenContext{"x", "X"});
+  write_definition(dir.path(), gptj);
   const auto r = onboard(request("llama-3.1-8b"), dir.path(), false);
   const auto* o = r.find("rope_with_cos_sin_cache_neox_style_d128_rd128");
   ASSERT_NE(o, nullptr);
-  EXPECT_EQ(o->action, Action::kCreate);
+  EXPECT_EQ(o->action, Action::kTwin);
+  EXPECT_EQ(o->def.name, "rope_with_cos_sin_cache_neox_style_d128_rd128");
+  ASSERT_EQ(o->twins.size(), 1u);
+  EXPECT_EQ(o->twins[0].name, "rope_with_cos_sin_cache_gptj_style_d128_rd128");
+  EXPECT_GT(o->twins[0].max_abs_diff, 0.5);
+  EXPECT_TRUE(o->existing.empty());
+  EXPECT_TRUE(o->tags_added.empty());
+  const TraceSet set = TraceSet::load(dir.path());
+  ASSERT_NE(stored(set, "rope_with_cos_sin_cache_neox_style_d128_rd128"), nullptr);
+  EXPECT_EQ(stored(set, "rope_with_cos_sin_cache_gptj_style_d128_rd128")->tags, gptj.tags);
+  const auto text = render_report_text(r);
+  EXPECT_THAT(text, HasSubstr("1 interface twin(s)"));
+  EXPECT_THAT(text, HasSubstr("interface twins (an existing definition has the same interface"));
+  EXPECT_THAT(text, HasSubstr("rope/rope_with_cos_sin_cache_neox_style_d128_rd128  ~ "
+                              "rope_with_cos_sin_cache_gptj_style_d128_rd128 (max |diff| "));
+  const Json j = report_to_json(r);
+  EXPECT_EQ(j["summary"]["twins"], 1);
+  for (const auto& d : j["definitions"]) {
+    if (d["name"] != "rope_with_cos_sin_cache_neox_style_d128_rd128") continue;
+    EXPECT_EQ(d["action"], "twin");
+    EXPECT_EQ(d["interface_twins"][0]["name"], "rope_with_cos_sin_cache_gptj_style_d128_rd128");
+    EXPECT_EQ(d["interface_twins"][0]["output"], "q_out");
+  }
+  // Both are in the dataset now: the next run finds each under its own name.
+  const auto again = onboard(request("llama-3.1-8b"), dir.path(), true);
+  EXPECT_EQ(again.find("rope_with_cos_sin_cache_neox_style_d128_rd128")->action, Action::kSkip);
+  EXPECT_EQ(again.find("rope_with_cos_sin_cache_neox_style_d128_rd128")->existing,
+            "rope_with_cos_sin_cache_neox_style_d128_rd128");
+}
+
+// A twin stored under the generated name: the new kernel gets a versioned name, never merged.
+TEST(Dedup, TwinUnderTheGeneratedNameGetsAVersionedName) {
+  ::fib::testing::TempDir dir;
+  Definition gptj =
+      generate_definition(RopeKernel{128, 128, RopeStyle::kGptj}, GenContext{"x", "X"});
+  gptj.name = "rope_with_cos_sin_cache_neox_style_d128_rd128";  // misnamed: the text is GPT-J
+  write_definition(dir.path(), gptj);
+  const auto r = onboard(request("llama-3.1-8b"), dir.path(), false);
+  const auto* o = r.find("rope_with_cos_sin_cache_neox_style_d128_rd128_v2");
+  ASSERT_NE(o, nullptr);
+  EXPECT_EQ(o->action, Action::kTwin);
+  EXPECT_EQ(o->generated_name, "rope_with_cos_sin_cache_neox_style_d128_rd128");
   ASSERT_FALSE(o->notes.empty());
-  EXPECT_THAT(o->notes.front(), HasSubstr("same interface under another name, "
-                                          "'rope_with_cos_sin_cache_gptj_style_d128_rd128'"));
+  EXPECT_THAT(o->notes.back(), HasSubstr("is taken by its interface twin"));
   EXPECT_TRUE(
-      fs::exists(dir.path() /
-                 layout::definition_file("rope", "rope_with_cos_sin_cache_neox_style_d128_rd128")));
+      fs::exists(dir.path() / layout::definition_file(
+                                  "rope", "rope_with_cos_sin_cache_neox_style_d128_rd128_v2")));
+}
+
+// No native reference runs one of the two: the identity rule alone decides (merged), and the
+// report says the math was not compared.
+TEST(Dedup, MathThatCannotBeComparedFollowsTheIdentityRule) {
+  ::fib::testing::TempDir dir;
+  const auto generated = generate(request("gpt-oss-20b"));
+  const DefinitionOutcome* moe = nullptr;
+  for (const auto& o : generated.outcomes) {
+    if (o.def.op_type == "moe") moe = &o;
+  }
+  ASSERT_NE(moe, nullptr);
+  Definition other = moe->def;
+  // Constants the native reference does not know: it cannot run this text.
+  for (const auto& [from, to] :
+       {std::pair<std::string, std::string>{"SWIGLU_LIMIT", "CLAMP"}, {"SWIGLU_ALPHA", "SLOPE"}}) {
+    for (auto at = other.reference.find(from); at != std::string::npos;
+         at = other.reference.find(from, at + to.size())) {
+      other.reference.replace(at, from.size(), to);
+    }
+  }
+  other.tags = {"model:someone"};
+  write_definition(dir.path(), other);
+  const auto r = onboard(request("gpt-oss-20b"), dir.path(), false);
+  const auto* o = r.find(moe->def.name);
+  ASSERT_NE(o, nullptr);
+  EXPECT_EQ(o->action, Action::kShare);
+  EXPECT_EQ(o->reference_check, ReferenceCheck::kNotCompared);
+  EXPECT_THAT(o->check_detail, HasSubstr("no native reference runs"));
+  EXPECT_THAT(render_report_text(r),
+              HasSubstr("the math could not be compared (no native reference runs"));
+  EXPECT_EQ(report_to_json(r)["summary"]["math_not_compared"], 1);
+}
+
+// Two generated names of one kernel in the same run: the second is the first (the literal rule
+// holds within a run too), and the first carries both uses' tags.
+TEST(Dedup, OneKernelUnderTwoGeneratedNamesIsCreatedOnce) {
+  auto r = generate(request("llama-3.1-8b"));
+  const auto* norm = r.find("rmsnorm_h4096");
+  ASSERT_NE(norm, nullptr);
+  DefinitionOutcome copy = *norm;
+  copy.generated_name = "rmsnorm_h4096_again";
+  copy.def.name = copy.generated_name;
+  copy.def.tags = {"status:unverified", "model:other"};
+  r.outcomes.push_back(copy);
+  deduplicate(r, nullptr);
+  const auto* second = r.find("rmsnorm_h4096_again");
+  ASSERT_NE(second, nullptr);
+  EXPECT_EQ(second->action, Action::kSkip);
+  EXPECT_EQ(second->existing, "rmsnorm_h4096");
+  EXPECT_EQ(r.find("rmsnorm_h4096")->action, Action::kCreate);
+  EXPECT_THAT(r.find("rmsnorm_h4096")->def.tags, Contains("model:other"));
+}
+
+TEST(Dedup, DryRunWithSharesAndTwinsWritesNothing) {
+  ::fib::testing::TempDir dir;
+  write_definition(dir.path(), generate_definition(RopeKernel{128, 128, RopeStyle::kGptj},
+                                                   GenContext{"x", "X"}));
+  Definition mine = generate_definition(GemmKernel{6144, 4096, "", 0}, GenContext{"y", "Y"});
+  mine.name = "qkv_gemm";
+  write_definition(dir.path(), mine);
+  const auto before = snapshot(dir.path());
+  const auto r = onboard(request("llama-3.1-8b"), dir.path(), true);
+  EXPECT_EQ(r.find("rope_with_cos_sin_cache_neox_style_d128_rd128")->action, Action::kTwin);
+  EXPECT_EQ(r.find("gemm_n6144_k4096")->action, Action::kShare);
+  EXPECT_EQ(snapshot(dir.path()), before);
+  EXPECT_THAT(render_report_text(r), HasSubstr("dry run: nothing written"));
 }
 
 // Onboarding each corpus model into a copy of the corpus creates nothing for the kernels the
-// corpus already has: every corpus definition tagged with the model is skipped or shared.
+// corpus already has: every corpus definition tagged with the model is skipped or shared, and no
+// created definition has the interface of an original corpus definition. The corpus's reference
+// texts differ from the generated ones almost everywhere; the native references find the same
+// math behind them. The one interface twin that appears is between two models' RoPE kernels
+// (Llama-4's GPT-J pairs and the NeoX pairs another model created earlier in the loop).
 TEST(Dedup, CorpusModelsCreateNothingTheCorpusHas) {
   FIB_REQUIRE_CORPUS(corpus);
   ::fib::testing::TempDir dir;
   const fs::path copy = dir.path() / "corpus";
   ::fib::testing::copy_tree(corpus, copy);
   const TraceSet original = TraceSet::load(copy);
+  std::set<std::string> original_interfaces;
+  for (const auto& rec : original.definitions())
+    original_interfaces.insert(interface_fingerprint(rec.value));
   std::map<std::string, std::set<const Definition*>> tagged;
   std::map<std::string, std::set<int>> tps, eps;
   std::set<std::string> quantized;
@@ -169,6 +399,8 @@ TEST(Dedup, CorpusModelsCreateNothingTheCorpusHas) {
     }
   }
   std::size_t created = 0, checked = 0;
+  std::map<ReferenceCheck, std::size_t> checks;
+  std::vector<std::string> twins, uncompared;
   for (const auto& [slug, defs] : tagged) {
     auto req = request(slug, std::vector<int>(tps[slug].begin(), tps[slug].end()),
                        std::vector<int>(eps[slug].begin(), eps[slug].end()));
@@ -187,9 +419,34 @@ TEST(Dedup, CorpusModelsCreateNothingTheCorpusHas) {
       }
       EXPECT_TRUE(covered) << slug << ": no outcome matched corpus definition " << d->name;
     }
-    created += r.count(Action::kCreate);
+    for (const auto& o : r.outcomes) {
+      ++checks[o.reference_check];
+      if (o.reference_check == ReferenceCheck::kNotCompared)
+        uncompared.push_back(o.def.name + ": " + o.check_detail);
+      if (o.action == Action::kCreate) {
+        EXPECT_FALSE(original_interfaces.count(interface_fingerprint(o.def)))
+            << slug << ": created " << o.def.name << " with the interface of a corpus definition";
+      }
+      if (o.action != Action::kTwin) continue;
+      ASSERT_EQ(o.twins.size(), 1u) << o.def.name;
+      twins.push_back(fmt::format("{} ({}) ~ {} (max |diff| {:.3g})", o.def.name, slug,
+                                  o.twins[0].name, o.twins[0].max_abs_diff));
+      EXPECT_FALSE(original.definition(o.twins[0].name)) << "a twin of a corpus definition";
+    }
+    created += r.count(Action::kCreate) + r.count(Action::kTwin);
   }
+  std::printf(
+      "  [reference texts: %zu identical, %zu differ with the same native outputs, %zu "
+      "not compared]\n",
+      checks[ReferenceCheck::kSameText], checks[ReferenceCheck::kSameOutputs],
+      checks[ReferenceCheck::kNotCompared]);
+  for (const auto& u : uncompared) std::printf("  [not compared: %s]\n", u.c_str());
+  for (const auto& t : twins) std::printf("  [interface twin: %s]\n", t.c_str());
   EXPECT_EQ(checked, 177u);
+  EXPECT_GT(checks[ReferenceCheck::kSameOutputs], 100u);  // the twin guard did run
+  EXPECT_THAT(twins, ElementsAre(HasSubstr("rope_with_cos_sin_cache_gptj_style_d128_rd128 "
+                                           "(llama-4-maverick-17b-128e) ~ "
+                                           "rope_with_cos_sin_cache_neox_style_d128_rd128")));
   // The copy still loads cleanly, with the new definitions and the added tags.
   const TraceSet after = TraceSet::load(copy);
   EXPECT_EQ(after.definitions().size(), original.definitions().size() + created);

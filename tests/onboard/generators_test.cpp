@@ -115,6 +115,13 @@ TEST(Generators, NamesFollowTheDatasetConvention) {
   EXPECT_EQ(definition_name(MoeKernel{MoeFormat::kFp4BlockScaleRouted, Routing::kRenormalize, 128,
                                       64, 4096, 1536, 8, 1, 1, 2}),
             "trtllm_fp4_block_scale_routed_moe_topk8_e64_h4096_i1536");
+  // gpt-oss experts: the clamp limit changes the math, not the interface, so the name has it.
+  EXPECT_EQ(definition_name(MoeKernel{MoeFormat::kBf16SwigluOai, Routing::kRenormalize, 128, 32,
+                                      2880, 2880, 4, 1, 1, 4, 7.0}),
+            "moe_bf16_swigluoai_lim7_renorm_topk4_e32_h2880_i2880");
+  EXPECT_EQ(definition_name(MoeKernel{MoeFormat::kBf16SwigluOai, Routing::kRenormalize, 32, 32,
+                                      2880, 2880, 4, 1, 1, 1, 7.5}),
+            "moe_bf16_swigluoai_lim7p5_renorm_topk4_e32_h2880_i2880");
   EXPECT_EQ(definition_name(RopeKernel{64, 64, RopeStyle::kGptj}),
             "rope_with_cos_sin_cache_gptj_style_d64_rd64");
   EXPECT_EQ(definition_name(SamplingKernel{SamplingKind::kTopKTopP, 151936}),

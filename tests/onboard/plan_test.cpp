@@ -133,7 +133,8 @@ TEST(Plan, UnsupportedPartsAreListedNeverDropped) {
   EXPECT_TRUE(
       contains_all(components(next), {"causal_conv1d", "gated RMSNorm", "attention output gate"}));
   const auto oss = generate(request("gpt-oss-20b"));
-  EXPECT_TRUE(contains_all(components(oss), {"sliding window", "experts"}));
+  EXPECT_TRUE(contains_all(components(oss), {"sliding window", "router bias add"}));
+  EXPECT_THAT(components(oss), Not(Contains("experts")));  // moe_bf16_swigluoai covers them
   const auto lite = generate(request("deepseek-v2-lite"));
   EXPECT_THAT(components(lite), Contains("FP8 block-scale experts"));
   const auto nemo = generate(request("nemotron-h-8b"));
@@ -149,6 +150,43 @@ TEST(Plan, AttentionSinksGetTheirOwnKernels) {
   ASSERT_NE(d, nullptr);
   EXPECT_EQ(d->def.inputs[d->def.inputs.size() - 2].name, "sinks");
   EXPECT_THAT(d->def.tags, Contains("variant:attention_sink"));
+}
+
+// gpt-oss experts: biases on both GEMMs and the clamped SwiGLU, a bf16 MoE of its own, for every
+// EP split; no TRT-LLM quantized variant has that activation (info, not a kernel).
+TEST(Plan, GptOssExpertsHaveTheirOwnMoeKernel) {
+  const auto small = generate(request("gpt-oss-20b"));
+  EXPECT_THAT(names(small), Contains("moe_bf16_swigluoai_lim7_renorm_topk4_e32_h2880_i2880"));
+  auto req = request("gpt-oss-120b", {1}, {1, 4});
+  req.options.include_quantized = true;
+  const auto big = generate(req);
+  EXPECT_TRUE(contains_all(names(big), {"moe_bf16_swigluoai_lim7_renorm_topk4_e128_h2880_i2880",
+                                        "moe_bf16_swigluoai_lim7_renorm_topk4_e32_h2880_i2880"}));
+  const auto* d = big.find("moe_bf16_swigluoai_lim7_renorm_topk4_e32_h2880_i2880");
+  ASSERT_NE(d, nullptr);
+  EXPECT_THAT(d->def.tags, Contains("ep:4"));
+  EXPECT_THAT(d->def.tags, Contains("model:gpt-oss-120b"));
+  std::vector<std::string> inputs;
+  for (const auto& t : d->def.inputs) inputs.push_back(t.name);
+  EXPECT_THAT(inputs, ElementsAre("routing_logits", "hidden_states", "gemm1_weights", "gemm1_bias",
+                                  "gemm2_weights", "gemm2_bias"));
+  EXPECT_THAT(d->def.reference, HasSubstr("SWIGLU_LIMIT = 7.0"));
+  EXPECT_THAT(d->def.reference, HasSubstr("SWIGLU_ALPHA = 1.702"));
+  bool quantized_note = false;
+  for (const auto& u : big.unsupported) {
+    EXPECT_NE(u.component, "experts");
+    quantized_note = quantized_note ||
+                     (u.component == "TRT-LLM quantized variants" && u.severity == Severity::kInfo);
+  }
+  EXPECT_TRUE(quantized_note);
+  // The module graph lists it under the experts.
+  bool listed = false;
+  for (const auto& n : small.graph.nodes) {
+    for (const auto& name : n.definitions)
+      listed = listed || (n.key.find("experts") != std::string::npos &&
+                          name == "moe_bf16_swigluoai_lim7_renorm_topk4_e32_h2880_i2880");
+  }
+  EXPECT_TRUE(listed);
 }
 
 TEST(Plan, QuantizedVariantsOnRequest) {

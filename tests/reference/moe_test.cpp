@@ -326,6 +326,98 @@ TEST(MoeReference, Fp8PerTensorScaleHandComputed) {
   }
 }
 
+// gpt-oss experts (moe_bf16_swigluoai_*): biases on both GEMMs and the clamped SwiGLU, read from
+// the reference's SWIGLU_ALPHA / SWIGLU_LIMIT lines. 2 experts, H = 2, I = 1, top-2, 3 tokens
+// chosen so the clamps bite: token 0 takes up above +7 (expert 0) and below -7 and gate above 7
+// (expert 1); token 1 is inside every limit; token 2 takes up below -7 (expert 0) and a gate of
+// -11 (expert 1: only the top of the gate is clamped).
+Definition swiglu_oai_definition(const std::string& constants) {
+  Diagnostics diag;
+  ReadContext ctx{"swigluoai", &diag};
+  Json j =
+      Json::parse(R"({"name": "moe_bf16_swigluoai_lim7_renorm_topk2_e2_h2_i1", "op_type": "moe",
+    "axes": {"seq_len": {"type": "var"}, "num_experts": {"type": "const", "value": 2},
+      "hidden_size": {"type": "const", "value": 2}, "intermediate_size": {"type": "const", "value": 1},
+      "gemm1_out_size": {"type": "const", "value": 2}, "top_k": {"type": "const", "value": 2}},
+    "inputs": {"routing_logits": {"shape": ["seq_len", "num_experts"], "dtype": "bfloat16"},
+      "hidden_states": {"shape": ["seq_len", "hidden_size"], "dtype": "bfloat16"},
+      "gemm1_weights": {"shape": ["num_experts", "gemm1_out_size", "hidden_size"], "dtype": "bfloat16"},
+      "gemm1_bias": {"shape": ["num_experts", "gemm1_out_size"], "dtype": "bfloat16"},
+      "gemm2_weights": {"shape": ["num_experts", "hidden_size", "intermediate_size"], "dtype": "bfloat16"},
+      "gemm2_bias": {"shape": ["num_experts", "hidden_size"], "dtype": "bfloat16"}},
+    "outputs": {"output": {"shape": ["seq_len", "hidden_size"], "dtype": "bfloat16"}}})");
+  j["reference"] = "import torch\n\n" + constants +
+                   "\n\ndef run(routing_logits, hidden_states, gemm1_weights, gemm1_bias, "
+                   "gemm2_weights, gemm2_bias):\n    pass\n";
+  auto d = definition_from_json(j, ctx);
+  EXPECT_TRUE(d) << diag.to_string();
+  return d ? *d : Definition{};
+}
+
+TEST(MoeReference, ClampedSwigluWithBiasesHandComputed) {
+  const Definition def = swiglu_oai_definition("SWIGLU_ALPHA = 1.702\nSWIGLU_LIMIT = 7.0");
+  const double x[3][2] = {{1, 2}, {0.5, -0.5}, {-3, 0}};
+  const double logits[3][2] = {{0.5, 2}, {1, -1}, {0, 0.75}};
+  // W13[e] = [[up row], [gate row]], b13[e] = (up bias, gate bias); W2[e] = [[w], [w']].
+  const double w13[2][2][2] = {{{3, 4}, {-1, 0.5}}, {{-2, -3}, {4, 2}}};
+  const double b13[2][2] = {{-1, 0.25}, {0.5, 1}};
+  const double w2[2][2] = {{1, -2}, {0.25, 1}};
+  const double b2[2][2] = {{0.5, 0}, {-1, 2}};
+  reference::Arguments args;
+  std::vector<double> xs, ls, w13s, b13s, w2s, b2s;
+  for (const auto& r : x) xs.insert(xs.end(), {r[0], r[1]});
+  for (const auto& r : logits) ls.insert(ls.end(), {r[0], r[1]});
+  for (const auto& e : w13) {
+    for (const auto& r : e) w13s.insert(w13s.end(), {r[0], r[1]});
+  }
+  for (const auto& r : b13) b13s.insert(b13s.end(), {r[0], r[1]});
+  for (const auto& r : w2) w2s.insert(w2s.end(), {r[0], r[1]});
+  for (const auto& r : b2) b2s.insert(b2s.end(), {r[0], r[1]});
+  args.tensors.emplace("routing_logits", from_values(DType::kBFloat16, {3, 2}, ls));
+  args.tensors.emplace("hidden_states", from_values(DType::kBFloat16, {3, 2}, xs));
+  args.tensors.emplace("gemm1_weights", from_values(DType::kBFloat16, {2, 2, 2}, w13s));
+  args.tensors.emplace("gemm1_bias", from_values(DType::kBFloat16, {2, 2}, b13s));
+  args.tensors.emplace("gemm2_weights", from_values(DType::kBFloat16, {2, 2, 1}, w2s));
+  args.tensors.emplace("gemm2_bias", from_values(DType::kBFloat16, {2, 2}, b2s));
+  const Tensor out = reference::run(def, {{"seq_len", 3}}, args).at("output");
+
+  const auto expert = [&](int t, int e, int h, double limit) {
+    double up = w13[e][0][0] * x[t][0] + w13[e][0][1] * x[t][1] + b13[e][0];
+    double gate = w13[e][1][0] * x[t][0] + w13[e][1][1] * x[t][1] + b13[e][1];
+    up = std::clamp(up, -limit, limit);
+    gate = std::min(gate, limit);
+    const double c = (up + 1) * gate * sigmoid(1.702 * gate);
+    return c * w2[e][h] + b2[e][h];
+  };
+  const auto expected = [&](int t, int h, double limit) {
+    // top-2 of 2 experts: both, softmax over the two logits.
+    const double w0 = 1.0 / (1.0 + std::exp(logits[t][1] - logits[t][0]));
+    return w0 * expert(t, 0, h, limit) + (1 - w0) * expert(t, 1, h, limit);
+  };
+  for (int t = 0; t < 3; ++t) {
+    for (int h = 0; h < 2; ++h) expect_bf16_near(out, t * 2 + h, expected(t, h, 7.0));
+  }
+  // The clamp matters for tokens 0 and 2 (every output) and not for token 1.
+  for (int h = 0; h < 2; ++h) {
+    EXPECT_GT(std::fabs(expected(0, h, 7.0) - expected(0, h, 1e9)), 0.5) << h;
+    EXPECT_EQ(expected(1, h, 7.0), expected(1, h, 1e9));
+    EXPECT_GT(std::fabs(expected(2, h, 7.0) - expected(2, h, 1e9)), 0.5) << h;
+  }
+  // Another limit in the text is another kernel: the native reference reads it.
+  const Definition loose = swiglu_oai_definition("SWIGLU_ALPHA = 1.702\nSWIGLU_LIMIT = 100.0");
+  const Tensor out_loose = reference::run(loose, {{"seq_len", 3}}, args).at("output");
+  for (int h = 0; h < 2; ++h) expect_bf16_near(out_loose, h, expected(0, h, 100.0));
+}
+
+TEST(MoeReference, ExpertBiasesNeedTheClampedSwigluConstants) {
+  std::string why;
+  EXPECT_EQ(reference::find_kernel(swiglu_oai_definition("LIMIT = 7.0"), &why), nullptr);
+  EXPECT_NE(why.find("the reference must set SWIGLU_ALPHA and SWIGLU_LIMIT"), std::string::npos)
+      << why;
+  EXPECT_EQ(reference::find_kernel(swiglu_oai_definition("SWIGLU_LIMIT = 7.0"), &why), nullptr);
+  EXPECT_NE(why.find("needs both SWIGLU_ALPHA and SWIGLU_LIMIT"), std::string::npos) << why;
+}
+
 TEST(MoeReference, EveryCorpusDefinitionIsSupported) {
   FIB_REQUIRE_CORPUS(corpus);
   int n = 0;

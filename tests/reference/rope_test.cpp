@@ -1,8 +1,11 @@
 // rope references: a hand-computed NeoX rotation (half split, partial rotary, pass-through tail,
-// Python-style negative positions) and parity with the corpus definition's own PyTorch reference.
+// Python-style negative positions), a hand-computed GPT-J rotation (adjacent pairs) with how the
+// style is read from a definition, and parity with the corpus definition's own PyTorch reference.
+// (The generated GPT-J reference is compared with PyTorch in tests/onboard/native_parity_test.cpp.)
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <string>
 
 #include "fib/reference/reference.h"
 #include "python_reference.h"
@@ -70,6 +73,113 @@ TEST(RopeReference, HandComputed) {
   // Quarter turn on head 0, token 0: (x1, x2) -> (-x2, x1) exactly.
   EXPECT_EQ(out.at("q_out").get(0), -xval(kHalf, 0));
   EXPECT_EQ(out.at("q_out").get(kHalf), xval(0, 0));
+}
+
+// A rope definition (head 8, the given rotary_dim) with a name and a reference text: the style
+// comes from them, the interface is the same for both styles.
+Definition rope_definition(const std::string& name, std::int64_t rot, const std::string& pairs) {
+  Diagnostics diag;
+  ReadContext ctx{name, &diag};
+  Json j = Json::parse(R"({"op_type": "rope", "axes": {"num_tokens": {"type": "var"},
+    "num_qo_heads": {"type": "var"}, "num_kv_heads": {"type": "var"},
+    "head_size": {"type": "const", "value": 8}, "rotary_dim": {"type": "const", "value": 0},
+    "max_seq_len": {"type": "var"}},
+    "inputs": {"q": {"shape": ["num_tokens", "num_qo_heads", "head_size"], "dtype": "bfloat16"},
+      "k": {"shape": ["num_tokens", "num_kv_heads", "head_size"], "dtype": "bfloat16"},
+      "cos_sin_cache": {"shape": ["max_seq_len", "rotary_dim"], "dtype": "float32"},
+      "positions": {"shape": ["num_tokens"], "dtype": "int64"}},
+    "outputs": {"q_out": {"shape": ["num_tokens", "num_qo_heads", "head_size"], "dtype": "bfloat16"},
+      "k_out": {"shape": ["num_tokens", "num_kv_heads", "head_size"], "dtype": "bfloat16"}}})");
+  j["name"] = name;
+  j["axes"]["rotary_dim"]["value"] = rot;
+  j["reference"] =
+      "import torch\n\n\ndef run(q, k, cos_sin_cache, positions):\n"
+      "    rotary_dim = " +
+      std::to_string(rot) +
+      "\n    cos, sin = cos_sin_cache[positions].chunk(2, dim=-1)\n"
+      "    cos, sin = cos[:, None, :], sin[:, None, :]\n\n"
+      "    def rotate(x):\n"
+      "        x = x.to(torch.float32)\n" +
+      pairs +
+      "        return torch.cat([r, x[..., rotary_dim:]], dim=-1)\n\n"
+      "    return rotate(q).to(q.dtype), rotate(k).to(k.dtype)\n";
+  auto d = definition_from_json(j, ctx);
+  EXPECT_TRUE(d) << diag.to_string();
+  return d ? *d : Definition{};
+}
+
+const std::string kGptjPairs =
+    "        x1, x2 = x[..., 0:rotary_dim:2], x[..., 1:rotary_dim:2]\n"
+    "        r = torch.stack([x1 * cos - x2 * sin, x2 * cos + x1 * sin], -1).flatten(-2)\n";
+const std::string kNeoxPairs =
+    "        x1, x2 = x[..., : rotary_dim // 2], x[..., rotary_dim // 2 : rotary_dim]\n"
+    "        r = torch.cat([x1 * cos - x2 * sin, x2 * cos + x1 * sin], -1)\n";
+// GPT-J pairs written without a strided slice: only the name says which style it is.
+const std::string kGptjPairsByView =
+    "        x1, x2 = x[..., :rotary_dim].unflatten(-1, (-1, 2)).unbind(-1)\n"
+    "        r = torch.stack([x1 * cos - x2 * sin, x2 * cos + x1 * sin], -1).flatten(-2)\n";
+
+// Head 8, rotary_dim 4 (2 pairs, a 4-wide pass-through tail); one token at position 1, one q
+// head and one k head. Cache row 1: cos (0.5, 0), sin (0.75, 1).
+reference::Outputs run_small_rope(const Definition& def) {
+  Tensor cache(DType::kFloat32, {2, 4});
+  const double row0[] = {1, 1, 0, 0}, row1[] = {0.5, 0, 0.75, 1};
+  for (int i = 0; i < 4; ++i) {
+    cache.set(i, row0[i]);
+    cache.set(4 + i, row1[i]);
+  }
+  Tensor q(DType::kBFloat16, {1, 1, 8}), k(DType::kBFloat16, {1, 1, 8});
+  for (int i = 0; i < 8; ++i) {
+    q.set(i, i + 1);     // 1 .. 8
+    k.set(i, -(i + 1));  // -1 .. -8
+  }
+  Tensor pos(DType::kInt64, {1});
+  pos.data<std::int64_t>()[0] = 1;
+  reference::Arguments args;
+  args.tensors.emplace("q", q);
+  args.tensors.emplace("k", k);
+  args.tensors.emplace("cos_sin_cache", cache);
+  args.tensors.emplace("positions", pos);
+  return reference::run(
+      def, {{"num_tokens", 1}, {"num_qo_heads", 1}, {"num_kv_heads", 1}, {"max_seq_len", 2}}, args);
+}
+
+TEST(RopeReference, GptjPairsAdjacentElements) {
+  const auto out =
+      run_small_rope(rope_definition("rope_with_cos_sin_cache_gptj_style_d8_rd4", 4, kGptjPairs));
+  // GPT-J: pair 0 = dims (0, 1) with cos 0.5, sin 0.75; pair 1 = dims (2, 3) with cos 0, sin 1.
+  //   (1, 2) -> (1*0.5 - 2*0.75, 2*0.5 + 1*0.75) = (-1, 1.75)
+  //   (3, 4) -> (3*0 - 4*1, 4*0 + 3*1) = (-4, 3)
+  const double q_expected[] = {-1, 1.75, -4, 3, 5, 6, 7, 8};
+  for (int i = 0; i < 8; ++i) {
+    EXPECT_EQ(out.at("q_out").get(i), q_expected[i]) << "q dim " << i;
+    EXPECT_EQ(out.at("k_out").get(i), -q_expected[i]) << "k dim " << i;  // the map is linear
+  }
+  // NeoX on the same inputs pairs (0, 2) and (1, 3):
+  //   (1, 3) -> (1*0.5 - 3*0.75, 3*0.5 + 1*0.75) = (-1.75, 2.25)
+  //   (2, 4) -> (2*0 - 4*1, 4*0 + 2*1) = (-4, 2)
+  const auto neox =
+      run_small_rope(rope_definition("rope_with_cos_sin_cache_neox_style_d8_rd4", 4, kNeoxPairs));
+  const double neox_expected[] = {-1.75, -4, 2.25, 2, 5, 6, 7, 8};
+  for (int i = 0; i < 8; ++i) EXPECT_EQ(neox.at("q_out").get(i), neox_expected[i]) << "dim " << i;
+}
+
+TEST(RopeReference, StyleComesFromTheReferenceTextThenTheName) {
+  const auto gptj =
+      run_small_rope(rope_definition("rope_with_cos_sin_cache_gptj_style_d8_rd4", 4, kGptjPairs));
+  // The text decides: a strided slice is GPT-J whatever the name says.
+  const auto misnamed =
+      run_small_rope(rope_definition("rope_with_cos_sin_cache_neox_style_d8_rd4", 4, kGptjPairs));
+  // No strided slice: the name decides.
+  const auto by_name = run_small_rope(
+      rope_definition("rope_with_cos_sin_cache_gptj_style_d8_rd4", 4, kGptjPairsByView));
+  const auto neox =
+      run_small_rope(rope_definition("rope_with_cos_sin_cache_neox_style_d8_rd4", 4, kNeoxPairs));
+  for (const char* name : {"q_out", "k_out"}) {
+    EXPECT_TRUE(tensors_close(misnamed.at(name), gptj.at(name), 0, 0)) << name;
+    EXPECT_TRUE(tensors_close(by_name.at(name), gptj.at(name), 0, 0)) << name;
+    EXPECT_FALSE(tensors_close(neox.at(name), gptj.at(name), 0, 0)) << name;
+  }
 }
 
 TEST(RopeReference, MatchesPyTorchOnCorpusDefinition) {

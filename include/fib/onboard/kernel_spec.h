@@ -111,6 +111,9 @@ enum class MoeFormat : std::uint8_t {
   kFp4BlockScale,        // trtllm_fp4_block_scale_moe_*
   kFp4BlockScaleRouted,  // trtllm_fp4_block_scale_routed_moe_* (pre-computed routing)
   kFp8PerTensor,         // trtllm_fp8_per_tensor_scale_moe_*
+  // moe_bf16_swigluoai_*: bf16 experts with biases on both GEMMs and gpt-oss's clamped SwiGLU
+  // (renormalize routing).
+  kBf16SwigluOai,
 };
 
 struct MoeKernel {
@@ -124,6 +127,10 @@ struct MoeKernel {
   std::int64_t n_group = 1;
   std::int64_t topk_group = 1;
   int ep = 1;
+  // kBf16SwigluOai: gate clamped from above and up to [-limit, limit];
+  // out = (up + 1) * gate * sigmoid(alpha * gate).
+  double swiglu_limit = 0;
+  double swiglu_alpha = 1.702;
 };
 
 struct RopeKernel {

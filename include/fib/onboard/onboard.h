@@ -28,26 +28,45 @@ struct OnboardRequest {
 
 enum class Action : std::uint8_t {
   kCreate,    // new kernel: written
-  kSkip,      // the dataset has it with every tag already
-  kShare,     // the dataset has it (possibly for other models): tags added
+  kSkip,      // the dataset has the kernel (by identity) with every tag already
+  kShare,     // the dataset has the kernel (possibly under another name): tags added
   kConflict,  // the name is taken by a different interface: written under a versioned name
+  kTwin,      // the dataset has its interface with different math: written under its own name
 };
 std::string_view action_name(Action a);
 
-// The note on a skipped or shared definition whose stored reference text differs from the
-// generated one (information: the identity rule ignores reference texts).
-inline constexpr std::string_view kReferenceDiffers =
-    "the existing reference text differs from the generated one (the existing one is kept)";
+// How the generated reference compares with the matched definition's.
+enum class ReferenceCheck : std::uint8_t {
+  kNone,         // no match (created, conflict, twin)
+  kSameText,     // identical reference text
+  kSameOutputs,  // different text, the native references give the same outputs
+  kNotCompared,  // different text, the math could not be compared: merged by the identity rule
+};
+std::string_view reference_check_name(ReferenceCheck c);
+
+// A dataset definition with the generated one's interface but other math.
+struct InterfaceTwin {
+  std::string name;
+  std::string path;  // relative to the dataset root; empty for a definition of this run
+  double max_abs_diff = 0;
+  std::string output;  // where the outputs differ
+};
 
 struct DefinitionOutcome {
   Definition def;              // the generated definition (its final name; tags of every use)
   std::string generated_name;  // before versioning
   Action action = Action::kCreate;
-  std::string existing;  // the dataset definition matched (skip/share) or clashed with (conflict)
-  std::string existing_path;  // relative to the dataset root
+  // The definition matched by identity (skip/share; its name may differ from the generated
+  // one) or whose name clashed (conflict).
+  std::string existing;
+  std::string existing_path;  // relative to the dataset root; empty for one of this run
   std::vector<std::string> tags_added;
   std::vector<std::string> shared_with;  // model: values the existing definition already had
-  std::vector<std::string> notes;        // reference differs, legacy interface, renamed, ...
+  ReferenceCheck reference_check = ReferenceCheck::kNone;
+  std::string check_detail;          // the inputs compared on, or why the math was not compared
+  double max_abs_diff = 0;           // kSameOutputs: the largest output difference seen
+  std::vector<InterfaceTwin> twins;  // same interface, different math (kTwin; info otherwise)
+  std::vector<std::string> notes;    // legacy interface, versioned name, ...
 };
 
 struct OnboardResult {
@@ -73,8 +92,14 @@ struct OnboardResult {
 // one definition carrying every tag). Every outcome is kCreate until deduplicate() runs.
 OnboardResult generate(const OnboardRequest& request);
 
-// Decides each outcome against a dataset (identity rule; legacy interfaces; versioned names for
-// conflicts) and builds the module graph with the final names. `dataset` may be null (empty).
+// Decides each outcome against a dataset and builds the module graph with the final names.
+// `dataset` may be null (empty). The identity rule (dedup.h) finds the dataset definitions with
+// the generated interface (or a legacy spelling of it), whatever their names; a same-named one is
+// tried first. Identical reference text: the same kernel. Different text: compare_math decides;
+// same outputs, or no native reference to compare with, the same kernel (noted); different
+// outputs, an interface twin. No match: created, under a versioned name when the name is taken
+// by a different interface (a conflict) or by a twin. Definitions created earlier in the same
+// run count as dataset definitions.
 void deduplicate(OnboardResult& result, const TraceSet* dataset);
 
 // Writes new definitions and adds tags to shared ones (each file replaced atomically).

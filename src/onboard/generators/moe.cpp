@@ -1,6 +1,7 @@
 // op_type moe: routed mixture of experts (routing + two grouped GEMMs with SwiGLU). Families:
-// FP8 block-scale with DeepSeek or renormalize routing (the dataset's main MoE kernel) and, with
-// --include-quantized, the TRT-LLM FP4 block-scale, FP4 routed and FP8 per-tensor variants.
+// FP8 block-scale with DeepSeek or renormalize routing (the dataset's main MoE kernel); with
+// --include-quantized, the TRT-LLM FP4 block-scale, FP4 routed and FP8 per-tensor variants; and
+// gpt-oss's bf16 experts with biases and a clamped SwiGLU (moe_bf16_swigluoai_*).
 // Shared convention: W13 rows [0, I) are the linear ("up") half and [I, 2I) the SiLU-gated half.
 // Each size constant is its own `name = value` line, as in the corpus, so a parity test can
 // shrink the sizes consistently (tests/reference/reference_test_util.h: scaled_definition).
@@ -266,6 +267,48 @@ def run(
     return output.to(torch.bfloat16)
 )PY";
 
+// gpt-oss experts: biases on both GEMMs, the gate clamped from above, the linear half clamped to
+// [-limit, limit], glu = gate * sigmoid(alpha * gate), out = (up + 1) * glu.
+constexpr std::string_view kSwigluOaiReference = R"PY(import torch
+
+SWIGLU_ALPHA = @ALPHA@  # glu = gate * sigmoid(SWIGLU_ALPHA * gate)
+SWIGLU_LIMIT = @LIMIT@  # gate <= SWIGLU_LIMIT, -SWIGLU_LIMIT <= up <= SWIGLU_LIMIT
+
+
+@torch.no_grad()
+def run(routing_logits, hidden_states, gemm1_weights, gemm1_bias, gemm2_weights, gemm2_bias):
+    num_experts = @E@
+    hidden_size = @HS@
+    intermediate_size = @IS@
+    top_k = @K@
+    seq_len = hidden_states.shape[0]
+    assert routing_logits.shape[1] == num_experts
+    assert gemm1_weights.shape == (num_experts, 2 * intermediate_size, hidden_size)
+    assert gemm1_bias.shape == (num_experts, 2 * intermediate_size)
+    assert gemm2_weights.shape == (num_experts, hidden_size, intermediate_size)
+    assert gemm2_bias.shape == (num_experts, hidden_size)
+
+    # Renormalize routing: top-k of the router logits, softmax over the k chosen.
+    top_logits, chosen = routing_logits.to(torch.float32).topk(top_k, dim=-1)
+    weights = torch.softmax(top_logits, dim=-1)  # [T, top_k]
+
+    act = hidden_states.to(torch.float32)
+    output = torch.zeros((seq_len, hidden_size), dtype=torch.float32, device=hidden_states.device)
+    for e in range(num_experts):
+        hit = chosen == e
+        tokens = hit.any(dim=1).nonzero().squeeze(1)
+        if tokens.numel() == 0:
+            continue
+        h = act[tokens] @ gemm1_weights[e].to(torch.float32).T + gemm1_bias[e].to(torch.float32)
+        up = h[:, :intermediate_size].clamp(min=-SWIGLU_LIMIT, max=SWIGLU_LIMIT)
+        gate = h[:, intermediate_size:].clamp(max=SWIGLU_LIMIT)
+        glu = gate * torch.sigmoid(SWIGLU_ALPHA * gate)
+        y = ((up + 1) * glu) @ gemm2_weights[e].to(torch.float32).T + gemm2_bias[e].to(torch.float32)
+        weight = (weights[tokens] * hit[tokens]).sum(dim=1, keepdim=True)
+        output.index_add_(0, tokens, y * weight)
+    return output.to(torch.bfloat16)
+)PY";
+
 std::string routing_phrase(Routing r) {
   switch (r) {
     case Routing::kDeepSeek:
@@ -471,11 +514,57 @@ Definition trtllm(const MoeKernel& k, const GenContext& ctx, const std::string& 
   return b.build();
 }
 
+Definition bf16_swiglu_oai(const MoeKernel& k, const GenContext& ctx, const std::string& name) {
+  std::string description = fmt::format(
+      "BF16 MoE with expert biases and a clamped SwiGLU (gpt-oss): {0}; {1} expert(s) ({2}). Per "
+      "expert: h = x @ W13^T + b13; up = clamp(h[:, :I], -{3:g}, {3:g}), gate = clamp(h[:, I:], "
+      "max={3:g}); out = ((up + 1) * gate * sigmoid({4:g} * gate)) @ W2^T + b2, weighted by the "
+      "routing weight. Matches flashinfer.fused_moe.cutlass_fused_moe with fc1/fc2 expert biases, "
+      "swiglu_alpha={4:g}, swiglu_beta=1, swiglu_limit={3:g}.{6} {5}",
+      routing_phrase(k.routing), k.local_experts, ep_note(k), k.swiglu_limit, k.swiglu_alpha,
+      provenance(ctx, fmt::format("EP={}", k.ep)),
+      k.ep > 1 ? " Routing is over this rank's experts (the dataset's convention for renormalize "
+                 "routing)."
+               : "");
+  Builder b(name, "moe", std::move(description));
+  b.tag(std::string(kStatusTag)).tag(model_tag(ctx));
+  b.tag("fi_api:flashinfer.fused_moe.cutlass_fused_moe").tag(fmt::format("ep:{}", k.ep));
+  b.var("seq_len", "Number of input tokens.");
+  size_axes(b, k, "num_experts", fmt::format("Number of experts on this rank ({}).", ep_note(k)));
+  shape_constraints(b);
+  const DType bf16 = DType::kBFloat16;
+  b.input("routing_logits", {"seq_len", "num_experts"}, bf16,
+          "Router logits, hidden_states @ W_router^T + b_router (the router is a linear layer with "
+          "bias, computed before this kernel).")
+      .input("hidden_states", {"seq_len", "hidden_size"}, bf16, "Input hidden states.")
+      .input("gemm1_weights", {"num_experts", "gemm1_out_size", "hidden_size"}, bf16,
+             "FC1 weights W13, [out, in]: rows [0, intermediate_size) are the linear (up) "
+             "projection, rows [intermediate_size, 2 * intermediate_size) the gate. The gpt-oss "
+             "checkpoint stores gate_up_proj as [E, hidden_size, 2 * intermediate_size] with the "
+             "gate in even and the up projection in odd columns: de-interleave and transpose "
+             "into this layout.")
+      .input("gemm1_bias", {"num_experts", "gemm1_out_size"}, bf16,
+             "FC1 bias, in the row order of gemm1_weights (up, then gate; the checkpoint's "
+             "gate_up_proj_bias is interleaved the same way as its weights).")
+      .input("gemm2_weights", {"num_experts", "hidden_size", "intermediate_size"}, bf16,
+             "FC2 weights (down), [out, in] (the checkpoint's down_proj transposed).")
+      .input("gemm2_bias", {"num_experts", "hidden_size"}, bf16, "FC2 bias (down_proj_bias).");
+  b.output("output", {"seq_len", "hidden_size"}, bf16, "Final MoE output tensor.");
+  b.reference(fill(kSwigluOaiReference, {{"ALPHA", py_float(k.swiglu_alpha)},
+                                         {"LIMIT", py_float(k.swiglu_limit)},
+                                         {"E", std::to_string(k.local_experts)},
+                                         {"HS", std::to_string(k.hidden)},
+                                         {"IS", std::to_string(k.intermediate)},
+                                         {"K", std::to_string(k.top_k)}}));
+  return b.build();
+}
+
 }  // namespace
 
 Definition moe(const MoeKernel& k, const GenContext& ctx) {
   const std::string name = definition_name(KernelSpec{k});
   if (k.format == MoeFormat::kFp8BlockScale) return fp8_block_scale(k, ctx, name);
+  if (k.format == MoeFormat::kBf16SwigluOai) return bf16_swiglu_oai(k, ctx, name);
   return trtllm(k, ctx, name);
 }
 

@@ -2,6 +2,8 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
+
 namespace fib::onboard {
 
 namespace {
@@ -62,6 +64,13 @@ struct NameOf {
         return fmt::format("trtllm_fp4_block_scale_routed_moe_topk{}_{}", k.top_k, shape);
       case MoeFormat::kFp8PerTensor:
         return fmt::format("trtllm_fp8_per_tensor_scale_moe_topk{}_{}", k.top_k, shape);
+      case MoeFormat::kBf16SwigluOai: {
+        // The clamp limit changes the math without changing the interface, so the name carries
+        // it (7 -> lim7, 7.5 -> lim7p5).
+        std::string limit = fmt::format("{:g}", k.swiglu_limit);
+        std::replace(limit.begin(), limit.end(), '.', 'p');
+        return fmt::format("moe_bf16_swigluoai_lim{}_renorm_topk{}_{}", limit, k.top_k, shape);
+      }
     }
     return "moe";
   }

@@ -389,12 +389,29 @@ void Expander::moe(const std::string& parent) {
   MoeKernel k{MoeFormat::kFp8BlockScale, m.routing, m.num_experts, es.per_rank,  H,
               m.intermediate_size,       m.top_k,   m.n_group,     m.topk_group, point_.ep};
   const bool plain_swiglu = !m.expert_bias && !m.swiglu_limit && c_.activation == Activation::kSilu;
+  // gpt-oss: biases on both expert GEMMs and a clamped SwiGLU, renormalize routing.
+  const bool swiglu_oai = m.expert_bias && m.swiglu_limit && c_.activation == Activation::kSilu &&
+                          m.routing == Routing::kRenormalize;
   const bool blocks = H % 128 == 0 && m.intermediate_size % 128 == 0;
   const bool fp8_routing = m.routing == Routing::kDeepSeek || m.routing == Routing::kRenormalize;
-  if (!plain_swiglu) {
+  if (m.expert_bias) {
+    unsupported(gate, "router bias add",
+                "added in the router GEMM's epilogue; not a separate kernel", Severity::kInfo);
+  }
+  if (swiglu_oai) {
+    if (ok) {
+      MoeKernel b = k;
+      b.format = MoeFormat::kBf16SwigluOai;
+      b.swiglu_limit = *m.swiglu_limit;
+      use(experts, b);
+    }
+  } else if (!plain_swiglu) {
     unsupported(experts, "experts",
                 fmt::format("experts with {} have no MoE op family",
-                            m.expert_bias ? "biases and a clamped SwiGLU" : "this activation"));
+                            m.expert_bias || m.swiglu_limit
+                                ? "biases or a clamped SwiGLU other than gpt-oss's (renormalize "
+                                  "routing, both)"
+                                : "this activation"));
   } else if (!fp8_routing) {
     unsupported(
         experts, "FP8 block-scale experts",
@@ -408,6 +425,11 @@ void Expander::moe(const std::string& parent) {
                     H, m.intermediate_size));
   } else if (ok) {
     use(experts, k);
+  }
+  if (opt_.include_quantized && swiglu_oai) {
+    unsupported(experts, "TRT-LLM quantized variants",
+                "the FP4 / FP8 per-tensor MoE families have a plain SwiGLU without expert biases",
+                Severity::kInfo);
   }
   if (opt_.include_quantized && plain_swiglu) {
     if (m.routing == Routing::kRenormalize || m.routing == Routing::kLlama4) {
