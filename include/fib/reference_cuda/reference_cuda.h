@@ -37,9 +37,9 @@ using DeviceOutputs = std::map<std::string, DeviceTensor, std::less<>>;
 
 struct CallContext {
   const Definition& definition;
-  AxisValues axes;             // every axis, const and var, bound
+  AxisValues axes;  // every axis, const and var, bound
   cudaStream_t stream = nullptr;
-  std::uint64_t seed = 0;      // sampling kernels: the random stream to draw from
+  std::uint64_t seed = 0;  // sampling kernels: the random stream to draw from
 };
 
 // One op family's CUDA reference. run() enqueues work on ctx.stream and returns without
@@ -70,5 +70,17 @@ DeviceOutputs run(const Definition& def, const AxisValues& var_axes, const Devic
 reference::Outputs run_on_host_arguments(const Definition& def, const AxisValues& var_axes,
                                          const reference::Arguments& args, cudaStream_t stream,
                                          std::uint64_t seed = 0);
+
+// The exact distribution the CUDA sampler (cuda:sampling) draws from: float32 [batch_size,
+// vocab_size], the GPU's counterpart of fib::reference::sampling_distribution
+// (fib/reference/sampling.h) with the same rules (top_k, then top_p on the renormalized row,
+// p <= 0 a one-hot at the first maximal index, ties by the lower token index, cdf in double
+// rounded to float per token, each row finally normalized) and the same summation orders, so it
+// equals the CPU's distribution entry for entry. A row the CPU reference rejects (negative, NaN
+// or infinite entries, no mass left) comes back as NaN: the device cannot throw, and the work is
+// enqueued on `stream` without synchronizing. Throws fib::Error when `def` is not a sampling
+// definition or `probs`, `top_k`, `top_p` are missing or misshaped.
+DeviceTensor sampling_distribution(const Definition& def, const AxisValues& var_axes,
+                                   const DeviceArguments& args, cudaStream_t stream);
 
 }  // namespace fib::reference_cuda
