@@ -1,4 +1,5 @@
 #include <algorithm>
+#include <exception>
 #include <thread>
 #include <vector>
 
@@ -20,12 +21,30 @@ void parallel_for(std::int64_t n, unsigned threads, std::int64_t grain,
   std::vector<std::thread> pool;
   pool.reserve(parts - 1);
   const std::int64_t step = (n + parts - 1) / parts;
+  // An exception must not escape a thread (that ends the process): each chunk keeps its own,
+  // and the first, in chunk order, is rethrown to the caller once every thread has finished.
+  std::vector<std::exception_ptr> errors(parts);
   for (unsigned p = 1; p < parts; ++p) {
     const std::int64_t b = p * step, e = std::min(n, b + step);
-    if (b < e) pool.emplace_back([&fn, b, e] { fn(b, e); });
+    if (b < e) {
+      pool.emplace_back([&fn, &errors, p, b, e] {
+        try {
+          fn(b, e);
+        } catch (...) {
+          errors[p] = std::current_exception();
+        }
+      });
+    }
   }
-  fn(0, std::min(n, step));
+  try {
+    fn(0, std::min(n, step));
+  } catch (...) {
+    errors[0] = std::current_exception();
+  }
   for (auto& t : pool) t.join();
+  for (const auto& e : errors) {
+    if (e) std::rethrow_exception(e);
+  }
 }
 
 std::vector<float> as_floats(const Tensor& t) {

@@ -112,6 +112,17 @@ TEST(SamplingReference, RejectsRowsThatAreNotDistributions) {
   EXPECT_THROW(reference::sampling_distribution(def, rows(4, {{0, 0, 0.5, NAN}}, {0}, {})), Error);
 }
 
+TEST(SamplingReference, ABadRowAmongManyThrowsWhicheverThreadMeetsIt) {
+  // Rows are split over threads: the error of a row in a later chunk must reach the caller as
+  // an exception, not end the process.
+  FIB_REQUIRE_CORPUS(corpus);
+  const Definition def = small_vocab(corpus, "top_k", 4);
+  std::vector<std::vector<double>> probs(4096, {0.25, 0.25, 0.25, 0.25});
+  probs[4000] = {0.5, -0.1, 0.3, 0.3};
+  EXPECT_THROW(reference::sampling_distribution(def, rows(4, probs, std::vector<int>(4096, 2), {})),
+               Error);
+}
+
 TEST(SamplingReference, SeededSamplerIsDeterministic) {
   FIB_REQUIRE_CORPUS(corpus);
   const Definition def = small_vocab(corpus, "top_p", 64);
