@@ -10,29 +10,9 @@
 
 namespace fib::reference {
 
-bool Arguments::has(std::string_view name) const {
-  return tensors.find(name) != tensors.end() || scalars.find(name) != scalars.end();
-}
-
-const Tensor& Arguments::tensor(std::string_view name) const {
-  auto it = tensors.find(name);
-  if (it == tensors.end())
-    throw Error(std::string(name), "the reference needs this tensor input, and it was not given");
-  return it->second;
-}
-
-double Arguments::scalar_double(std::string_view name) const {
-  auto it = scalars.find(name);
-  if (it == scalars.end())
-    throw Error(std::string(name), "the reference needs this scalar input, and it was not given");
-  return std::visit([](auto v) { return static_cast<double>(v); }, it->second);
-}
-
-std::int64_t Arguments::scalar_int(std::string_view name) const {
-  auto it = scalars.find(name);
-  if (it == scalars.end())
-    throw Error(std::string(name), "the reference needs this scalar input, and it was not given");
-  return std::visit([](auto v) { return static_cast<std::int64_t>(v); }, it->second);
+void throw_missing_input(std::string_view name, std::string_view kind) {
+  throw Error(std::string(name),
+              fmt::format("the reference needs this {} input, and it was not given", kind));
 }
 
 const std::vector<std::unique_ptr<Kernel>>& kernels() {
@@ -70,28 +50,22 @@ const Kernel* find_kernel(const Definition& def, std::string* why) {
   return nullptr;
 }
 
-namespace {
-
-void check_tensor(const Definition& def, const TensorSpec& spec, const Tensor& t,
+void check_tensor(const Definition& def, const TensorSpec& spec, DType dtype, const Shape& shape,
                   const AxisValues& bound, const char* role) {
-  if (t.dtype() != spec.dtype) {
+  if (dtype != spec.dtype) {
     throw Error(def.name, fmt::format("{} '{}' is {}, the definition says {}", role, spec.name,
-                                      dtype_name(t.dtype()), dtype_name(spec.dtype)));
+                                      dtype_name(dtype), dtype_name(spec.dtype)));
   }
   auto want = def.concrete_shape(spec, bound);
-  if (want && *want != t.shape()) {
+  if (want && *want != shape) {
     throw Error(def.name, fmt::format("{} '{}' has shape {}, the axes give {}", role, spec.name,
-                                      shape_to_string(t.shape()), shape_to_string(*want)));
+                                      shape_to_string(shape), shape_to_string(*want)));
   }
 }
 
-}  // namespace
-
-Outputs run(const Definition& def, const AxisValues& var_axes, const Arguments& args,
-            unsigned threads, std::uint64_t seed) {
-  std::string why;
-  const Kernel* k = find_kernel(def, &why);
-  if (k == nullptr) throw Error(def.name, why);
+AxisValues check_inputs(const Definition& def, const AxisValues& var_axes,
+                        const std::map<std::string, std::pair<DType, Shape>, std::less<>>& tensors,
+                        const std::map<std::string, Scalar, std::less<>>& scalars) {
   auto bound = def.bind_axes(var_axes);
   if (!bound) {
     throw Error(def.name, fmt::format("a var axis has no value (var axes: {})",
@@ -99,28 +73,37 @@ Outputs run(const Definition& def, const AxisValues& var_axes, const Arguments& 
   }
   for (const auto& spec : def.inputs) {
     if (spec.is_scalar()) {
-      if (!args.scalars.count(spec.name) && !spec.is_optional()) {
+      if (!scalars.count(spec.name) && !spec.is_optional()) {
         throw Error(def.name, fmt::format("scalar input '{}' was not given", spec.name));
       }
       continue;
     }
-    auto it = args.tensors.find(spec.name);
-    if (it == args.tensors.end()) {
+    auto it = tensors.find(spec.name);
+    if (it == tensors.end()) {
       if (spec.is_optional()) continue;
       throw Error(def.name, fmt::format("input '{}' was not given", spec.name),
                   suggest(spec.name, def.input_names()));
     }
-    check_tensor(def, spec, it->second, *bound, "input");
+    check_tensor(def, spec, it->second.first, it->second.second, *bound, "input");
   }
-  CallContext ctx{def, *bound,
-                  threads ? threads : std::max(1u, std::thread::hardware_concurrency()), seed};
+  return *bound;
+}
+
+Outputs run(const Definition& def, const AxisValues& var_axes, const Arguments& args,
+            unsigned threads, std::uint64_t seed) {
+  std::string why;
+  const Kernel* k = find_kernel(def, &why);
+  if (k == nullptr) throw Error(def.name, why);
+  const AxisValues bound = check_inputs(def, var_axes, tensor_metas(args), args.scalars);
+  CallContext ctx{def, bound, threads ? threads : std::max(1u, std::thread::hardware_concurrency()),
+                  seed};
   Outputs out = k->run(ctx, args);
   for (const auto& spec : def.outputs) {
     auto it = out.find(spec.name);
     if (it == out.end())
       throw Error(def.name,
                   fmt::format("reference {} produced no output '{}'", k->id(), spec.name));
-    check_tensor(def, spec, it->second, *bound, "output");
+    check_tensor(def, spec, it->second.dtype(), it->second.shape(), bound, "output");
   }
   return out;
 }

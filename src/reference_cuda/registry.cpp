@@ -3,35 +3,9 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
-#include "fib/trace/suggest.h"
 #include "reference_cuda/kernels.h"
 
 namespace fib::reference_cuda {
-
-bool DeviceArguments::has(std::string_view name) const {
-  return tensors.find(name) != tensors.end() || scalars.find(name) != scalars.end();
-}
-
-const DeviceTensor& DeviceArguments::tensor(std::string_view name) const {
-  auto it = tensors.find(name);
-  if (it == tensors.end())
-    throw Error(std::string(name), "the reference needs this tensor input, and it was not given");
-  return it->second;
-}
-
-double DeviceArguments::scalar_double(std::string_view name) const {
-  auto it = scalars.find(name);
-  if (it == scalars.end())
-    throw Error(std::string(name), "the reference needs this scalar input, and it was not given");
-  return std::visit([](auto v) { return static_cast<double>(v); }, it->second);
-}
-
-std::int64_t DeviceArguments::scalar_int(std::string_view name) const {
-  auto it = scalars.find(name);
-  if (it == scalars.end())
-    throw Error(std::string(name), "the reference needs this scalar input, and it was not given");
-  return std::visit([](auto v) { return static_cast<std::int64_t>(v); }, it->second);
-}
 
 const std::vector<std::unique_ptr<Kernel>>& kernels() {
   static const detail::KernelList list = [] {
@@ -57,56 +31,21 @@ const Kernel* find_kernel(const Definition& def, std::string* why) {
   return nullptr;
 }
 
-namespace {
-
-template <typename T>
-void check_tensor(const Definition& def, const TensorSpec& spec, const T& t,
-                  const AxisValues& bound, const char* role) {
-  if (t.dtype() != spec.dtype) {
-    throw Error(def.name, fmt::format("{} '{}' is {}, the definition says {}", role, spec.name,
-                                      dtype_name(t.dtype()), dtype_name(spec.dtype)));
-  }
-  auto want = def.concrete_shape(spec, bound);
-  if (want && *want != t.shape()) {
-    throw Error(def.name, fmt::format("{} '{}' has shape {}, the axes give {}", role, spec.name,
-                                      shape_to_string(t.shape()), shape_to_string(*want)));
-  }
-}
-
-}  // namespace
-
 DeviceOutputs run(const Definition& def, const AxisValues& var_axes, const DeviceArguments& args,
                   cudaStream_t stream, std::uint64_t seed) {
   std::string why;
   const Kernel* k = find_kernel(def, &why);
   if (k == nullptr) throw Error(def.name, why);
-  auto bound = def.bind_axes(var_axes);
-  if (!bound) {
-    throw Error(def.name, fmt::format("a var axis has no value (var axes: {})",
-                                      fmt::join(def.var_axes(), ", ")));
-  }
-  for (const auto& spec : def.inputs) {
-    if (spec.is_scalar()) {
-      if (!args.scalars.count(spec.name) && !spec.is_optional())
-        throw Error(def.name, fmt::format("scalar input '{}' was not given", spec.name));
-      continue;
-    }
-    auto it = args.tensors.find(spec.name);
-    if (it == args.tensors.end()) {
-      if (spec.is_optional()) continue;
-      throw Error(def.name, fmt::format("input '{}' was not given", spec.name),
-                  suggest(spec.name, def.input_names()));
-    }
-    check_tensor(def, spec, it->second, *bound, "input");
-  }
-  CallContext ctx{def, *bound, stream, seed};
+  const AxisValues bound =
+      reference::check_inputs(def, var_axes, reference::tensor_metas(args), args.scalars);
+  CallContext ctx{def, bound, stream, seed};
   DeviceOutputs out = k->run(ctx, args);
   for (const auto& spec : def.outputs) {
     auto it = out.find(spec.name);
     if (it == out.end())
       throw Error(def.name,
                   fmt::format("CUDA reference {} produced no output '{}'", k->id(), spec.name));
-    check_tensor(def, spec, it->second, *bound, "output");
+    reference::check_tensor(def, spec, it->second.dtype(), it->second.shape(), bound, "output");
   }
   return out;
 }

@@ -22,16 +22,7 @@ namespace fib::reference_cuda {
 using cuda::DeviceTensor;
 
 // The inputs of one call, by name, on the device. Scalars stay on the host.
-struct DeviceArguments {
-  std::map<std::string, DeviceTensor, std::less<>> tensors;
-  std::map<std::string, Scalar, std::less<>> scalars;
-
-  bool has(std::string_view name) const;
-  // Throws fib::Error naming the input when it is missing.
-  const DeviceTensor& tensor(std::string_view name) const;
-  double scalar_double(std::string_view name) const;
-  std::int64_t scalar_int(std::string_view name) const;
-};
+using DeviceArguments = reference::NamedArguments<DeviceTensor>;
 
 using DeviceOutputs = std::map<std::string, DeviceTensor, std::less<>>;
 
