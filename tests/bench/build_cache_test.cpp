@@ -407,7 +407,8 @@ TEST(BuildUnsupported, OtherLanguagesAndBindingsAreSkippedNotFailed) {
   TempDir tmp;
   BuildOptions o = options_in(tmp);
   o.cxx = "/nonexistent/c++";  // never looked for: support is decided first
-  for (const char* language : {"cuda", "python", "triton", "tilelang"}) {
+  // (cuda is built: tests/bench/build_cuda_test.cpp)
+  for (const char* language : {"python", "triton", "tilelang"}) {
     Solution s = make_solution(kGoodKernel);
     s.spec.language = language;
     const BuildResult r = build_solution(s, o);

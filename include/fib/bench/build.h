@@ -5,11 +5,12 @@
 // `include/fib/solution.h` (the ABI header it was compiled against), `solution.so`, `build.log`
 // (every command line and the compiler's output) and `meta.json` (the key's inputs, toolchain,
 // flags, time and status). The key hashes (xxh3-128) everything that decides the machine code:
-// the ABI header's content, the toolchain's identity (resolved compiler paths, `--version` and
-// the host CPU), the flags, the language, the entry point and every source path and content,
-// but not the solution's name, author or description. Entries are built in a temporary folder
-// and renamed into place under a lock, so concurrent builders of one key compile once; failed
-// builds are cached too (a timeout or a crash of the compiler is not).
+// the ABI header's content, the toolchain's identity (resolved compiler paths, `--version`, the
+// host CPU, the CUDA architectures or toolkit), the flags, the language, the entry point and
+// every source path and content, but not the solution's name, author or description. Entries
+// are built in a temporary folder and renamed into place under a lock, so concurrent builders
+// of one key compile once; failed builds are cached too (a timeout or a crash of the compiler
+// is not).
 #pragma once
 
 #include <chrono>
@@ -41,7 +42,7 @@ std::optional<Compiler> find_compiler(std::string_view spec, std::string* why);
 
 // How one kind of source file is compiled into an object.
 struct CompileStep {
-  std::string name;                     // "c++", "c" (a CUDA toolchain adds "cuda")
+  std::string name;                     // "c++", "c", "cuda" (nvcc)
   std::vector<std::string> extensions;  // ".cpp", ".cc", ...
   Compiler compiler;
   std::vector<std::string> flags;  // before `-c <source> -o <object>`
@@ -51,8 +52,9 @@ struct CompileStep {
 // entry's `src/` folder with relative paths; `-I../include` finds the ABI header, `-I.` the
 // solution's own headers.
 struct Toolchain {
-  std::string id;      // "host-cpp"; names the toolchain in logs and meta.json
-  std::string target;  // what the code is compiled for: the host CPU under -march=native
+  std::string id;      // "host-cpp", "cuda", "host-cpp-cuda"; names it in logs and meta.json
+  std::string target;  // what the code is compiled for: the host CPU under -march=native, and
+                       // the CUDA architectures (cuda) or toolkit (host-cpp-cuda)
   std::vector<CompileStep> steps;
   Compiler linker;
   std::vector<std::string> link_flags;         // after `-shared -o <so> <objects>`
@@ -69,12 +71,20 @@ struct Toolchain {
 struct BuildOptions {
   std::filesystem::path cache_dir;         // empty: default_cache_dir()
   std::filesystem::path abi_include_dir;   // holds fib/solution.h (fib's include/); required
-  std::vector<std::string> extra_flags;    // appended to every compile command (in the key)
+  std::vector<std::string> extra_flags;    // appended to every compile command, nvcc's too
+                                           // (in the key)
   std::vector<std::string> extra_ldflags;  // appended to the link command (in the key)
   std::chrono::milliseconds timeout{std::chrono::seconds(300)};  // the whole build
   bool force = false;  // rebuild even when the cache holds the key (success or failure)
   std::string cxx;     // C++ compiler spec; empty: $CXX, else "c++"
   std::string cc;      // C compiler spec (only for .c sources); empty: $CC, else "cc"
+  // The CUDA architectures device code is built for, as nvcc names them without "sm_": "90a"
+  // (Hopper with its arch-specific features), "80", "100a" (see cuda_architecture_for). Empty:
+  // $FIB_CUDA_ARCH (e.g. "90a" or "80,90a"); a CUDA solution with neither fails to build.
+  std::vector<std::string> cuda_architectures;
+  // nvcc spec (GPU solutions); empty: $FIB_NVCC, else $CUDACXX, else nvcc on PATH, else
+  // /usr/local/cuda/bin/nvcc. The CUDA toolkit used (headers, libcudart, libcublas) is nvcc's.
+  std::string nvcc;
 };
 
 enum class BuildStatus {
@@ -96,7 +106,7 @@ struct BuildResult {
   double build_seconds = 0;             // time the compile took (for a cached entry: then)
   bool from_cache = false;              // kCached, or kFailed read from a cached failure
   std::string toolchain;                // Toolchain::describe()
-  std::vector<std::string> flags;       // the C++ compile flags
+  std::vector<std::string> flags;       // the compile flags of the entry file's step (c++, cuda)
   std::vector<std::string> link_flags;
 
   bool ok() const { return status == BuildStatus::kBuilt || status == BuildStatus::kCached; }
@@ -105,11 +115,25 @@ struct BuildResult {
 // $FIB_CACHE_DIR, else $XDG_CACHE_HOME/fib/build, else ~/.cache/fib/build.
 std::filesystem::path default_cache_dir();
 
+// Whether `s` runs on a GPU (gets device pointers and fib::stream()): language "cuda", or any
+// target_hardware entry other than "cpu" (compared case-insensitively), e.g. "NVIDIA_H100".
+bool solution_targets_gpu(const Solution& s);
+
+// The architecture to build for a device of compute capability major.minor: "90a", "100a" and
+// "120a" for 9.0, 10.0 and 12.0 (their arch-specific features, which run only on exactly that
+// capability), else "<major><minor>" ("80" for 8.0, "89" for 8.9).
+std::string cuda_architecture_for(int major, int minor);
+
 // The toolchain that builds `s` with `o`, or nullopt when the solution's language or binding is
-// not supported (*unsupported says so) or a compiler is missing (*error says so). Supported:
-// language "cpp" with binding "fib" or none ("host-cpp": .cpp/.cc/.cxx with $CXX, .c with $CC).
-// A new language is a new case here: e.g. "cuda" adds a step compiling .cu files with nvcc and
-// its flags, and link flags for the CUDA runtime; the rest of the build does not change.
+// not supported (*unsupported says so) or a compiler, the CUDA toolkit or the architectures are
+// missing (*error says so). Supported, each with binding "fib" or none:
+//   - language "cpp" for the CPU ("host-cpp": .cpp/.cc/.cxx with $CXX, .c with $CC);
+//   - language "cpp" for a GPU target_hardware ("host-cpp-cuda": the same, plus the CUDA
+//     headers and link flags for libcudart and libcublas of nvcc's toolkit);
+//   - language "cuda" ("cuda": .cu with nvcc for o.cuda_architectures, host files as in
+//     host-cpp-cuda, linked by the C++ compiler).
+// A new language is a new case here (its steps, flags and link flags); the rest of the build
+// does not change.
 std::optional<Toolchain> select_toolchain(const Solution& s, const BuildOptions& o,
                                           std::string* unsupported, std::string* error);
 

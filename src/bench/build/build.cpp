@@ -234,8 +234,9 @@ std::vector<std::string> string_list(const Json& j) {
   return out;
 }
 
-// Fills `r` from a complete cache entry; false when there is none (or it is unreadable).
-bool read_entry(const fs::path& entry, BuildResult& r) {
+// Fills `r` from a complete cache entry (its flags from step `flags_of`); false when there is
+// none (or it is unreadable).
+bool read_entry(const fs::path& entry, const std::string& flags_of, BuildResult& r) {
   const auto text = read_file(entry / "meta.json");
   if (!text) return false;
   const Json meta = Json::parse(*text, nullptr, false);
@@ -264,7 +265,7 @@ bool read_entry(const fs::path& entry, BuildResult& r) {
   r.build_seconds = seconds != meta.end() && seconds->is_number() ? seconds->get<double>() : 0.0;
   const auto flags = meta.find("flags");
   if (flags != meta.end() && flags->is_object()) {
-    if (flags->contains("c++")) r.flags = string_list(flags->at("c++"));
+    if (flags->contains(flags_of)) r.flags = string_list(flags->at(flags_of));
     if (flags->contains("link")) r.link_flags = string_list(flags->at("link"));
   }
   return true;
@@ -561,7 +562,9 @@ BuildResult build_solution(const Solution& s, const BuildOptions& o) {
                                : done(BuildStatus::kUnsupported, unsupported);
   }
   r.toolchain = tc->describe();
-  r.flags = tc->steps.front().flags;
+  const CompileStep* entry_step = tc->step_for(s.spec.entry_file());
+  if (entry_step == nullptr) entry_step = &tc->steps.front();
+  r.flags = entry_step->flags;
   r.link_flags = tc->link_flags;
   if (auto problem = check_sources(s, *tc)) return done(BuildStatus::kFailed, *problem);
   if (o.abi_include_dir.empty()) {
@@ -579,7 +582,7 @@ BuildResult build_solution(const Solution& s, const BuildOptions& o) {
   fs::path cache = fs::absolute(given, abs_ec);
   if (abs_ec) cache = given;
   const fs::path entry = cache / r.key.substr(0, 2) / r.key;
-  if (!o.force && read_entry(entry, r)) return done(r.status, {});
+  if (!o.force && read_entry(entry, entry_step->name, r)) return done(r.status, {});
 
   // Only one builder per key: the others wait here, then find the entry.
   FileLock lock;
@@ -588,7 +591,7 @@ BuildResult build_solution(const Solution& s, const BuildOptions& o) {
                     Clock::now() + o.timeout + std::chrono::seconds(60), &why)) {
     return done(BuildStatus::kFailed, why);
   }
-  if (!o.force && read_entry(entry, r)) return done(r.status, {});
+  if (!o.force && read_entry(entry, entry_step->name, r)) return done(r.status, {});
 
   const fs::path tmp_root = cache / "tmp";
   std::error_code ec;

@@ -3,29 +3,57 @@
 #include <elf.h>
 #include <cstring>
 #include <fstream>
-#include <sstream>
+#include <vector>
 
 namespace fib::bench::detail {
 
 namespace {
 
-// Copies a T out of `data` at `offset`, or fails when it does not fit.
-template <typename T>
-bool read_at(const std::string& data, std::uint64_t offset, T* out) {
-  if (offset > data.size() || data.size() - offset < sizeof(T)) return false;
-  std::memcpy(out, data.data() + offset, sizeof(T));
-  return true;
-}
+// Reads byte ranges of a file. Only the headers and the symbol and string tables are read: a
+// CUDA solution's shared object carries its device code (a fat binary, possibly hundreds of
+// megabytes) in sections the check never needs.
+class ElfFile {
+ public:
+  explicit ElfFile(const std::filesystem::path& path) : in_(path, std::ios::binary) {
+    if (in_) {
+      in_.seekg(0, std::ios::end);
+      size_ = static_cast<std::uint64_t>(in_.tellg());
+    }
+  }
+  bool is_open() const { return static_cast<bool>(in_); }
 
-bool read_table(const std::string& data, const Elf64_Ehdr& eh, const Elf64_Shdr& table,
+  // Copies `count` bytes at `offset` into `out`, or fails when they lie outside the file.
+  bool read(std::uint64_t offset, std::uint64_t count, void* out) {
+    if (offset > size_ || size_ - offset < count) return false;
+    in_.clear();
+    in_.seekg(static_cast<std::streamoff>(offset));
+    in_.read(static_cast<char*>(out), static_cast<std::streamsize>(count));
+    return static_cast<std::uint64_t>(in_.gcount()) == count;
+  }
+  template <typename T>
+  bool read(std::uint64_t offset, T* out) {
+    return read(offset, sizeof(T), out);
+  }
+  bool read(std::uint64_t offset, std::uint64_t count, std::string* out) {
+    if (offset > size_ || size_ - offset < count) return false;
+    out->resize(static_cast<std::size_t>(count));
+    return count == 0 || read(offset, count, out->data());
+  }
+
+ private:
+  std::ifstream in_;
+  std::uint64_t size_ = 0;
+};
+
+bool read_table(ElfFile& file, const std::vector<Elf64_Shdr>& sections, const Elf64_Shdr& table,
                 std::vector<ElfSymbol>* out, std::string* why) {
-  Elf64_Shdr strtab{};
-  if (table.sh_link >= eh.e_shnum ||
-      !read_at(data, eh.e_shoff + std::uint64_t{table.sh_link} * eh.e_shentsize, &strtab)) {
+  if (table.sh_link >= sections.size()) {
     *why = "a symbol table links to a missing string table";
     return false;
   }
-  if (strtab.sh_offset > data.size() || data.size() - strtab.sh_offset < strtab.sh_size) {
+  const Elf64_Shdr& strtab = sections[table.sh_link];
+  std::string strings;
+  if (!file.read(strtab.sh_offset, strtab.sh_size, &strings)) {
     *why = "a string table lies outside the file";
     return false;
   }
@@ -35,15 +63,17 @@ bool read_table(const std::string& data, const Elf64_Ehdr& eh, const Elf64_Shdr&
     return false;
   }
   const std::uint64_t count = table.sh_size / entsize;
+  std::string entries;
+  if (!file.read(table.sh_offset, count * entsize, &entries)) {
+    *why = "a symbol table lies outside the file";
+    return false;
+  }
   for (std::uint64_t i = 1; i < count; ++i) {  // entry 0 is the null symbol
     Elf64_Sym sym{};
-    if (!read_at(data, table.sh_offset + i * entsize, &sym)) {
-      *why = "a symbol table lies outside the file";
-      return false;
-    }
-    if (sym.st_name >= strtab.sh_size) continue;
-    const char* base = data.data() + strtab.sh_offset + sym.st_name;
-    const std::size_t max = static_cast<std::size_t>(strtab.sh_size - sym.st_name);
+    std::memcpy(&sym, entries.data() + i * entsize, sizeof sym);
+    if (sym.st_name >= strings.size()) continue;
+    const char* base = strings.data() + sym.st_name;
+    const std::size_t max = strings.size() - sym.st_name;
     ElfSymbol s;
     s.name.assign(base, strnlen(base, max));
     s.defined = sym.st_shndx != SHN_UNDEF;
@@ -79,16 +109,13 @@ bool ElfSymbols::defines(const std::string& name) const {
 std::optional<ElfSymbols> read_elf_symbols(const std::filesystem::path& path, std::string* why) {
   std::string ignored;
   if (why == nullptr) why = &ignored;
-  std::ifstream in(path, std::ios::binary);
-  if (!in) {
+  ElfFile file(path);
+  if (!file.is_open()) {
     *why = "cannot open " + path.string();
     return std::nullopt;
   }
-  std::ostringstream buffer;
-  buffer << in.rdbuf();
-  const std::string data = std::move(buffer).str();
   Elf64_Ehdr eh{};
-  if (!read_at(data, 0, &eh) || std::memcmp(eh.e_ident, ELFMAG, SELFMAG) != 0) {
+  if (!file.read(0, &eh) || std::memcmp(eh.e_ident, ELFMAG, SELFMAG) != 0) {
     *why = "not an ELF file";
     return std::nullopt;
   }
@@ -102,20 +129,38 @@ std::optional<ElfSymbols> read_elf_symbols(const std::filesystem::path& path, st
     *why = "not a 64-bit ELF file of this machine's byte order";
     return std::nullopt;
   }
+  if (eh.e_shoff == 0) {
+    *why = "the file has no section headers";
+    return std::nullopt;
+  }
   if (eh.e_shentsize < sizeof(Elf64_Shdr)) {
     *why = "section headers are too small";
     return std::nullopt;
   }
-  ElfSymbols out;
-  for (std::uint64_t i = 0; i < eh.e_shnum; ++i) {
-    Elf64_Shdr sh{};
-    if (!read_at(data, eh.e_shoff + i * eh.e_shentsize, &sh)) {
+  // 65280 sections or more: e_shnum is 0 and section 0's sh_size holds the count.
+  std::uint64_t count = eh.e_shnum;
+  if (count == 0) {
+    Elf64_Shdr first{};
+    if (!file.read(eh.e_shoff, &first)) {
       *why = "section headers lie outside the file";
       return std::nullopt;
     }
+    count = first.sh_size;
+  }
+  std::vector<Elf64_Shdr> sections;
+  for (std::uint64_t i = 0; i < count; ++i) {
+    Elf64_Shdr sh{};
+    if (!file.read(eh.e_shoff + i * eh.e_shentsize, &sh)) {
+      *why = "section headers lie outside the file";
+      return std::nullopt;
+    }
+    sections.push_back(sh);
+  }
+  ElfSymbols out;
+  for (const Elf64_Shdr& sh : sections) {
     if (sh.sh_type == SHT_DYNSYM || sh.sh_type == SHT_SYMTAB) {
       auto* table = sh.sh_type == SHT_DYNSYM ? &out.dynamic : &out.all;
-      if (!read_table(data, eh, sh, table, why)) return std::nullopt;
+      if (!read_table(file, sections, sh, table, why)) return std::nullopt;
     }
   }
   return out;

@@ -1,10 +1,12 @@
 // Compilers and toolchains: finding a compiler and its identity, the host CPU a -march=native
-// build targets, and the toolchain of each supported language.
+// build targets, nvcc and its CUDA toolkit, and the toolchain of each supported language.
 #include <fmt/format.h>
 #include <sys/stat.h>
 #include <sys/utsname.h>
 #include <unistd.h>
 #include <xxhash.h>
+#include <algorithm>
+#include <cctype>
 #include <cstdlib>
 #include <fstream>
 #include <map>
@@ -94,6 +96,164 @@ const std::string& host_target() {
   return target;
 }
 
+// The line of `--version` output that names the version: the first, except for nvcc, whose
+// first line names the driver and whose "release" line names the toolkit's version.
+std::string version_line(std::string_view text) {
+  const std::string first = first_line(text);
+  if (first.find("Cuda compiler driver") == std::string::npos) return first;
+  std::string release;
+  std::istringstream in{std::string(text)};
+  for (std::string line; std::getline(in, line);) {
+    if (line.find("release") != std::string::npos) release = line;
+  }
+  while (!release.empty() && (release.back() == '\r' || release.back() == ' ')) release.pop_back();
+  return release.empty() ? first : release;
+}
+
+std::string lower(std::string_view s) {
+  std::string out(s);
+  for (char& c : out) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  return out;
+}
+
+std::string env_or_empty(const char* name) {
+  const char* v = std::getenv(name);
+  return v != nullptr ? v : "";
+}
+
+// "90a", "80", "100f" (nvcc's names without "sm_"; "sm_90a" is taken too); nullopt otherwise.
+std::optional<std::string> parse_architecture(std::string_view a) {
+  if (a.rfind("sm_", 0) == 0) a.remove_prefix(3);
+  std::size_t digits = 0;
+  while (digits < a.size() && a[digits] >= '0' && a[digits] <= '9') ++digits;
+  const std::string_view suffix = a.substr(digits);
+  if (digits < 2 || digits > 3 || a[0] == '0' ||
+      !(suffix.empty() || suffix == "a" || suffix == "f")) {
+    return std::nullopt;
+  }
+  return std::string(a);
+}
+
+// The architectures a CUDA build targets: BuildOptions::cuda_architectures, else $FIB_CUDA_ARCH;
+// checked, without duplicates, in numeric order (so the order they are given in does not
+// change the key).
+std::optional<std::vector<std::string>> cuda_architectures(const BuildOptions& o,
+                                                           std::string* error) {
+  std::vector<std::string> given = o.cuda_architectures;
+  std::string origin = "BuildOptions::cuda_architectures";
+  if (given.empty()) {
+    const std::string env = env_or_empty("FIB_CUDA_ARCH");
+    std::string word;
+    for (char c : env + ",") {
+      if (c == ',' || c == ';' || c == ' ' || c == '\t') {
+        if (!word.empty()) given.push_back(word);
+        word.clear();
+      } else {
+        word += c;
+      }
+    }
+    origin = "$FIB_CUDA_ARCH";
+  }
+  if (given.empty()) {
+    *error =
+        "no CUDA architecture to build for: BuildOptions::cuda_architectures is empty and "
+        "$FIB_CUDA_ARCH is not set (fib run takes it from the device of --device cuda:N; "
+        "elsewhere set FIB_CUDA_ARCH, e.g. FIB_CUDA_ARCH=90a for H100/H200 or 100a for B200)";
+    return std::nullopt;
+  }
+  std::vector<std::string> out;
+  for (const auto& g : given) {
+    auto a = parse_architecture(g);
+    if (!a) {
+      *error = fmt::format(
+          "{}: '{}' is not a CUDA architecture (expected nvcc's name without sm_, such as 80, "
+          "90a or 100a)",
+          origin, g);
+      return std::nullopt;
+    }
+    if (std::find(out.begin(), out.end(), *a) == out.end()) out.push_back(std::move(*a));
+  }
+  std::sort(out.begin(), out.end(), [](const std::string& x, const std::string& y) {
+    const int nx = std::stoi(x), ny = std::stoi(y);
+    return nx != ny ? nx < ny : x < y;
+  });
+  return out;
+}
+
+// The CUDA toolkit of the nvcc fib uses: nvcc itself, its headers and its libraries.
+struct CudaToolkit {
+  Compiler nvcc;
+  fs::path root;  // nvcc's bin/..
+  fs::path include_dir;
+  fs::path lib_dir;  // holds libcudart.so
+};
+
+std::optional<CudaToolkit> find_cuda_toolkit(const BuildOptions& o, std::string* error) {
+  constexpr const char* kDefault = "/usr/local/cuda/bin/nvcc";
+  constexpr const char* kHow = "point fib at nvcc with $FIB_NVCC or $CUDACXX, or put it on PATH";
+  std::string spec, origin;
+  if (!o.nvcc.empty()) {
+    spec = o.nvcc;
+    origin = "BuildOptions::nvcc";
+  } else if (const std::string v = env_or_empty("FIB_NVCC"); !v.empty()) {
+    spec = v;
+    origin = "$FIB_NVCC";
+  } else if (const std::string v2 = env_or_empty("CUDACXX"); !v2.empty()) {
+    spec = v2;
+    origin = "$CUDACXX";
+  } else if (find_program("nvcc")) {
+    spec = "nvcc";
+    origin = "PATH";
+  } else if (is_executable_file(kDefault)) {
+    spec = kDefault;
+    origin = "the default location";
+  } else {
+    *error = fmt::format(
+        "nvcc not found: BuildOptions::nvcc, $FIB_NVCC and $CUDACXX are unset, there is no nvcc "
+        "on PATH and no {} (install the CUDA toolkit, or {})",
+        kDefault, kHow);
+    return std::nullopt;
+  }
+  std::string why;
+  auto nvcc = find_compiler(spec, &why);
+  if (!nvcc) {  // a named nvcc that is missing is not replaced by another one
+    *error = fmt::format("nvcc (from {}): {} ({})", origin, why, kHow);
+    return std::nullopt;
+  }
+  CudaToolkit tk;
+  tk.root = nvcc->resolved.parent_path().parent_path();
+  tk.nvcc = std::move(*nvcc);
+  utsname u{};
+  const std::string machine = ::uname(&u) == 0 ? u.machine : "x86_64";
+  const fs::path targets = tk.root / "targets" / (machine + "-linux");
+  std::error_code ec;
+  for (const fs::path& dir : {tk.root / "include", targets / "include"}) {
+    if (fs::is_regular_file(dir / "cuda_runtime.h", ec)) {
+      tk.include_dir = dir;
+      break;
+    }
+  }
+  // lib64 in NVIDIA's layout; the others in distributions' packages of the toolkit.
+  const std::vector<fs::path> lib_dirs = {tk.root / "lib64", targets / "lib",
+                                          tk.root / "lib" / (machine + "-linux-gnu"),
+                                          tk.root / "lib"};
+  for (const fs::path& dir : lib_dirs) {
+    if (fs::exists(dir / "libcudart.so", ec)) {
+      tk.lib_dir = dir;
+      break;
+    }
+  }
+  if (tk.include_dir.empty() || tk.lib_dir.empty()) {
+    *error = fmt::format(
+        "the CUDA toolkit of nvcc {} (from {}) is incomplete: no {} under {} (point fib at the "
+        "nvcc of a complete toolkit with $FIB_NVCC)",
+        tk.nvcc.resolved.string(), origin,
+        tk.include_dir.empty() ? "include/cuda_runtime.h" : "lib64/libcudart.so", tk.root.string());
+    return std::nullopt;
+  }
+  return tk;
+}
+
 struct CacheEntry {
   std::uintmax_t size = 0;
   std::int64_t mtime_ns = 0;
@@ -157,7 +317,7 @@ std::optional<Compiler> find_compiler(std::string_view spec, std::string* why) {
                        r.output.empty() ? "" : ": " + first_line(r.output));
     return std::nullopt;
   }
-  c.version = first_line(r.output);
+  c.version = version_line(r.output);
   if (c.version.empty()) c.version = "unknown version";
   std::lock_guard lock(g_compilers_mutex);
   compilers_cache()[cache_key] = CacheEntry{size, mtime_ns, c};
@@ -195,6 +355,21 @@ std::string Toolchain::describe() const {
   return fmt::format("{} ({})", id, fmt::join(parts, "; "));
 }
 
+bool solution_targets_gpu(const Solution& s) {
+  if (s.spec.language == "cuda") return true;
+  for (const auto& hw : s.spec.target_hardware) {
+    if (lower(hw) != "cpu") return true;
+  }
+  return false;
+}
+
+std::string cuda_architecture_for(int major, int minor) {
+  // sm_90a, sm_100a and sm_120a unlock wgmma, tcgen05 and the like; their code runs only on
+  // exactly that capability, which is what fib builds for (the device it runs on).
+  if (minor == 0 && (major == 9 || major == 10 || major == 12)) return fmt::format("{}0a", major);
+  return fmt::format("{}{}", major, minor);
+}
+
 std::optional<Toolchain> select_toolchain(const Solution& s, const BuildOptions& o,
                                           std::string* unsupported, std::string* error) {
   std::string ignored_u, ignored_e;
@@ -202,19 +377,29 @@ std::optional<Toolchain> select_toolchain(const Solution& s, const BuildOptions&
   if (error == nullptr) error = &ignored_e;
   const std::string& language = s.spec.language;
   const std::string binding = s.spec.binding.value_or("fib");
-  if (language != "cpp") {
+  // Support is decided before any compiler is looked for: an unsupported solution is skipped
+  // whatever the machine has.
+  if (language != "cpp" && language != "cuda") {
     *unsupported = fmt::format(
-        "language '{}' is not supported by fib's build (it builds language 'cpp' with binding "
-        "'fib')",
+        "language '{}' is not supported by fib's build (it builds languages 'cpp' and 'cuda' "
+        "with binding 'fib')",
         language);
     return std::nullopt;
   }
   if (binding != "fib") {
     *unsupported = fmt::format(
-        "binding '{}' is not supported for language 'cpp' (fib builds binding 'fib', the ABI "
+        "binding '{}' is not supported for language '{}' (fib builds binding 'fib', the ABI "
         "of fib/solution.h; see docs/solutions.md)",
-        binding);
+        binding, language);
     return std::nullopt;
+  }
+  const bool cuda = language == "cuda";
+  const bool gpu = solution_targets_gpu(s);
+  std::vector<std::string> archs;
+  if (cuda) {  // before the compilers: the cheapest thing to be missing, and the likeliest
+    auto found = cuda_architectures(o, error);
+    if (!found) return std::nullopt;
+    archs = std::move(*found);
   }
   auto spec_of = [](const std::string& given, const char* env, const char* fallback) {
     if (!given.empty()) return given;
@@ -226,15 +411,22 @@ std::optional<Toolchain> select_toolchain(const Solution& s, const BuildOptions&
   tc.target = host_target();
   tc.header_extensions = {".h", ".hh", ".hpp", ".hxx", ".cuh", ".inc", ".inl", ".ipp", ".tpp"};
   std::string why;
-  auto cxx = find_compiler(spec_of(o.cxx, "CXX", "c++"), &why);
+  const std::string cxx_spec = spec_of(o.cxx, "CXX", "c++");
+  auto cxx = find_compiler(cxx_spec, &why);
   if (!cxx) {
     *error = "C++ compiler: " + why + " (set CXX)";
     return std::nullopt;
   }
+  std::optional<CudaToolkit> toolkit;
+  if (gpu) {
+    toolkit = find_cuda_toolkit(o, error);
+    if (!toolkit) return std::nullopt;
+  }
   // Relative include paths: commands run in the entry's src/ folder, so diagnostics name the
   // sources as the solution does and the entry stays valid after it is renamed into place.
-  const std::vector<std::string> common = {
+  std::vector<std::string> common = {
       "-O3", "-march=native", "-fPIC", "-pthread", "-fvisibility=hidden", "-I../include", "-I."};
+  if (toolkit) common.push_back("-I" + toolkit->include_dir.string());  // cuda_runtime.h
   CompileStep cpp{"c++", {".cpp", ".cc", ".cxx"}, *cxx, {"-std=c++17"}};
   cpp.flags.insert(cpp.flags.end(), common.begin(), common.end());
   cpp.flags.insert(cpp.flags.end(), o.extra_flags.begin(), o.extra_flags.end());
@@ -256,7 +448,47 @@ std::optional<Toolchain> select_toolchain(const Solution& s, const BuildOptions&
   }
   tc.linker = *cxx;
   tc.link_flags = {"-Wl,--no-undefined", "-lm", "-pthread"};
+  if (toolkit) {
+    const std::string lib = toolkit->lib_dir.string();
+    // The shared runtime, found at run time through the RUNPATH; cuBLAS only when the solution
+    // calls it (--as-needed drops an unused library from the shared object's dependencies).
+    tc.link_flags.insert(tc.link_flags.end(),
+                         {"-L" + lib, "-Wl,-rpath," + lib, "-lcudart", "-Wl,--as-needed",
+                          "-lcublas", "-Wl,--no-as-needed"});
+  }
   tc.link_flags.insert(tc.link_flags.end(), o.extra_ldflags.begin(), o.extra_ldflags.end());
+  if (!toolkit) return tc;
+
+  if (!cuda) {  // C++ calling the CUDA runtime: no device code, so no architectures
+    tc.id = "host-cpp-cuda";
+    tc.target = fmt::format("{}; CUDA toolkit {} ({})", tc.target, toolkit->root.string(),
+                            toolkit->nvcc.version);
+    return tc;
+  }
+  // nvcc compiles host code with -ccbin, a single program: the C++ compiler whose identity is
+  // in the key must be the one it runs, so a launcher such as "ccache g++" cannot be used. It
+  // gets the path as found, not as resolved: a compiler reached through a symlink may act by
+  // its name (clang++ -> clang, a ccache masquerade link -> ccache); both are in the key.
+  if (cxx->command.size() != 1) {
+    *error = fmt::format(
+        "C++ compiler '{}' is a command of several words, but nvcc's host compiler (-ccbin) is "
+        "one program (set CXX to the compiler's path for CUDA builds)",
+        cxx_spec);
+    return std::nullopt;
+  }
+  tc.id = "cuda";
+  std::vector<std::string> sm;
+  for (const auto& a : archs) sm.push_back("sm_" + a);
+  tc.target = fmt::format("{} (nvcc); host {}", fmt::join(sm, ", "), tc.target);
+  CompileStep nvcc{"cuda", {".cu"}, toolkit->nvcc, {"-ccbin", cxx->command.front()}};
+  nvcc.flags.insert(nvcc.flags.end(), {"-std=c++17", "-O3"});
+  for (const auto& a : archs) {
+    nvcc.flags.push_back(fmt::format("-gencode=arch=compute_{0},code=sm_{0}", a));
+  }
+  nvcc.flags.insert(nvcc.flags.end(), {"-Xcompiler=-fPIC,-fvisibility=hidden", "-I../include",
+                                       "-I.", "--expt-relaxed-constexpr", "-lineinfo"});
+  nvcc.flags.insert(nvcc.flags.end(), o.extra_flags.begin(), o.extra_flags.end());
+  tc.steps.insert(tc.steps.begin(), std::move(nvcc));
   return tc;
 }
 
