@@ -151,7 +151,8 @@ void register_run(CLI::App& app, Runner& run) {
   cmd->add_flag("--resume", a->options.resume,
                 "Skip (definition, workload, solution) triples that already have a trace");
   cmd->add_option("--config", a->config, "Eval config YAML (tolerances per op type/definition)");
-  cmd->add_option("--device", a->options.device, "cpu (CUDA devices come with GPU support)");
+  cmd->add_option("--device", a->options.device,
+                  "cpu (default), cuda:N, a list cuda:0,cuda:1 or cuda:all (CUDA builds)");
   cmd->add_flag("--isolated", a->options.isolated,
                 "A fresh worker process for every evaluation (default: one persistent worker)");
   cmd->add_option("--seed", a->seed,

@@ -26,6 +26,14 @@
 // int64_t / int32_t / int / double / float / bool for scalar inputs (shape null). Throw
 // fib::Error (or any std::exception) to fail the call with a message. Tensors are row-major
 // and contiguous unless strides() say otherwise; CPU tensors live in host memory.
+//
+// CUDA solutions (language "cuda", or "cpp" for a GPU target) get device pointers (inputs,
+// outputs and fib::allocate'd memory are on the device of `--device cuda:N`, which is current)
+// and launch their work on fib::stream(), the stream fib times. Work forked onto another stream
+// must be joined back to fib::stream() (an event) before the function returns: fib checks that
+// every kernel of a call runs inside the call's window on its stream. Do not synchronize the
+// device inside a call. A launch error the solution does not check is found by fib after the
+// call; an illegal address ends the worker (RUNTIME_ERROR) and fib starts a fresh one.
 #pragma once
 
 #include <cstddef>
@@ -286,7 +294,16 @@ inline std::uint16_t float_to_fp16(float f) {
 
 namespace detail {
 inline thread_local const fib_allocator* current_allocator = nullptr;
+inline thread_local void* current_stream = nullptr;
 }  // namespace detail
+
+// The CUDA stream of the current call (a cudaStream_t; null for CPU solutions and outside a
+// call). In CUDA code: `kernel<<<grid, block, smem, fib::stream()>>>(...)`.
+#if defined(__CUDACC__) || defined(CUDART_VERSION)
+inline cudaStream_t stream() { return static_cast<cudaStream_t>(detail::current_stream); }
+#else
+inline void* stream() { return detail::current_stream; }
+#endif
 
 // Allocates an output of a value-returning solution in harness-owned memory (row-major,
 // contiguous, 64-byte aligned). Only valid during a call; throws fib::Error otherwise.
@@ -435,7 +452,17 @@ int invoke(Fn fn, fib_call* call) {
     return 2;
   }
   const fib_allocator* saved = current_allocator;
+  void* saved_stream = current_stream;
   current_allocator = call->allocator;
+  current_stream = call->stream;
+  struct Restore {  // on every way out, including exceptions
+    const fib_allocator* allocator;
+    void* stream;
+    ~Restore() {
+      current_allocator = allocator;
+      current_stream = stream;
+    }
+  } restore{saved, saved_stream};
   try {
     if constexpr (std::is_void_v<R>) {
       Sig::call(fn, call->args, std::make_index_sequence<Sig::arity>());
@@ -445,19 +472,15 @@ int invoke(Fn fn, fib_call* call) {
                            call->results);
     }
   } catch (const std::bad_alloc&) {
-    current_allocator = saved;
     set_error(call, "out of memory");
     return 1;
   } catch (const std::exception& e) {
-    current_allocator = saved;
     set_error(call, e.what());
     return 1;
   } catch (...) {
-    current_allocator = saved;
     set_error(call, "unknown exception");
     return 1;
   }
-  current_allocator = saved;
   return 0;
 }
 

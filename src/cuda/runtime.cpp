@@ -2,7 +2,12 @@
 #include "fib/cuda/runtime.h"
 
 #include <cuda_runtime.h>
+
 #include <fmt/format.h>
+#include <map>
+#include <mutex>
+#include <utility>
+#include <vector>
 
 #include <filesystem>
 
@@ -99,8 +104,60 @@ Stream::~Stream() {
 }
 void Stream::synchronize() const { FIB_CUDA_CHECK(cudaStreamSynchronize(stream_)); }
 
+namespace {
+// The allocation cache (enable_allocation_cache): freed buffers by (device, size), kept for the
+// next allocation of that size on that device. Never shrinks while enabled.
+struct AllocationCache {
+  std::mutex mutex;
+  bool enabled = false;
+  std::map<std::pair<int, std::size_t>, std::vector<void*>> free;
+};
+AllocationCache& allocation_cache() {
+  static AllocationCache* cache = new AllocationCache();  // outlives static destructors
+  return *cache;
+}
+int current_device() {
+  int d = 0;
+  (void)cudaGetDevice(&d);
+  return d;
+}
+}  // namespace
+
+void enable_allocation_cache() {
+  AllocationCache& c = allocation_cache();
+  std::lock_guard<std::mutex> lock(c.mutex);
+  c.enabled = true;
+}
+
+void release_allocation_cache() {
+  AllocationCache& c = allocation_cache();
+  std::lock_guard<std::mutex> lock(c.mutex);
+  for (auto& [key, list] : c.free) {
+    for (void* p : list) (void)cudaFree(p);
+  }
+  c.free.clear();
+}
+
 DeviceBuffer::DeviceBuffer(std::size_t bytes) : bytes_(bytes) {
-  cudaError_t e = cudaMalloc(&data_, bytes == 0 ? 1 : bytes);
+  const std::size_t size = bytes == 0 ? 1 : bytes;
+  {
+    AllocationCache& c = allocation_cache();
+    std::lock_guard<std::mutex> lock(c.mutex);
+    if (c.enabled) {
+      auto it = c.free.find({current_device(), size});
+      if (it != c.free.end() && !it->second.empty()) {
+        data_ = it->second.back();
+        it->second.pop_back();
+        return;
+      }
+    }
+  }
+  cudaError_t e = cudaMalloc(&data_, size);
+  if (e == cudaErrorMemoryAllocation) {
+    (void)cudaGetLastError();
+    release_allocation_cache();  // what the cache holds may be enough; try once more
+    e = cudaMalloc(&data_, size);
+  }
   if (e == cudaErrorMemoryAllocation) {
     (void)cudaGetLastError();
     throw CudaError(static_cast<int>(e),
@@ -109,7 +166,16 @@ DeviceBuffer::DeviceBuffer(std::size_t bytes) : bytes_(bytes) {
   FIB_CUDA_CHECK(e);
 }
 DeviceBuffer::~DeviceBuffer() {
-  if (data_) (void)cudaFree(data_);
+  if (!data_) return;
+  AllocationCache& c = allocation_cache();
+  {
+    std::lock_guard<std::mutex> lock(c.mutex);
+    if (c.enabled) {
+      c.free[{current_device(), bytes_ == 0 ? 1 : bytes_}].push_back(data_);
+      return;
+    }
+  }
+  (void)cudaFree(data_);
 }
 
 DeviceTensor::DeviceTensor(DType dtype, Shape shape)

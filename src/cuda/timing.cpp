@@ -83,6 +83,7 @@ struct Timer::Impl {
     detail::launch_spin(stream, device_flag, options.blocking_timeout_ms);
     detail::launch_flush(stream, sink->data(), 16, 0, sink->data(), 1);
     detail::launch_marker(stream);
+    detail::launch_window_end(stream);
     FIB_CUDA_CHECK(cudaStreamSynchronize(stream));
   }
   Impl(const Impl&) = delete;
@@ -112,11 +113,22 @@ struct Timer::Impl {
                          sink->data(), info.sm_count);
   }
 
+  std::size_t call_index = 0;  // calls of `work` in this measurement (for the hooks)
+  void before(bool hooks) {
+    if (hooks && options.before_call) options.before_call(stream, call_index);
+  }
+  void after(bool hooks) {
+    if (hooks && options.after_call) options.after_call(stream, call_index);
+    if (hooks) ++call_index;
+  }
+
   // The untimed calls: the same sequence as a sample (flush, then the work), no events.
   void warm(const std::function<void(cudaStream_t)>& work, int count) {
     for (int i = 0; i < count; ++i) {
+      before(true);
       if (options.l2_flush) enqueue_flush();
       work(stream);
+      after(true);
     }
     FIB_CUDA_CHECK(cudaDeviceSynchronize());
   }
@@ -130,7 +142,7 @@ struct Timer::Impl {
   // kept (the caller decides for CUPTI ones).
   BatchOutcome run_batch(std::size_t k, bool blocking, bool cupti,
                          const std::function<void(cudaStream_t)>& work,
-                         std::vector<double>& samples) {
+                         std::vector<double>& samples, bool hooks = true) {
     BatchOutcome out;
     const auto t0 = Clock::now();
     if (reset_persisting) FIB_CUDA_CHECK(cudaCtxResetPersistingL2Cache());
@@ -150,6 +162,7 @@ struct Timer::Impl {
     };
     try {
       for (std::size_t i = 0; i < k; ++i) {
+        before(hooks);
         if (options.l2_flush) enqueue_flush();
         if (cupti) {
           detail::launch_marker(stream);
@@ -158,6 +171,7 @@ struct Timer::Impl {
         }
         work(stream);
         if (!cupti) FIB_CUDA_CHECK(cudaEventRecord(events[2 * i + 1], stream));
+        after(hooks);
       }
     } catch (...) {
       // Never leave the spin kernel holding the stream; the call's own error is what matters.
@@ -231,10 +245,66 @@ struct Timer::Impl {
   }
 
   TimingResult measure(const Call& call);
+  WindowAudit audit_window(const Call& call, std::size_t iterations);
 };
+
+WindowAudit Timer::Impl::audit_window(const Call& call, std::size_t iterations) {
+  set_device(device);
+  WindowAudit audit;
+  call_index = 0;
+  FIB_CUDA_CHECK(cudaDeviceSynchronize());
+  std::unique_ptr<detail::CuptiKernelSession> session;
+  try {
+    session = std::make_unique<detail::CuptiKernelSession>();
+  } catch (const TimingError& e) {
+    audit.note = e.what();
+    return audit;
+  }
+  volatile int* flag = host_flag;
+  flag[0] = 0;
+  flag[1] = 0;
+  std::atomic_thread_fence(std::memory_order_seq_cst);
+  detail::launch_spin(stream, device_flag, options.blocking_timeout_ms);
+  auto release = [&] {
+    std::atomic_thread_fence(std::memory_order_seq_cst);
+    flag[0] = 1;
+    std::atomic_thread_fence(std::memory_order_seq_cst);
+  };
+  try {
+    for (std::size_t i = 0; i < iterations; ++i) {
+      before(true);
+      detail::launch_marker(stream);
+      call(stream);
+      detail::launch_window_end(stream);
+      after(true);
+    }
+  } catch (...) {
+    release();
+    (void)cudaDeviceSynchronize();
+    throw;
+  }
+  release();
+  FIB_CUDA_CHECK(cudaDeviceSynchronize());
+  std::vector<KernelRecord> records;
+  try {
+    records = session->take();
+  } catch (const TimingError& e) {
+    audit.note = e.what();
+    return audit;
+  }
+  audit.available = true;
+  audit.escape = window_escape(std::move(records), &audit.kernels, &audit.iterations);
+  if (flag[1] != 0 && !audit.escape) {
+    // The spin gave up before the calls were queued (a call that waits on the device): the
+    // windows still bound each call's kernels, so the verdict stands; say how it was taken.
+    audit.note = "the blocking kernel timed out before the calls were queued";
+  }
+  return audit;
+}
 
 TimingResult Timer::Impl::measure(const Call& call) {
   set_device(device);
+  call_index = 0;
   const TimingMode mode = options.mode;
   const bool cupti = mode == TimingMode::kCupti;
   TimingResult result;
@@ -282,7 +352,8 @@ TimingResult Timer::Impl::measure(const Call& call) {
     if (cupti) return;
     std::vector<double> empty;
     const std::function<void(cudaStream_t)> nothing = [](cudaStream_t) {};
-    const BatchOutcome ob = run_batch(kOverheadSamples, blocking, false, nothing, empty);
+    const BatchOutcome ob =
+        run_batch(kOverheadSamples, blocking, false, nothing, empty, /*hooks=*/false);
     if (!ob.timed_out) m.event_overhead_ms = median_of(empty);
   };
   measure_overhead();
@@ -299,6 +370,7 @@ TimingResult Timer::Impl::measure(const Call& call) {
   const std::size_t max_batch = std::max<std::size_t>(1, options.max_batch);
   const auto t0 = Clock::now();
   bool stopped = false;
+  int slowed_in_a_row = 0;
   while (samples.size() < options.max_iterations) {
     const double elapsed = seconds_since(t0);
     std::size_t k = std::min({batch, max_batch, options.max_iterations - samples.size()});
@@ -343,6 +415,26 @@ TimingResult Timer::Impl::measure(const Call& call) {
         subtract = !cupti && options.subtract_event_overhead && m.event_overhead_ms > 0;
       }
       continue;
+    }
+    // Samples taken while the clocks were held down (power cap, thermal, hardware slowdown)
+    // measure the throttle, not the kernel: drop the batch and redo it, a few times at most.
+    if (options.read_clocks && options.max_slowed_batch_retries > 0) {
+      const ClockReading now = read_clocks(info);
+      if (now.slowed_down()) {
+        if (slowed_in_a_row < options.max_slowed_batch_retries) {
+          ++slowed_in_a_row;
+          ++m.slowed_batches_dropped;
+          samples.resize(before);
+          if (cupti) (void)session->take();
+          continue;
+        }
+        // Still slowed after the retries: the device runs this way; keep what it measures.
+        m.slowdown_note = fmt::format(
+            "a clock slowdown ({}) was still active after {} redone batches; its samples are kept",
+            fmt::join(clock_reason_names(*now.clock_reasons), ", "), slowed_in_a_row);
+      } else {
+        slowed_in_a_row = 0;
+      }
     }
     if (cupti) {
       std::vector<IterationKernels> its = split_iterations(session->take());
@@ -416,6 +508,9 @@ Timer::Timer(int device, cudaStream_t stream, TimingOptions options)
 Timer::~Timer() = default;
 
 TimingResult Timer::measure(const Call& call) { return impl_->measure(call); }
+WindowAudit Timer::audit_window(const Call& call, std::size_t iterations) {
+  return impl_->audit_window(call, iterations);
+}
 const TimingOptions& Timer::options() const { return impl_->options; }
 TimingOptions& Timer::options() { return impl_->options; }
 const DeviceInfo& Timer::device() const { return impl_->info; }

@@ -56,6 +56,8 @@ extern "C" __global__ void fib_timing_flush_read(const int4* buffer, long long n
 
 // Launched before each call in CUPTI mode: its record bounds that call's kernel records.
 extern "C" __global__ void fib_timing_marker() {}
+// Launched after each call by the window audit: the call's kernels must end before it starts.
+extern "C" __global__ void fib_timing_window_end() {}
 
 namespace fib::cuda::detail {
 
@@ -78,6 +80,11 @@ void launch_flush(cudaStream_t stream, void* buffer, std::size_t bytes, int valu
 
 void launch_marker(cudaStream_t stream) {
   fib_timing_marker<<<1, 1, 0, stream>>>();
+  FIB_CUDA_CHECK_LAUNCH();
+}
+
+void launch_window_end(cudaStream_t stream) {
+  fib_timing_window_end<<<1, 1, 0, stream>>>();
   FIB_CUDA_CHECK_LAUNCH();
 }
 

@@ -16,5 +16,7 @@ void launch_flush(cudaStream_t stream, void* buffer, std::size_t bytes, int valu
                   int sm_count);
 // The CUPTI mode's iteration marker (an empty kernel named fib_timing_marker).
 void launch_marker(cudaStream_t stream);
+// The window audit's closing marker (an empty kernel named fib_timing_window_end).
+void launch_window_end(cudaStream_t stream);
 
 }  // namespace fib::cuda::detail

@@ -58,6 +58,7 @@ Json to_json(const TimingMethod& m) {
          {"iterations", m.iterations},
          {"batches", m.batches},
          {"discarded_batches", m.discarded_batches},
+         {"slowed_batches_dropped", m.slowed_batches_dropped},
          {"max_batch_used", m.max_batch_used},
          {"stop", stop_reason_name(m.stop)},
          {"measure_seconds", m.measure_seconds}};
@@ -66,6 +67,7 @@ Json to_json(const TimingMethod& m) {
     j["event_overhead_subtracted"] = m.event_overhead_subtracted;
   }
   if (!m.blocking_note.empty()) j["blocking_note"] = m.blocking_note;
+  if (!m.slowdown_note.empty()) j["slowdown_note"] = m.slowdown_note;
   if (m.persisting_l2_set_aside_bytes > 0) {
     j["persisting_l2_set_aside_bytes"] = m.persisting_l2_set_aside_bytes;
   }

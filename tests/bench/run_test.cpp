@@ -368,14 +368,26 @@ FIB_EXPORT_SOLUTION(run, run_);
 TEST(RunOptionsErrors, UnknownDeviceAndMissingDatasetAreErrors) {
   TempDir tmp;
   RunOptions o = options_for(tmp);
-  o.device = "cuda:0";
   copy_example(tmp);
-  try {
-    run_benchmark(o);
-    FAIL() << "expected an error";
-  } catch (const Error& e) {
-    EXPECT_NE(std::string(e.what()).find("device 'cuda:0' is not supported"), std::string::npos);
-  }
+  auto error_of = [&](const std::string& device) {
+    o.device = device;
+    try {
+      run_benchmark(o);
+    } catch (const Error& e) {
+      return std::string(e.what());
+    }
+    return std::string("no error");
+  };
+  EXPECT_NE(error_of("gpu0").find("'gpu0' is not a device"), std::string::npos);
+  EXPECT_NE(error_of("cuda:x").find("'cuda:x' is not a device"), std::string::npos);
+  EXPECT_NE(error_of("cpu,cuda:0").find("cpu and CUDA devices cannot be mixed"), std::string::npos);
+  // Device 99 exists nowhere: without the CUDA path, without a GPU, or with fewer devices, the
+  // error says which.
+  const std::string e99 = error_of("cuda:99");
+  EXPECT_TRUE(e99.find("built without the CUDA path") != std::string::npos ||
+              e99.find("no CUDA device is visible") != std::string::npos ||
+              e99.find("cuda:99: only") != std::string::npos)
+      << e99;
   o.device = "cpu";
   o.dataset = tmp.path() / "nope";
   EXPECT_THROW(run_benchmark(o), Error);

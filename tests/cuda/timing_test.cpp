@@ -67,6 +67,44 @@ TEST(CudaTimingLogic, RecordsSplitIntoIterationsAtMarkersWithoutTheTimersOwnKern
   EXPECT_FALSE(is_internal_kernel("fib_calib_sleep"));
 }
 
+TEST(CudaTimingLogic, TheWindowAuditFindsKernelsOutsideTheirCallsWindow) {
+  const std::string open(kMarkerKernelName), close(kWindowEndKernelName);
+  // Call 1: kernel a inside [open end 100, close start 500]. Call 2: kernel b (stream 9)
+  // ends 20 us after its window closed. The timer's own kernels never count.
+  std::vector<KernelRecord> records = {
+      rec(open, 10, 90, 100),
+      rec("a", 11, 150, 400),
+      rec("fib_timing_worker_check", 12, 600, 700),
+      rec(close, 13, 500, 510),
+      rec(open, 20, 1'000, 1'100),
+      rec("b", 21, 1'200, 21'600, 9),
+      rec(close, 22, 1'600, 1'610),
+  };
+  std::vector<CallKernel> first;
+  std::size_t windows = 0;
+  auto escape = window_escape(records, &first, &windows);
+  EXPECT_EQ(windows, 2u);
+  ASSERT_TRUE(escape.has_value());
+  EXPECT_EQ(*escape,
+            "kernel b (stream 9) of call 2 ended 20.0 us after the call's window closed on the "
+            "harness's stream (work left running on a side stream, not joined back)");
+  ASSERT_EQ(first.size(), 1u);
+  EXPECT_EQ(first[0].name, "a");
+  EXPECT_DOUBLE_EQ(first[0].start_ms, 50e-6);  // 50 ns after the window opened
+  // A kernel that ran before its window opened: not ordered after the harness's stream.
+  std::vector<KernelRecord> early = {rec(open, 10, 5'000, 5'100), rec("c", 11, 100, 3'100, 4),
+                                     rec(close, 12, 5'200, 5'210)};
+  auto e2 = window_escape(early);
+  ASSERT_TRUE(e2.has_value());
+  EXPECT_EQ(*e2,
+            "kernel c (stream 4) of call 1 started 5.0 us before the call's window opened on the "
+            "harness's stream (work not ordered after the stream fib gave the call)");
+  // Inside: no escape.
+  std::vector<KernelRecord> fine = {rec(open, 1, 0, 10), rec("d", 2, 10, 40, 3),
+                                    rec(close, 3, 40, 41)};
+  EXPECT_FALSE(window_escape(fine).has_value());
+}
+
 IterationKernels iteration(std::vector<std::string> names) {
   IterationKernels it;
   std::uint32_t corr = 1;
@@ -407,6 +445,72 @@ TEST_F(CudaTiming, TheBlockingKernelKeepsHostLaunchGapsOut) {
   EXPECT_NEAR(ev, span, 0.15 * span + 0.005);
   EXPECT_LT(ev, 1.5 * kernels);
   EXPECT_GT(ev_unblocked, 2.0 * ev);  // what the blocking kernel keeps out
+}
+
+TEST_F(CudaTiming, TheWindowAuditCatchesWorkLeftOnASideStream) {
+  Stream side;
+  cudaEvent_t fork = nullptr, join = nullptr;
+  FIB_CUDA_CHECK(cudaEventCreateWithFlags(&fork, cudaEventDisableTiming));
+  FIB_CUDA_CHECK(cudaEventCreateWithFlags(&join, cudaEventDisableTiming));
+  // Forked and joined: clean.
+  auto joined = [&](cudaStream_t st) {
+    FIB_CUDA_CHECK(cudaEventRecord(fork, st));
+    FIB_CUDA_CHECK(cudaStreamWaitEvent(side.get(), fork, 0));
+    calibration::launch_sleep(side.get(), 50'000);
+    calibration::launch_sleep(st, 10'000);
+    FIB_CUDA_CHECK(cudaEventRecord(join, side.get()));
+    FIB_CUDA_CHECK(cudaStreamWaitEvent(st, join, 0));
+  };
+  // Forked, never joined: the side kernel outlives the window.
+  auto unjoined = [&](cudaStream_t st) {
+    FIB_CUDA_CHECK(cudaEventRecord(fork, st));
+    FIB_CUDA_CHECK(cudaStreamWaitEvent(side.get(), fork, 0));
+    calibration::launch_sleep(side.get(), 200'000);
+    calibration::launch_sleep(st, 10'000);
+  };
+  // Launched on another stream without ordering: it runs while the blocking kernel holds ours.
+  auto unordered = [&](cudaStream_t st) {
+    calibration::launch_sleep(side.get(), 10'000);
+    calibration::launch_sleep(st, 10'000);
+    FIB_CUDA_CHECK(cudaEventRecord(join, side.get()));
+    FIB_CUDA_CHECK(cudaStreamWaitEvent(st, join, 0));
+  };
+  std::size_t before = 0, after = 0;
+  TimingOptions o;
+  o.before_call = [&](cudaStream_t, std::size_t i) { EXPECT_EQ(i, before++); };
+  o.after_call = [&](cudaStream_t, std::size_t i) { EXPECT_EQ(i, after++); };
+  Timer timer(0, s(), o);
+  const WindowAudit ok = timer.audit_window(joined, 3);
+  if (!ok.available) GTEST_SKIP() << "CUPTI unavailable: " << ok.note;
+  EXPECT_EQ(ok.iterations, 3u);
+  EXPECT_FALSE(ok.escape.has_value()) << *ok.escape;
+  EXPECT_EQ(ok.kernels.size(), 2u);
+  EXPECT_EQ(before, 3u);
+  EXPECT_EQ(after, 3u);
+  before = after = 0;  // each audit numbers its calls from 0
+  const WindowAudit left = timer.audit_window(unjoined, 3);
+  ASSERT_TRUE(left.escape.has_value());
+  EXPECT_NE(left.escape->find("after the call's window closed"), std::string::npos) << *left.escape;
+  before = after = 0;
+  const WindowAudit early = timer.audit_window(unordered, 3);
+  ASSERT_TRUE(early.escape.has_value());
+  EXPECT_NE(early.escape->find("before the call's window opened"), std::string::npos)
+      << *early.escape;
+  // The hooks run around measured calls too, warmup included, numbered from 0.
+  before = after = 0;
+  timer.options().max_iterations = 5;
+  timer.options().warmup = 2;
+  TimingResult r = timer.measure(joined);
+  EXPECT_EQ(r.samples_ms.size(), 5u);
+  // 2 warmup + 5 timed (a discarded batch is redone: more calls then)
+  if (r.method.discarded_batches == 0) {
+    EXPECT_EQ(before, 7u);
+  }
+  EXPECT_GE(before, 7u);
+  EXPECT_EQ(after, before);
+  FIB_CUDA_CHECK(cudaStreamSynchronize(side.get()));
+  FIB_CUDA_CHECK(cudaEventDestroy(fork));
+  FIB_CUDA_CHECK(cudaEventDestroy(join));
 }
 
 TEST_F(CudaTiming, CuptiSeesAKernelOnASideStreamTheCallForksAndJoins) {

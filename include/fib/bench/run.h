@@ -72,11 +72,15 @@ struct DefinitionSummary {
 
 struct RunResult {
   std::vector<Trace> traces;  // written by this run, in order
+  // Where evaluations ran: {"cpu"} or the CUDA devices, "cuda:0 (NVIDIA H200)", one lane each.
+  std::vector<std::string> devices;
+  bool gpu = false;
   std::vector<DefinitionSummary> summary;
   std::size_t evaluations = 0, resumed = 0, reference_failures = 0;
   std::uint64_t seed = 0;
   double wall_seconds = 0;
   double timed_seconds = 0;  // time inside timed calls (solutions and references)
+  double build_seconds = 0;  // building solutions (or finding them in the build cache)
   // Per evaluation: its wall time minus the time inside the solution's calls (timed and
   // warmup), the worker's one-time load of the workload's input sets, the worker's start and
   // the cache flushes of cold-cache timing (cache_flush_seconds).

@@ -94,6 +94,15 @@ class Stream {
   cudaStream_t stream_ = nullptr;
 };
 
+// From now on, device memory freed by DeviceBuffer is kept for the next allocation of the same
+// size on the same device instead of going back to the driver (cudaMalloc and cudaFree can
+// synchronize the device, which must not happen inside a timed call or behind the timer's
+// blocking kernel). Safe when the users of a size share one stream (the worker's case): reuse
+// is then ordered after the previous user's work. For worker processes; never turned off.
+void enable_allocation_cache();
+// Returns every cached buffer to the driver (also done once before an allocation fails).
+void release_allocation_cache();
+
 // Device memory (cudaMalloc), freed when the last owner goes.
 class DeviceBuffer {
  public:

@@ -48,6 +48,12 @@ std::string_view stop_reason_name(StopReason reason);  // "noise", "iterations",
 // Enqueues the work to time on the given stream. It may fork work onto other streams, as long
 // as that work is joined back to the given stream (events) before it returns.
 using Call = std::function<void(cudaStream_t)>;
+// Called on the host around each call the timer makes (warmup and timed), outside the timed
+// window; `index` counts the calls of one measurement from 0 (warmup first). What a hook
+// enqueues on the stream runs in order with the calls: `before_call` ahead of the L2 flush and
+// the start event (e.g. poisoning outputs, choosing the next input set), `after_call` behind the
+// end event (e.g. guard checks, copying a checked call's outputs aside).
+using CallHook = std::function<void(cudaStream_t, std::size_t index)>;
 // Given the samples so far (milliseconds, in order), whether they are precise enough to stop.
 // fib_bench's noise criterion is passed in this way (fib_cuda sits below fib_bench).
 using StopPredicate = std::function<bool(std::span<const double> samples_ms)>;
@@ -73,6 +79,11 @@ struct TimingOptions {
   // subtracted from every sample (clamped at 0), which brings short kernels in line with a
   // profiler's kernel duration; off, samples are the raw event times.
   bool subtract_event_overhead = false;
+  CallHook before_call, after_call;  // empty: none
+  // After each batch the clocks are read (NVML); a batch that ends with a slowdown reason active
+  // (power cap, thermal or hardware slowdown) is dropped and redone, at most this many times in a
+  // row (then its samples are kept, and TimingMethod::slowdown_note says so). 0: keep everything.
+  int max_slowed_batch_retries = 3;
 };
 
 // How a result was measured, as the trace records it.
@@ -85,11 +96,13 @@ struct TimingMethod {
   bool persisting_l2_reset = false;  // cudaCtxResetPersistingL2Cache before each batch
   std::int64_t persisting_l2_set_aside_bytes = 0;  // a set-aside seen (then one sample a batch)
   int warmup = 0;                                  // untimed calls made
-  bool blocking_kernel = false;       // whether samples were queued behind a blocking kernel
-  std::string blocking_note;          // why not, when it was asked for but not used
-  std::size_t iterations = 0;         // samples kept
-  std::size_t batches = 0;            // batches kept
-  std::size_t discarded_batches = 0;  // batches redone (the blocking kernel timed out)
+  bool blocking_kernel = false;            // whether samples were queued behind a blocking kernel
+  std::string blocking_note;               // why not, when it was asked for but not used
+  std::size_t iterations = 0;              // samples kept
+  std::size_t batches = 0;                 // batches kept
+  std::size_t discarded_batches = 0;       // batches redone (the blocking kernel timed out)
+  std::size_t slowed_batches_dropped = 0;  // batches redone (a clock slowdown was active)
+  std::string slowdown_note;               // samples kept despite a slowdown, and why
   std::size_t max_batch_used = 0;
   StopReason stop = StopReason::kIterationCap;
   double measure_seconds = 0;  // wall time of the timed phase
@@ -137,6 +150,20 @@ class TimingError : public fib::Error {
 };
 std::string_view timing_error_kind_name(TimingError::Kind kind);
 
+// The window audit (Timer::audit_window): whether every kernel a call launches, on any stream,
+// runs inside the call's window on the timer's stream. Work forked onto another stream and not
+// joined back, or launched on a stream not ordered after the timer's, escapes the window: event
+// timing would not see it and a checked output could be read before it is written.
+struct WindowAudit {
+  bool available = false;  // CUPTI could be used
+  std::string note;        // why not, when unavailable
+  std::size_t iterations = 0;
+  // The first escape found: "kernel K (stream S) of call 2 started 35.2 us before the call's
+  // window opened" / "... ended 12.0 us after the call's window closed".
+  std::optional<std::string> escape;
+  std::vector<CallKernel> kernels;  // the first call's kernels (start relative to the window)
+};
+
 // A timer bound to one device and one stream. It owns the flush buffer (allocated once, 2x the
 // L2), the host-mapped flag of the blocking kernel and its events. Not thread-safe; CUPTI mode
 // measurements are serialized process-wide (CUPTI's activity buffers are global).
@@ -150,6 +177,12 @@ class Timer {
   // Warms up, then samples `call` as options().mode says. Throws TimingError (see above) and
   // CudaError/StickyError for CUDA failures (a call that faults).
   TimingResult measure(const Call& call);
+  // Runs `call` `iterations` times (with the options' hooks, no flush) under CUPTI, each call
+  // between a marker kernel that opens its window and one that closes it on the timer's stream,
+  // all queued behind the blocking kernel (so work that is not ordered after the opening marker
+  // runs before it, visibly). Never throws for CUPTI being unusable (available = false); throws
+  // CudaError/StickyError for CUDA failures.
+  WindowAudit audit_window(const Call& call, std::size_t iterations);
 
   const TimingOptions& options() const;
   TimingOptions& options();  // to change mode, caps or the predicate between measurements
@@ -186,6 +219,14 @@ struct IterationKernels {
 // holds the non-internal kernels launched after marker i and before marker i+1. Records before
 // the first marker are dropped.
 std::vector<IterationKernels> split_iterations(std::vector<KernelRecord> records);
+inline constexpr std::string_view kWindowEndKernelName = "fib_timing_window_end";
+// The audit's rule over one run's records: markers (kMarkerKernelName) open windows, window-end
+// kernels close them; every non-internal kernel launched in between must start at or after the
+// opening marker's end and end at or before the closing kernel's start. The first violation,
+// worded as in WindowAudit::escape, or nullopt. `kernels` receives the first window's kernels.
+std::optional<std::string> window_escape(std::vector<KernelRecord> records,
+                                         std::vector<CallKernel>* kernels = nullptr,
+                                         std::size_t* windows = nullptr);
 // "{a,b x2}": the kernel names, sorted, with counts.
 std::string kernel_set_text(const IterationKernels& it);
 // When some iteration launched a different kernel set (names and counts) than the first, the

@@ -7,8 +7,10 @@
 #include <fstream>
 #include <map>
 #include <memory>
+#include <mutex>
 #include <random>
 #include <set>
+#include <thread>
 
 #include "bench/run/judge.h"
 #include "bench/run/summary.h"
@@ -24,6 +26,10 @@
 #include "fib/tensor/safetensors.h"
 #include "fib/trace/suggest.h"
 #include "fib/version.h"
+#ifdef FIB_HAVE_CUDA
+#include "fib/cuda/runtime.h"
+#include "fib/reference_cuda/reference_cuda.h"
+#endif
 
 namespace fib::bench {
 
@@ -169,6 +175,82 @@ Timing timing_from_trials(const Json& trials) {
   return t;
 }
 
+// ---- Devices ------------------------------------------------------------------------------------
+// `--device`: "cpu", or CUDA devices "cuda:0,cuda:1" ("cuda" alone: cuda:0, "cuda:all": every
+// visible one).
+struct DeviceChoice {
+  bool gpu = false;
+  std::vector<int> cuda;  // ordinals
+};
+
+DeviceChoice parse_devices(const std::string& text) {
+  DeviceChoice c;
+  if (text == "cpu") return c;
+  c.gpu = true;
+  std::vector<std::string> parts;
+  std::string part;
+  for (char ch : text + ",") {
+    if (ch == ',') {
+      if (!part.empty()) parts.push_back(part);
+      part.clear();
+    } else if (ch != ' ') {
+      part += ch;
+    }
+  }
+  auto bad = [&](const std::string& p) {
+    return Error("--device", fmt::format("'{}' is not a device", p),
+                 "use cpu, cuda:N, a list such as cuda:0,cuda:1, or cuda:all");
+  };
+  int visible = -1;
+  std::string why = "this fib was built without the CUDA path (configure with -DFIB_CUDA=ON)";
+#ifdef FIB_HAVE_CUDA
+  why.clear();
+  visible = cuda::device_count(&why);
+#endif
+  for (const std::string& p : parts) {
+    if (p == "cpu") throw Error("--device", "cpu and CUDA devices cannot be mixed in one run");
+    int n = 0;
+    if (p == "cuda" || p == "cuda:all") {
+      n = 0;  // cuda:all: every visible device, from 0 (checked below)
+    } else if (p.rfind("cuda:", 0) == 0) {
+      std::size_t used = 0;
+      try {
+        n = std::stoi(p.substr(5), &used);
+      } catch (const std::exception&) {
+        throw bad(p);
+      }
+      if (used != p.size() - 5 || n < 0) throw bad(p);
+    } else {
+      throw bad(p);
+    }
+    if (visible < 0) {
+      throw Error("--device", fmt::format("device '{}' is not available: {}", p, why),
+                  "use --device cpu");
+    }
+    if (n >= visible) {
+      throw Error("--device",
+                  visible == 0 ? fmt::format("no CUDA device is visible ({})", why)
+                               : fmt::format("{}: only {} CUDA device(s) visible", p, visible),
+                  "use --device cpu, or a device below the count nvidia-smi shows");
+    }
+    for (int d = n; d < (p == "cuda:all" ? visible : n + 1); ++d) {
+      if (std::find(c.cuda.begin(), c.cuda.end(), d) == c.cuda.end()) c.cuda.push_back(d);
+    }
+  }
+  if (c.cuda.empty()) throw bad(text);
+  return c;
+}
+
+// One device's workers: evaluations on a device run one at a time (each timed evaluation has
+// the device to itself); devices run in parallel.
+struct Lane {
+  std::string device;  // "cpu" or "cuda:N"
+  std::string hardware;
+  Json device_json;  // recorded in traces
+  std::vector<std::string> cuda_architectures;
+  std::unique_ptr<Worker> solution, reference;
+};
+
 // ---- The run
 // ---------------------------------------------------------------------------------------
 class Run {
@@ -179,58 +261,73 @@ class Run {
 
  private:
   void message(const std::string& m) {
+    std::lock_guard<std::recursive_mutex> lock(mu_);
     result_.messages.push_back(m);
     if (cb_.on_message) cb_.on_message(m);
   }
-  Worker& solution_worker();
-  Worker& reference_worker();
+  Worker& solution_worker(Lane& lane);
+  Worker& reference_worker(Lane& lane);
   WorkerSpec worker_spec(const std::string& role) const;
   std::optional<PreparedWorkload> prepare(const Definition& def, const Trace& workload,
                                           const fs::path& dir);
-  bool run_reference(const Definition& def, const Workload& w, PreparedWorkload& p, Timing* timing,
-                     std::string* kernel);
-  Trace evaluate(const Definition& def, const Workload& w, const Solution& s,
+  bool run_reference(Lane& lane, const Definition& def, const Workload& w, PreparedWorkload& p,
+                     Timing* timing, std::string* kernel);
+  Trace evaluate(Lane& lane, const Definition& def, const Workload& w, const Solution& s,
                  const BuildResult& build, PreparedWorkload& p, const Timing& ref,
                  const std::string& ref_kernel, double* overhead_ms);
-  Trace make_trace(const Definition& def, const Workload& w, const Solution& s,
+  Trace make_trace(const Lane& lane, const Definition& def, const Workload& w, const Solution& s,
                    EvaluationStatus status, std::string log, Json env_extra);
   void record(TraceSet& set, Trace t, const Definition& def, const Solution& s);
+  struct WorkItem;
+  void run_item(Lane& lane, TraceSet& set, const WorkItem& item);
 
   const RunOptions& o_;
   const RunCallbacks& cb_;
   RunResult result_;
   std::unique_ptr<Scratch> scratch_;
-  std::unique_ptr<Worker> solution_worker_, reference_worker_;
+  std::vector<std::unique_ptr<Lane>> lanes_;
+  // Guards what lanes share: result_, done_, the build map, timeouts and trace appends.
+  std::recursive_mutex mu_;
+  std::map<std::string, BuildResult> builds_;
+  std::map<std::string, std::string> timed_out_on_;  // solution -> workload uuid
+  std::map<std::string, int> skipped_;
+  std::size_t workload_index_ = 0;
+  BuildOptions build_options_;
   EvalConfigFile builtin_;
   std::optional<EvalConfigFile> user_;
   std::uint64_t seed_ = 0;
-  std::string hardware_;
   Json host_;
   std::size_t done_ = 0, total_ = 0;
+  std::size_t evaluation_counter_ = 0;  // names scratch files uniquely across lanes
+  bool gpu_ = false;                    // the lanes are CUDA devices
 };
 
 WorkerSpec Run::worker_spec(const std::string& role) const {
   WorkerSpec s;
   s.executable = o_.worker_executable;
   s.role = role;
-  s.memory_limit_bytes = o_.memory_limit_bytes > 0 ? o_.memory_limit_bytes : physical_memory() / 2;
+  // CUDA reserves far more address space than it uses (a context alone reserves tens of GiB),
+  // so an address-space limit breaks GPU workers; they run without one.
+  s.memory_limit_bytes = gpu_                        ? 0
+                         : o_.memory_limit_bytes > 0 ? o_.memory_limit_bytes
+                                                     : physical_memory() / 2;
   s.home = scratch_->root();
   s.threads = o_.threads;
   return s;
 }
 
-Worker& Run::solution_worker() {
-  if (!solution_worker_ || !solution_worker_->alive()) {
-    solution_worker_ = std::make_unique<Worker>(worker_spec("solution"));
+Worker& Run::solution_worker(Lane& lane) {
+  if (!lane.solution || !lane.solution->alive()) {
+    lane.solution = std::make_unique<Worker>(worker_spec("solution"));
   }
-  return *solution_worker_;
+  return *lane.solution;
 }
 
-Worker& Run::reference_worker() {
-  if (!reference_worker_ || !reference_worker_->alive()) {
-    reference_worker_ = std::make_unique<Worker>(worker_spec("reference"));
+Worker& Run::reference_worker(Lane& lane) {
+  if (!lane.reference || !lane.reference->alive()) {
+    lane.reference = std::make_unique<Worker>(worker_spec("reference"));
   }
-  return *reference_worker_;
+  return *lane.reference;
 }
 
 std::optional<PreparedWorkload> Run::prepare(const Definition& def, const Trace& wt,
@@ -302,20 +399,20 @@ Json with_check_outputs(Json schedule, const fs::path& dir, const std::string& w
   return schedule;
 }
 
-bool Run::run_reference(const Definition& def, const Workload& w, PreparedWorkload& p,
+bool Run::run_reference(Lane& lane, const Definition& def, const Workload& w, PreparedWorkload& p,
                         Timing* timing, std::string* kernel) {
   AxisValues var;
   Json axes = Json::object();
   for (const auto& [k, v] : w.axes) axes[k] = v;
   const Json schedule = with_check_outputs(p.schedule, p.dir, "reference");
-  const Json req{{"cmd", "reference"},         {"definition", to_json(def)},
-                 {"var_axes", axes},           {"sets", p.inputs_file},
-                 {"seeds", p.set_seeds},       {"threads", o_.threads},
-                 {"eval_extra", p.eval.extra}, {"schedule", schedule}};
+  const Json req{
+      {"cmd", "reference"},         {"definition", to_json(def)}, {"var_axes", axes},
+      {"sets", p.inputs_file},      {"seeds", p.set_seeds},       {"threads", o_.threads},
+      {"eval_extra", p.eval.extra}, {"schedule", schedule},       {"device", lane.device}};
   std::string why;
   Worker::Reply r;
   try {
-    r = reference_worker().call(
+    r = reference_worker(lane).call(
         req, Clock::now() + std::chrono::duration_cast<Clock::duration>(
                                 std::chrono::duration<double>(std::max(60.0, o_.timeout_seconds))));
   } catch (const Error& e) {
@@ -326,7 +423,9 @@ bool Run::run_reference(const Definition& def, const Workload& w, PreparedWorklo
                                                 : "the reference worker " + r.died_how;
   }
   if (why.empty() && !r.body.value("ok", false)) why = r.body.value("error", std::string("failed"));
+  std::lock_guard<std::recursive_mutex> lock(mu_);
   if (!why.empty()) {
+    if (lane.reference && r.kind == Worker::ReplyKind::kOk) lane.reference->kill();  // fresh next
     ++result_.reference_failures;
     message(
         fmt::format("warning: {} workload {}: reference failed: {}; its evaluations are "
@@ -342,7 +441,7 @@ bool Run::run_reference(const Definition& def, const Workload& w, PreparedWorklo
   return true;
 }
 
-Trace Run::make_trace(const Definition& def, const Workload& w, const Solution& s,
+Trace Run::make_trace(const Lane& lane, const Definition& def, const Workload& w, const Solution& s,
                       EvaluationStatus status, std::string log, Json env_extra) {
   Trace t;
   t.definition = def.name;
@@ -350,10 +449,11 @@ Trace Run::make_trace(const Definition& def, const Workload& w, const Solution& 
   t.solution = s.name;
   Evaluation e;
   e.status = status;
-  e.environment.hardware = hardware_;
+  e.environment.hardware = lane.hardware;
   e.environment.libs = {{"fib", std::string(kVersion)}};
   Json extra = host_;
-  extra["device"] = o_.device;
+  extra["device"] = lane.device;
+  if (!lane.device_json.is_null()) extra["gpu"] = lane.device_json;
   extra["seed"] = seed_;
   extra["worker"] = o_.isolated ? "isolated" : "persistent";
   for (auto it = env_extra.begin(); it != env_extra.end(); ++it) extra[it.key()] = *it;
@@ -387,21 +487,29 @@ std::string signature_mismatch(const Definition& def, const Solution& s, const s
       fmt::join(names, ", "), want_returns);
 }
 
-Trace Run::evaluate(const Definition& def, const Workload& w, const Solution& s,
+Trace Run::evaluate(Lane& lane, const Definition& def, const Workload& w, const Solution& s,
                     const BuildResult& build, PreparedWorkload& p, const Timing& ref,
                     const std::string& ref_kernel, double* overhead_ms) {
   const auto t0 = Clock::now();
+  const bool gpu = lane.device != "cpu";
   Json env{
-      {"timer",
-       "steady_clock around each call (CLOCK_MONOTONIC); inputs and outputs "
-       "evicted from the caches (clflushopt) before every call"},
+      {"timer", gpu ? "CUDA events around each call, queued behind a blocking kernel, the L2 "
+                      "flushed (2x its size, write then read) and persisting lines reset before "
+                      "each call; the empty event pair's cost subtracted (performance.extra has "
+                      "the method per trial)"
+                    : "steady_clock around each call (CLOCK_MONOTONIC); inputs and outputs "
+                      "evicted from the caches (clflushopt) before every call"},
       {"reference", "native:" + ref_kernel},
       {"reference_threads", o_.threads},
       {"build", Json{{"key", build.key}, {"toolchain", build.toolchain}, {"flags", build.flags}}},
       {"distinct_input_sets", p.trials + p.pool}};
   Json axes = Json::object();
   for (const auto& [k, v] : w.axes) axes[k] = v;
-  const std::string who = fmt::format("solution-{}", done_);
+  std::string who;
+  {
+    std::lock_guard<std::recursive_mutex> lock(mu_);
+    who = fmt::format("solution-{}", done_ + (evaluation_counter_++ << 20));
+  }
   const Json schedule = with_check_outputs(p.schedule, p.dir, who);
   Json req{{"cmd", "evaluate"},
            {"definition", to_json(def)},
@@ -410,7 +518,8 @@ Trace Run::evaluate(const Definition& def, const Workload& w, const Solution& s,
                              {"symbol", s.spec.entry_symbol()},
                              {"dps", s.spec.dps()}}},
            {"sets", p.inputs_file},
-           {"schedule", schedule}};
+           {"schedule", schedule},
+           {"device", lane.device}};
   std::optional<std::string> sampling_file;
   if (p.sampling) {
     const int draws = p.eval.extra.value("sampling_validation_trials", 100);
@@ -423,11 +532,13 @@ Trace Run::evaluate(const Definition& def, const Workload& w, const Solution& s,
   // counted apart from the evaluation's overhead: worker_start_seconds.
   double worker_start_ms = 0;
   try {
-    const bool starting = !solution_worker_ || !solution_worker_->alive() || o_.isolated;
+    const bool starting = !lane.solution || !lane.solution->alive() || o_.isolated;
+    if (o_.isolated) lane.solution.reset();
     const auto start0 = Clock::now();
-    worker = &solution_worker();
+    worker = &solution_worker(lane);
     if (starting) {
       worker_start_ms = std::chrono::duration<double, std::milli>(Clock::now() - start0).count();
+      std::lock_guard<std::recursive_mutex> lock(mu_);
       result_.worker_start_seconds += worker_start_ms / 1000.0;
       ++result_.worker_starts;
     }
@@ -438,6 +549,7 @@ Trace Run::evaluate(const Definition& def, const Workload& w, const Solution& s,
   // per-workload cost (counted in workload_setup_seconds), not this evaluation's overhead.
   double input_load_ms = 0, worker_schedule_ms = 0, cache_flush_ms = 0;
   auto finish = [&](Trace t, double timed_ms) {
+    std::lock_guard<std::recursive_mutex> lock(mu_);
     if (timed_ms > 0) {
       *overhead_ms = std::chrono::duration<double, std::milli>(Clock::now() - t0).count() -
                      timed_ms - input_load_ms - worker_start_ms - cache_flush_ms;
@@ -454,11 +566,11 @@ Trace Run::evaluate(const Definition& def, const Workload& w, const Solution& s,
         t.evaluation->performance->extra["cache_flush_ms"] = cache_flush_ms;
       }
     }
-    if (o_.isolated) solution_worker_.reset();
+    if (o_.isolated) lane.solution.reset();
     return t;
   };
   if (worker == nullptr) {
-    return finish(make_trace(def, w, s, EvaluationStatus::kRuntimeError,
+    return finish(make_trace(lane, def, w, s, EvaluationStatus::kRuntimeError,
                              "the solution worker could not start: " + start_error, env),
                   0);
   }
@@ -474,7 +586,7 @@ Trace Run::evaluate(const Definition& def, const Workload& w, const Solution& s,
         out.text());
   }
   if (r.kind == Worker::ReplyKind::kTimeout) {
-    return finish(make_trace(def, w, s, EvaluationStatus::kTimeout,
+    return finish(make_trace(lane, def, w, s, EvaluationStatus::kTimeout,
                              fmt::format("no result within the {} s timeout; the worker was "
                                          "killed{}",
                                          o_.timeout_seconds, output_log),
@@ -488,7 +600,7 @@ Trace Run::evaluate(const Definition& def, const Workload& w, const Solution& s,
     if (auto at = said.rfind("fib: the solution modified its input"); at != std::string::npos) {
       const auto end = said.find('\n', at);
       const std::string line = said.substr(at + 5, end == std::string::npos ? end : end - at - 5);
-      return finish(make_trace(def, w, s, EvaluationStatus::kRuntimeError,
+      return finish(make_trace(lane, def, w, s, EvaluationStatus::kRuntimeError,
                                fmt::format("{}: the worker was stopped by the fault ({}){}", line,
                                            how, output_log),
                                env),
@@ -498,36 +610,46 @@ Trace Run::evaluate(const Definition& def, const Workload& w, const Solution& s,
       how +=
           "; a SIGKILL fib did not send usually means the kernel killed it for being out of memory";
     return finish(
-        make_trace(def, w, s, EvaluationStatus::kRuntimeError,
+        make_trace(lane, def, w, s, EvaluationStatus::kRuntimeError,
                    fmt::format("the worker running the solution {}{}", how, output_log), env),
         0);
   }
   const Json& body = r.body;
   if (body.contains("load_error")) {
-    return finish(make_trace(def, w, s, EvaluationStatus::kCompileError,
+    return finish(make_trace(lane, def, w, s, EvaluationStatus::kCompileError,
                              body["load_error"].get<std::string>() + output_log, env),
                   0);
   }
   if (!body.value("ok", false)) {
     return finish(
-        make_trace(def, w, s, EvaluationStatus::kRuntimeError,
+        make_trace(lane, def, w, s, EvaluationStatus::kRuntimeError,
                    "the worker failed: " + body.value("error", std::string()) + output_log, env),
         0);
   }
   if (const std::string m = signature_mismatch(def, s, body.value("signature", std::string()));
       !m.empty()) {
-    return finish(make_trace(def, w, s, EvaluationStatus::kCompileError, m, env), 0);
+    return finish(make_trace(lane, def, w, s, EvaluationStatus::kCompileError, m, env), 0);
   }
   input_load_ms = body.value("load_inputs_ms", 0.0);
   worker_schedule_ms = body.value("schedule_ms", 0.0);
   cache_flush_ms = body.value("cache_flush_ms", 0.0);
   const Timing timing = timing_from_trials(body.at("trials"));
-  result_.timed_seconds += timing.timed_ms / 1000.0;
+  {
+    std::lock_guard<std::recursive_mutex> lock(mu_);
+    result_.timed_seconds += timing.timed_ms / 1000.0;
+  }
+  if (body.contains("window_audit")) env["window_audit"] = body["window_audit"];
   if (body.contains("failure")) {
     const Json& f = body["failure"];
-    return finish(make_trace(def, w, s, EvaluationStatus::kRuntimeError,
-                             fmt::format("call #{}: {}{}", f.value("call", 0),
-                                         f.value("message", std::string()), output_log),
+    std::string replaced;
+    if (body.value("fatal", false)) {
+      // A sticky CUDA error: the worker exits after answering; the next evaluation gets a new one.
+      worker->kill();
+      replaced = "; the worker process was replaced";
+    }
+    return finish(make_trace(lane, def, w, s, EvaluationStatus::kRuntimeError,
+                             fmt::format("call #{}: {}{}{}", f.value("call", 0),
+                                         f.value("message", std::string()), replaced, output_log),
                              env),
                   timing.timed_ms + timing.warmup_ms);
   }
@@ -555,20 +677,28 @@ Trace Run::evaluate(const Definition& def, const Workload& w, const Solution& s,
                       fmt::join(seeds, ", "), ref_kernel,
                       sampling_file ? "; sampling distribution check passed" : "");
   }
-  Trace trace = make_trace(def, w, s, j.status, log + output_log, env);
+  Trace trace = make_trace(lane, def, w, s, j.status, log + output_log, env);
   trace.evaluation->correctness = j.correctness;
   if (j.status == EvaluationStatus::kPassed) {
     Performance perf;
     perf.latency_ms = timing.latency_ms;
     perf.reference_latency_ms = ref.latency_ms;
     perf.speedup_factor = timing.latency_ms > 0 ? ref.latency_ms / timing.latency_ms : 0;
-    perf.extra = Json{{"method", "cpu"}, {"solution", timing.detail}, {"reference", ref.detail}};
+    perf.extra = Json{{"method", gpu ? "cuda_events" : "cpu"},
+                      {"solution", timing.detail},
+                      {"reference", ref.detail}};
+    if (gpu) {
+      Json per_trial = Json::array();
+      for (const Json& tr : body.at("trials")) per_trial.push_back(tr.value("gpu", Json()));
+      perf.extra["gpu_timing"] = per_trial;
+    }
     trace.evaluation->performance = perf;
   }
   return finish(std::move(trace), timing.timed_ms + timing.warmup_ms);
 }
 
 void Run::record(TraceSet& set, Trace t, const Definition& def, const Solution& s) {
+  std::lock_guard<std::recursive_mutex> lock(mu_);
   if (o_.save_traces) {
     append_traces(set, std::span<const Trace>(&t, 1));
   }
@@ -591,12 +721,105 @@ bool selected(const std::vector<std::string>& allow, const std::string& name) {
   return allow.empty() || std::find(allow.begin(), allow.end(), name) != allow.end();
 }
 
+// One (definition, workload) and the solutions still to evaluate on it.
+struct Run::WorkItem {
+  const Definition* def;
+  const Trace* workload;
+  std::vector<const Solution*> pending;
+};
+
+// On one lane: inputs, the reference, then every pending solution; a lane does one evaluation at
+// a time, so a timed call has its device to itself.
+void Run::run_item(Lane& lane, TraceSet& set, const WorkItem& item) {
+  const Definition& def = *item.def;
+  const Workload& w = item.workload->workload;
+  fs::path dir;
+  {
+    std::lock_guard<std::recursive_mutex> lock(mu_);
+    dir = scratch_->root() / fmt::format("w{}", workload_index_++);
+  }
+  std::optional<PreparedWorkload> p;
+  const auto setup0 = Clock::now();
+  Timing ref;
+  try {
+    p = prepare(def, *item.workload, dir);
+  } catch (const Error& e) {
+    std::lock_guard<std::recursive_mutex> lock(mu_);
+    ++result_.reference_failures;
+    message(fmt::format("warning: {} workload {}: cannot materialize inputs: {}", def.name,
+                        short_uuid(w.uuid), e.what()));
+    done_ += item.pending.size();
+    return;
+  }
+  std::string kernel;
+  if (!run_reference(lane, def, w, *p, &ref, &kernel)) {
+    std::lock_guard<std::recursive_mutex> lock(mu_);
+    done_ += item.pending.size();
+    return;
+  }
+  {
+    // Inputs made and written, then the reference run on them: once per workload, shared by
+    // every solution (workload_setup_seconds, reported apart from per-evaluation overhead).
+    std::lock_guard<std::recursive_mutex> lock(mu_);
+    result_.workload_setup_seconds += std::chrono::duration<double>(Clock::now() - setup0).count() -
+                                      (ref.timed_ms + ref.warmup_ms) / 1000.0;
+    ++result_.workloads_prepared;
+  }
+  for (const Solution* s : item.pending) {
+    const BuildResult* b = nullptr;
+    {
+      std::unique_lock<std::recursive_mutex> lock(mu_);
+      if (auto it = timed_out_on_.find(s->name); it != timed_out_on_.end()) {
+        ++skipped_[s->name];
+        ++done_;
+        message(
+            fmt::format("{} on {} workload {}: not run (timed out on workload {} earlier in "
+                        "this run); --resume runs it later",
+                        s->name, def.name, short_uuid(w.uuid), short_uuid(it->second)));
+        continue;
+      }
+      // Builds are cached per solution and architecture set; one lane builds while the others
+      // wait for it (build_solution itself is safe across processes).
+      const std::string key =
+          s->name + "@" + fmt::format("{}", fmt::join(lane.cuda_architectures, ","));
+      auto bit = builds_.find(key);
+      if (bit == builds_.end()) {
+        BuildOptions bo = build_options_;
+        bo.cuda_architectures = lane.cuda_architectures;
+        BuildResult built = build_solution(*s, bo);
+        result_.build_seconds += built.seconds;
+        bit = builds_.emplace(key, std::move(built)).first;
+      }
+      b = &bit->second;
+    }
+    if (!b->ok()) {
+      record(set,
+             make_trace(lane, def, w, *s, EvaluationStatus::kCompileError,
+                        fmt::format("{}\n{}", b->message, b->log),
+                        Json{{"build", Json{{"key", b->key}, {"toolchain", b->toolchain}}}}),
+             def, *s);
+      continue;
+    }
+    double overhead_ms = -1;
+    Trace t = evaluate(lane, def, w, *s, *b, *p, ref, kernel, &overhead_ms);
+    {
+      std::lock_guard<std::recursive_mutex> lock(mu_);
+      if (overhead_ms >= 0) {  // evaluations that ran to the end (not killed at a deadline)
+        result_.overhead_seconds += overhead_ms / 1000.0;
+        ++result_.overhead_evaluations;
+      }
+      if (t.evaluation->status == EvaluationStatus::kTimeout) timed_out_on_[s->name] = w.uuid;
+    }
+    record(set, std::move(t), def, *s);
+  }
+  std::error_code ec;
+  fs::remove_all(dir, ec);
+}
+
 RunResult Run::go() {
   const auto wall0 = Clock::now();
-  if (o_.device != "cpu") {
-    throw Error("--device", fmt::format("device '{}' is not supported by this build", o_.device),
-                "CUDA devices come with fib's GPU support; use --device cpu");
-  }
+  const DeviceChoice devices = parse_devices(o_.device);
+  gpu_ = devices.gpu;
   TraceSet set = TraceSet::load(o_.dataset);
   builtin_ = builtin_eval_config();
   check_eval_settings(o_.cli, "command line");
@@ -615,8 +838,33 @@ RunResult Run::go() {
     seed_ = (static_cast<std::uint64_t>(rd()) << 32) ^ rd();
   }
   result_.seed = seed_;
-  hardware_ = cpu_model();
   host_ = host_json();
+  if (!devices.gpu) {
+    auto lane = std::make_unique<Lane>();
+    lane->device = "cpu";
+    lane->hardware = cpu_model();
+    lanes_.push_back(std::move(lane));
+  }
+#ifdef FIB_HAVE_CUDA
+  for (int d : devices.cuda) {
+    const cuda::DeviceInfo info = cuda::device_info(d);
+    auto lane = std::make_unique<Lane>();
+    lane->device = fmt::format("cuda:{}", d);
+    lane->hardware = info.name;
+    lane->cuda_architectures = {cuda_architecture_for(info.major, info.minor)};
+    lane->device_json = Json{{"ordinal", d},
+                             {"name", info.name},
+                             {"compute_capability", fmt::format("{}.{}", info.major, info.minor)},
+                             {"sm_count", info.sm_count},
+                             {"l2_bytes", info.l2_bytes},
+                             {"memory_bytes", info.global_memory_bytes},
+                             {"pci_bus_id", info.pci_bus_id},
+                             {"driver_version", info.driver_version},
+                             {"runtime_version", info.runtime_version},
+                             {"cpu", cpu_model()}};
+    lanes_.push_back(std::move(lane));
+  }
+#endif
 
   // Unknown names in the allow-lists are warned about, with suggestions.
   std::vector<std::string> def_names, sol_names;
@@ -648,135 +896,104 @@ RunResult Run::go() {
   }
 
   // Plan: what will run, so the progress display knows the total.
-  struct Planned {
-    const Definition* def;
-    std::vector<const Solution*> solutions;
-  };
-  std::vector<Planned> plan;
-  BuildOptions bo;
-  bo.cache_dir = o_.build_cache;
-  bo.abi_include_dir = o_.abi_include_dir;
-  bo.force = o_.rebuild;
+  build_options_.cache_dir = o_.build_cache;
+  build_options_.abi_include_dir = o_.abi_include_dir;
+  build_options_.force = o_.rebuild;
+  std::vector<WorkItem> items;
   for (const auto& d : set.definitions()) {
     const Definition& def = d.value;
     if (!selected(o_.definitions, def.name)) continue;
-    Planned pl{&def, {}};
+    std::vector<const Solution*> solutions;
     for (const auto& sr : set.solutions(def.name)) {
       const Solution& s = sr.value;
       if (!selected(o_.solutions, s.name)) continue;
       std::string unsupported, error;
-      if (!select_toolchain(s, bo, &unsupported, &error) && !unsupported.empty()) {
+      if (!select_toolchain(s, build_options_, &unsupported, &error) && !unsupported.empty()) {
         message(
             fmt::format("warning: skipping solution {} ({}): {}", s.name, def.name, unsupported));
         continue;
       }
-      pl.solutions.push_back(&s);
-    }
-    if (pl.solutions.empty()) continue;
-    for (const auto& wr : set.workloads(def.name)) {
-      for (const Solution* s : pl.solutions) {
-        if (finished.count({def.name, wr.value.workload.uuid, s->name})) {
-          ++result_.resumed;
-        } else {
-          ++total_;
-        }
+      // A solution runs where its code runs: GPU solutions get device pointers and a stream,
+      // CPU ones host memory.
+      if (solution_targets_gpu(s) != devices.gpu) {
+        message(fmt::format(
+            "warning: skipping solution {} ({}): {}", s.name, def.name,
+            devices.gpu ? "it targets the CPU (target_hardware cpu); run it with --device cpu"
+                        : "it targets a GPU; run it with --device cuda:0 (or a list of devices)"));
+        continue;
       }
+      solutions.push_back(&s);
     }
-    plan.push_back(std::move(pl));
-  }
-  if (cb_.on_start) cb_.on_start(total_);
-  scratch_ = std::make_unique<Scratch>();
-
-  std::map<std::string, BuildResult> builds;
-  std::map<std::string, std::string> timed_out_on;  // solution -> workload uuid
-  std::map<std::string, int> skipped;
-  std::size_t workload_index = 0;
-  for (const Planned& pl : plan) {
-    const Definition& def = *pl.def;
+    if (solutions.empty()) continue;
     std::string why_no_ref;
-    if (!reference::find_kernel(def, &why_no_ref)) {
+    const bool has_reference =
+#ifdef FIB_HAVE_CUDA
+        devices.gpu ? reference_cuda::find_kernel(def, &why_no_ref) != nullptr :
+#endif
+                    reference::find_kernel(def, &why_no_ref) != nullptr;
+    if (!has_reference) {
       message(
-          fmt::format("warning: {} has no native reference ({}); its solutions are not "
+          fmt::format("warning: {} has no native reference{} ({}); its solutions are not "
                       "evaluated",
-                      def.name, why_no_ref));
+                      def.name, devices.gpu ? " on CUDA" : "", why_no_ref));
       ++result_.reference_failures;
       continue;
     }
     for (const auto& wr : set.workloads(def.name)) {
-      const Workload& w = wr.value.workload;
-      std::vector<const Solution*> pending;
-      for (const Solution* s : pl.solutions) {
-        if (!finished.count({def.name, w.uuid, s->name})) pending.push_back(s);
-      }
-      if (pending.empty()) continue;
-      const fs::path dir = scratch_->root() / fmt::format("w{}", workload_index++);
-      std::optional<PreparedWorkload> p;
-      const auto setup0 = Clock::now();
-      Timing ref;
-      // Inputs made and written, then the reference run on them: once per workload, shared by
-      // every solution (workload_setup_seconds, reported apart from per-evaluation overhead).
-      auto setup_done = [&] {
-        result_.workload_setup_seconds +=
-            std::chrono::duration<double>(Clock::now() - setup0).count() -
-            (ref.timed_ms + ref.warmup_ms) / 1000.0;
-        ++result_.workloads_prepared;
-      };
-      try {
-        p = prepare(def, wr.value, dir);
-      } catch (const Error& e) {
-        ++result_.reference_failures;
-        message(fmt::format("warning: {} workload {}: cannot materialize inputs: {}", def.name,
-                            short_uuid(w.uuid), e.what()));
-        done_ += pending.size();
-        continue;
-      }
-      std::string kernel;
-      if (!run_reference(def, w, *p, &ref, &kernel)) {
-        done_ += pending.size();
-        continue;
-      }
-      setup_done();
-      for (const Solution* s : pending) {
-        if (auto it = timed_out_on.find(s->name); it != timed_out_on.end()) {
-          ++skipped[s->name];
-          ++done_;
-          message(
-              fmt::format("{} on {} workload {}: not run (timed out on workload {} earlier "
-                          "in this run); --resume runs it later",
-                          s->name, def.name, short_uuid(w.uuid), short_uuid(it->second)));
-          continue;
+      WorkItem item{&def, &wr.value, {}};
+      for (const Solution* s : solutions) {
+        if (finished.count({def.name, wr.value.workload.uuid, s->name})) {
+          ++result_.resumed;
+        } else {
+          item.pending.push_back(s);
+          ++total_;
         }
-        auto bit = builds.find(s->name);
-        if (bit == builds.end()) {
-          BuildResult b = build_solution(*s, bo);
-          bit = builds.emplace(s->name, std::move(b)).first;
-        }
-        const BuildResult& b = bit->second;
-        if (!b.ok()) {
-          record(set,
-                 make_trace(def, w, *s, EvaluationStatus::kCompileError,
-                            fmt::format("{}\n{}", b.message, b.log),
-                            Json{{"build", Json{{"key", b.key}, {"toolchain", b.toolchain}}}}),
-                 def, *s);
-          continue;
-        }
-        double overhead_ms = -1;
-        Trace t = evaluate(def, w, *s, b, *p, ref, kernel, &overhead_ms);
-        if (overhead_ms >= 0) {  // evaluations that ran to the end (not killed at a deadline)
-          result_.overhead_seconds += overhead_ms / 1000.0;
-          ++result_.overhead_evaluations;
-        }
-        if (t.evaluation->status == EvaluationStatus::kTimeout) timed_out_on[s->name] = w.uuid;
-        record(set, std::move(t), def, *s);
       }
-      std::error_code ec;
-      fs::remove_all(dir, ec);
+      if (!item.pending.empty()) items.push_back(std::move(item));
     }
   }
-  solution_worker_.reset();
-  reference_worker_.reset();
+  if (cb_.on_start) cb_.on_start(total_);
+  scratch_ = std::make_unique<Scratch>();
+
+  // Work items go to the lanes in order, each lane taking the next when it is free.
+  std::size_t next = 0;
+  std::exception_ptr failure;
+  auto lane_loop = [&](Lane& lane) {
+    try {
+      while (true) {
+        std::size_t k;
+        {
+          std::lock_guard<std::recursive_mutex> lock(mu_);
+          if (next >= items.size() || failure) return;
+          k = next++;
+        }
+        run_item(lane, set, items[k]);
+      }
+    } catch (...) {
+      std::lock_guard<std::recursive_mutex> lock(mu_);
+      if (!failure) failure = std::current_exception();
+    }
+  };
+  if (lanes_.size() == 1) {
+    lane_loop(*lanes_.front());
+  } else {
+    std::vector<std::thread> threads;
+    for (auto& lane : lanes_) threads.emplace_back(lane_loop, std::ref(*lane));
+    for (auto& t : threads) t.join();
+  }
+  for (auto& lane : lanes_) {
+    lane->solution.reset();
+    lane->reference.reset();
+  }
+  if (failure) std::rethrow_exception(failure);
+  result_.gpu = devices.gpu;
+  for (const auto& lane : lanes_) {
+    result_.devices.push_back(lane->device == "cpu"
+                                  ? lane->device
+                                  : fmt::format("{} ({})", lane->device, lane->hardware));
+  }
   result_.wall_seconds = std::chrono::duration<double>(Clock::now() - wall0).count();
-  result_.summary = detail::summarize_run(result_.traces, set, skipped);
+  result_.summary = detail::summarize_run(result_.traces, set, skipped_);
   return std::move(result_);
 }
 }  // namespace

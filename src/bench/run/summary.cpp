@@ -114,9 +114,22 @@ std::string render_summary(const RunResult& r) {
       r.worker_starts > 0 ? 1000.0 * r.worker_start_seconds / static_cast<double>(r.worker_starts)
                           : 0.0,
       r.worker_starts, r.seed);
-  out +=
+  if (r.gpu && r.wall_seconds > 0) {
+    // Timed GPU work (solutions' and references' samples) against the devices' wall time.
+    const double lanes = static_cast<double>(r.devices.size());
+    out += fmt::format(
+        "devices: {}; timed GPU work {:.1f}% of the wall time, {:.1f}% of it less the {:.1f} s of "
+        "builds (the rest: L2 flushes, checks, inputs, references' setup)\n",
+        fmt::join(r.devices, ", "), 100.0 * r.timed_seconds / (r.wall_seconds * lanes),
+        r.wall_seconds > r.build_seconds
+            ? 100.0 * r.timed_seconds / ((r.wall_seconds - r.build_seconds) * lanes)
+            : 0.0,
+        r.build_seconds);
+  }
+  out += fmt::format(
       "speedup: geometric mean over passed workloads of reference latency / solution latency "
-      "(native CPU reference); ranked: solutions that passed every workload\n";
+      "(native {} reference); ranked: solutions that passed every workload\n",
+      r.gpu ? "CUDA" : "CPU");
   return out;
 }
 
@@ -141,8 +154,10 @@ Json summary_to_json(const RunResult& r) {
       {"resumed", r.resumed},
       {"reference_failures", r.reference_failures},
       {"seed", r.seed},
+      {"devices", r.devices},
       {"wall_seconds", r.wall_seconds},
       {"timed_seconds", r.timed_seconds},
+      {"build_seconds", r.build_seconds},
       {"overhead_ms_per_evaluation",
        r.overhead_evaluations > 0
            ? 1000.0 * r.overhead_seconds / static_cast<double>(r.overhead_evaluations)

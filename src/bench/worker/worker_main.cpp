@@ -19,12 +19,11 @@
 
 #include "bench/worker/input_sets.h"
 #include "bench/worker/protocol.h"
+#include "bench/worker/worker_common.h"
 #include "fib/bench/compare.h"
 #include "fib/bench/timing.h"
 #include "fib/bench/worker.h"
 #include "fib/reference/reference.h"
-#define FIB_SOLUTION_C_API_ONLY
-#include "fib/solution.h"
 #include "fib/tensor/safetensors.h"
 #include "fib/trace/definition.h"
 #include "fib/trace/diagnostics.h"
@@ -33,59 +32,9 @@ namespace fib::bench {
 
 namespace {
 using Clock = std::chrono::steady_clock;
+using namespace detail;
 constexpr std::size_t kGuardBytes = 256;
 constexpr unsigned char kGuardByte = 0xFD;
-
-using detail::InputSet;
-using InputSets = std::shared_ptr<const std::vector<InputSet>>;
-
-Definition parse_definition(const Json& j) {
-  Diagnostics diag;
-  ReadContext ctx{"request.definition", &diag};
-  auto d = definition_from_json(j, ctx);
-  if (!d) throw Error("request", "the definition in the request does not parse");
-  return *d;
-}
-
-AxisValues parse_axes(const Json& j) {
-  AxisValues v;
-  for (auto it = j.begin(); it != j.end(); ++it) v.emplace_back(it.key(), it->get<std::int64_t>());
-  return v;
-}
-
-// The ABI numbers dtypes as fib::DType does; the worker converts between them by value.
-static_assert(static_cast<int>(DType::kFloat32) == FIB_DTYPE_FLOAT32 &&
-              static_cast<int>(DType::kFloat16) == FIB_DTYPE_FLOAT16 &&
-              static_cast<int>(DType::kBFloat16) == FIB_DTYPE_BFLOAT16 &&
-              static_cast<int>(DType::kFloat8E4M3FN) == FIB_DTYPE_FLOAT8_E4M3FN &&
-              static_cast<int>(DType::kFloat8E5M2) == FIB_DTYPE_FLOAT8_E5M2 &&
-              static_cast<int>(DType::kFloat4E2M1) == FIB_DTYPE_FLOAT4_E2M1 &&
-              static_cast<int>(DType::kInt64) == FIB_DTYPE_INT64 &&
-              static_cast<int>(DType::kInt32) == FIB_DTYPE_INT32 &&
-              static_cast<int>(DType::kInt16) == FIB_DTYPE_INT16 &&
-              static_cast<int>(DType::kInt8) == FIB_DTYPE_INT8 &&
-              static_cast<int>(DType::kUInt8) == FIB_DTYPE_UINT8 &&
-              static_cast<int>(DType::kBool) == FIB_DTYPE_BOOL);
-
-// A row-major view of host memory for the solution ABI.
-fib_tensor contiguous_view(void* data, DType dtype, const Shape& shape) {
-  if (shape.size() > FIB_MAX_RANK) {
-    throw Error("request", fmt::format("a tensor of rank {} exceeds the solution ABI's {}",
-                                       shape.size(), FIB_MAX_RANK));
-  }
-  fib_tensor t{};
-  t.data = data;
-  t.ndim = static_cast<std::int32_t>(shape.size());
-  std::int64_t stride = 1;
-  for (int i = t.ndim - 1; i >= 0; --i) {
-    t.shape[i] = shape[static_cast<std::size_t>(i)];
-    t.strides[i] = stride;
-    stride *= shape[static_cast<std::size_t>(i)];
-  }
-  t.dtype = static_cast<std::int32_t>(dtype);
-  t.device_type = FIB_DEVICE_CPU;
-  return t;
-}
 
 // ---- Guarded, poisoned buffers ------------------------------------------------------------
 // Output storage with guard regions before and after, refilled with a changing poison pattern
@@ -114,53 +63,9 @@ class GuardedBuffer {
   // Fills the buffer with the poison of call `k`; returns the integer sentinel used (0 for
   // float formats, whose poison is NaN).
   std::int64_t poison(std::uint64_t k) {
-    switch (dtype_) {
-      case DType::kFloat32: {
-        const std::uint32_t v = 0x7fc00000u | static_cast<std::uint32_t>((k % 0x3fffffu) + 1);
-        fill(&v, sizeof v);
-        return 0;
-      }
-      case DType::kFloat16: {
-        const auto v = static_cast<std::uint16_t>(0x7e00u | ((k % 0x1ffu) + 1));
-        fill(&v, sizeof v);
-        return 0;
-      }
-      case DType::kBFloat16: {
-        const auto v = static_cast<std::uint16_t>(0x7fc0u | ((k % 0x3fu) + 1));
-        fill(&v, sizeof v);
-        return 0;
-      }
-      case DType::kFloat8E4M3FN: {
-        const std::uint8_t v = (k & 1) ? 0xff : 0x7f;
-        fill(&v, 1);
-        return 0;
-      }
-      case DType::kFloat8E5M2: {
-        const std::uint8_t v = static_cast<std::uint8_t>(0x7d + (k % 3));
-        fill(&v, 1);
-        return 0;
-      }
-      case DType::kFloat4E2M1: {  // no NaN in e2m1: the largest magnitudes, alternating sign
-        const std::uint8_t v = (k & 1) ? 0xff : 0x77;
-        fill(&v, 1);
-        return (k & 1) ? -6 : 6;
-      }
-      case DType::kBool: {
-        const std::uint8_t v = (k & 1) ? 1 : 0;
-        fill(&v, 1);
-        return v;
-      }
-      default: {
-        const std::uint8_t byte = (k & 1) ? 0xa5 : 0x5a;
-        std::memset(data_, byte, bytes_);
-        const int width = dtype_bits(dtype_) / 8;
-        std::uint64_t u = 0;
-        for (int i = 0; i < width; ++i) u = (u << 8) | byte;
-        if (width == 8) return static_cast<std::int64_t>(u);
-        const std::uint64_t sign = 1ull << (width * 8 - 1);
-        return static_cast<std::int64_t>((u ^ sign) - sign);  // sign-extend
-      }
-    }
+    const Poison p = poison_for(dtype_, k);
+    fill(&p.pattern, static_cast<std::size_t>(p.width));
+    return p.sentinel;
   }
 
   // Offset of the first corrupted guard byte relative to the start of the data (negative:
@@ -205,47 +110,6 @@ class GuardedBuffer {
   std::size_t bytes_ = 0;
   std::unique_ptr<std::byte[]> storage_;
   std::byte* data_ = nullptr;
-};
-
-// ---- Schedules -----------------------------------------------------------------------------
-struct TrialPlan {
-  std::vector<int> warmup;   // set indices
-  std::vector<int> timed;    // set indices, in call order
-  int check_position = -1;   // index into `timed` whose outputs are saved
-  std::string check_output;  // where they go
-  double max_seconds = 0;    // 0: no time cap
-};
-
-struct Schedule {
-  std::vector<TrialPlan> trials;
-  NoiseCriterion noise;
-  bool fixed_iterations = false;
-  bool flush_caches = true;
-};
-
-Schedule parse_schedule(const Json& j) {
-  Schedule s;
-  s.noise.min_samples = j.value("min_samples", std::size_t{10});
-  s.noise.rel_precision = j.value("rel_precision", 0.005);
-  s.fixed_iterations = j.value("fixed_iterations", false);
-  s.flush_caches = j.value("flush_caches", true);
-  for (const Json& t : j.at("trials")) {
-    TrialPlan p;
-    p.warmup = t.at("warmup").get<std::vector<int>>();
-    p.timed = t.at("timed").get<std::vector<int>>();
-    p.check_position = t.value("check_position", -1);
-    p.check_output = t.value("check_output", std::string());
-    p.max_seconds = t.value("max_seconds", 0.0);
-    s.trials.push_back(std::move(p));
-  }
-  return s;
-}
-
-// What went wrong in a call, reported to the orchestrator (which decides the status).
-struct Failure {
-  std::string kind;  // "error", "guard", "input_modified", "results"
-  std::string message;
-  std::uint64_t call = 0;
 };
 
 // One callable thing (a solution or a reference) under the schedule.
@@ -421,11 +285,6 @@ class InputGuard {
 };
 
 // ---- A solution under test --------------------------------------------------------------------
-struct LoadedLibrary {
-  void* handle = nullptr;
-  fib_entry_fn entry = nullptr;
-  std::string signature;
-};
 
 class SolutionTarget : public Target {
  public:
@@ -728,66 +587,6 @@ class ReferenceTarget : public Target {
   reference::Outputs out_;
 };
 
-// ---- Requests ---------------------------------------------------------------------------------
-struct WorkerState {
-  std::map<std::string, LoadedLibrary> libraries;
-  // The input sets of the workload being evaluated, kept for the next request on it.
-  std::string sets_path;
-  InputSets sets;
-};
-
-Json failure_json(const Failure& f) {
-  return Json{{"kind", f.kind}, {"message", f.message}, {"call", f.call}};
-}
-
-LoadedLibrary load_library(WorkerState& st, const std::string& path, const std::string& symbol,
-                           std::string* error) {
-  const std::string key = path + "::" + symbol;
-  if (auto it = st.libraries.find(key); it != st.libraries.end()) return it->second;
-  LoadedLibrary lib;
-  // RTLD_LOCAL: the solution's symbols do not interpose on fib's (a solution defining
-  // clock_gettime does not change how fib reads the clock).
-  lib.handle = ::dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL);
-  if (lib.handle == nullptr) {
-    *error = fmt::format("cannot load the solution library: {}", ::dlerror());
-    return lib;
-  }
-  lib.entry = reinterpret_cast<fib_entry_fn>(::dlsym(lib.handle, symbol.c_str()));
-  if (lib.entry == nullptr) {
-    *error = fmt::format("the library does not export '{}'", symbol);
-    return lib;
-  }
-  using VersionFn = unsigned (*)();
-  using SignatureFn = const char* (*)();
-  if (auto v = reinterpret_cast<VersionFn>(
-          ::dlsym(lib.handle, (symbol + "__fib_abi_version").c_str()))) {
-    if (v() != FIB_SOLUTION_ABI_VERSION) {
-      *error = fmt::format("the solution was built for fib solution ABI {}, this fib speaks {}",
-                           v(), FIB_SOLUTION_ABI_VERSION);
-      lib.entry = nullptr;
-      return lib;
-    }
-  }
-  if (auto s = reinterpret_cast<SignatureFn>(
-          ::dlsym(lib.handle, (symbol + "__fib_signature").c_str()))) {
-    lib.signature = s();
-  }
-  st.libraries.emplace(key, lib);
-  return lib;
-}
-
-InputSets load_sets(WorkerState& st, const Json& j) {
-  const std::string path = j.get<std::string>();
-  if (path != st.sets_path || !st.sets) {
-    st.sets.reset();
-    auto sets = std::make_shared<const std::vector<InputSet>>(detail::read_input_sets(path));
-    if (sets->empty()) throw Error(path, "no input sets");
-    st.sets = std::move(sets);
-    st.sets_path = path;
-  }
-  return st.sets;
-}
-
 Json handle_evaluate(WorkerState& st, const Json& req) {
   const Definition def = parse_definition(req.at("definition"));
   const AxisValues var = parse_axes(req.at("var_axes"));
@@ -828,21 +627,7 @@ Json handle_evaluate(WorkerState& st, const Json& req) {
       for (std::size_t i = 0; i < outs.size(); ++i) per_output[i].push_back(outs[i].second);
     }
     if (!failure && draws > 0) {
-      std::vector<std::pair<std::string, Tensor>> stacked;
-      for (std::size_t i = 0; i < def.outputs.size(); ++i) {
-        const Tensor& first = per_output[i].front();
-        Shape s = {static_cast<std::int64_t>(draws)};
-        for (std::int64_t d : first.shape()) s.push_back(d);
-        Tensor t(first.dtype(), std::move(s));
-        auto* dst = static_cast<std::byte*>(t.raw());
-        for (const Tensor& x : per_output[i]) {
-          if (x.nbytes() != first.nbytes()) continue;
-          std::memcpy(dst, x.raw(), x.nbytes());
-          dst += x.nbytes();
-        }
-        stacked.emplace_back(def.outputs[i].name, std::move(t));
-      }
-      write_safetensors(sp.at("output").get<std::string>(), stacked);
+      write_stacked_draws(sp.at("output").get<std::string>(), def, per_output, draws);
       reply["sampling"] = Json{{"file", sp.at("output")}, {"draws", draws}};
     }
   }
@@ -870,10 +655,22 @@ Json handle_reference(WorkerState& st, const Json& req) {
   return reply;
 }
 
+// Whether a request is for a CUDA device ("device": "cuda:N"); CPU otherwise.
+bool on_gpu(const Json& req) {
+  return req.value("device", std::string("cpu")).rfind("cuda", 0) == 0;
+}
+
 Json handle(WorkerState& st, const Json& req) {
   const std::string cmd = req.value("cmd", std::string());
   if (cmd == "hello")
     return Json{{"ok", true}, {"pid", ::getpid()}, {"abi", FIB_SOLUTION_ABI_VERSION}};
+  if ((cmd == "evaluate" || cmd == "reference") && on_gpu(req)) {
+#ifdef FIB_HAVE_CUDA
+    return cmd == "evaluate" ? gpu_evaluate(st, req) : gpu_reference(st, req);
+#else
+    return Json{{"ok", false}, {"error", "this fib was built without the CUDA path"}};
+#endif
+  }
   if (cmd == "evaluate") return handle_evaluate(st, req);
   if (cmd == "reference") return handle_reference(st, req);
   return Json{{"ok", false}, {"error", fmt::format("unknown command '{}'", cmd)}};
@@ -886,7 +683,7 @@ int worker_main(int channel_fd) {
   if (fd < 0) return 3;
   ::close(channel_fd);
   ::signal(SIGPIPE, SIG_IGN);
-  WorkerState state;
+  detail::WorkerState state;
   std::string text;
   while (detail::read_message(fd, &text) == detail::ReadResult::kMessage) {
     const Json req = Json::parse(text, nullptr, false);
@@ -905,6 +702,8 @@ int worker_main(int channel_fd) {
     } catch (const std::exception&) {
       return 5;
     }
+    // After a sticky CUDA error the context is unusable: the orchestrator starts a new worker.
+    if (state.exit_after_reply) return 6;
   }
   return 0;
 }

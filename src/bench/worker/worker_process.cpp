@@ -44,6 +44,10 @@ std::vector<std::string> scrubbed_environment(const WorkerSpec& spec) {
   for (const char* keep : {"CUDA_VISIBLE_DEVICES", "NVIDIA_VISIBLE_DEVICES"}) {
     if (const char* v = std::getenv(keep)) env.push_back(fmt::format("{}={}", keep, v));
   }
+  // Every kernel of a loaded module is loaded with it: with lazy loading (CUDA's default), a
+  // kernel's first launch can wait for the device to go idle, which it never does behind the
+  // timer's blocking kernel.
+  env.push_back("CUDA_MODULE_LOADING=EAGER");
   return env;
 }
 

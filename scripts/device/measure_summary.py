@@ -1,0 +1,72 @@
+#!/usr/bin/env python3
+"""Summarizes scripts/device/measure.sh's `fib run`s: end-to-end wall time and the share of it in
+timed GPU work (from each run's --json summary), the harness overhead, and the run-to-run spread
+of each (solution, workload)'s reported median (latency_ms) across the runs, which share a seed
+and so the same inputs."""
+import glob
+import json
+import statistics
+import sys
+
+
+def traces(run_dir):
+    out = {}
+    for path in glob.glob(f"{run_dir}/traces/**/*.jsonl", recursive=True):
+        for line in open(path):
+            t = json.loads(line)
+            e = t["evaluation"]
+            key = (t["solution"], t["workload"]["uuid"])
+            perf = e.get("performance") or {}
+            out[key] = (e["status"], perf.get("latency_ms"), perf.get("reference_latency_ms"),
+                        t["workload"]["axes"])
+    return out
+
+
+def main():
+    base, out_dir, runs = sys.argv[1], sys.argv[2], int(sys.argv[3])
+    print("run  wall s  builds s  timed s  timed/wall  timed/(wall-builds)  overhead ms/eval  "
+          "setup ms/workload  evaluations")
+    for r in range(1, runs + 1):
+        j = json.load(open(f"{out_dir}/run{r}.json"))
+        wall, timed, builds = j["wall_seconds"], j["timed_seconds"], j.get("build_seconds", 0)
+        print(f"{r:>3}  {wall:6.1f}  {builds:8.1f}  {timed:7.1f}  {100 * timed / wall:9.1f}%  "
+              f"{100 * timed / max(wall - builds, 1e-9):18.1f}%  "
+              f"{j['overhead_ms_per_evaluation']:16.2f}  "
+              f"{j['workload_setup_ms_per_workload']:17.1f}  {j['evaluations']:>11}")
+    all_runs = [traces(f"{base}/run{r}") for r in range(1, runs + 1)]
+    statuses = {}
+    for k, v in all_runs[0].items():
+        statuses[v[0]] = statuses.get(v[0], 0) + 1
+    print("statuses (run 1):", ", ".join(f"{s} {n}" for s, n in sorted(statuses.items())))
+    if runs < 2:
+        return
+    rows = []
+    for key, v in all_runs[0].items():
+        lat = [run.get(key, (None, None))[1] for run in all_runs]
+        if any(x is None for x in lat):
+            continue
+        mean = statistics.fmean(lat)
+        rows.append((key[0], v[3], mean, (max(lat) - min(lat)) / mean, v[2]))
+    rows.sort(key=lambda r: r[2])
+    print(f"\nrun-to-run spread of the reported median over {runs} runs ((max - min) / mean), "
+          "per solution x workload:")
+    print(f"{'solution':36} {'axes':22} {'median us':>10} {'spread':>8} {'ref us':>9}")
+    for sol, axes, mean, spread, ref in rows:
+        print(f"{sol:36} {json.dumps(axes):22} {1000 * mean:10.2f} {100 * spread:7.2f}% "
+              f"{1000 * ref:9.2f}")
+    big = [r for r in rows if r[2] >= 0.010]
+    if big:
+        under = sum(1 for r in big if r[3] < 0.01)
+        print(f"\nkernels of 10 us or more: {len(big)}; spread under 1%: {under} "
+              f"({100 * under / len(big):.0f}%); median spread "
+              f"{100 * statistics.median(r[3] for r in big):.2f}%, max "
+              f"{100 * max(r[3] for r in big):.2f}%")
+    small = [r for r in rows if r[2] < 0.010]
+    if small:
+        print(f"kernels under 10 us: {len(small)}; median spread "
+              f"{100 * statistics.median(r[3] for r in small):.2f}%, max "
+              f"{100 * max(r[3] for r in small):.2f}%")
+
+
+if __name__ == "__main__":
+    main()

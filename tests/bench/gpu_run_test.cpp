@@ -1,0 +1,151 @@
+// `fib run --device cuda:0` end to end on the bundled example's CUDA solutions (GPU machine
+// only; skipped visibly elsewhere): the naive and tuned solutions pass, every red-team solution
+// gets the status its description promises, a sticky error costs one worker and the run goes
+// on, and the traces say how the GPU was timed.
+#ifdef FIB_HAVE_CUDA
+
+#include <gtest/gtest.h>
+
+#include <map>
+
+#include "fib/bench/run.h"
+#include "fib/dataset/trace_set.h"
+#include "fib/validate/validator.h"
+#include "support/gpu.h"
+#include "support/temp_dir.h"
+
+namespace fib::bench {
+namespace {
+
+namespace fs = std::filesystem;
+using testing::TempDir;
+
+const fs::path kSource = FIB_SOURCE_DIR;
+
+RunOptions gpu_options(const TempDir& tmp) {
+  RunOptions o;
+  o.dataset = tmp.path() / "dataset";
+  o.worker_executable = FIB_EXE;
+  o.abi_include_dir = kSource / "include";
+  o.build_cache = tmp.path() / "cache";
+  o.seed = 11;
+  o.timeout_seconds = 20;
+  o.cli.warmup_runs = 2;
+  o.cli.iterations = 12;
+  o.cli.num_trials = 2;
+  o.max_trial_seconds = 0.5;
+  o.device = "cuda:0";
+  return o;
+}
+
+std::map<std::string, std::vector<std::string>> statuses(const RunResult& r) {
+  std::map<std::string, std::vector<std::string>> m;
+  for (const Trace& t : r.traces) {
+    m[*t.solution].push_back(std::string(status_name(t.evaluation->status)));
+  }
+  return m;
+}
+
+std::string log_of(const RunResult& r, const std::string& solution) {
+  for (const Trace& t : r.traces) {
+    if (*t.solution == solution) return t.evaluation->log;
+  }
+  return {};
+}
+
+TEST(GpuRun, ExampleSolutionsPassAndTheRedTeamIsCaught) {
+  FIB_REQUIRE_GPU();
+  TempDir tmp;
+  testing::copy_tree(kSource / "examples" / "dataset", tmp.path() / "dataset");
+  RunOptions o = gpu_options(tmp);
+  o.definitions = {"rmsnorm_h2048"};
+  const RunResult r = run_benchmark(o);
+  const auto s = statuses(r);
+  const std::string p = "rmsnorm_h2048_";
+  auto all = [](const std::string& st) { return std::vector<std::string>{st, st}; };
+  // CPU solutions are skipped on a CUDA device (with a warning), never failed.
+  EXPECT_EQ(s.count(p + "naive"), 0u);
+  EXPECT_EQ(s.at(p + "naive_cuda"), all("PASSED"));
+  EXPECT_EQ(s.at(p + "tuned_cuda"), all("PASSED"));
+  EXPECT_EQ(s.at(p + "wrong_result_cuda"), all("INCORRECT_NUMERICAL"));
+  EXPECT_EQ(s.at(p + "writes_nothing_cuda"), all("INCORRECT_NUMERICAL"));
+  EXPECT_EQ(s.at(p + "caches_results_cuda"), all("INCORRECT_NUMERICAL"));
+  EXPECT_EQ(s.at(p + "lazy_after_first_call_cuda"), all("INCORRECT_NUMERICAL"));
+  EXPECT_EQ(s.at(p + "crashes_cuda"), all("RUNTIME_ERROR"));
+  EXPECT_EQ(s.at(p + "mutates_inputs_cuda"), all("RUNTIME_ERROR"));
+  EXPECT_EQ(s.at(p + "writes_past_end_cuda"), all("RUNTIME_ERROR"));
+  EXPECT_EQ(s.at(p + "side_stream_cuda"), all("RUNTIME_ERROR"));
+  EXPECT_EQ(s.at(p + "launch_error_cuda"), all("RUNTIME_ERROR"));
+  EXPECT_EQ(s.at(p + "compile_error_cuda"), all("COMPILE_ERROR"));
+  EXPECT_EQ(s.at(p + "hangs_cuda"), std::vector<std::string>{"TIMEOUT"});
+
+  // What the logs say.
+  const std::string crash = log_of(r, p + "crashes_cuda");
+  EXPECT_NE(crash.find("cudaErrorIllegalAddress"), std::string::npos) << crash;
+  EXPECT_NE(crash.find("the worker process was replaced"), std::string::npos) << crash;
+  EXPECT_NE(log_of(r, p + "mutates_inputs_cuda").find("modified its input 'hidden_states'"),
+            std::string::npos)
+      << log_of(r, p + "mutates_inputs_cuda");
+  EXPECT_NE(log_of(r, p + "writes_past_end_cuda").find("wrote past the end of output 'output'"),
+            std::string::npos)
+      << log_of(r, p + "writes_past_end_cuda");
+  EXPECT_NE(log_of(r, p + "side_stream_cuda").find("window"), std::string::npos)
+      << log_of(r, p + "side_stream_cuda");
+  EXPECT_NE(log_of(r, p + "launch_error_cuda").find("a kernel launch of the solution failed"),
+            std::string::npos)
+      << log_of(r, p + "launch_error_cuda");
+  EXPECT_NE(log_of(r, p + "writes_nothing_cuda").find("never written"), std::string::npos);
+
+  // Passed traces: timed on the device, the CUDA reference, the window audit clean.
+  int passed = 0;
+  for (const Trace& t : r.traces) {
+    if (!t.passed()) continue;
+    ++passed;
+    const Evaluation& e = *t.evaluation;
+    EXPECT_EQ(e.environment.extra["device"], "cuda:0");
+    EXPECT_EQ(e.environment.extra["reference"], "native:cuda:rmsnorm");
+    EXPECT_TRUE(e.environment.extra["window_audit"]["available"].get<bool>());
+    EXPECT_FALSE(e.environment.extra["window_audit"].contains("escape"));
+    EXPECT_FALSE(e.environment.extra["window_audit"]["kernels"].empty());
+    EXPECT_NE(e.environment.hardware.find("NVIDIA"), std::string::npos);
+    const Performance& perf = *e.performance;
+    EXPECT_EQ(perf.extra["method"], "cuda_events");
+    EXPECT_GT(perf.latency_ms, 0);
+    EXPECT_LT(perf.latency_ms, 5.0);  // a 2048-wide RMSNorm of a few rows
+    EXPECT_GT(perf.reference_latency_ms, 0);
+    ASSERT_EQ(perf.extra["gpu_timing"].size(), 2u);
+    const Json& method = perf.extra["gpu_timing"][0]["method"];
+    EXPECT_TRUE(method["l2_flush"].get<bool>());
+    EXPECT_TRUE(method["event_overhead_subtracted"].get<bool>());
+  }
+  EXPECT_EQ(passed, 4);
+
+  const TraceSet set = TraceSet::load(o.dataset);
+  const validate::Report report = validate::validate_dataset(set, {});
+  EXPECT_FALSE(report.has_errors()) << validate::render_text(report);
+}
+
+TEST(GpuRun, NaiveAndTunedGemmAndFusedAddRmsNormPass) {
+  FIB_REQUIRE_GPU();
+  TempDir tmp;
+  testing::copy_tree(kSource / "examples" / "dataset", tmp.path() / "dataset");
+  RunOptions o = gpu_options(tmp);
+  o.definitions = {"gemm_n2048_k2048", "fused_add_rmsnorm_h2048"};
+  const RunResult r = run_benchmark(o);
+  const auto s = statuses(r);
+  auto all = [](const std::string& st) { return std::vector<std::string>{st, st}; };
+  EXPECT_EQ(s.at("gemm_n2048_k2048_naive_cuda"), all("PASSED"));
+  EXPECT_EQ(s.at("gemm_n2048_k2048_tuned_cuda"), all("PASSED"));
+  EXPECT_EQ(s.at("fused_add_rmsnorm_h2048_naive_cuda"), all("PASSED"));
+  EXPECT_EQ(s.at("fused_add_rmsnorm_h2048_tuned_cuda"), all("PASSED"));
+  for (const Trace& t : r.traces) {
+    EXPECT_EQ(
+        t.evaluation->environment.extra["reference"].get<std::string>().rfind("native:cuda:", 0),
+        0u);
+  }
+}
+
+}  // namespace
+}  // namespace fib::bench
+
+#endif  // FIB_HAVE_CUDA
