@@ -7,7 +7,8 @@
 #   2. fib workloads synth: two small workloads per definition (seed 3, at most 8 query
 #      tokens and 256 keys per sequence; decode-shaped, prefill-shaped for prefill kernels; the
 #      lm_head GEMM gets one, M=1), all inputs random or scalar: no blobs;
-#   3. fib solution pack: every examples/solutions/<definition>/<name>.cpp as solution
+#   3. fib solution pack: every examples/solutions/<definition>/<name>.cpp (language cpp, target
+#      hardware cpu) and <name>.cu (language cuda, target hardware cuda) as solution
 #      <definition>_<name> (correct ones by fib-examples, broken ones by red-team);
 #   4. fib validate.
 #
@@ -49,14 +50,24 @@ for file in $(cd "$DS/definitions" && LC_ALL=C ls -1 -- */*.json); do
     --preset "$preset" --seed 3 --max-tokens "$max_tokens" --max-kv-len 256 >/dev/null
 done
 
-# 3. Solutions: definition, file name, author, calling style, description.
+# 3. Solutions: definition, file name, author, calling style, description. <name>.cu is a
+# CUDA solution (language cuda; the pack's default target hardware, "cuda"), <name>.cpp a C++
+# one (target hardware cpu).
 pack() {
   local def=$1 name=$2 author=$3 style=$4 description=$5
-  local flags=()
+  local flags=() file=$name.cpp
+  if [[ -e "$SOLUTIONS/$def/$name.cu" ]]; then
+    if [[ -e "$SOLUTIONS/$def/$name.cpp" ]]; then
+      echo "make-example-dataset: both $name.cpp and $name.cu in $SOLUTIONS/$def" >&2
+      exit 1
+    fi
+    file=$name.cu
+    flags+=(--language cuda)
+  fi
   [[ $style == value ]] && flags+=(--value-returning)
   "$FIB" solution pack --dataset "$DS" --definition "$def" --name "${def}_${name}" \
-    --author "$author" --entry "$name.cpp::run" "${flags[@]}" --description "$description" \
-    "$SOLUTIONS/$def/$name.cpp" >/dev/null
+    --author "$author" --entry "$file::run" "${flags[@]}" --description "$description" \
+    "$SOLUTIONS/$def/$file" >/dev/null
 }
 R=rmsnorm_h2048
 pack $R naive fib-examples dps \
@@ -97,10 +108,47 @@ pack $G blocked fib-examples dps \
 pack fused_add_rmsnorm_h2048 naive fib-examples dps \
   "Straightforward fused add + RMSNorm: the residual added in fp32, one rounding to bfloat16. Expected status: PASSED."
 
+# CUDA solutions (device pointers, launched on fib::stream(); run with --device cuda:N).
+pack $R naive_cuda fib-examples dps \
+  "RMSNorm on the GPU, one thread per row with serial loops: fp32 accumulation, one rounding to bfloat16. Expected status: PASSED."
+pack $R tuned_cuda fib-examples dps \
+  "RMSNorm on the GPU, one block per row: fixed hidden size, 16-byte loads and stores, warp-shuffle reduction. Expected status: PASSED (faster than naive_cuda)."
+pack fused_add_rmsnorm_h2048 naive_cuda fib-examples dps \
+  "Fused add + RMSNorm on the GPU, one thread per row: the residual added in fp32 and not written back, one rounding to bfloat16. Expected status: PASSED."
+pack fused_add_rmsnorm_h2048 tuned_cuda fib-examples dps \
+  "Fused add + RMSNorm on the GPU, one block per row: fixed hidden size, 16-byte loads and stores, warp-shuffle reduction; residual only read. Expected status: PASSED (faster than naive_cuda)."
+pack $G naive_cuda fib-examples dps \
+  "C = A @ B.T on the GPU, one thread per output element with a serial loop over K, fp32 accumulation. Expected status: PASSED."
+pack $G tuned_cuda fib-examples dps \
+  "C = A @ B.T on tensor cores: shared-memory tiles filled by cp.async several stages deep, WMMA with fp32 accumulation, split K over a thread-block cluster for decode-sized M. Expected status: PASSED (much faster than naive_cuda)."
+pack $R wrong_result_cuda red-team dps \
+  "Broken on purpose (CUDA): forgets to multiply by the weight. Expected status: INCORRECT_NUMERICAL."
+pack $R writes_nothing_cuda red-team dps \
+  "Broken on purpose (CUDA): returns without launching anything; the output keeps fib's poison. Expected status: INCORRECT_NUMERICAL."
+pack $R caches_results_cuda red-team dps \
+  "Broken on purpose (CUDA): after the first call of a batch size, copies a cached output device-to-device instead of computing; fib's fresh inputs expose the stale outputs. Expected status: INCORRECT_NUMERICAL."
+pack $R lazy_after_first_call_cuda red-team dps \
+  "Broken on purpose (CUDA): launches its kernel on the first call only, then returns at once, leaving the poisoned output. Expected status: INCORRECT_NUMERICAL."
+pack $R crashes_cuda red-team dps \
+  "Broken on purpose (CUDA): a kernel writes through a null device pointer (illegal memory access, a sticky error; fib replaces the worker). Expected status: RUNTIME_ERROR."
+pack $R side_stream_cuda red-team dps \
+  "Broken on purpose (CUDA): a correct kernel launched on a stream of its own, never joined back to fib::stream(), so it escapes the timing window. Expected status: RUNTIME_ERROR."
+pack $R mutates_inputs_cuda red-team dps \
+  "Broken on purpose (CUDA): correct output, but the kernel writes the normalized rows back into hidden_states. Expected status: RUNTIME_ERROR."
+pack $R writes_past_end_cuda red-team dps \
+  "Broken on purpose (CUDA): correct output, then one element written past its end, into fib's guard bytes. Expected status: RUNTIME_ERROR."
+pack $R launch_error_cuda red-team dps \
+  "Broken on purpose (CUDA): launches 4096 threads per block (the limit is 1024) and does not check; fib finds the pending launch error after the call. Expected status: RUNTIME_ERROR."
+pack $R hangs_cuda red-team dps \
+  "Broken on purpose (CUDA): a kernel spins forever on a device flag nobody sets; fib kills the worker. Expected status: TIMEOUT."
+pack $R compile_error_cuda red-team dps \
+  "Broken on purpose (CUDA): a type error in device code (a bfloat16 pointer stored in a float*). Expected status: COMPILE_ERROR."
+
 # Every examples/solutions file is packed (a new one must be added above).
-for src in "$SOLUTIONS"/*/*.cpp; do
+for src in "$SOLUTIONS"/*/*.cpp "$SOLUTIONS"/*/*.cu; do
   def=$(basename "$(dirname "$src")")
-  name=$(basename "$src" .cpp)
+  name=$(basename "$src")
+  name=${name%.*}
   if ! compgen -G "$DS/solutions/*/*/$def/${def}_$name.json" >/dev/null; then
     echo "make-example-dataset: $src is not packed; add it to scripts/make-example-dataset.sh" >&2
     exit 1

@@ -7,7 +7,10 @@
 #include <cstdlib>
 #include <filesystem>
 #include <map>
+#include <optional>
 #include <set>
+#include <string>
+#include <vector>
 
 #include "fib/dataset/trace_set.h"
 #include "fib/trace/json_file.h"
@@ -264,13 +267,28 @@ TEST(ExampleDataset, CommittedSolutionsArePackedFromExamplesSolutions) {
           << src << " and its packed solution differ: run scripts/make-example-dataset.sh";
     }
   }
-  // And every example source is packed.
+  // And every example source is packed: C++ ones as language cpp for the CPU, CUDA ones as
+  // language cuda with the pack's default target hardware.
   std::set<std::string> on_disk;
   for (const auto& [rel, content] : files_under(sources)) {
-    if (fs::path(rel).extension() == ".cpp") on_disk.insert(rel);
+    const auto ext = fs::path(rel).extension();
+    if (ext == ".cpp" || ext == ".cu") on_disk.insert(rel);
   }
   EXPECT_EQ(packed, on_disk);
-  EXPECT_EQ(packed.size(), 18u);
+  EXPECT_EQ(packed.size(), 35u);
+  std::size_t cuda = 0;
+  for (const auto& d : set.definitions()) {
+    for (const auto& rec : set.solutions(d.value.name)) {
+      const Solution& s = rec.value;
+      SCOPED_TRACE(s.name);
+      const bool is_cu = fs::path(s.sources[0].path).extension() == ".cu";
+      EXPECT_EQ(s.spec.language, is_cu ? "cuda" : "cpp");
+      EXPECT_EQ(s.spec.target_hardware, std::vector<std::string>{is_cu ? "cuda" : "cpu"});
+      EXPECT_EQ(s.spec.binding, std::optional<std::string>("fib"));
+      cuda += is_cu;
+    }
+  }
+  EXPECT_EQ(cuda, 17u);
 }
 
 // scripts/make-example-dataset.sh rebuilds examples/dataset exactly from fib's commands.
@@ -334,6 +352,51 @@ TEST(ExampleSolutions, BuildAgainstTheAbiHeader) {
     }
   }
   EXPECT_EQ(built, 17);
+}
+
+// nvcc for the CUDA examples: $CUDACXX, else nvcc on PATH, else the toolkit's usual place; empty
+// when there is none.
+std::string find_nvcc() {
+  if (const char* env = std::getenv("CUDACXX"); env != nullptr && *env != '\0') return env;
+  if (std::system("command -v nvcc >/dev/null 2>&1") == 0) return "nvcc";
+  if (fs::exists("/usr/local/cuda/bin/nvcc")) return "/usr/local/cuda/bin/nvcc";
+  return "";
+}
+
+// Every CUDA example builds with nvcc for Hopper (sm_90a, what fib builds for an H100 or H200),
+// its host code warning-free, except compile_error_cuda, whose device code has a type error.
+// Compiling needs no GPU, only the toolkit.
+TEST(ExampleSolutions, CudaSourcesBuildWithNvcc) {
+  const std::string nvcc = find_nvcc();
+  if (nvcc.empty()) GTEST_SKIP() << "SKIPPED: no nvcc (set CUDACXX or put nvcc on PATH)";
+  TempDir tmp;
+  const fs::path sources = source_dir() / "examples/solutions";
+  int built = 0;
+  for (const auto& [rel, content] : files_under(sources)) {
+    if (fs::path(rel).extension() != ".cu") continue;
+    SCOPED_TRACE(rel);
+    const fs::path log = tmp.path() / "log";
+    const std::string cmd = "'" + nvcc +
+                            "' -std=c++17 -O3 -gencode=arch=compute_90a,code=sm_90a "
+                            "-Xcompiler=-fPIC,-Wall,-Wextra,-Werror -shared -I '" +
+                            (source_dir() / "include").string() + "' '" + (sources / rel).string() +
+                            "' -o '" + (tmp.path() / "s.so").string() + "' >'" + log.string() +
+                            "' 2>&1";
+    const int status = std::system(cmd.c_str());
+    const bool ok = WIFEXITED(status) && WEXITSTATUS(status) == 0;
+    if (fs::path(rel).stem() == "compile_error_cuda") {
+      EXPECT_FALSE(ok);
+      EXPECT_THAT(TempDir::read_file(log),
+                  HasSubstr("compile_error_cuda.cu(26): error: a value of type \"__nv_bfloat16 "
+                            "*\" cannot be used to initialize an entity of type \"float *\""));
+    } else {
+      EXPECT_TRUE(ok) << TempDir::read_file(log);
+      // Warnings from nvcc itself (device code) would not fail the build: none is allowed.
+      EXPECT_THAT(TempDir::read_file(log), ::testing::Not(HasSubstr("warning")));
+      ++built;
+    }
+  }
+  EXPECT_EQ(built, 16);
 }
 
 }  // namespace

@@ -1,0 +1,55 @@
+// compile_error_cuda: an RMSNorm of rmsnorm_h2048 whose kernel does not compile.
+//
+// Broken on purpose: inside the kernel it keeps the bfloat16 output row in a float* (a type
+// error in device code; nvcc says: a value of type "__nv_bfloat16 *" cannot be used to
+// initialize an entity of type "float *"). Nothing is built and nothing runs.
+//
+// Expected from `fib run --device cuda:0`: COMPILE_ERROR on every workload, the log holding
+// nvcc's message with this file and line (skipped on --device cpu, where it is not built).
+#include <cuda_bf16.h>
+#include <cuda_runtime.h>
+
+#include <cstdint>
+#include <string>
+
+#include "fib/solution.h"
+
+namespace {
+
+constexpr float kEps = 1e-5f;
+constexpr int kThreads = 256;
+
+__global__ void rmsnorm_row(const __nv_bfloat16* x, const __nv_bfloat16* w, __nv_bfloat16* y,
+                            int hidden) {
+  __shared__ float partial[kThreads];
+  const __nv_bfloat16* xr = x + static_cast<std::int64_t>(blockIdx.x) * hidden;
+  float* yr = y + static_cast<std::int64_t>(blockIdx.x) * hidden;  // the bug: wrong element type
+  float sum_sq = 0.0f;
+  for (int c = threadIdx.x; c < hidden; c += kThreads) {
+    const float v = __bfloat162float(xr[c]);
+    sum_sq += v * v;
+  }
+  partial[threadIdx.x] = sum_sq;
+  __syncthreads();
+  for (int s = kThreads / 2; s > 0; s /= 2) {
+    if (static_cast<int>(threadIdx.x) < s) partial[threadIdx.x] += partial[threadIdx.x + s];
+    __syncthreads();
+  }
+  const float inv_rms = rsqrtf(partial[0] / static_cast<float>(hidden) + kEps);
+  for (int c = threadIdx.x; c < hidden; c += kThreads)
+    yr[c] = __bfloat162float(xr[c]) * inv_rms * __bfloat162float(w[c]);
+}
+
+void rmsnorm(fib::TensorView hidden_states, fib::TensorView weight, fib::TensorView output) {
+  const std::int64_t rows = hidden_states.size(0);
+  if (rows == 0) return;
+  rmsnorm_row<<<static_cast<unsigned>(rows), kThreads, 0, fib::stream()>>>(
+      hidden_states.data_ptr<const __nv_bfloat16>(), weight.data_ptr<const __nv_bfloat16>(),
+      output.data_ptr<__nv_bfloat16>(), static_cast<int>(hidden_states.size(1)));
+  if (const cudaError_t e = cudaGetLastError(); e != cudaSuccess)
+    throw fib::Error(std::string("compile_error_cuda: launch failed: ") + cudaGetErrorString(e));
+}
+
+}  // namespace
+
+FIB_EXPORT_SOLUTION(run, rmsnorm);

@@ -1,0 +1,63 @@
+// lazy_after_first_call_cuda: an RMSNorm of rmsnorm_h2048 that works once, then skips the
+// work.
+//
+// Broken on purpose. The first call launches a correct kernel; every later call returns at
+// once without launching anything, leaving the output as the harness handed it over (a harness
+// that checks only the first call and times the rest would record a correct kernel that takes
+// no time at all). fib poisons outputs before every call and checks calls that are
+// indistinguishable from timed ones.
+//
+// Expected from `fib run --device cuda:0`: INCORRECT_NUMERICAL on every workload (NaN from the
+// poisoned output on the calls after the first) (skipped on --device cpu).
+#include <cuda_bf16.h>
+#include <cuda_runtime.h>
+
+#include <cstdint>
+#include <string>
+
+#include "fib/solution.h"
+
+namespace {
+
+constexpr float kEps = 1e-5f;
+constexpr int kThreads = 256;
+bool g_called = false;
+
+__global__ void rmsnorm_row(const __nv_bfloat16* x, const __nv_bfloat16* w, __nv_bfloat16* y,
+                            int hidden) {
+  __shared__ float partial[kThreads];
+  const __nv_bfloat16* xr = x + static_cast<std::int64_t>(blockIdx.x) * hidden;
+  __nv_bfloat16* yr = y + static_cast<std::int64_t>(blockIdx.x) * hidden;
+  float sum_sq = 0.0f;
+  for (int c = threadIdx.x; c < hidden; c += kThreads) {
+    const float v = __bfloat162float(xr[c]);
+    sum_sq += v * v;
+  }
+  partial[threadIdx.x] = sum_sq;
+  __syncthreads();
+  for (int s = kThreads / 2; s > 0; s /= 2) {
+    if (static_cast<int>(threadIdx.x) < s) partial[threadIdx.x] += partial[threadIdx.x + s];
+    __syncthreads();
+  }
+  const float inv_rms = rsqrtf(partial[0] / static_cast<float>(hidden) + kEps);
+  for (int c = threadIdx.x; c < hidden; c += kThreads)
+    yr[c] = __float2bfloat16_rn(__bfloat162float(xr[c]) * inv_rms * __bfloat162float(w[c]));
+}
+
+void rmsnorm(fib::TensorView hidden_states, fib::TensorView weight, fib::TensorView output) {
+  if (g_called) return;  // the bug
+  g_called = true;
+  const std::int64_t rows = hidden_states.size(0);
+  if (rows == 0) return;
+  rmsnorm_row<<<static_cast<unsigned>(rows), kThreads, 0, fib::stream()>>>(
+      hidden_states.data_ptr<const __nv_bfloat16>(), weight.data_ptr<const __nv_bfloat16>(),
+      output.data_ptr<__nv_bfloat16>(), static_cast<int>(hidden_states.size(1)));
+  if (const cudaError_t e = cudaGetLastError(); e != cudaSuccess) {
+    throw fib::Error(std::string("lazy_after_first_call_cuda: launch failed: ") +
+                     cudaGetErrorString(e));
+  }
+}
+
+}  // namespace
+
+FIB_EXPORT_SOLUTION(run, rmsnorm);
