@@ -91,16 +91,5 @@ TEST(InputsAndReferenceCli, UnknownWorkload) {
   EXPECT_THAT(r.err, HasSubstr("gemm_n2048_k2048: error: no workload with uuid 'nope'"));
 }
 
-TEST(InputsAndReferenceCli, CudaDeviceIsRefusedClearly) {
-  ExampleCopy ex;
-  auto r = run_fib({"reference", "--dataset", ex.root.string(), "--definition", "gemm_n2048_k2048",
-                    "--inputs", "x", "--output", "y", "--device", "cuda"});
-  EXPECT_EQ(r.exit_code, 2);
-  EXPECT_EQ(r.err,
-            "fib: --device: error: device 'cuda' is not available in this build (CUDA references "
-            "need a CUDA build of "
-            "fib; use --device cpu)\n");
-}
-
 }  // namespace
 }  // namespace fib::testing
