@@ -55,6 +55,7 @@ std::string log_of(const RunResult& r, const std::string& solution) {
 
 TEST(GpuRun, ExampleSolutionsPassAndTheRedTeamIsCaught) {
   FIB_REQUIRE_GPU();
+  const fib::testing::ExclusiveGpu gpu;  // timed GPU work: one such test at a time
   TempDir tmp;
   testing::copy_tree(kSource / "examples" / "dataset", tmp.path() / "dataset");
   RunOptions o = gpu_options(tmp);
@@ -127,6 +128,7 @@ TEST(GpuRun, ExampleSolutionsPassAndTheRedTeamIsCaught) {
 
 TEST(GpuRun, NaiveAndTunedGemmAndFusedAddRmsNormPass) {
   FIB_REQUIRE_GPU();
+  const fib::testing::ExclusiveGpu gpu;  // timed GPU work: one such test at a time
   TempDir tmp;
   testing::copy_tree(kSource / "examples" / "dataset", tmp.path() / "dataset");
   RunOptions o = gpu_options(tmp);

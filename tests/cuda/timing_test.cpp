@@ -254,15 +254,14 @@ class CudaTiming : public ::testing::Test {
  protected:
   void SetUp() override {
     FIB_REQUIRE_GPU();
-    lock_fd_ = ::open("/tmp/fib-cuda-timing-tests.lock", O_CREAT | O_RDWR, 0666);
-    ASSERT_GE(lock_fd_, 0);
-    ASSERT_EQ(::flock(lock_fd_, LOCK_EX), 0);
+    gpu_ = std::make_unique<fib::testing::ExclusiveGpu>();
+    ASSERT_TRUE(gpu_->held());
     stream_ = std::make_unique<Stream>();
     info_ = device_info(0);
   }
   void TearDown() override {
     stream_.reset();
-    if (lock_fd_ >= 0) ::close(lock_fd_);  // releases the lock
+    gpu_.reset();
   }
   cudaStream_t s() const { return stream_->get(); }
 
@@ -272,7 +271,7 @@ class CudaTiming : public ::testing::Test {
     return n == 0 ? 0 : (n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]));
   }
 
-  int lock_fd_ = -1;
+  std::unique_ptr<fib::testing::ExclusiveGpu> gpu_;
   std::unique_ptr<Stream> stream_;
   DeviceInfo info_;
 };
