@@ -10,6 +10,8 @@
 #          gemm_n4096_k4096) with the example CUDA solutions (naive, tuned), RUNS times (default 2)
 #          with one seed: end-to-end wall time, the share of it in timed GPU work, the harness's
 #          overhead, and the run-to-run spread of each reported median
+#   multi  the same dataset's RMSNorm definitions on every visible GPU (--device cuda:all): the
+#          evaluations per device and the wall time against one device (run on a multi-GPU kind)
 #   ncu    the Nsight Compute agreement check (scripts/device/ncu-check.sh)
 # Everything lands in $OUT; the last lines are a short table.
 set -uo pipefail
@@ -76,6 +78,41 @@ if has run; then
     echo "measure: run $r exit $? ($(python3 -c "import json;print(round(json.load(open('$OUT/run$r.json'))['wall_seconds'],1))") s)"
   done
   python3 scripts/device/measure_summary.py "$base" "$OUT" "$runs" | tee "$OUT/summary.txt"
+fi
+
+if has multi; then
+  base=/tmp/fib-multi
+  rm -rf "$base" && mkdir -p "$base"
+  corpus=${FIB_CORPUS:-.device-shared/corpus}
+  ds=$base/dataset
+  mkdir -p "$ds/definitions/rmsnorm" "$ds/workloads/rmsnorm"
+  for d in rmsnorm_h2048 fused_add_rmsnorm_h2048; do
+    cp "$corpus/definitions/rmsnorm/$d.json" "$ds/definitions/rmsnorm/"
+    cp "$corpus/workloads/rmsnorm/$d.jsonl" "$ds/workloads/rmsnorm/"
+    for v in naive_cuda tuned_cuda; do
+      "$FIB" solution pack --dataset "$ds" --definition $d --name ${d}_$v --author fib-examples \
+        --language cuda --entry $v.cu::run --description x examples/solutions/$d/$v.cu >/dev/null
+    done
+  done
+  for devices in cuda:0 cuda:all; do
+    rm -rf "$base/$devices" && cp -r "$ds" "$base/$devices"
+    "$FIB" run --local "$base/$devices" --device $devices --seed 7 --warmup-runs 3 \
+      --iterations 30 --num-trials 3 --build-cache "$base/build-cache" --json \
+      >"$OUT/multi-$devices.json" 2>"$OUT/multi-$devices.log"
+    python3 - "$base/$devices" "$OUT/multi-$devices.json" <<'PY'
+import collections, glob, json, sys
+per = collections.Counter()
+status = collections.Counter()
+for f in glob.glob(sys.argv[1] + "/traces/**/*.jsonl", recursive=True):
+    for line in open(f):
+        e = json.loads(line)["evaluation"]
+        per[e["environment"]["extra"]["device"]] += 1
+        status[e["status"]] += 1
+j = json.load(open(sys.argv[2]))
+print(f"multi: devices {j['devices']}: wall {j['wall_seconds']:.1f} s, evaluations per device "
+      f"{dict(per)}, statuses {dict(status)}")
+PY
+  done
 fi
 
 if has ncu; then

@@ -33,6 +33,20 @@ def main():
               f"{100 * timed / max(wall - builds, 1e-9):18.1f}%  "
               f"{j['overhead_ms_per_evaluation']:16.2f}  "
               f"{j['workload_setup_ms_per_workload']:17.1f}  {j['evaluations']:>11}")
+    # Where the overhead goes (the last run's passed traces): medians over evaluations, in ms.
+    phases = {}
+    for path in glob.glob(f"{base}/run{runs}/traces/**/*.jsonl", recursive=True):
+        for line in open(path):
+            perf = json.loads(line)["evaluation"].get("performance") or {}
+            extra = perf.get("extra") or {}
+            for k in ("harness_overhead_ms", "worker_overhead_ms", "judge_ms", "input_load_ms"):
+                if k in extra:
+                    phases.setdefault(k, []).append(extra[k])
+            for k, v in (extra.get("worker_phases_ms") or {}).items():
+                phases.setdefault("worker " + k, []).append(v)
+    if phases:
+        print("per evaluation, median ms (last run): " + ", ".join(
+            f"{k} {statistics.median(v):.1f}" for k, v in sorted(phases.items())))
     all_runs = [traces(f"{base}/run{r}") for r in range(1, runs + 1)]
     statuses = {}
     for k, v in all_runs[0].items():

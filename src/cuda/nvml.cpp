@@ -121,7 +121,7 @@ std::vector<std::string> clock_reason_names(std::uint64_t reasons) {
   return out;
 }
 
-ClockReading read_clocks(const DeviceInfo& device) {
+ClockReading read_clocks(const DeviceInfo& device, bool reasons_only) {
   ClockReading c;
   Nvml& nvml = Nvml::get();
   if (!nvml.ready()) {
@@ -141,6 +141,9 @@ ClockReading read_clocks(const DeviceInfo& device) {
     return c;
   }
   c.available = true;
+  unsigned long long bits = 0;
+  if (nvml.reasons && nvml.reasons(handle, &bits) == 0) c.clock_reasons = bits;
+  if (reasons_only) return c;
   unsigned v = 0;
   if (nvml.clock_info && nvml.clock_info(handle, kNvmlClockSm, &v) == 0) c.sm_clock_mhz = v;
   if (nvml.clock_info && nvml.clock_info(handle, kNvmlClockMem, &v) == 0) c.memory_clock_mhz = v;
@@ -148,8 +151,6 @@ ClockReading read_clocks(const DeviceInfo& device) {
     c.temperature_c = v;
   }
   if (nvml.power && nvml.power(handle, &v) == 0) c.power_watts = v * 1e-3;  // milliwatts
-  unsigned long long bits = 0;
-  if (nvml.reasons && nvml.reasons(handle, &bits) == 0) c.clock_reasons = bits;
   return c;
 }
 

@@ -419,7 +419,7 @@ TimingResult Timer::Impl::measure(const Call& call) {
     // Samples taken while the clocks were held down (power cap, thermal, hardware slowdown)
     // measure the throttle, not the kernel: drop the batch and redo it, a few times at most.
     if (options.read_clocks && options.max_slowed_batch_retries > 0) {
-      const ClockReading now = read_clocks(info);
+      const ClockReading now = read_clocks(info, /*reasons_only=*/true);
       if (now.slowed_down()) {
         if (slowed_in_a_row < options.max_slowed_batch_retries) {
           ++slowed_in_a_row;

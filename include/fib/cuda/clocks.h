@@ -48,8 +48,9 @@ struct ClockReading {
 };
 
 // Reads the device's current state. The NVML device is found by PCI bus id
-// (DeviceInfo::pci_bus_id). Never throws.
-ClockReading read_clocks(const DeviceInfo& device);
+// (DeviceInfo::pci_bus_id). Never throws. `reasons_only`: just the clock-event reasons (one
+// query; the timer reads them after every batch).
+ClockReading read_clocks(const DeviceInfo& device, bool reasons_only = false);
 // Missing fields are left out; `available: false` with the reason when NVML could not answer.
 Json to_json(const ClockReading& c);
 

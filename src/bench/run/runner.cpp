@@ -3,6 +3,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cmath>
 #include <fstream>
 #include <map>
@@ -344,16 +345,43 @@ std::optional<PreparedWorkload> Run::prepare(const Definition& def, const Trace&
   const int iterations = std::max(1, cfg.iterations);
   const std::uint64_t base = Rng::derive(seed_, def.name + "/" + w.uuid);
 
+  // Sets [first, first + count), each from its own seed: made in parallel (random inputs of a
+  // large workload are hundreds of MiB), stored in order.
   std::vector<MaterializedInputs> sets;
-  auto make_set = [&](int k) {
-    MaterializeOptions mo;
-    mo.seed = Rng::derive(base, fmt::format("set{}", k));
-    mo.dataset_root = o_.dataset;
-    sets.push_back(materialize_inputs(def, w, mo));
-    if (k == 0) p.notes = sets.back().notes;
-    p.set_seeds.push_back(mo.seed);
+  auto make_sets = [&](int first, int count) {
+    const std::size_t at = sets.size();
+    sets.resize(at + static_cast<std::size_t>(count));
+    std::vector<std::uint64_t> seeds(static_cast<std::size_t>(count));
+    for (int i = 0; i < count; ++i) {
+      seeds[static_cast<std::size_t>(i)] = Rng::derive(base, fmt::format("set{}", first + i));
+    }
+    std::atomic<int> next{0};
+    std::exception_ptr error;
+    std::mutex error_mutex;
+    auto work = [&] {
+      for (int i = next++; i < count; i = next++) {
+        try {
+          MaterializeOptions mo;
+          mo.seed = seeds[static_cast<std::size_t>(i)];
+          mo.dataset_root = o_.dataset;
+          sets[at + static_cast<std::size_t>(i)] = materialize_inputs(def, w, mo);
+        } catch (...) {
+          std::lock_guard<std::mutex> lock(error_mutex);
+          if (!error) error = std::current_exception();
+        }
+      }
+    };
+    const int threads =
+        std::clamp(static_cast<int>(std::thread::hardware_concurrency()), 1, std::min(count, 16));
+    std::vector<std::thread> pool;
+    for (int t = 1; t < threads; ++t) pool.emplace_back(work);
+    work();
+    for (auto& t : pool) t.join();
+    if (error) std::rethrow_exception(error);
+    p.set_seeds.insert(p.set_seeds.end(), seeds.begin(), seeds.end());
   };
-  for (int t = 0; t < p.trials; ++t) make_set(t);
+  make_sets(0, p.trials);
+  p.notes = sets.front().notes;
   const std::uint64_t set_bytes = tensor_bytes(sets.front());
   // Distinct input sets for the unchecked calls too, up to the memory budget, so an output
   // cache keyed on the inputs never hits (and a solution cannot tell checked calls apart).
@@ -362,7 +390,7 @@ std::optional<PreparedWorkload> Run::prepare(const Definition& def, const Trace&
   const std::uint64_t budget_sets =
       set_bytes > 0 ? std::max<std::uint64_t>(1, o_.input_pool_bytes / set_bytes) : calls;
   p.pool = static_cast<int>(std::clamp<std::uint64_t>(std::min(calls, budget_sets), 1, 1024));
-  for (int k = 0; k < p.pool; ++k) make_set(p.trials + k);
+  make_sets(p.trials, p.pool);
   p.inputs_file = (dir / "inputs.safetensors").string();
   detail::write_input_sets(p.inputs_file, def, sets, Rng::derive(base, "layout"));
 
@@ -667,8 +695,10 @@ Trace Run::evaluate(Lane& lane, const Definition& def, const Workload& w, const 
     cc.poison = c.value("poison", Json::object());
     calls.push_back(std::move(cc));
   }
+  const auto judge0 = Clock::now();
   const detail::Judgement j =
       detail::judge(def, builtin_, user_ ? &*user_ : nullptr, o_.cli, calls, sampling_file);
+  const double judge_ms = std::chrono::duration<double, std::milli>(Clock::now() - judge0).count();
   std::string log = j.log;
   if (j.status == EvaluationStatus::kPassed) {
     std::vector<std::string> seeds;
@@ -686,8 +716,10 @@ Trace Run::evaluate(Lane& lane, const Definition& def, const Workload& w, const 
     perf.speedup_factor = timing.latency_ms > 0 ? ref.latency_ms / timing.latency_ms : 0;
     perf.extra = Json{{"method", gpu ? "cuda_events" : "cpu"},
                       {"solution", timing.detail},
-                      {"reference", ref.detail}};
+                      {"reference", ref.detail},
+                      {"judge_ms", judge_ms}};
     if (gpu) {
+      perf.extra["worker_phases_ms"] = body.value("worker_phases_ms", Json::object());
       Json per_trial = Json::array();
       for (const Json& tr : body.at("trials")) per_trial.push_back(tr.value("gpu", Json()));
       perf.extra["gpu_timing"] = per_trial;

@@ -501,9 +501,12 @@ Json gpu_evaluate(WorkerState& st, const Json& req) {
   std::optional<Failure> failure;
   Json trials = Json::array();
   const auto schedule_t0 = Clock::now();
+  // Where the worker's time goes, beside the timed calls: reported as worker_phases_ms.
+  double measure_ms = 0, outputs_ms = 0, audit_ms = 0;
   for (const TrialPlan& plan : schedule.trials) {
     const CallOrder trial_order = order_of(plan);
     order = &trial_order;
+    const auto trial_t0 = Clock::now();
     staged.clear();
     for (const auto& o : outputs) staged.push_back(device_bytes(std::max<std::size_t>(o.bytes, 1)));
     staged_done = false;
@@ -531,6 +534,8 @@ Json gpu_evaluate(WorkerState& st, const Json& req) {
       failure = cuda_failure(e, call_number, st);
     }
     if (failure) break;
+    measure_ms += ms_since(trial_t0);
+    const auto outputs_t0 = Clock::now();
     Json checked = nullptr;
     if (!plan.check_output.empty()) {
       std::vector<std::pair<std::string, Tensor>> outs;
@@ -548,6 +553,7 @@ Json gpu_evaluate(WorkerState& st, const Json& req) {
       write_safetensors(plan.check_output, outs, {}, scratch);
       checked = Json{{"call", staged_call}, {"file", plan.check_output}, {"poison", staged_poison}};
     }
+    outputs_ms += ms_since(outputs_t0);
     trials.push_back(Json{{"samples_ms", result.samples_ms},
                           {"warmup_ms", 0.0},
                           {"stopped_by", stop_name(result.method.stop)},
@@ -557,6 +563,7 @@ Json gpu_evaluate(WorkerState& st, const Json& req) {
   order = nullptr;
 
   // The window audit: each call's kernels inside its window on the stream.
+  const auto audit_t0 = Clock::now();
   if (!failure) {
     try {
       g.timer().options().before_call = [&](cudaStream_t s, std::size_t i) {
@@ -591,6 +598,8 @@ Json gpu_evaluate(WorkerState& st, const Json& req) {
       failure = cuda_failure(e, call_number, st);
     }
   }
+
+  audit_ms = ms_since(audit_t0);
 
   // Sampling: many draws on one set for the distribution check.
   if (!failure && req.contains("sampling")) {
@@ -627,6 +636,8 @@ Json gpu_evaluate(WorkerState& st, const Json& req) {
   reply["trials"] = trials;
   reply["schedule_ms"] = ms_since(schedule_t0);
   reply["cache_flush_ms"] = 0.0;  // the L2 flush runs on the GPU, between the timed windows
+  reply["worker_phases_ms"] =
+      Json{{"trials", measure_ms}, {"checked_outputs", outputs_ms}, {"window_audit", audit_ms}};
   const cu::DeviceInfo& info = g.timer().device();
   reply["gpu"] = Json{{"device", g.device()},
                       {"name", info.name},
