@@ -98,8 +98,8 @@ if has multi; then
     rm -rf "$base/$devices" && cp -r "$ds" "$base/$devices"
     "$FIB" run --local "$base/$devices" --device $devices --seed 7 --warmup-runs 3 \
       --iterations 30 --num-trials 3 --build-cache "$base/build-cache" --json \
-      >"$OUT/multi-$devices.json" 2>"$OUT/multi-$devices.log"
-    python3 - "$base/$devices" "$OUT/multi-$devices.json" <<'PY'
+      >"$OUT/multi-${devices//:/-}.json" 2>"$OUT/multi-${devices//:/-}.log"
+    python3 - "$base/$devices" "$OUT/multi-${devices//:/-}.json" <<'PY'
 import collections, glob, json, sys
 per = collections.Counter()
 status = collections.Counter()
