@@ -115,6 +115,10 @@ TEST(GpuRun, ExampleSolutionsPassAndTheRedTeamIsCaught) {
     EXPECT_LT(perf.latency_ms, 5.0);  // a 2048-wide RMSNorm of a few rows
     EXPECT_GT(perf.reference_latency_ms, 0);
     ASSERT_EQ(perf.extra["gpu_timing"].size(), 2u);
+    // Achieved bandwidth against the device's peak (RMSNorm reads its inputs whole).
+    ASSERT_TRUE(perf.extra.contains("roofline"));
+    EXPECT_TRUE(perf.extra["roofline"]["plausible"].get<bool>());
+    EXPECT_GT(perf.extra["roofline"]["bandwidth_fraction"].get<double>(), 0);
     const Json& method = perf.extra["gpu_timing"][0]["method"];
     EXPECT_TRUE(method["l2_flush"].get<bool>());
     EXPECT_TRUE(method["event_overhead_subtracted"].get<bool>());

@@ -28,6 +28,7 @@
 #include "fib/trace/suggest.h"
 #include "fib/version.h"
 #ifdef FIB_HAVE_CUDA
+#include "fib/cuda/roofline.h"
 #include "fib/cuda/runtime.h"
 #include "fib/reference_cuda/reference_cuda.h"
 #endif
@@ -249,8 +250,53 @@ struct Lane {
   std::string hardware;
   Json device_json;  // recorded in traces
   std::vector<std::string> cuda_architectures;
+#ifdef FIB_HAVE_CUDA
+  cuda::DevicePeaks peaks;  // for the roofline of passed evaluations
+#endif
   std::unique_ptr<Worker> solution, reference;
 };
+
+#ifdef FIB_HAVE_CUDA
+// What a call must at least do, where the definition says it: the bytes of its inputs (read from
+// DRAM: the L2 is flushed before each timed call) for op types that read every input whole, and
+// the FLOPs of a GEMM. Other op types read only part of their inputs (paged caches, routed
+// experts) and declare nothing.
+cuda::RooflineInput roofline_input(const Definition& def, const Workload& w, double median_ms) {
+  cuda::RooflineInput in;
+  in.median_ms = median_ms;
+  const bool whole_inputs = def.op_type == "gemm" || def.op_type == "rmsnorm";
+  AxisValues var;
+  for (const auto& [k, v] : w.axes) var.emplace_back(k, v);
+  const auto bound = def.bind_axes(var);
+  if (!bound) return in;
+  if (whole_inputs) {
+    double bytes = 0;
+    for (const auto& spec : def.inputs) {
+      if (spec.is_scalar()) continue;
+      const auto shape = def.concrete_shape(spec, *bound);
+      if (!shape) return in;
+      std::uint64_t n = 1;
+      for (auto d : *shape) n *= static_cast<std::uint64_t>(d);
+      bytes += static_cast<double>(dtype_storage_bytes(spec.dtype, n).value_or(0));
+    }
+    in.bytes = bytes;
+  }
+  if (def.op_type == "gemm") {
+    const auto m = axis_value(*bound, "M"), n = axis_value(*bound, "N"),
+               k = axis_value(*bound, "K");
+    if (m && n && k) {
+      in.flops = 2.0 * static_cast<double>(*m) * static_cast<double>(*n) * static_cast<double>(*k);
+      const DType a = def.inputs.empty() ? DType::kFloat16 : def.inputs.front().dtype;
+      in.math = a == DType::kBFloat16  ? cuda::MathKind::kBf16Tensor
+                : a == DType::kFloat32 ? cuda::MathKind::kFp32
+                : a == DType::kFloat8E4M3FN || a == DType::kFloat8E5M2
+                    ? cuda::MathKind::kFp8Tensor
+                    : cuda::MathKind::kFp16Tensor;
+    }
+  }
+  return in;
+}
+#endif
 
 // ---- The run
 // ---------------------------------------------------------------------------------------
@@ -719,6 +765,18 @@ Trace Run::evaluate(Lane& lane, const Definition& def, const Workload& w, const 
                       {"reference", ref.detail},
                       {"judge_ms", judge_ms}};
     if (gpu) {
+#ifdef FIB_HAVE_CUDA
+      // Achieved rates against the device's peaks; faster than the hardware allows is flagged.
+      const cuda::RooflineInput rin = roofline_input(def, w, timing.latency_ms);
+      if (rin.bytes || rin.flops) {
+        const cuda::Roofline rl = cuda::roofline(rin, lane.peaks);
+        perf.extra["roofline"] = cuda::to_json(rl);
+        if (!rl.plausible) {
+          message(fmt::format("warning: {} on {} workload {}: {}", s.name, def.name,
+                              short_uuid(w.uuid), rl.note));
+        }
+      }
+#endif
       perf.extra["worker_phases_ms"] = body.value("worker_phases_ms", Json::object());
       Json per_trial = Json::array();
       for (const Json& tr : body.at("trials")) per_trial.push_back(tr.value("gpu", Json()));
@@ -884,6 +942,7 @@ RunResult Run::go() {
     lane->device = fmt::format("cuda:{}", d);
     lane->hardware = info.name;
     lane->cuda_architectures = {cuda_architecture_for(info.major, info.minor)};
+    lane->peaks = cuda::device_peaks(info.name, info.peak_dram_bytes_per_second());
     lane->device_json = Json{{"ordinal", d},
                              {"name", info.name},
                              {"compute_capability", fmt::format("{}.{}", info.major, info.minor)},
