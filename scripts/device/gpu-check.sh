@@ -20,7 +20,7 @@ t0=$(date +%s)
 cmake -S . -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release $FIB_CMAKE_ARGS \
   -DFIB_BUILD_BENCHMARKS=OFF >"$OUT/build.log" 2>&1 || {
   tail -40 "$OUT/build.log"; exit 1; }
-targets=(cuda_tests reference_cuda_tests "${extra_targets[@]}")
+targets=(fib cuda_tests reference_cuda_tests bench_tests "${extra_targets[@]}")
 ninja -C "$build" -j "$(nproc)" "${targets[@]}" >>"$OUT/build.log" 2>&1 || {
   grep -E "error|Error" -A3 "$OUT/build.log" | head -80; exit 1; }
 echo "gpu-check: built in $(( $(date +%s) - t0 )) s"
