@@ -136,6 +136,26 @@ InputSets load_sets(WorkerState& st, const Json& j) {
   return st.sets;
 }
 
+fib_value scalar_value(const TensorSpec& spec,
+                       const std::map<std::string, Scalar, std::less<>>& scalars) {
+  fib_value v{};
+  auto it = scalars.find(spec.name);
+  if (it == scalars.end()) {
+    v.kind = FIB_VALUE_ABSENT;
+  } else if (const auto* b = std::get_if<bool>(&it->second)) {
+    v.kind = FIB_VALUE_BOOL;
+    v.i = *b ? 1 : 0;
+  } else if (const auto* i = std::get_if<std::int64_t>(&it->second)) {
+    v.kind = dtype_is_float(spec.dtype) ? FIB_VALUE_FLOAT : FIB_VALUE_INT;
+    v.i = *i;
+    v.f = static_cast<double>(*i);
+  } else {
+    v.kind = FIB_VALUE_FLOAT;
+    v.f = std::get<double>(it->second);
+  }
+  return v;
+}
+
 Poison poison_for(DType dtype, std::uint64_t k) {
   switch (dtype) {
     case DType::kFloat32:

@@ -29,6 +29,11 @@ AxisValues parse_axes(const Json& j);
 fib_tensor contiguous_view(void* data, DType dtype, const Shape& shape,
                            std::int32_t device_type = FIB_DEVICE_CPU, std::int32_t device_id = 0);
 
+// The ABI value of scalar input `spec` from a set's scalars (FIB_VALUE_ABSENT when not given):
+// bools as bools, integers as integers (and as floats where the input is a float), doubles.
+fib_value scalar_value(const TensorSpec& spec,
+                       const std::map<std::string, Scalar, std::less<>>& scalars);
+
 // The poison of call `k` for an output of `dtype`: a `width`-byte little-endian pattern
 // repeated over the buffer (NaN payloads for floats, alternating bytes for integers), and the
 // integer sentinel it reads as (0 for float formats), for "never written" messages.

@@ -414,20 +414,7 @@ class SolutionTarget : public Target {
     for (const auto& spec : def_.inputs) {
       fib_value v{};
       if (spec.is_scalar()) {
-        auto it = in.scalars.find(spec.name);
-        if (it == in.scalars.end()) {
-          v.kind = FIB_VALUE_ABSENT;
-        } else if (const auto* b = std::get_if<bool>(&it->second)) {
-          v.kind = FIB_VALUE_BOOL;
-          v.i = *b ? 1 : 0;
-        } else if (const auto* i = std::get_if<std::int64_t>(&it->second)) {
-          v.kind = dtype_is_float(spec.dtype) ? FIB_VALUE_FLOAT : FIB_VALUE_INT;
-          v.i = *i;
-          v.f = static_cast<double>(*i);
-        } else {
-          v.kind = FIB_VALUE_FLOAT;
-          v.f = std::get<double>(it->second);
-        }
+        v = scalar_value(spec, in.scalars);
       } else {
         auto it = in.tensors.find(spec.name);
         if (it == in.tensors.end()) {
