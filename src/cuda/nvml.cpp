@@ -2,6 +2,7 @@
 // declared here, as NVML's own header declares them; no link dependency on NVML.
 #include <dlfcn.h>
 
+#include <map>
 #include <mutex>
 #include <string>
 #include <utility>
@@ -57,6 +58,8 @@ class Nvml {
   PowerFn power = nullptr;
   ReasonsFn reasons = nullptr;
   std::mutex mutex;  // NVML is thread-safe; this keeps readings of one device together
+  // Handles by PCI bus id (looking one up walks NVML's device list; the timer reads every batch).
+  std::map<std::string, nvmlDevice_t> handles;
 
  private:
   Nvml() {
@@ -134,11 +137,16 @@ ClockReading read_clocks(const DeviceInfo& device, bool reasons_only) {
   }
   std::lock_guard<std::mutex> lock(nvml.mutex);
   nvmlDevice_t handle = nullptr;
-  const nvmlReturn_t r = nvml.handle_by_pci(device.pci_bus_id.c_str(), &handle);
-  if (r != 0 || handle == nullptr) {
-    c.why_missing =
-        fmt::format("NVML has no device at PCI bus id {}: {}", device.pci_bus_id, nvml.error(r));
-    return c;
+  if (auto it = nvml.handles.find(device.pci_bus_id); it != nvml.handles.end()) {
+    handle = it->second;
+  } else {
+    const nvmlReturn_t r = nvml.handle_by_pci(device.pci_bus_id.c_str(), &handle);
+    if (r != 0 || handle == nullptr) {
+      c.why_missing =
+          fmt::format("NVML has no device at PCI bus id {}: {}", device.pci_bus_id, nvml.error(r));
+      return c;
+    }
+    nvml.handles.emplace(device.pci_bus_id, handle);
   }
   c.available = true;
   unsigned long long bits = 0;
