@@ -161,6 +161,9 @@ void register_run(CLI::App& app, Runner& run) {
   cmd->add_option("--threads", a->options.threads, "CPU threads per worker (default: all cores)");
   cmd->add_option("--memory-limit-mb", a->memory_limit_mb,
                   "Address-space limit per worker (default: half of the RAM)");
+  cmd->add_option("--gpu-timer", a->options.gpu_timer,
+                  "On CUDA devices: events (default; the empty event pair's cost subtracted), "
+                  "events-raw, or cupti (every kernel of a call, on any stream)");
   cmd->add_flag("--fixed-iterations", a->options.fixed_iterations,
                 "Always run --iterations timed calls (no noise-based early stop)");
   cmd->add_option("--max-trial-seconds", a->options.max_trial_seconds,

@@ -151,6 +151,30 @@ TEST(GpuRun, NaiveAndTunedGemmAndFusedAddRmsNormPass) {
   }
 }
 
+TEST(GpuRun, TheCuptiTimerTimesEveryKernelOfACall) {
+  FIB_REQUIRE_GPU();
+  const fib::testing::ExclusiveGpu gpu;
+  TempDir tmp;
+  testing::copy_tree(kSource / "examples" / "dataset", tmp.path() / "dataset");
+  RunOptions o = gpu_options(tmp);
+  o.definitions = {"rmsnorm_h2048"};
+  o.solutions = {"rmsnorm_h2048_naive_cuda", "rmsnorm_h2048_tuned_cuda"};
+  o.gpu_timer = "cupti";
+  const RunResult r = run_benchmark(o);
+  ASSERT_EQ(r.traces.size(), 4u);
+  for (const Trace& t : r.traces) {
+    ASSERT_TRUE(t.passed()) << t.evaluation->log;
+    const Json& extra = t.evaluation->performance->extra;
+    EXPECT_EQ(extra["method"], "cupti");
+    const Json& method = extra["gpu_timing"][0]["method"];
+    EXPECT_EQ(method["mode"], "cupti");
+    // The solution's one kernel per call; the worker's own kernels are not the call's.
+    ASSERT_EQ(extra["gpu_timing"][0]["kernels"].size(), 1u);
+    EXPECT_NE(extra["gpu_timing"][0]["kernels"][0]["name"].get<std::string>().find("rmsnorm"),
+              std::string::npos);
+  }
+}
+
 }  // namespace
 }  // namespace fib::bench
 

@@ -40,6 +40,9 @@ struct RunOptions {
   double max_trial_seconds = 2.0;                 // time cap of one trial's timed calls
   std::uint64_t input_pool_bytes = 256ull << 20;  // budget for distinct timing input sets
   bool save_traces = true;
+  // On CUDA devices: "events" (CUDA events, the empty event pair's cost subtracted; default),
+  // "events-raw" (not subtracted) or "cupti" (kernel activity of every stream).
+  std::string gpu_timer = "events";
 };
 
 // One finished evaluation, as reported to the progress display.

@@ -593,7 +593,8 @@ Trace Run::evaluate(Lane& lane, const Definition& def, const Workload& w, const 
                              {"dps", s.spec.dps()}}},
            {"sets", p.inputs_file},
            {"schedule", schedule},
-           {"device", lane.device}};
+           {"device", lane.device},
+           {"gpu_timing", Json{{"timer", o_.gpu_timer}}}};
   std::optional<std::string> sampling_file;
   if (p.sampling) {
     const int draws = p.eval.extra.value("sampling_validation_trials", 100);
@@ -760,7 +761,10 @@ Trace Run::evaluate(Lane& lane, const Definition& def, const Workload& w, const 
     perf.latency_ms = timing.latency_ms;
     perf.reference_latency_ms = ref.latency_ms;
     perf.speedup_factor = timing.latency_ms > 0 ? ref.latency_ms / timing.latency_ms : 0;
-    perf.extra = Json{{"method", gpu ? "cuda_events" : "cpu"},
+    perf.extra = Json{{"method", !gpu                           ? "cpu"
+                                 : o_.gpu_timer == "cupti"      ? "cupti"
+                                 : o_.gpu_timer == "events-raw" ? "cuda_events_raw"
+                                                                : "cuda_events"},
                       {"solution", timing.detail},
                       {"reference", ref.detail},
                       {"judge_ms", judge_ms}};
@@ -909,6 +913,10 @@ void Run::run_item(Lane& lane, TraceSet& set, const WorkItem& item) {
 RunResult Run::go() {
   const auto wall0 = Clock::now();
   const DeviceChoice devices = parse_devices(o_.device);
+  if (o_.gpu_timer != "events" && o_.gpu_timer != "events-raw" && o_.gpu_timer != "cupti") {
+    throw Error("--gpu-timer", fmt::format("unknown GPU timer '{}'", o_.gpu_timer),
+                suggest(o_.gpu_timer, std::vector<std::string>{"events", "events-raw", "cupti"}));
+  }
   gpu_ = devices.gpu;
   TraceSet set = TraceSet::load(o_.dataset);
   builtin_ = builtin_eval_config();

@@ -254,7 +254,15 @@ cu::TimingOptions timing_options(const Schedule& s, const TrialPlan& plan, const
                                  const Json& req) {
   cu::TimingOptions o;
   const Json gt = req.value("gpu_timing", Json::object());
-  o.subtract_event_overhead = gt.value("subtract_event_overhead", true);
+  const std::string timer = gt.value("timer", std::string("events"));
+  // "events": CUDA events, the empty pair's cost subtracted; "events-raw": not subtracted;
+  // "cupti": every kernel the call launches, on any stream, from CUPTI's activity records.
+  if (timer == "cupti") {
+    o.mode = cu::TimingMode::kCupti;
+  } else if (timer != "events" && timer != "events-raw") {
+    throw Error("request.gpu_timing.timer", fmt::format("unknown GPU timer '{}'", timer));
+  }
+  o.subtract_event_overhead = timer == "events";
   o.warmup = static_cast<int>(order.warmup.size());
   o.max_iterations = plan.timed.size();
   o.max_seconds = plan.max_seconds > 0 ? plan.max_seconds : 1e9;
