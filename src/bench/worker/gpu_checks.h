@@ -15,8 +15,6 @@ inline constexpr std::size_t kGuardBytes = 256;
 inline constexpr unsigned char kGuardByte = 0xFD;
 // Inputs are hashed in chunks of this many bytes, one block at a time.
 inline constexpr std::uint64_t kHashChunkBytes = 1u << 16;
-// Outputs (destination-passing) or allocations (value-returning) whose guards one check covers.
-inline constexpr int kMaxGuards = 32;
 
 struct CheckedInput {  // one input tensor of a set, in device memory (8-byte aligned)
   const void* data;
