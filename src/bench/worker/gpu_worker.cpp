@@ -445,6 +445,22 @@ Json gpu_evaluate(WorkerState& st, const Json& req) {
     ++call_number;
   };
 
+  // Runs part of the evaluation; what a solution can make go wrong becomes the failure (a
+  // failure the part finds itself goes to `found`).
+  std::optional<Failure> found;
+  auto guarded = [&](const std::function<void()>& part) -> std::optional<Failure> {
+    try {
+      part();
+    } catch (const SolutionFailed& e) {
+      return Failure{"error", e.what(), call_number};
+    } catch (const cu::TimingError& e) {
+      return Failure{"timing", e.what(), call_number};
+    } catch (const cu::CudaError& e) {
+      return cuda_failure(e, call_number, st);
+    }
+    return std::nullopt;
+  };
+
   // A check failure, as the CPU path words it.
   auto check_failure = [&](const gpu::CheckFailure& f) -> std::optional<Failure> {
     if (f.kind == gpu::kCheckOk) return std::nullopt;
@@ -510,7 +526,7 @@ Json gpu_evaluate(WorkerState& st, const Json& req) {
     opts.after_call = after;
     g.timer().options() = opts;
     cu::TimingResult result;
-    try {
+    failure = guarded([&] {
       result = g.timer().measure(call);
       // The check call must have run: a trial stopped early by its time cap makes one more call
       // on it, exactly like the others but untimed.
@@ -520,14 +536,9 @@ Json gpu_evaluate(WorkerState& st, const Json& req) {
         call(stream);
         after(stream, i);
       }
-      if (auto f = check_failure(g.take_failure())) failure = f;
-    } catch (const SolutionFailed& e) {
-      failure = Failure{"error", e.what(), call_number};
-    } catch (const cu::TimingError& e) {
-      failure = Failure{"timing", e.what(), call_number};
-    } catch (const cu::CudaError& e) {
-      failure = cuda_failure(e, call_number, st);
-    }
+      found = check_failure(g.take_failure());
+    });
+    if (!failure) failure = found;
     if (failure) break;
     measure_ms += ms_since(trial_t0);
     const auto outputs_t0 = Clock::now();
@@ -543,9 +554,7 @@ Json gpu_evaluate(WorkerState& st, const Json& req) {
         outs.emplace_back(def.outputs[o].name, std::move(t));
       }
       FIB_CUDA_CHECK(cudaStreamSynchronize(stream));
-      SafetensorsWriteOptions scratch;
-      scratch.durable = false;
-      write_safetensors(plan.check_output, outs, {}, scratch);
+      write_checked_outputs(plan.check_output, outs);
       checked = Json{{"call", staged_call}, {"file", plan.check_output}, {"poison", staged_poison}};
     }
     outputs_ms += ms_since(outputs_t0);
@@ -560,7 +569,7 @@ Json gpu_evaluate(WorkerState& st, const Json& req) {
   // The window audit: each call's kernels inside its window on the stream.
   const auto audit_t0 = Clock::now();
   if (!failure) {
-    try {
+    failure = guarded([&] {
       g.timer().options().before_call = [&](cudaStream_t s, std::size_t i) {
         current_set = schedule.trials.front().timed[i % schedule.trials.front().timed.size()];
         before(s, i);
@@ -579,19 +588,15 @@ Json gpu_evaluate(WorkerState& st, const Json& req) {
       a["kernels"] = ks;
       reply["window_audit"] = a;
       if (audit.escape) {
-        failure = Failure{
+        found = Failure{
             "side_stream",
             "the window audit (3 untimed calls after the trials, under CUPTI): " + *audit.escape,
             call_number};
+      } else {
+        found = check_failure(g.take_failure());
       }
-      if (!failure) {
-        if (auto f = check_failure(g.take_failure())) failure = f;
-      }
-    } catch (const SolutionFailed& e) {
-      failure = Failure{"error", e.what(), call_number};
-    } catch (const cu::CudaError& e) {
-      failure = cuda_failure(e, call_number, st);
-    }
+    });
+    if (!failure) failure = found;
   }
 
   audit_ms = ms_since(audit_t0);
@@ -602,7 +607,7 @@ Json gpu_evaluate(WorkerState& st, const Json& req) {
     current_set = sp.at("set").get<int>();
     const int draws = sp.at("draws").get<int>();
     std::vector<std::vector<Tensor>> per_output(def.outputs.size());
-    try {
+    failure = guarded([&] {
       for (int d = 0; d < draws; ++d) {
         before(stream, 0);
         call(stream);
@@ -617,12 +622,9 @@ Json gpu_evaluate(WorkerState& st, const Json& req) {
         }
         FIB_CUDA_CHECK(cudaStreamSynchronize(stream));
       }
-      if (auto f = check_failure(g.take_failure())) failure = f;
-    } catch (const SolutionFailed& e) {
-      failure = Failure{"error", e.what(), call_number};
-    } catch (const cu::CudaError& e) {
-      failure = cuda_failure(e, call_number, st);
-    }
+      found = check_failure(g.take_failure());
+    });
+    if (!failure) failure = found;
     if (!failure && draws > 0) {
       write_stacked_draws(sp.at("output").get<std::string>(), def, per_output, draws);
       reply["sampling"] = Json{{"file", sp.at("output")}, {"draws", draws}};
@@ -709,20 +711,9 @@ Json gpu_reference(WorkerState& st, const Json& req) {
       for (const auto& spec : def.outputs) {
         outs.emplace_back(spec.name, cu::to_host(staged.at(spec.name), g.stream()));
       }
-      if (def.op_type == "sampling") {  // the exact distribution the samples are checked against
-        const InputSet& in = host->at(static_cast<std::size_t>(trial_order.check_set));
-        reference::Arguments args;
-        args.tensors = in.tensors;
-        args.scalars = in.scalars;
-        ResolvedEval cfg;
-        cfg.extra = eval_extra;
-        SamplingExpectation e = sampling_expectation(def, args, cfg);
-        outs.emplace_back("__distribution", std::move(e.distribution));
-        if (e.allowed.defined()) outs.emplace_back("__allowed", std::move(e.allowed));
-      }
-      SafetensorsWriteOptions scratch;
-      scratch.durable = false;
-      write_safetensors(plan.check_output, outs, {}, scratch);
+      append_sampling_expectation(def, host->at(static_cast<std::size_t>(trial_order.check_set)),
+                                  eval_extra, &outs);
+      write_checked_outputs(plan.check_output, outs);
       checked = Json{{"file", plan.check_output}};
     }
     trials.push_back(Json{{"samples_ms", result.samples_ms},

@@ -6,6 +6,7 @@
 
 #include <cstring>
 
+#include "fib/bench/compare.h"
 #include "fib/tensor/safetensors.h"
 #include "fib/trace/diagnostics.h"
 
@@ -186,6 +187,26 @@ Poison poison_for(DType dtype, std::uint64_t k) {
       return {byte, 1, sentinel};
     }
   }
+}
+
+void write_checked_outputs(const std::string& path,
+                           const std::vector<std::pair<std::string, Tensor>>& outputs) {
+  SafetensorsWriteOptions scratch;
+  scratch.durable = false;
+  write_safetensors(path, outputs, {}, scratch);
+}
+
+void append_sampling_expectation(const Definition& def, const InputSet& in, const Json& eval_extra,
+                                 std::vector<std::pair<std::string, Tensor>>* outputs) {
+  if (def.op_type != "sampling") return;
+  reference::Arguments args;
+  args.tensors = in.tensors;
+  args.scalars = in.scalars;
+  ResolvedEval cfg;
+  cfg.extra = eval_extra;
+  SamplingExpectation e = sampling_expectation(def, args, cfg);
+  outputs->emplace_back("__distribution", std::move(e.distribution));
+  if (e.allowed.defined()) outputs->emplace_back("__allowed", std::move(e.allowed));
 }
 
 void write_stacked_draws(const std::string& path, const Definition& def,

@@ -100,6 +100,17 @@ LoadedLibrary load_library(WorkerState& st, const std::string& path, const std::
                            std::string* error);
 InputSets load_sets(WorkerState& st, const Json& j);
 
+// Writes the outputs of a checked call where the orchestrator reads them once (scratch: no
+// fsync; a rerun remakes it).
+void write_checked_outputs(const std::string& path,
+                           const std::vector<std::pair<std::string, Tensor>>& outputs);
+
+// For a sampling definition, appends "__distribution" (and "__allowed" where the policy has one)
+// computed from input set `in`: the exact distribution the solution's samples are checked
+// against. Other op types: nothing.
+void append_sampling_expectation(const Definition& def, const InputSet& in, const Json& eval_extra,
+                                 std::vector<std::pair<std::string, Tensor>>* outputs);
+
 // Many draws of a sampling solution on one set, stacked per output ([draws, ...]) into `path`.
 void write_stacked_draws(const std::string& path, const Definition& def,
                          const std::vector<std::vector<Tensor>>& per_output, int draws);

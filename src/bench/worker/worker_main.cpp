@@ -168,9 +168,7 @@ Json run_schedule(Target& target, const Schedule& s, std::optional<Failure>* fai
       if (!one_call(plan.timed[i], &ms, /*flush=*/true)) return trials;
       samples.push_back(ms);
       if (static_cast<int>(i) == plan.check_position && !plan.check_output.empty()) {
-        SafetensorsWriteOptions scratch;  // read once by the orchestrator, remade by a rerun
-        scratch.durable = false;
-        write_safetensors(plan.check_output, target.outputs(), {}, scratch);
+        write_checked_outputs(plan.check_output, target.outputs());
         checked =
             Json{{"call", call - 1}, {"file", plan.check_output}, {"poison", target.poison()}};
       }
@@ -548,17 +546,8 @@ class ReferenceTarget : public Target {
   std::vector<std::pair<std::string, Tensor>> outputs() override {
     std::vector<std::pair<std::string, Tensor>> out;
     for (const auto& spec : def_.outputs) out.emplace_back(spec.name, out_.at(spec.name));
-    if (def_.op_type == "sampling") {  // the exact distribution the samples are checked against
-      const InputSet& in = sets_->at(static_cast<std::size_t>(set_));
-      reference::Arguments args;
-      args.tensors = in.tensors;
-      args.scalars = in.scalars;
-      ResolvedEval cfg;
-      cfg.extra = sampling_extra_;
-      SamplingExpectation e = sampling_expectation(def_, args, cfg);
-      out.emplace_back("__distribution", std::move(e.distribution));
-      if (e.allowed.defined()) out.emplace_back("__allowed", std::move(e.allowed));
-    }
+    append_sampling_expectation(def_, sets_->at(static_cast<std::size_t>(set_)), sampling_extra_,
+                                &out);
     return out;
   }
 
