@@ -250,6 +250,40 @@ TEST(CudaTimingLogic, TheMethodIsRecordedAsData) {
 
 // ---- on the GPU -------------------------------------------------------------------------------
 
+// A call that forks onto a side stream: `side_ns` of work there, `main_ns` on the call's stream,
+// then (when `join`) the side stream joined back. Owns its stream and events.
+class SideStreamCall {
+ public:
+  SideStreamCall() {
+    FIB_CUDA_CHECK(cudaEventCreateWithFlags(&fork_, cudaEventDisableTiming));
+    FIB_CUDA_CHECK(cudaEventCreateWithFlags(&join_, cudaEventDisableTiming));
+  }
+  ~SideStreamCall() {
+    (void)cudaStreamSynchronize(side_.get());
+    (void)cudaEventDestroy(fork_);
+    (void)cudaEventDestroy(join_);
+  }
+  SideStreamCall(const SideStreamCall&) = delete;
+  SideStreamCall& operator=(const SideStreamCall&) = delete;
+  Call make(std::uint64_t side_ns, std::uint64_t main_ns, bool join = true) {
+    return [this, side_ns, main_ns, join](cudaStream_t st) {
+      FIB_CUDA_CHECK(cudaEventRecord(fork_, st));
+      FIB_CUDA_CHECK(cudaStreamWaitEvent(side_.get(), fork_, 0));
+      calibration::launch_sleep(side_.get(), side_ns);
+      calibration::launch_sleep(st, main_ns);
+      if (!join) return;
+      FIB_CUDA_CHECK(cudaEventRecord(join_, side_.get()));
+      FIB_CUDA_CHECK(cudaStreamWaitEvent(st, join_, 0));
+    };
+  }
+  cudaStream_t side() const { return side_.get(); }
+  cudaEvent_t join_event() const { return join_; }
+
+ private:
+  Stream side_;
+  cudaEvent_t fork_ = nullptr, join_ = nullptr;
+};
+
 class CudaTiming : public ::testing::Test {
  protected:
   void SetUp() override {
@@ -328,18 +362,8 @@ TEST_F(CudaTiming, SamplesQueueInBatchesBehindOneBlockingKernelWhenNothingCanPer
     (void)cudaGetLastError();
     GTEST_SKIP() << "cannot remove the persisting L2 set-aside: " << cudaGetErrorString(e);
   }
-  Stream side;
-  cudaEvent_t fork = nullptr, join = nullptr;
-  FIB_CUDA_CHECK(cudaEventCreateWithFlags(&fork, cudaEventDisableTiming));
-  FIB_CUDA_CHECK(cudaEventCreateWithFlags(&join, cudaEventDisableTiming));
-  auto call = [&](cudaStream_t st) {
-    FIB_CUDA_CHECK(cudaEventRecord(fork, st));
-    FIB_CUDA_CHECK(cudaStreamWaitEvent(side.get(), fork, 0));
-    calibration::launch_sleep(side.get(), 60'000);
-    calibration::launch_sleep(st, 20'000);
-    FIB_CUDA_CHECK(cudaEventRecord(join, side.get()));
-    FIB_CUDA_CHECK(cudaStreamWaitEvent(st, join, 0));
-  };
+  SideStreamCall forked;
+  const Call call = forked.make(60'000, 20'000);
   TimingOptions o;
   o.max_iterations = 40;
   o.max_batch = 8;
@@ -372,8 +396,6 @@ TEST_F(CudaTiming, SamplesQueueInBatchesBehindOneBlockingKernelWhenNothingCanPer
   EXPECT_GT(sub.method.event_overhead_ms, 0.0);
   EXPECT_NEAR(median(sub.samples_ms), events_median - sub.method.event_overhead_ms, 0.001);
   EXPECT_TRUE(to_json(sub)["method"].contains("event_overhead_ms"));
-  FIB_CUDA_CHECK(cudaEventDestroy(fork));
-  FIB_CUDA_CHECK(cudaEventDestroy(join));
   FIB_CUDA_CHECK(cudaDeviceSetLimit(cudaLimitPersistingL2CacheSize, old_set_aside));
 }
 
@@ -447,32 +469,17 @@ TEST_F(CudaTiming, TheBlockingKernelKeepsHostLaunchGapsOut) {
 }
 
 TEST_F(CudaTiming, TheWindowAuditCatchesWorkLeftOnASideStream) {
-  Stream side;
-  cudaEvent_t fork = nullptr, join = nullptr;
-  FIB_CUDA_CHECK(cudaEventCreateWithFlags(&fork, cudaEventDisableTiming));
-  FIB_CUDA_CHECK(cudaEventCreateWithFlags(&join, cudaEventDisableTiming));
+  SideStreamCall forked;
   // Forked and joined: clean.
-  auto joined = [&](cudaStream_t st) {
-    FIB_CUDA_CHECK(cudaEventRecord(fork, st));
-    FIB_CUDA_CHECK(cudaStreamWaitEvent(side.get(), fork, 0));
-    calibration::launch_sleep(side.get(), 50'000);
-    calibration::launch_sleep(st, 10'000);
-    FIB_CUDA_CHECK(cudaEventRecord(join, side.get()));
-    FIB_CUDA_CHECK(cudaStreamWaitEvent(st, join, 0));
-  };
+  const Call joined = forked.make(50'000, 10'000);
   // Forked, never joined: the side kernel outlives the window.
-  auto unjoined = [&](cudaStream_t st) {
-    FIB_CUDA_CHECK(cudaEventRecord(fork, st));
-    FIB_CUDA_CHECK(cudaStreamWaitEvent(side.get(), fork, 0));
-    calibration::launch_sleep(side.get(), 200'000);
-    calibration::launch_sleep(st, 10'000);
-  };
+  const Call unjoined = forked.make(200'000, 10'000, /*join=*/false);
   // Launched on another stream without ordering: it runs while the blocking kernel holds ours.
   auto unordered = [&](cudaStream_t st) {
-    calibration::launch_sleep(side.get(), 10'000);
+    calibration::launch_sleep(forked.side(), 10'000);
     calibration::launch_sleep(st, 10'000);
-    FIB_CUDA_CHECK(cudaEventRecord(join, side.get()));
-    FIB_CUDA_CHECK(cudaStreamWaitEvent(st, join, 0));
+    FIB_CUDA_CHECK(cudaEventRecord(forked.join_event(), forked.side()));
+    FIB_CUDA_CHECK(cudaStreamWaitEvent(st, forked.join_event(), 0));
   };
   std::size_t before = 0, after = 0;
   TimingOptions o;
@@ -507,24 +514,11 @@ TEST_F(CudaTiming, TheWindowAuditCatchesWorkLeftOnASideStream) {
   }
   EXPECT_GE(before, 7u);
   EXPECT_EQ(after, before);
-  FIB_CUDA_CHECK(cudaStreamSynchronize(side.get()));
-  FIB_CUDA_CHECK(cudaEventDestroy(fork));
-  FIB_CUDA_CHECK(cudaEventDestroy(join));
 }
 
 TEST_F(CudaTiming, CuptiSeesAKernelOnASideStreamTheCallForksAndJoins) {
-  Stream side;
-  cudaEvent_t fork = nullptr, join = nullptr;
-  FIB_CUDA_CHECK(cudaEventCreateWithFlags(&fork, cudaEventDisableTiming));
-  FIB_CUDA_CHECK(cudaEventCreateWithFlags(&join, cudaEventDisableTiming));
-  auto call = [&](cudaStream_t st) {
-    FIB_CUDA_CHECK(cudaEventRecord(fork, st));
-    FIB_CUDA_CHECK(cudaStreamWaitEvent(side.get(), fork, 0));
-    calibration::launch_sleep(side.get(), 300'000);
-    calibration::launch_sleep(st, 100'000);
-    FIB_CUDA_CHECK(cudaEventRecord(join, side.get()));
-    FIB_CUDA_CHECK(cudaStreamWaitEvent(st, join, 0));
-  };
+  SideStreamCall forked;
+  const Call call = forked.make(300'000, 100'000);
   TimingOptions o;
   o.mode = TimingMode::kCupti;
   o.max_iterations = 20;
@@ -537,8 +531,6 @@ TEST_F(CudaTiming, CuptiSeesAKernelOnASideStreamTheCallForksAndJoins) {
   EXPECT_NEAR(median(r.kernel_sum_ms), 0.4, 0.03 * 0.4);
   timer.options().mode = TimingMode::kEvents;
   EXPECT_NEAR(median(timer.measure(call).samples_ms), 0.3, 0.03 * 0.3);
-  FIB_CUDA_CHECK(cudaEventDestroy(fork));
-  FIB_CUDA_CHECK(cudaEventDestroy(join));
 }
 
 TEST_F(CudaTiming, CuptiReportsAnIterationThatLaunchedDifferentKernels) {
