@@ -113,6 +113,8 @@ pack $R naive_cuda fib-examples dps \
   "RMSNorm on the GPU, one thread per row with serial loops: fp32 accumulation, one rounding to bfloat16. Expected status: PASSED."
 pack $R tuned_cuda fib-examples dps \
   "RMSNorm on the GPU, one block per row: fixed hidden size, 16-byte loads and stores, warp-shuffle reduction. Expected status: PASSED (faster than naive_cuda)."
+pack $R value_returning_cuda fib-examples value \
+  "tuned_cuda's kernel, value-returning: the output comes from fib::allocate (device memory owned by fib). Expected status: PASSED."
 pack fused_add_rmsnorm_h2048 naive_cuda fib-examples dps \
   "Fused add + RMSNorm on the GPU, one thread per row: the residual added in fp32 and not written back, one rounding to bfloat16. Expected status: PASSED."
 pack fused_add_rmsnorm_h2048 tuned_cuda fib-examples dps \

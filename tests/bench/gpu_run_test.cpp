@@ -68,6 +68,7 @@ TEST(GpuRun, ExampleSolutionsPassAndTheRedTeamIsCaught) {
   EXPECT_EQ(s.count(p + "naive"), 0u);
   EXPECT_EQ(s.at(p + "naive_cuda"), all("PASSED"));
   EXPECT_EQ(s.at(p + "tuned_cuda"), all("PASSED"));
+  EXPECT_EQ(s.at(p + "value_returning_cuda"), all("PASSED"));
   EXPECT_EQ(s.at(p + "wrong_result_cuda"), all("INCORRECT_NUMERICAL"));
   EXPECT_EQ(s.at(p + "writes_nothing_cuda"), all("INCORRECT_NUMERICAL"));
   EXPECT_EQ(s.at(p + "caches_results_cuda"), all("INCORRECT_NUMERICAL"));
@@ -123,7 +124,7 @@ TEST(GpuRun, ExampleSolutionsPassAndTheRedTeamIsCaught) {
     EXPECT_TRUE(method["l2_flush"].get<bool>());
     EXPECT_TRUE(method["event_overhead_subtracted"].get<bool>());
   }
-  EXPECT_EQ(passed, 4);
+  EXPECT_EQ(passed, 6);
 
   const TraceSet set = TraceSet::load(o.dataset);
   const validate::Report report = validate::validate_dataset(set, {});
@@ -149,6 +150,96 @@ TEST(GpuRun, NaiveAndTunedGemmAndFusedAddRmsNormPass) {
         t.evaluation->environment.extra["reference"].get<std::string>().rfind("native:cuda:", 0),
         0u);
   }
+}
+
+// A value-returning CUDA RMSNorm whose body the cheats below vary (`RESULT` is what it returns,
+// `PAST_END` how many elements past the row block it writes).
+const char* kValueReturningRmsnorm = R"(
+#include <cuda_bf16.h>
+#include <cuda_runtime.h>
+#include <cstdint>
+#include "fib/solution.h"
+__global__ void rows(const __nv_bfloat16* x, const __nv_bfloat16* w, __nv_bfloat16* y,
+                     std::int64_t n, std::int64_t h, int past_end) {
+  const std::int64_t r = static_cast<std::int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
+  if (r >= n) return;
+  float s = 0.0f;
+  for (std::int64_t c = 0; c < h; ++c) s += __bfloat162float(x[r * h + c]) * __bfloat162float(x[r * h + c]);
+  const float inv = 1.0f / sqrtf(s / static_cast<float>(h) + 1e-5f);
+  for (std::int64_t c = 0; c < h; ++c)
+    y[r * h + c] = __float2bfloat16_rn(__bfloat162float(x[r * h + c]) * inv * __bfloat162float(w[c]));
+  if (r == n - 1) for (int k = 0; k < past_end; ++k) y[n * h + k] = __float2bfloat16_rn(1.0f);
+}
+static fib::TensorView run_(fib::TensorView x, fib::TensorView w) {
+  fib::TensorView y = fib::allocate(fib::DType::kBFloat16, {x.size(0), x.size(1)});
+  __nv_bfloat16* out = y.data_ptr<__nv_bfloat16>();
+  OWN_BUFFER
+  const std::int64_t n = x.size(0), h = x.size(1);
+  if (n > 0) {
+    rows<<<static_cast<unsigned>((n + 127) / 128), 128, 0, fib::stream()>>>(
+        x.data_ptr<const __nv_bfloat16>(), w.data_ptr<const __nv_bfloat16>(), out, n, h, PAST_END);
+  }
+  fib_tensor t = y.raw();
+  t.data = out;
+  return fib::TensorView(t);
+}
+FIB_EXPORT_SOLUTION(run, run_);
+)";
+
+Solution value_returning_cheat(const std::string& name, const std::string& own_buffer,
+                               int past_end) {
+  std::string code = kValueReturningRmsnorm;
+  code.replace(code.find("OWN_BUFFER"), 10, own_buffer);
+  code.replace(code.find("PAST_END);"), 8, std::to_string(past_end));
+  Solution s;
+  s.name = name;
+  s.definition = "rmsnorm_h2048";
+  s.author = "cheats";
+  s.spec.language = "cuda";
+  s.spec.binding = "fib";
+  s.spec.target_hardware = {"cuda"};
+  s.spec.entry_point = "kernel.cu::run";
+  s.spec.destination_passing_style = false;
+  s.sources.push_back(SourceFile{"kernel.cu", code, {}});
+  return s;
+}
+
+// Value-returning CUDA solutions get device memory from fib::allocate, guarded like outputs;
+// returning memory of their own (a cache fib cannot poison) is caught, and so is a write past
+// the end of an allocation.
+TEST(GpuRun, ValueReturningCheatsAreCaught) {
+  FIB_REQUIRE_GPU();
+  const fib::testing::ExclusiveGpu gpu;
+  TempDir tmp;
+  testing::copy_tree(kSource / "examples" / "dataset", tmp.path() / "dataset");
+  const fs::path ds = tmp.path() / "dataset";
+  write_solution(ds,
+                 value_returning_cheat("own_buffer",
+                                       "static __nv_bfloat16* mine = nullptr;\n"
+                                       "  if (!mine) cudaMalloc(&mine, 64 << 20);\n"
+                                       "  out = mine;",
+                                       0),
+                 "rmsnorm");
+  write_solution(ds, value_returning_cheat("allocation_overrun", "", 3), "rmsnorm");
+  write_solution(ds, value_returning_cheat("honest", "", 0), "rmsnorm");
+  RunOptions o = gpu_options(tmp);
+  o.definitions = {"rmsnorm_h2048"};
+  o.solutions = {"own_buffer", "allocation_overrun", "honest",
+                 "rmsnorm_h2048_value_returning_cuda"};
+  const RunResult r = run_benchmark(o);
+  const auto s = statuses(r);
+  auto all = [](const std::string& st) { return std::vector<std::string>{st, st}; };
+  EXPECT_EQ(s.at("honest"), all("PASSED")) << log_of(r, "honest");
+  EXPECT_EQ(s.at("rmsnorm_h2048_value_returning_cuda"), all("PASSED"));
+  EXPECT_EQ(s.at("own_buffer"), all("RUNTIME_ERROR"));
+  EXPECT_NE(log_of(r, "own_buffer")
+                .find("output 'output' (result #1) was not allocated with fib::allocate"),
+            std::string::npos)
+      << log_of(r, "own_buffer");
+  EXPECT_EQ(s.at("allocation_overrun"), all("RUNTIME_ERROR"));
+  EXPECT_NE(log_of(r, "allocation_overrun").find("wrote past the end of allocation #1"),
+            std::string::npos)
+      << log_of(r, "allocation_overrun");
 }
 
 TEST(GpuRun, TheCuptiTimerTimesEveryKernelOfACall) {

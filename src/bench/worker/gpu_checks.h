@@ -15,6 +15,8 @@ inline constexpr std::size_t kGuardBytes = 256;
 inline constexpr unsigned char kGuardByte = 0xFD;
 // Inputs are hashed in chunks of this many bytes, one block at a time.
 inline constexpr std::uint64_t kHashChunkBytes = 1u << 16;
+// Outputs (destination-passing) or allocations (value-returning) whose guards one check covers.
+inline constexpr int kMaxGuards = 32;
 
 struct CheckedInput {  // one input tensor of a set, in device memory (8-byte aligned)
   const void* data;
@@ -42,7 +44,9 @@ struct CheckPlan {
   unsigned long long total_chunks = 0;
   unsigned long long* partial = nullptr;  // device array, num_inputs, zero between checks
   unsigned int* counter = nullptr;        // device, zero between checks
-  GuardRegion* guards = nullptr;          // device array
+  // The guards travel inside the kernel's parameters (by value), so a call's guard list needs
+  // no upload; a value-returning solution's allocations change from call to call.
+  GuardRegion guards[kMaxGuards] = {};
   int num_guards = 0;
   CheckFailure* failure = nullptr;  // device
   int max_blocks = 256;

@@ -14,6 +14,7 @@
 
 #include <chrono>
 #include <cstring>
+#include <functional>
 #include <optional>
 
 #include "bench/worker/gpu_checks.h"
@@ -42,6 +43,10 @@ cu::DeviceTensor device_bytes(std::size_t n) {
 
 // The solution returned an error (or threw): the message it gave.
 struct SolutionFailed : std::runtime_error {
+  using std::runtime_error::runtime_error;
+};
+// A value-returning solution returned memory fib::allocate did not hand out.
+struct ResultsFailed : std::runtime_error {
   using std::runtime_error::runtime_error;
 };
 
@@ -100,7 +105,7 @@ class GpuWorker {
       d.chunk_starts = upload(starts.data(), starts.size() * sizeof(unsigned long long));
       d.partial = device_bytes(std::max<std::size_t>(1, table.size()) * sizeof(unsigned long long));
       FIB_CUDA_CHECK(cudaMemsetAsync(d.partial.raw(), 0, d.partial.nbytes(), stream()));
-      gpu::launch_check(plan(d, nullptr, 0), 0, /*store_expected=*/true, stream());
+      gpu::launch_check(plan(d, {}), 0, /*store_expected=*/true, stream());
       sets_.push_back(std::move(d));
     }
     FIB_CUDA_CHECK(cudaStreamSynchronize(stream()));
@@ -111,7 +116,7 @@ class GpuWorker {
   }
   void mark_sets_dirty() { sets_dirty_ = true; }
 
-  gpu::CheckPlan plan(const DeviceSet& d, gpu::GuardRegion* guards, int num_guards) {
+  gpu::CheckPlan plan(const DeviceSet& d, const std::vector<gpu::GuardRegion>& guards) {
     gpu::CheckPlan p;
     p.inputs = static_cast<gpu::CheckedInput*>(d.table.raw());
     p.num_inputs = static_cast<int>(d.names.size());
@@ -119,8 +124,8 @@ class GpuWorker {
     p.total_chunks = d.total_chunks;
     p.partial = static_cast<unsigned long long*>(d.partial.raw());
     p.counter = static_cast<unsigned int*>(counter_.raw());
-    p.guards = guards;
-    p.num_guards = num_guards;
+    p.num_guards = static_cast<int>(std::min<std::size_t>(guards.size(), gpu::kMaxGuards));
+    for (int i = 0; i < p.num_guards; ++i) p.guards[i] = guards[static_cast<std::size_t>(i)];
     p.failure = static_cast<gpu::CheckFailure*>(failure_.raw());
     p.max_blocks = 4 * timer_->device().sm_count;
     return p;
@@ -309,12 +314,7 @@ Json gpu_evaluate(WorkerState& st, const Json& req) {
   const LoadedLibrary lib = load_library(st, sol.at("library").get<std::string>(),
                                          sol.at("symbol").get<std::string>(), &error);
   if (lib.entry == nullptr) return Json{{"ok", false}, {"load_error", error}};
-  if (!sol.value("dps", true)) {
-    return Json{{"ok", false},
-                {"error",
-                 "value-returning CUDA solutions are not supported yet (fib::allocate is host "
-                 "memory); use destination-passing style"}};
-  }
+  const bool dps = sol.value("dps", true);
   if (lib.cuda_get_last_error) (void)lib.cuda_get_last_error();  // nothing stale from before
   const cudaStream_t stream = g.stream();
   double upload_ms = 0;
@@ -324,17 +324,35 @@ Json gpu_evaluate(WorkerState& st, const Json& req) {
 
   const auto bound = def.bind_axes(var);
   if (!bound) throw Error("request", "the workload does not bind every var axis");
+  // Destination-passing: the outputs, allocated here. Value-returning: device buffers handed
+  // out by fib::allocate, reused by position from call to call (so only the first call
+  // allocates), poisoned before every call and guarded the same way.
+  if (dps && def.outputs.size() > static_cast<std::size_t>(gpu::kMaxGuards)) {
+    throw Error("request", fmt::format("the definition has {} outputs; the CUDA worker guards at "
+                                       "most {}",
+                                       def.outputs.size(), gpu::kMaxGuards));
+  }
+  std::vector<Shape> expected_shapes;
   std::vector<DeviceOutput> outputs;
-  std::vector<gpu::GuardRegion> guard_table;
   for (const auto& spec : def.outputs) {
     const auto shape = def.concrete_shape(spec, *bound);
     if (!shape) throw Error("request", fmt::format("cannot size output '{}'", spec.name));
-    outputs.emplace_back(spec.dtype, *shape, stream);
-    guard_table.push_back(outputs.back().guards());
+    expected_shapes.push_back(*shape);
+    if (dps) outputs.emplace_back(spec.dtype, *shape, stream);
   }
-  const cu::DeviceTensor guards_dev =
-      g.upload(guard_table.data(), guard_table.size() * sizeof(gpu::GuardRegion));
-  auto* guards = static_cast<gpu::GuardRegion*>(guards_dev.raw());
+  std::vector<std::unique_ptr<DeviceOutput>> allocations;
+  std::size_t allocated = 0, allocated_last_call = 0;
+  std::vector<fib_tensor> results(def.outputs.size() + 1);
+  // The guarded buffers of the current call: the outputs, or this call's allocations.
+  auto guard_list = [&] {
+    std::vector<gpu::GuardRegion> list;
+    if (dps) {
+      for (const auto& o : outputs) list.push_back(o.guards());
+    } else {
+      for (std::size_t k = 0; k < allocated; ++k) list.push_back(allocations[k]->guards());
+    }
+    return list;
+  };
 
   // The arguments of a call on set k: device views of its inputs, then the outputs.
   auto args_for = [&](int k) {
@@ -377,7 +395,8 @@ Json gpu_evaluate(WorkerState& st, const Json& req) {
   std::map<std::string, std::int64_t> poison;  // integer sentinels of the current call
   char error_text[4096] = {};
   const CallOrder* order = nullptr;
-  std::vector<cu::DeviceTensor> staged;  // the checked call's outputs, copied aside
+  std::vector<cu::DeviceTensor> staged;              // the checked call's outputs, copied aside
+  std::vector<std::pair<DType, Shape>> staged_meta;  // their dtypes and shapes as returned
   bool staged_done = false;
   std::uint64_t staged_call = 0;
   Json staged_poison = Json::object();
@@ -388,20 +407,85 @@ Json gpu_evaluate(WorkerState& st, const Json& req) {
     for (std::size_t o = 0; o < outputs.size(); ++o) {
       const Poison p = poison_for(outputs[o].dtype, call_number);
       gpu::launch_fill(outputs[o].data, outputs[o].bytes, p.pattern, p.width, s);
-      if (dtype_is_integer(outputs[o].dtype) || outputs[o].dtype == DType::kBool ||
-          outputs[o].dtype == DType::kFloat4E2M1) {
-        poison[def.outputs[o].name] = p.sentinel;
+    }
+    // The buffers the last call was given come back, in order, to this one: poison them now.
+    for (std::size_t k = 0; k < allocated_last_call && k < allocations.size(); ++k) {
+      const Poison p = poison_for(allocations[k]->dtype, call_number);
+      gpu::launch_fill(allocations[k]->data, allocations[k]->bytes, p.pattern, p.width, s);
+    }
+    allocated = 0;
+    for (const auto& spec : def.outputs) {
+      if (dtype_is_integer(spec.dtype) || spec.dtype == DType::kBool ||
+          spec.dtype == DType::kFloat4E2M1) {
+        poison[spec.name] = poison_for(spec.dtype, call_number).sentinel;
       }
     }
+  };
+  struct Allocator {  // fib::allocate's callback, bound to this evaluation
+    std::function<int(std::int32_t, const std::int64_t*, std::int32_t, fib_tensor*)> fn;
+    static int thunk(void* ctx, std::int32_t dtype, const std::int64_t* shape, std::int32_t ndim,
+                     fib_tensor* out) {
+      return static_cast<Allocator*>(ctx)->fn(dtype, shape, ndim, out);
+    }
+  } allocate;
+  allocate.fn = [&](std::int32_t dtype, const std::int64_t* shape, std::int32_t ndim,
+                    fib_tensor* out) -> int {
+    if (dtype < 0 || dtype > FIB_DTYPE_BOOL || ndim < 0 || ndim > FIB_MAX_RANK) return 1;
+    Shape sh(shape, shape + ndim);
+    for (auto d : sh) {
+      if (d < 0) return 1;
+    }
+    const auto dt = static_cast<DType>(dtype);
+    try {
+      if (allocated >= allocations.size() || allocations[allocated]->dtype != dt ||
+          allocations[allocated]->shape != sh) {
+        // New (the first call, or a different request at this position): allocated and
+        // poisoned now, on the stream, ahead of the solution's work.
+        auto b = std::make_unique<DeviceOutput>(dt, sh, stream);
+        const Poison p = poison_for(dt, call_number);
+        gpu::launch_fill(b->data, b->bytes, p.pattern, p.width, stream);
+        if (allocated < allocations.size()) {
+          allocations[allocated] = std::move(b);
+        } else {
+          allocations.push_back(std::move(b));
+        }
+      }
+    } catch (const std::exception&) {
+      return 1;  // the solution's fib::allocate throws std::bad_alloc
+    }
+    const DeviceOutput& b = *allocations[allocated++];
+    *out = contiguous_view(b.data, b.dtype, b.shape, FIB_DEVICE_CUDA, g.device());
+    return 0;
+  };
+  const fib_allocator allocator{&allocate, &Allocator::thunk};
+  // Where output o of the current call is: its buffer, dtype and shape as the solution gave it.
+  struct Produced {
+    const void* data;
+    DType dtype;
+    Shape shape;
+    std::size_t bytes;
+  };
+  auto produced = [&](std::size_t o) -> Produced {
+    if (dps) return {outputs[o].data, outputs[o].dtype, outputs[o].shape, outputs[o].bytes};
+    const fib_tensor& r = results[o];
+    Shape sh(r.shape, r.shape + r.ndim);
+    std::uint64_t numel = 1;
+    for (auto d : sh) numel *= static_cast<std::uint64_t>(d);
+    const auto dt = static_cast<DType>(r.dtype);
+    return {r.data, dt, sh, static_cast<std::size_t>(dtype_storage_bytes(dt, numel).value_or(0))};
   };
   auto call = [&](cudaStream_t s) {
     const std::vector<fib_value>& args = args_of(current_set);
     error_text[0] = '\0';
     fib_call c{};
     c.abi_version = FIB_SOLUTION_ABI_VERSION;
-    c.destination_passing = 1;
+    c.destination_passing = dps ? 1 : 0;
     c.args = args.data();
     c.num_args = static_cast<std::int32_t>(args.size());
+    results.assign(results.size(), fib_tensor{});
+    c.results = results.data();
+    c.num_results = static_cast<std::int32_t>(results.size());
+    c.allocator = &allocator;
     c.stream = s;
     c.error = error_text;
     c.error_capacity = sizeof error_text;
@@ -429,13 +513,36 @@ Json gpu_evaluate(WorkerState& st, const Json& req) {
       if (cu::is_sticky(launch)) throw cu::StickyError(launch, m);
       throw cu::CudaError(launch, m);
     }
-    gpu::launch_check(g.plan(sets.at(static_cast<std::size_t>(current_set)), guards,
-                             static_cast<int>(guard_table.size())),
+    allocated_last_call = allocated;
+    if (!dps) {
+      if (allocated > static_cast<std::size_t>(gpu::kMaxGuards)) {
+        throw SolutionFailed(
+            fmt::format("{} fib::allocate calls in one call; fib guards at most {}", allocated,
+                        gpu::kMaxGuards));
+      }
+      // Every result must be memory fib::allocate handed out during this call.
+      for (std::size_t o = 0; o < def.outputs.size(); ++o) {
+        bool ours = false;
+        for (std::size_t k = 0; k < allocated; ++k) ours |= results[o].data == allocations[k]->data;
+        if (!ours) {
+          throw ResultsFailed(fmt::format(
+              "output '{}' (result #{}) was not allocated with fib::allocate during this call",
+              def.outputs[o].name, o + 1));
+        }
+      }
+    }
+    gpu::launch_check(g.plan(sets.at(static_cast<std::size_t>(current_set)), guard_list()),
                       call_number, false, s);
     if (order && current_set == order->check_set && !staged_done) {
-      for (std::size_t o = 0; o < outputs.size(); ++o) {
-        FIB_CUDA_CHECK(cudaMemcpyAsync(staged[o].raw(), outputs[o].data, outputs[o].bytes,
-                                       cudaMemcpyDeviceToDevice, s));
+      staged_meta.clear();
+      for (std::size_t o = 0; o < def.outputs.size(); ++o) {
+        const Produced out = produced(o);
+        if (staged[o].nbytes() < out.bytes) staged[o] = device_bytes(out.bytes);
+        if (out.bytes > 0) {
+          FIB_CUDA_CHECK(
+              cudaMemcpyAsync(staged[o].raw(), out.data, out.bytes, cudaMemcpyDeviceToDevice, s));
+        }
+        staged_meta.emplace_back(out.dtype, out.shape);
       }
       staged_done = true;
       staged_call = call_number;
@@ -453,6 +560,8 @@ Json gpu_evaluate(WorkerState& st, const Json& req) {
       part();
     } catch (const SolutionFailed& e) {
       return Failure{"error", e.what(), call_number};
+    } catch (const ResultsFailed& e) {
+      return Failure{"results", e.what(), call_number};
     } catch (const cu::TimingError& e) {
       return Failure{"timing", e.what(), call_number};
     } catch (const cu::CudaError& e) {
@@ -467,18 +576,20 @@ Json gpu_evaluate(WorkerState& st, const Json& req) {
     Failure out;
     out.call = f.call;
     if (f.kind == gpu::kCheckGuard) {
-      const auto& o = outputs.at(static_cast<std::size_t>(f.index));
-      const std::string& name = def.outputs.at(static_cast<std::size_t>(f.index)).name;
+      const auto k = static_cast<std::size_t>(f.index);
+      const DeviceOutput& o = dps ? outputs.at(k) : *allocations.at(k);
+      const std::string name = dps ? fmt::format("output '{}'", def.outputs.at(k).name)
+                                   : fmt::format("allocation #{}", k + 1);
       out.kind = "guard";
-      out.message =
-          f.offset < 0 ? fmt::format(
-                             "the solution wrote before the start of output '{}' ({} bytes before "
-                             "it)",
-                             name, -f.offset)
-                       : fmt::format(
-                             "the solution wrote past the end of output '{}' (byte {} of a {}-byte "
-                             "buffer)",
-                             name, o.bytes + static_cast<std::size_t>(f.offset), o.bytes);
+      out.message = f.offset < 0
+                        ? fmt::format(
+                              "the solution wrote before the start of {} ({} bytes before "
+                              "it)",
+                              name, -f.offset)
+                        : fmt::format(
+                              "the solution wrote past the end of {} (byte {} of a {}-byte "
+                              "buffer)",
+                              name, o.bytes + static_cast<std::size_t>(f.offset), o.bytes);
       return out;
     }
     // An input changed: find its first changed byte against the host copy (the read-only
@@ -519,7 +630,12 @@ Json gpu_evaluate(WorkerState& st, const Json& req) {
     order = &trial_order;
     const auto trial_t0 = Clock::now();
     staged.clear();
-    for (const auto& o : outputs) staged.push_back(device_bytes(std::max<std::size_t>(o.bytes, 1)));
+    for (std::size_t o = 0; o < def.outputs.size(); ++o) {
+      std::uint64_t numel = 1;
+      for (auto d : expected_shapes[o]) numel *= static_cast<std::uint64_t>(d);
+      const auto bytes = dtype_storage_bytes(def.outputs[o].dtype, numel).value_or(0);
+      staged.push_back(device_bytes(std::max<std::size_t>(static_cast<std::size_t>(bytes), 1)));
+    }
     staged_done = false;
     cu::TimingOptions opts = timing_options(schedule, plan, trial_order, req);
     opts.before_call = before;
@@ -545,8 +661,8 @@ Json gpu_evaluate(WorkerState& st, const Json& req) {
     Json checked = nullptr;
     if (!plan.check_output.empty()) {
       std::vector<std::pair<std::string, Tensor>> outs;
-      for (std::size_t o = 0; o < outputs.size(); ++o) {
-        Tensor t(outputs[o].dtype, outputs[o].shape);
+      for (std::size_t o = 0; o < def.outputs.size(); ++o) {
+        Tensor t(staged_meta[o].first, staged_meta[o].second);
         if (t.nbytes() > 0) {
           FIB_CUDA_CHECK(cudaMemcpyAsync(t.raw(), staged[o].raw(), t.nbytes(),
                                          cudaMemcpyDeviceToHost, stream));
@@ -612,11 +728,12 @@ Json gpu_evaluate(WorkerState& st, const Json& req) {
         before(stream, 0);
         call(stream);
         after(stream, 0);
-        for (std::size_t o = 0; o < outputs.size(); ++o) {
-          Tensor t(outputs[o].dtype, outputs[o].shape);
+        for (std::size_t o = 0; o < def.outputs.size(); ++o) {
+          const Produced out = produced(o);
+          Tensor t(out.dtype, out.shape);
           if (t.nbytes() > 0) {
-            FIB_CUDA_CHECK(cudaMemcpyAsync(t.raw(), outputs[o].data, t.nbytes(),
-                                           cudaMemcpyDeviceToHost, stream));
+            FIB_CUDA_CHECK(
+                cudaMemcpyAsync(t.raw(), out.data, t.nbytes(), cudaMemcpyDeviceToHost, stream));
           }
           per_output[o].push_back(std::move(t));
         }
