@@ -25,14 +25,17 @@ def traces(run_dir):
 def main():
     base, out_dir, runs = sys.argv[1], sys.argv[2], int(sys.argv[3])
     print("run  wall s  builds s  timed s  timed/wall  timed/(wall-builds)  overhead ms/eval  "
-          "setup ms/workload  evaluations")
+          "setup ms/workload  inputs ms/workload (made ahead)  evaluations")
     for r in range(1, runs + 1):
         j = json.load(open(f"{out_dir}/run{r}.json"))
         wall, timed, builds = j["wall_seconds"], j["timed_seconds"], j.get("build_seconds", 0)
         print(f"{r:>3}  {wall:6.1f}  {builds:8.1f}  {timed:7.1f}  {100 * timed / wall:9.1f}%  "
               f"{100 * timed / max(wall - builds, 1e-9):18.1f}%  "
               f"{j['overhead_ms_per_evaluation']:16.2f}  "
-              f"{j['workload_setup_ms_per_workload']:17.1f}  {j['evaluations']:>11}")
+              f"{j['workload_setup_ms_per_workload']:17.1f}  "
+              f"{j.get('inputs_ms_per_workload', 0):18.1f} "
+              f"({j.get('inputs_made_ahead', 0)}/{j['workloads_prepared']})  "
+              f"{j['evaluations']:>11}")
     # Where the overhead goes (the last run's passed traces): medians over evaluations, in ms.
     phases = {}
     for path in glob.glob(f"{base}/run{runs}/traces/**/*.jsonl", recursive=True):

@@ -125,6 +125,10 @@ TEST(GpuRun, ExampleSolutionsPassAndTheRedTeamIsCaught) {
     EXPECT_TRUE(method["event_overhead_subtracted"].get<bool>());
   }
   EXPECT_EQ(passed, 6);
+  // The second workload's inputs were made while the first was evaluated (16 solutions: far
+  // longer than making a few MiB of inputs).
+  EXPECT_EQ(r.workloads_prepared, 2u);
+  EXPECT_EQ(r.inputs_made_ahead, 1u);
 
   const TraceSet set = TraceSet::load(o.dataset);
   const validate::Report report = validate::validate_dataset(set, {});

@@ -102,6 +102,12 @@ TEST(RunRedTeam, EveryBrokenSolutionGetsItsStatusAndTheRunGoesOn) {
   EXPECT_NE(trace_of(r, p + "spams_output").find("bytes of output dropped"), std::string::npos);
   EXPECT_LT(trace_of(r, p + "spams_output").size(), 80u * 1024);
 
+  // Both workloads' inputs made, on the lane's turn: a CPU run makes nothing ahead (it would
+  // take cores from the timed calls).
+  EXPECT_EQ(r.workloads_prepared, 2u);
+  EXPECT_GT(r.inputs_seconds, 0);
+  EXPECT_EQ(r.inputs_made_ahead, 0u);
+
   // Passed traces carry the timing detail and the environment.
   for (const Trace& t : r.traces) {
     if (!t.passed()) continue;

@@ -94,9 +94,13 @@ struct RunResult {
   double cache_flush_seconds = 0;
   std::size_t overhead_evaluations = 0;  // evaluations that count in overhead_seconds
   // Per workload, shared by all its solutions: making and writing the input sets, the reference
-  // run (less its timed calls) and the workers' loads of the input-set file.
+  // run (less its timed calls) and the workers' loads of the input-set file. On GPU lanes the
+  // next workload's inputs are made while the current one is evaluated, so only the wait for
+  // them counts here; inputs_seconds is the host time spent making them, overlapped or not.
   double workload_setup_seconds = 0;
   std::size_t workloads_prepared = 0;
+  double inputs_seconds = 0;
+  std::size_t inputs_made_ahead = 0;  // workloads whose inputs were ready before their turn
   // Solution worker processes started (the first, replacements after a crash or timeout, one
   // per evaluation with --isolated) and the time to start them, until they answered.
   double worker_start_seconds = 0;

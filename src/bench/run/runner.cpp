@@ -6,6 +6,7 @@
 #include <atomic>
 #include <cmath>
 #include <fstream>
+#include <future>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -316,7 +317,18 @@ class Run {
   Worker& reference_worker(Lane& lane);
   WorkerSpec worker_spec(const std::string& role) const;
   std::optional<PreparedWorkload> prepare(const Definition& def, const Trace& workload,
-                                          const fs::path& dir);
+                                          const fs::path& dir, int max_threads);
+  struct WorkItem;
+  // A workload's inputs, made by prepare() (or why they could not be).
+  struct Prepared {
+    std::optional<PreparedWorkload> workload;
+    std::string error;
+    double seconds = 0;
+  };
+  Prepared prepare_item(const WorkItem& item, int max_threads);
+  // On GPU lanes: starts making item k's inputs on a host thread while the lanes time other
+  // work (the GPU does the timed part; the host would otherwise idle). Call with mu_ held.
+  void prepare_ahead(const std::vector<WorkItem>& items, std::size_t k);
   bool run_reference(Lane& lane, const Definition& def, const Workload& w, PreparedWorkload& p,
                      Timing* timing, std::string* kernel);
   Trace evaluate(Lane& lane, const Definition& def, const Workload& w, const Solution& s,
@@ -325,8 +337,7 @@ class Run {
   Trace make_trace(const Lane& lane, const Definition& def, const Workload& w, const Solution& s,
                    EvaluationStatus status, std::string log, Json env_extra);
   void record(TraceSet& set, Trace t, const Definition& def, const Solution& s);
-  struct WorkItem;
-  void run_item(Lane& lane, TraceSet& set, const WorkItem& item);
+  void run_item(Lane& lane, TraceSet& set, const WorkItem& item, std::size_t k);
 
   const RunOptions& o_;
   const RunCallbacks& cb_;
@@ -345,8 +356,9 @@ class Run {
   std::uint64_t seed_ = 0;
   Json host_;
   std::size_t done_ = 0, total_ = 0;
-  std::size_t evaluation_counter_ = 0;  // names scratch files uniquely across lanes
-  bool gpu_ = false;                    // the lanes are CUDA devices
+  std::size_t evaluation_counter_ = 0;                  // names scratch files uniquely across lanes
+  bool gpu_ = false;                                    // the lanes are CUDA devices
+  std::map<std::size_t, std::future<Prepared>> ahead_;  // item index -> its inputs in the making
 };
 
 WorkerSpec Run::worker_spec(const std::string& role) const {
@@ -378,7 +390,7 @@ Worker& Run::reference_worker(Lane& lane) {
 }
 
 std::optional<PreparedWorkload> Run::prepare(const Definition& def, const Trace& wt,
-                                             const fs::path& dir) {
+                                             const fs::path& dir, int max_threads) {
   const Workload& w = wt.workload;
   PreparedWorkload p;
   p.eval = resolve_eval(builtin_, user_ ? &*user_ : nullptr, o_.cli, def, "");
@@ -417,8 +429,7 @@ std::optional<PreparedWorkload> Run::prepare(const Definition& def, const Trace&
         }
       }
     };
-    const int threads =
-        std::clamp(static_cast<int>(std::thread::hardware_concurrency()), 1, std::min(count, 16));
+    const int threads = std::clamp(max_threads, 1, std::min(count, 16));
     std::vector<std::thread> pool;
     for (int t = 1; t < threads; ++t) pool.emplace_back(work);
     work();
@@ -822,29 +833,67 @@ struct Run::WorkItem {
   std::vector<const Solution*> pending;
 };
 
-// On one lane: inputs, the reference, then every pending solution; a lane does one evaluation at
-// a time, so a timed call has its device to itself.
-void Run::run_item(Lane& lane, TraceSet& set, const WorkItem& item) {
-  const Definition& def = *item.def;
-  const Workload& w = item.workload->workload;
+Run::Prepared Run::prepare_item(const WorkItem& item, int max_threads) {
   fs::path dir;
   {
     std::lock_guard<std::recursive_mutex> lock(mu_);
     dir = scratch_->root() / fmt::format("w{}", workload_index_++);
   }
-  std::optional<PreparedWorkload> p;
-  const auto setup0 = Clock::now();
-  Timing ref;
+  Prepared out;
+  const auto t0 = Clock::now();
   try {
-    p = prepare(def, *item.workload, dir);
+    out.workload = prepare(*item.def, *item.workload, dir, max_threads);
   } catch (const Error& e) {
+    out.error = e.what();
+  }
+  out.seconds = std::chrono::duration<double>(Clock::now() - t0).count();
+  return out;
+}
+
+void Run::prepare_ahead(const std::vector<WorkItem>& items, std::size_t k) {
+  if (!gpu_ || k >= items.size() || ahead_.count(k)) return;
+  // Half the host's cores: the lanes' workers still launch and check calls meanwhile.
+  const int threads = std::max(1, static_cast<int>(std::thread::hardware_concurrency()) / 2);
+  ahead_.emplace(k, std::async(std::launch::async, [this, &items, k, threads] {
+                   return prepare_item(items[k], threads);
+                 }));
+}
+
+// On one lane: inputs, the reference, then every pending solution; a lane does one evaluation at
+// a time, so a timed call has its device to itself.
+void Run::run_item(Lane& lane, TraceSet& set, const WorkItem& item, std::size_t k) {
+  const Definition& def = *item.def;
+  const Workload& w = item.workload->workload;
+  const auto setup0 = Clock::now();
+  std::future<Prepared> made_ahead;
+  {
+    std::lock_guard<std::recursive_mutex> lock(mu_);
+    if (auto it = ahead_.find(k); it != ahead_.end()) {
+      made_ahead = std::move(it->second);
+      ahead_.erase(it);
+    }
+  }
+  const bool was_ready = made_ahead.valid() &&
+                         made_ahead.wait_for(std::chrono::seconds(0)) == std::future_status::ready;
+  Prepared prepared =
+      made_ahead.valid()
+          ? made_ahead.get()
+          : prepare_item(item, static_cast<int>(std::thread::hardware_concurrency()));
+  {
+    std::lock_guard<std::recursive_mutex> lock(mu_);
+    result_.inputs_seconds += prepared.seconds;
+    result_.inputs_made_ahead += was_ready ? 1 : 0;
+  }
+  if (!prepared.workload) {
     std::lock_guard<std::recursive_mutex> lock(mu_);
     ++result_.reference_failures;
     message(fmt::format("warning: {} workload {}: cannot materialize inputs: {}", def.name,
-                        short_uuid(w.uuid), e.what()));
+                        short_uuid(w.uuid), prepared.error));
     done_ += item.pending.size();
     return;
   }
+  std::optional<PreparedWorkload>& p = prepared.workload;
+  Timing ref;
   std::string kernel;
   if (!run_reference(lane, def, w, *p, &ref, &kernel)) {
     std::lock_guard<std::recursive_mutex> lock(mu_);
@@ -907,7 +956,7 @@ void Run::run_item(Lane& lane, TraceSet& set, const WorkItem& item) {
     record(set, std::move(t), def, *s);
   }
   std::error_code ec;
-  fs::remove_all(dir, ec);
+  fs::remove_all(p->dir, ec);
 }
 
 RunResult Run::go() {
@@ -1065,8 +1114,9 @@ RunResult Run::go() {
           std::lock_guard<std::recursive_mutex> lock(mu_);
           if (next >= items.size() || failure) return;
           k = next++;
+          prepare_ahead(items, next);
         }
-        run_item(lane, set, items[k]);
+        run_item(lane, set, items[k], k);
       }
     } catch (...) {
       std::lock_guard<std::recursive_mutex> lock(mu_);
@@ -1080,6 +1130,9 @@ RunResult Run::go() {
     for (auto& lane : lanes_) threads.emplace_back(lane_loop, std::ref(*lane));
     for (auto& t : threads) t.join();
   }
+  for (auto& [k, f] : ahead_)
+    f.wait();  // left over when a lane failed: their files go with scratch
+  ahead_.clear();
   for (auto& lane : lanes_) {
     lane->solution.reset();
     lane->reference.reset();

@@ -171,6 +171,11 @@ Json summary_to_json(const RunResult& r) {
            ? 1000.0 * r.cache_flush_seconds / static_cast<double>(r.overhead_evaluations)
            : 0.0},
       {"workloads_prepared", r.workloads_prepared},
+      {"inputs_ms_per_workload",
+       r.workloads_prepared > 0
+           ? 1000.0 * r.inputs_seconds / static_cast<double>(r.workloads_prepared)
+           : 0.0},
+      {"inputs_made_ahead", r.inputs_made_ahead},
       {"worker_starts", r.worker_starts},
       {"worker_start_ms_per_start",
        r.worker_starts > 0 ? 1000.0 * r.worker_start_seconds / static_cast<double>(r.worker_starts)
