@@ -1,9 +1,15 @@
 // CUDA mamba_ssu against the CPU reference: every corpus definition on synthesized inputs (a
 // batch of one, a batch in a larger cache), edge cases (PAD slots, two rows on one slot, which
-// chain through the rounded state), a slot past the cache, and a full-size timing.
+// chain through the rounded state), a slot past the cache, a batch of 300 rows whose slots repeat
+// up to eight times, other state dtypes and dstate sizes (the vector and the element-wise paths),
+// and a full-size timing.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <filesystem>
+#include <map>
+#include <string>
+#include <vector>
 
 #include "reference/attention_test_util.h"
 #include "reference_cuda/attention_parity_util.h"
@@ -67,6 +73,104 @@ TEST(CudaReferenceMamba, PadSlotsAndRepeatedSlots) {
   const auto bad = run_cuda(def, axes, args);
   EXPECT_TRUE(all_poisoned(bad.at("output")));
   EXPECT_TRUE(all_poisoned(bad.at("new_state")));
+}
+
+void scale(Tensor& t, double f) {
+  for (std::int64_t i = 0; i < t.numel(); ++i) t.set(i, t.get(i) * f);
+}
+
+// Runs both references on synthesized inputs with the given slots and checks: every output
+// within kChainTol; the new_state of each slot no row names equal to the CPU's, bit for bit (a
+// copy, or a conversion when the dtypes differ); PAD rows' outputs exactly 0. x is scaled by
+// 0.05 and state by 0.5, so that states stay below 0.5 along chains of up to eight rows (0.39 at
+// most here), where one bfloat16 ulp is within kChainTol.
+void expect_chains_match(const Definition& def, std::int64_t cache,
+                         const std::vector<std::int64_t>& slots, std::uint64_t seed,
+                         const std::string& what) {
+  const auto batch = static_cast<std::int64_t>(slots.size());
+  const AxisValues axes = {{"batch_size", batch}, {"state_cache_size", cache}};
+  reference::Arguments args = synthesized_arguments(def, axes, seed);
+  args.tensors["state_batch_indices"] = int32_tensor(slots);
+  scale(args.tensors.at("x"), 0.05);
+  scale(args.tensors.at("state"), 0.5);
+  const auto gpu = expect_same_outputs(def, axes, args, kChainTol, what);
+  const auto cpu = reference::run(def, axes, args);
+  const Tensor& gs = gpu.at("new_state");
+  const Tensor& cs = cpu.at("new_state");
+  ASSERT_EQ(gs.numel(), cs.numel()) << what;
+  const std::int64_t slot_size = gs.numel() / cache;
+  int untouched = 0;
+  for (std::int64_t slot = 0; slot < cache; ++slot) {
+    if (std::find(slots.begin(), slots.end(), slot) != slots.end()) continue;
+    ++untouched;
+    for (std::int64_t i = slot * slot_size; i < (slot + 1) * slot_size; ++i)
+      ASSERT_EQ(gs.get(i), cs.get(i)) << what << ": slot " << slot << " element " << i;
+  }
+  EXPECT_GT(untouched, 0) << what;
+  const Tensor& out = gpu.at("output");
+  const std::int64_t row_size = out.numel() / batch;
+  for (std::int64_t b = 0; b < batch; ++b) {
+    if (slots[static_cast<std::size_t>(b)] >= 0) continue;
+    for (std::int64_t i = b * row_size; i < (b + 1) * row_size; ++i)
+      ASSERT_EQ(out.get(i), 0.0) << what << ": PAD row " << b;
+  }
+}
+
+// Definition `def` with other sizes and the state's (and new_state's) dtypes.
+Definition variant(const Definition& def, const std::map<std::string, std::int64_t>& sizes,
+                   DType state, DType new_state) {
+  Definition d = scaled_definition(def, sizes);
+  for (auto& in : d.inputs)
+    if (in.name == "state") in.dtype = state;
+  for (auto& out : d.outputs)
+    if (out.name == "new_state") out.dtype = new_state;
+  return d;
+}
+
+TEST(CudaReferenceMamba, LargeBatchWithRepeatedSlots) {
+  // 300 batch rows (more than a block's 256 threads scan at once) over 37 of 40 slots, every
+  // seventh row PAD: each slot is named by 6 to 8 rows, which must chain in batch order, also
+  // across the 256-row boundary. 16 [dstate] rows per slot: partial tiles in both kernels.
+  FIB_REQUIRE_GPU();
+  FIB_REQUIRE_CORPUS(corpus);
+  const Definition def =
+      variant(corpus_definition(corpus, "mamba_ssu", "mamba_ssu_decode_h64_d64_s128_ng4"),
+              {{"nheads", 4}, {"head_dim", 4}, {"ngroups", 2}}, DType::kBFloat16, DType::kBFloat16);
+  std::vector<std::int64_t> slots;
+  for (std::int64_t b = 0; b < 300; ++b) slots.push_back(b % 7 == 3 ? -1 : (b * 13) % 37);
+  expect_chains_match(def, 40, slots, 91, "batch 300");
+}
+
+TEST(CudaReferenceMamba, OtherStateDtypesAndSizes) {
+  // float32 and float16 states (4- and 8-element vectors), a float32 state written to a
+  // bfloat16 new_state (element-wise, converted on the first read and in the copy), dstate 20
+  // (not a whole number of vectors: element-wise) and 384 (48 vectors for a row's 32
+  // threads: some take two). Rows 1 and 4 share slot 2, row 3 is PAD.
+  FIB_REQUIRE_GPU();
+  FIB_REQUIRE_CORPUS(corpus);
+  const Definition base =
+      corpus_definition(corpus, "mamba_ssu", "mamba_ssu_decode_h64_d64_s128_ng4");
+  const std::map<std::string, std::int64_t> small = {
+      {"nheads", 6}, {"head_dim", 8}, {"ngroups", 3}};
+  struct Case {
+    std::string what;
+    std::int64_t dstate;
+    DType state, new_state;
+  };
+  const std::vector<Case> cases = {
+      {"float32 state", 128, DType::kFloat32, DType::kFloat32},
+      {"float16 state", 128, DType::kFloat16, DType::kFloat16},
+      {"float32 state to bfloat16", 128, DType::kFloat32, DType::kBFloat16},
+      {"dstate 20", 20, DType::kBFloat16, DType::kBFloat16},
+      {"dstate 384", 384, DType::kBFloat16, DType::kBFloat16},
+  };
+  std::uint64_t seed = 120;
+  for (const Case& c : cases) {
+    auto sizes = small;
+    sizes["dstate"] = c.dstate;
+    expect_chains_match(variant(base, sizes, c.state, c.new_state), 6, {0, 2, 5, -1, 2}, ++seed,
+                        c.what);
+  }
 }
 
 TEST(CudaReferenceMamba, FullSizeWorkloadTakesWellUnderASecond) {
