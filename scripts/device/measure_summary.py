@@ -50,6 +50,8 @@ def main():
     if phases:
         print("per evaluation, median ms (last run): " + ", ".join(
             f"{k} {statistics.median(v):.1f}" for k, v in sorted(phases.items())))
+        print("summed over the last run's evaluations, s: " + ", ".join(
+            f"{k} {sum(v) / 1000:.1f}" for k, v in sorted(phases.items())))
     all_runs = [traces(f"{base}/run{r}") for r in range(1, runs + 1)]
     statuses = {}
     for k, v in all_runs[0].items():

@@ -342,7 +342,10 @@ TimingResult Timer::Impl::measure(const Call& call) {
     work = [&exec](cudaStream_t s) { FIB_CUDA_CHECK(cudaGraphLaunch(exec, s)); };
     FIB_CUDA_CHECK(cudaGraphUpload(exec, stream));
   }
+  const auto warm0 = std::chrono::steady_clock::now();
   warm(work, warmup);
+  m.warmup_seconds =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - warm0).count();
 
   bool blocking = options.blocking_kernel;
   // What an empty event pair reads here (same flush, same blocking kernel): the events' own

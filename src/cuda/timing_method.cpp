@@ -61,7 +61,8 @@ Json to_json(const TimingMethod& m) {
          {"slowed_batches_dropped", m.slowed_batches_dropped},
          {"max_batch_used", m.max_batch_used},
          {"stop", stop_reason_name(m.stop)},
-         {"measure_seconds", m.measure_seconds}};
+         {"measure_seconds", m.measure_seconds},
+         {"warmup_seconds", m.warmup_seconds}};
   if (m.event_overhead_ms > 0) {
     j["event_overhead_ms"] = m.event_overhead_ms;
     j["event_overhead_subtracted"] = m.event_overhead_subtracted;

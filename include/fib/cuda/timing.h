@@ -106,6 +106,7 @@ struct TimingMethod {
   std::size_t max_batch_used = 0;
   StopReason stop = StopReason::kIterationCap;
   double measure_seconds = 0;  // wall time of the timed phase
+  double warmup_seconds = 0;   // wall time of the warmup calls (including their flushes)
   // Events/graph modes: median of an empty event pair measured the same way (0: not measured),
   // and whether it was subtracted from the samples.
   double event_overhead_ms = 0;

@@ -3,7 +3,9 @@
 #include <fmt/format.h>
 
 #include <cmath>
+#include <exception>
 #include <limits>
+#include <thread>
 
 #include "bench/worker/input_sets.h"
 #include "fib/bench/compare.h"
@@ -48,12 +50,12 @@ Judgement judge(const Definition& def, const EvalConfigFile& builtin, const Eval
   const EvalPolicy policy = policy_for(def);
   const OutputEvals evals = resolve_eval_outputs(builtin, user, cli, def);
   const ResolvedEval whole = resolve_eval(builtin, user, cli, def, "");
-  std::vector<TrialVerdict> verdicts;
+  std::vector<TrialVerdict> verdicts(calls.size());
   std::optional<SamplingExpectation> first_expectation;
-  for (const CheckedCall& c : calls) {
+  // One checked call: its outputs and the reference's read from their files and compared.
+  auto judge_call = [&](const CheckedCall& c, TrialVerdict& tv) {
     Outputs expected = read_outputs(c.reference_outputs);
     const Outputs got = read_outputs(c.solution_outputs);
-    TrialVerdict tv;
     tv.trial = c.trial;
     tv.seed = c.seed;
     if (policy.kind == PolicyKind::kSampling) {
@@ -67,31 +69,52 @@ Judgement judge(const Definition& def, const EvalConfigFile& builtin, const Eval
         tv.verdict = check_sampling(def, evals.at(name), e, it->second);
       }
       if (!first_expectation) first_expectation = std::move(e);
-    } else {
-      PoisonValues poison;
-      for (const auto& spec : def.outputs) {
-        if (c.poison.contains(spec.name)) {
-          poison[spec.name] = c.poison[spec.name].get<double>();
-        } else if (dtype_is_float(spec.dtype) && spec.dtype != DType::kFloat4E2M1) {
-          poison[spec.name] = std::numeric_limits<double>::quiet_NaN();
-        }
-      }
-      CompareOptions opt;
-      opt.poison = &poison;
-      std::optional<reference::Arguments> args;
-      std::optional<RowScorer> scorer;
-      if (policy.kind == PolicyKind::kTopkSet && !c.inputs.empty()) {
-        args = read_input_set(c.inputs, c.trial);
-        try {
-          scorer = dsa_topk_indexer_scorer(def, *args);
-          opt.scorer = &*scorer;
-        } catch (const Error&) {
-          // No scorer for this definition: sets must match exactly.
-        }
-      }
-      tv.verdict = compare_outputs(def, policy, evals, expected, got, opt);
+      return;
     }
-    verdicts.push_back(std::move(tv));
+    PoisonValues poison;
+    for (const auto& spec : def.outputs) {
+      if (c.poison.contains(spec.name)) {
+        poison[spec.name] = c.poison[spec.name].get<double>();
+      } else if (dtype_is_float(spec.dtype) && spec.dtype != DType::kFloat4E2M1) {
+        poison[spec.name] = std::numeric_limits<double>::quiet_NaN();
+      }
+    }
+    CompareOptions opt;
+    opt.poison = &poison;
+    std::optional<reference::Arguments> args;
+    std::optional<RowScorer> scorer;
+    if (policy.kind == PolicyKind::kTopkSet && !c.inputs.empty()) {
+      args = read_input_set(c.inputs, c.trial);
+      try {
+        scorer = dsa_topk_indexer_scorer(def, *args);
+        opt.scorer = &*scorer;
+      } catch (const Error&) {
+        // No scorer for this definition: sets must match exactly.
+      }
+    }
+    tv.verdict = compare_outputs(def, policy, evals, expected, got, opt);
+  };
+  if (policy.kind == PolicyKind::kSampling || calls.size() < 2) {
+    // Sampling keeps the first trial's expectation for the distribution check: in order.
+    for (std::size_t i = 0; i < calls.size(); ++i) judge_call(calls[i], verdicts[i]);
+  } else {
+    // Trials are independent: judged side by side (large outputs take a few hundred ms each to
+    // read and compare, and no timed call runs meanwhile).
+    std::vector<std::exception_ptr> errors(calls.size());
+    std::vector<std::thread> threads;
+    for (std::size_t i = 0; i < calls.size(); ++i) {
+      threads.emplace_back([&, i] {
+        try {
+          judge_call(calls[i], verdicts[i]);
+        } catch (...) {
+          errors[i] = std::current_exception();
+        }
+      });
+    }
+    for (auto& t : threads) t.join();
+    for (const auto& e : errors) {
+      if (e) std::rethrow_exception(e);
+    }
   }
   if (sampling_draws && first_expectation) {
     const Outputs draws = read_outputs(*sampling_draws);

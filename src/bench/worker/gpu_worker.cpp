@@ -675,7 +675,7 @@ Json gpu_evaluate(WorkerState& st, const Json& req) {
     }
     outputs_ms += ms_since(outputs_t0);
     trials.push_back(Json{{"samples_ms", result.samples_ms},
-                          {"warmup_ms", 0.0},
+                          {"warmup_ms", 1000.0 * result.method.warmup_seconds},
                           {"stopped_by", stop_name(result.method.stop)},
                           {"checked", checked},
                           {"gpu", timing_json(result)}});
@@ -834,7 +834,7 @@ Json gpu_reference(WorkerState& st, const Json& req) {
       checked = Json{{"file", plan.check_output}};
     }
     trials.push_back(Json{{"samples_ms", result.samples_ms},
-                          {"warmup_ms", 0.0},
+                          {"warmup_ms", 1000.0 * result.method.warmup_seconds},
                           {"stopped_by", stop_name(result.method.stop)},
                           {"checked", checked},
                           {"gpu", timing_json(result)}});
