@@ -39,6 +39,9 @@ struct RunOptions {
   bool fixed_iterations = false;                  // no noise-based early stop
   double max_trial_seconds = 2.0;                 // time cap of one trial's timed calls
   std::uint64_t input_pool_bytes = 256ull << 20;  // budget for distinct timing input sets
+  // GPU lanes: make the next workload's inputs on the host (low priority) while the current one
+  // is evaluated. Off: each workload's inputs are made on its turn, nothing else runs meanwhile.
+  bool prepare_ahead = true;
   bool save_traces = true;
   // On CUDA devices: "events" (CUDA events, the empty event pair's cost subtracted; default),
   // "events-raw" (not subtracted) or "cupti" (kernel activity of every stream).

@@ -1,4 +1,5 @@
 #include <fmt/format.h>
+#include <sys/resource.h>
 #include <sys/utsname.h>
 #include <unistd.h>
 
@@ -851,10 +852,12 @@ Run::Prepared Run::prepare_item(const WorkItem& item, int max_threads) {
 }
 
 void Run::prepare_ahead(const std::vector<WorkItem>& items, std::size_t k) {
-  if (!gpu_ || k >= items.size() || ahead_.count(k)) return;
-  // Half the host's cores: the lanes' workers still launch and check calls meanwhile.
-  const int threads = std::max(1, static_cast<int>(std::thread::hardware_concurrency()) / 2);
+  if (!gpu_ || !o_.prepare_ahead || k >= items.size() || ahead_.count(k)) return;
+  // A quarter of the host's cores, at the lowest priority (threads it starts inherit it): the
+  // lanes' workers launch and check calls meanwhile and must not wait for a core.
+  const int threads = std::max(1, static_cast<int>(std::thread::hardware_concurrency()) / 4);
   ahead_.emplace(k, std::async(std::launch::async, [this, &items, k, threads] {
+                   (void)setpriority(PRIO_PROCESS, static_cast<id_t>(gettid()), 19);
                    return prepare_item(items[k], threads);
                  }));
 }
