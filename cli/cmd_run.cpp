@@ -164,10 +164,9 @@ void register_run(CLI::App& app, Runner& run) {
   cmd->add_option("--gpu-timer", a->options.gpu_timer,
                   "On CUDA devices: events (default; the empty event pair's cost subtracted), "
                   "events-raw, or cupti (every kernel of a call, on any stream)");
-  cmd->add_flag(
-      "--no-prepare-ahead", [a](std::int64_t) { a->options.prepare_ahead = false; },
-      "On CUDA devices: make each workload's inputs on its turn instead of while the "
-      "previous workload is evaluated");
+  cmd->add_flag("--prepare-ahead", a->options.prepare_ahead,
+                "On CUDA devices: make the next workload's inputs while the current one is "
+                "evaluated (shorter runs; microsecond kernels' medians vary more)");
   cmd->add_flag("--fixed-iterations", a->options.fixed_iterations,
                 "Always run --iterations timed calls (no noise-based early stop)");
   cmd->add_option("--max-trial-seconds", a->options.max_trial_seconds,

@@ -40,8 +40,9 @@ struct RunOptions {
   double max_trial_seconds = 2.0;                 // time cap of one trial's timed calls
   std::uint64_t input_pool_bytes = 256ull << 20;  // budget for distinct timing input sets
   // GPU lanes: make the next workload's inputs on the host (low priority) while the current one
-  // is evaluated. Off: each workload's inputs are made on its turn, nothing else runs meanwhile.
-  bool prepare_ahead = true;
+  // is evaluated. Off by default: with it, the run-to-run spread of microsecond kernels' medians
+  // grew (docs/benchmarks.md); off, nothing else runs on the host while a lane times.
+  bool prepare_ahead = false;
   bool save_traces = true;
   // On CUDA devices: "events" (CUDA events, the empty event pair's cost subtracted; default),
   // "events-raw" (not subtracted) or "cupti" (kernel activity of every stream).
