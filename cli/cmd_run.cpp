@@ -164,13 +164,17 @@ void register_run(CLI::App& app, Runner& run) {
   cmd->add_option("--gpu-timer", a->options.gpu_timer,
                   "On CUDA devices: events (default; the empty event pair's cost subtracted), "
                   "events-raw, or cupti (every kernel of a call, on any stream)");
-  cmd->add_flag("--prepare-ahead", a->options.prepare_ahead,
+  cmd->add_flag("--prepare-ahead,!--no-prepare-ahead", a->options.prepare_ahead,
                 "On CUDA devices: make the next workload's inputs while the current one is "
-                "evaluated (shorter runs; microsecond kernels' medians vary more)");
+                "evaluated (default on; --no-prepare-ahead: one thing at a time)");
   cmd->add_flag("--fixed-iterations", a->options.fixed_iterations,
                 "Always run --iterations timed calls (no noise-based early stop)");
   cmd->add_option("--max-trial-seconds", a->options.max_trial_seconds,
                   "Time cap of one trial's timed calls (default 2)");
+  cmd->add_option("--max-warmup-seconds", a->options.max_warmup_seconds,
+                  "A trial's warmup ends once its calls took this long, after one call at "
+                  "least (default 0.1; 0: always --warmup-runs calls)")
+      ->check(CLI::NonNegativeNumber);
   cmd->add_option("--build-cache", a->options.build_cache,
                   "Build cache folder (default: $FIB_CACHE_DIR or ~/.cache/fib/build)");
   cmd->add_flag("--rebuild", a->options.rebuild, "Compile solutions even when the cache has them");

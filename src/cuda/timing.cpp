@@ -123,14 +123,27 @@ struct Timer::Impl {
   }
 
   // The untimed calls: the same sequence as a sample (flush, then the work), no events.
-  void warm(const std::function<void(cudaStream_t)>& work, int count) {
+  // With a time cap, each call is waited for and the warmup ends once the cap is reached; the
+  // hooks' call index still advances by `count`, so the calls after it keep their places in the
+  // caller's plan. Returns the calls made.
+  int warm(const std::function<void(cudaStream_t)>& work, int count, double max_seconds = 0) {
+    const std::size_t end_index = call_index + static_cast<std::size_t>(std::max(count, 0));
+    const auto t0 = Clock::now();
+    int made = 0;
     for (int i = 0; i < count; ++i) {
       before(true);
       if (options.l2_flush) enqueue_flush();
       work(stream);
       after(true);
+      ++made;
+      if (max_seconds > 0) {
+        FIB_CUDA_CHECK(cudaStreamSynchronize(stream));
+        if (seconds_since(t0) >= max_seconds) break;
+      }
     }
     FIB_CUDA_CHECK(cudaDeviceSynchronize());
+    call_index = std::max(call_index, end_index);
+    return made;
   }
 
   struct BatchOutcome {
@@ -324,7 +337,7 @@ TimingResult Timer::Impl::measure(const Call& call) {
     reset_persisting = false;
   }
   const int warmup = std::max(1, options.warmup);
-  m.warmup = warmup;
+  m.warmup_requested = warmup;
   FIB_CUDA_CHECK(cudaDeviceSynchronize());
 
   // The work each sample times: the call itself, or one launch of its graph.
@@ -343,7 +356,7 @@ TimingResult Timer::Impl::measure(const Call& call) {
     FIB_CUDA_CHECK(cudaGraphUpload(exec, stream));
   }
   const auto warm0 = std::chrono::steady_clock::now();
-  warm(work, warmup);
+  m.warmup = warm(work, warmup, options.max_warmup_seconds);
   m.warmup_seconds =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - warm0).count();
 

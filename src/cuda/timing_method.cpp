@@ -63,6 +63,7 @@ Json to_json(const TimingMethod& m) {
          {"stop", stop_reason_name(m.stop)},
          {"measure_seconds", m.measure_seconds},
          {"warmup_seconds", m.warmup_seconds}};
+  if (m.warmup_requested > m.warmup) j["warmup_requested"] = m.warmup_requested;
   if (m.event_overhead_ms > 0) {
     j["event_overhead_ms"] = m.event_overhead_ms;
     j["event_overhead_subtracted"] = m.event_overhead_subtracted;

@@ -279,6 +279,40 @@ FIB_EXPORT_SOLUTION(run, run_);
   }
 }
 
+TEST_F(RunCheats, WarmupStopsAtItsTimeCap) {
+  // 30 ms a call: with --warmup-runs 4 and a 50 ms cap, the warmup ends after its second call
+  // (60 ms); a fast solution makes all four.
+  add_solution("slow", std::string(kRmsnorm) + R"(
+#include <unistd.h>
+static void run_(fib::TensorView x, fib::TensorView w, fib::TensorView y) {
+  usleep(30000);
+  rms(x.data_ptr<const std::uint16_t>(), w.data_ptr<const std::uint16_t>(),
+      y.data_ptr<std::uint16_t>(), x.size(0), x.size(1));
+}
+FIB_EXPORT_SOLUTION(run, run_);
+)");
+  add_solution("quick", std::string(kRmsnorm) + R"(
+static void run_(fib::TensorView x, fib::TensorView w, fib::TensorView y) {
+  rms(x.data_ptr<const std::uint16_t>(), w.data_ptr<const std::uint16_t>(),
+      y.data_ptr<std::uint16_t>(), x.size(0), x.size(1));
+}
+FIB_EXPORT_SOLUTION(run, run_);
+)");
+  RunOptions o = options_for(tmp_);
+  o.definitions = {"rmsnorm_h2048"};
+  o.solutions = {"slow", "quick"};
+  o.cli.warmup_runs = 4;
+  o.max_warmup_seconds = 0.05;
+  o.timeout_seconds = 60;
+  const RunResult r = run_benchmark(o);
+  ASSERT_EQ(r.traces.size(), 4u);
+  for (const Trace& t : r.traces) {
+    ASSERT_EQ(t.evaluation->status, EvaluationStatus::kPassed) << t.evaluation->log;
+    const Json calls = t.evaluation->performance->extra["solution"]["warmup_calls"];
+    EXPECT_EQ(calls, (*t.solution == "slow" ? Json{2, 2} : Json{4, 4})) << *t.solution;
+  }
+}
+
 TEST_F(RunCheats, InterposingTheClockDoesNotChangeTimings) {
   // Defines clock_gettime returning a frozen time: with RTLD_LOCAL loading it cannot replace
   // the clock fib reads, so latencies stay positive and close to the honest solution's.

@@ -29,20 +29,27 @@ struct RunOptions {
   bool resume = false;
   bool isolated = false;  // a fresh worker per evaluation
   std::string device = "cpu";
-  std::optional<std::uint64_t> seed;              // absent: drawn at random and recorded
-  std::filesystem::path worker_executable;        // the fib binary
-  std::filesystem::path build_cache;              // empty: the default cache
-  bool rebuild = false;                           // compile even what the cache holds
-  std::filesystem::path abi_include_dir;          // holds fib/solution.h
-  std::uint64_t memory_limit_bytes = 0;           // per worker (RLIMIT_AS); 0: half of the RAM
-  unsigned threads = 0;                           // per worker; 0: all cores
-  bool fixed_iterations = false;                  // no noise-based early stop
-  double max_trial_seconds = 2.0;                 // time cap of one trial's timed calls
-  std::uint64_t input_pool_bytes = 256ull << 20;  // budget for distinct timing input sets
-  // GPU lanes: make the next workload's inputs on the host (low priority) while the current one
-  // is evaluated. Off by default: with it, the run-to-run spread of microsecond kernels' medians
-  // grew (docs/benchmarks.md); off, nothing else runs on the host while a lane times.
-  bool prepare_ahead = false;
+  std::optional<std::uint64_t> seed;        // absent: drawn at random and recorded
+  std::filesystem::path worker_executable;  // the fib binary
+  std::filesystem::path build_cache;        // empty: the default cache
+  bool rebuild = false;                     // compile even what the cache holds
+  std::filesystem::path abi_include_dir;    // holds fib/solution.h
+  std::uint64_t memory_limit_bytes = 0;     // per worker (RLIMIT_AS); 0: half of the RAM
+  unsigned threads = 0;                     // per worker; 0: all cores
+  bool fixed_iterations = false;            // no noise-based early stop
+  double max_trial_seconds = 2.0;           // time cap of one trial's timed calls
+  // A trial's warmup stops once its calls took this long (after one call at least); 0: always
+  // --warmup-runs calls. Long kernels need one call to warm up, not ten.
+  double max_warmup_seconds = 0.1;
+  std::uint64_t input_pool_bytes = 256ull << 20;  // budget for distinct timing input sets (host)
+  // GPU lanes: the timing input sets beyond the checked ones are made on the device, by each
+  // worker, from the checked sets (their floating-point tensors permuted); this is the budget of
+  // one worker's device copies.
+  std::uint64_t device_pool_bytes = 2ull << 30;
+  // GPU lanes: make the next workload's inputs on the host (a quarter of the cores, lowest
+  // priority) while the current one is evaluated. An A/B on one H200 found no effect on the
+  // medians' run-to-run spread (docs/benchmarks.md).
+  bool prepare_ahead = true;
   bool save_traces = true;
   // On CUDA devices: "events" (CUDA events, the empty event pair's cost subtracted; default),
   // "events-raw" (not subtracted) or "cupti" (kernel activity of every stream).

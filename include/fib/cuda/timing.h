@@ -63,6 +63,10 @@ struct TimingOptions {
   // Untimed calls before the first sample; at least one always runs (the first call includes
   // module load and lazy initialization).
   int warmup = 3;
+  // When > 0, the warmup stops early once its calls have taken this long (wall time, after one
+  // call at least): a 300 ms kernel needs one call to load its module and raise the clocks, not
+  // ten. TimingMethod::warmup says how many ran.
+  double max_warmup_seconds = 0;
   std::size_t max_iterations = 100;  // cap on samples
   double max_seconds = 1.0;          // cap on the timed phase's wall time (warmup not counted)
   StopPredicate stop;                // empty: sample up to a cap
@@ -96,10 +100,11 @@ struct TimingMethod {
   bool persisting_l2_reset = false;  // cudaCtxResetPersistingL2Cache before each batch
   std::int64_t persisting_l2_set_aside_bytes = 0;  // a set-aside seen (then one sample a batch)
   int warmup = 0;                                  // untimed calls made
-  bool blocking_kernel = false;            // whether samples were queued behind a blocking kernel
-  std::string blocking_note;               // why not, when it was asked for but not used
-  std::size_t iterations = 0;              // samples kept
-  std::size_t batches = 0;                 // batches kept
+  int warmup_requested = 0;      // calls asked for (more than `warmup` when the time cap cut it)
+  bool blocking_kernel = false;  // whether samples were queued behind a blocking kernel
+  std::string blocking_note;     // why not, when it was asked for but not used
+  std::size_t iterations = 0;    // samples kept
+  std::size_t batches = 0;       // batches kept
   std::size_t discarded_batches = 0;       // batches redone (the blocking kernel timed out)
   std::size_t slowed_batches_dropped = 0;  // batches redone (a clock slowdown was active)
   std::string slowdown_note;               // samples kept despite a slowdown, and why

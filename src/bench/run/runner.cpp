@@ -157,12 +157,13 @@ struct Timing {
 Timing timing_from_trials(const Json& trials) {
   Timing t;
   std::vector<double> all, medians;
-  Json raw = Json::array(), stops = Json::array();
+  Json raw = Json::array(), stops = Json::array(), warmups = Json::array();
   for (const Json& tr : trials) {
     const auto s = tr.at("samples_ms").get<std::vector<double>>();
     if (s.empty()) continue;
     medians.push_back(summarize(s).median);
     t.warmup_ms += tr.value("warmup_ms", 0.0);
+    warmups.push_back(tr.value("warmup_calls", 0));
     all.insert(all.end(), s.begin(), s.end());
     raw.push_back(s);
     stops.push_back(tr.value("stopped_by", std::string()));
@@ -175,6 +176,7 @@ Timing timing_from_trials(const Json& trials) {
   t.detail = stats_to_json(summarize(all));
   t.detail["trial_medians_ms"] = medians;
   t.detail["stopped_by"] = stops;
+  t.detail["warmup_calls"] = warmups;
   t.detail["samples_ms"] = raw;
   return t;
 }
@@ -445,10 +447,20 @@ std::optional<PreparedWorkload> Run::prepare(const Definition& def, const Trace&
   // cache keyed on the inputs never hits (and a solution cannot tell checked calls apart).
   const std::uint64_t calls =
       static_cast<std::uint64_t>(p.trials) * static_cast<std::uint64_t>(warmup + iterations - 1);
+  // On GPU lanes each worker makes the pool on its device from the checked sets (their
+  // floating-point tensors permuted, gpu_checks.h): hundreds of MiB of host-made random inputs
+  // per large workload were most of a workload's setup. Their seeds are drawn all the same.
+  const std::uint64_t pool_budget = gpu_ ? o_.device_pool_bytes : o_.input_pool_bytes;
   const std::uint64_t budget_sets =
-      set_bytes > 0 ? std::max<std::uint64_t>(1, o_.input_pool_bytes / set_bytes) : calls;
+      set_bytes > 0 ? std::max<std::uint64_t>(1, pool_budget / set_bytes) : calls;
   p.pool = static_cast<int>(std::clamp<std::uint64_t>(std::min(calls, budget_sets), 1, 1024));
-  make_sets(p.trials, p.pool);
+  if (gpu_) {
+    for (int i = 0; i < p.pool; ++i) {
+      p.set_seeds.push_back(Rng::derive(base, fmt::format("set{}", p.trials + i)));
+    }
+  } else {
+    make_sets(p.trials, p.pool);
+  }
   p.inputs_file = (dir / "inputs.safetensors").string();
   detail::write_input_sets(p.inputs_file, def, sets, Rng::derive(base, "layout"));
 
@@ -467,13 +479,18 @@ std::optional<PreparedWorkload> Run::prepare(const Definition& def, const Trace&
     trials.push_back(Json{{"warmup", wu},
                           {"timed", timed},
                           {"check_position", check},
-                          {"max_seconds", o_.max_trial_seconds}});
+                          {"max_seconds", o_.max_trial_seconds},
+                          {"max_warmup_seconds", o_.max_warmup_seconds}});
   }
   p.schedule = Json{{"trials", trials},
                     {"min_samples", min_samples},
                     {"rel_precision", 0.005},
                     {"fixed_iterations", o_.fixed_iterations},
                     {"flush_caches", true}};
+  if (gpu_) {
+    p.schedule["device_pool"] =
+        Json{{"first", p.trials}, {"count", p.pool}, {"seed", Rng::derive(base, "device_pool")}};
+  }
   return p;
 }
 

@@ -129,7 +129,72 @@ extern "C" __global__ void fib_timing_worker_check(CheckPlan p, unsigned long lo
   if (threadIdx.x == 0) *p.counter = 0;
 }
 
+namespace {
+using fib::bench::detail::AffinePermutation;
+
+template <typename Unit>
+__device__ void permute(const Unit* src, Unit* dst, AffinePermutation rows,
+                        unsigned long long middle, AffinePermutation cols) {
+  const unsigned long long total = rows.n * middle * cols.n;
+  const unsigned long long stride = static_cast<unsigned long long>(gridDim.x) * blockDim.x;
+  for (unsigned long long i =
+           static_cast<unsigned long long>(blockIdx.x) * blockDim.x + threadIdx.x;
+       i < total; i += stride) {
+    const unsigned long long c = i % cols.n;
+    const unsigned long long rm = i / cols.n;
+    const unsigned long long m = rm % middle;
+    const unsigned long long r = rm / middle;
+    const unsigned long long sr = (rows.a * r + rows.b) % rows.n;
+    const unsigned long long sc = (cols.a * c + cols.b) % cols.n;
+    dst[i] = src[(sr * middle + m) * cols.n + sc];
+  }
+}
+}  // namespace
+
+// Plain extern "C" names, like the other fib_timing_ kernels (CUPTI views leave them out).
+#define FIB_PERMUTE_KERNEL(NAME, UNIT)                                                 \
+  extern "C" __global__ void NAME(const UNIT* src, UNIT* dst, AffinePermutation rows,  \
+                                  unsigned long long middle, AffinePermutation cols) { \
+    permute(src, dst, rows, middle, cols);                                             \
+  }
+FIB_PERMUTE_KERNEL(fib_timing_worker_permute1, unsigned char)
+FIB_PERMUTE_KERNEL(fib_timing_worker_permute2, unsigned short)
+FIB_PERMUTE_KERNEL(fib_timing_worker_permute4, unsigned int)
+FIB_PERMUTE_KERNEL(fib_timing_worker_permute8, unsigned long long)
+#undef FIB_PERMUTE_KERNEL
+
 namespace fib::bench::detail::gpu {
+
+void launch_permute(const void* src, void* dst, AffinePermutation rows, unsigned long long middle,
+                    AffinePermutation cols, int unit, cudaStream_t stream) {
+  const unsigned long long total = rows.n * middle * cols.n;
+  if (total == 0) return;
+  const unsigned long long want = (total + 255) / 256;
+  const unsigned blocks = static_cast<unsigned>(want > 8192 ? 8192 : want);
+  switch (unit) {
+    case 1:
+      fib_timing_worker_permute1<<<blocks, 256, 0, stream>>>(static_cast<const unsigned char*>(src),
+                                                             static_cast<unsigned char*>(dst), rows,
+                                                             middle, cols);
+      break;
+    case 2:
+      fib_timing_worker_permute2<<<blocks, 256, 0, stream>>>(
+          static_cast<const unsigned short*>(src), static_cast<unsigned short*>(dst), rows, middle,
+          cols);
+      break;
+    case 4:
+      fib_timing_worker_permute4<<<blocks, 256, 0, stream>>>(static_cast<const unsigned int*>(src),
+                                                             static_cast<unsigned int*>(dst), rows,
+                                                             middle, cols);
+      break;
+    default:
+      fib_timing_worker_permute8<<<blocks, 256, 0, stream>>>(
+          static_cast<const unsigned long long*>(src), static_cast<unsigned long long*>(dst), rows,
+          middle, cols);
+      break;
+  }
+  FIB_CUDA_CHECK_LAUNCH();
+}
 
 void launch_fill(void* data, std::size_t bytes, std::uint32_t pattern, int width,
                  cudaStream_t stream) {

@@ -7,6 +7,7 @@
 #include <cstddef>
 #include <cstdint>
 
+#include "bench/worker/device_pool.h"
 #include "fib/cuda/runtime.h"
 
 namespace fib::bench::detail::gpu {
@@ -60,5 +61,11 @@ void launch_fill(void* data, std::size_t bytes, std::uint32_t pattern, int width
 // the partial sums. The first failure goes to plan.failure with `call`.
 void launch_check(const CheckPlan& plan, unsigned long long call, bool store_expected,
                   cudaStream_t stream);
+
+// dst[r][m][c] = src[rows(r)][m][cols(c)] for a tensor seen as [R, M, C] units of `unit` bytes
+// (1, 2, 4 or 8): a timing input set's tensor made on the device from a checked one
+// (bench/worker/device_pool.h).
+void launch_permute(const void* src, void* dst, AffinePermutation rows, unsigned long long middle,
+                    AffinePermutation cols, int unit, cudaStream_t stream);
 
 }  // namespace fib::bench::detail::gpu

@@ -12,11 +12,13 @@
 #include <cuda_runtime.h>
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstring>
 #include <functional>
 #include <optional>
 
+#include "bench/worker/device_pool.h"
 #include "bench/worker/gpu_checks.h"
 #include "bench/worker/worker_common.h"
 #include "fib/bench/compare.h"
@@ -79,40 +81,59 @@ class GpuWorker {
   cu::Timer& timer() { return *timer_; }
 
   // The device copies of `host` (uploaded when the workload changes, or after a solution
-  // modified one), with their hashes.
+  // modified one), then the pool's sets made from them on the device, with their hashes.
   const std::vector<DeviceSet>& sets(const std::string& path, const InputSets& host,
-                                     double* upload_ms) {
+                                     const DevicePool& pool, double* upload_ms) {
     *upload_ms = 0;
-    if (path == sets_path_ && !sets_dirty_ && !sets_.empty()) return sets_;
+    if (path == sets_path_ && pool == sets_pool_ && !sets_dirty_ && !sets_.empty()) return sets_;
+    if (pool.count > 0 && static_cast<std::size_t>(pool.first) != host->size()) {
+      throw Error("request.schedule.device_pool.first",
+                  fmt::format("{}, but the input-set file holds {} sets (the pool follows them)",
+                              pool.first, host->size()));
+    }
     const auto t0 = Clock::now();
     sets_.clear();
     sets_path_.clear();
     for (const InputSet& in : *host) {
       DeviceSet d;
       d.args.scalars = in.scalars;
-      std::vector<gpu::CheckedInput> table;
-      std::vector<unsigned long long> starts{0};
       for (const auto& [name, t] : in.tensors) {
-        cu::DeviceTensor dt = cu::to_device(t, stream());
-        table.push_back({dt.raw(), static_cast<unsigned long long>(t.nbytes()), 0});
-        starts.push_back(starts.back() +
-                         (t.nbytes() + gpu::kHashChunkBytes - 1) / gpu::kHashChunkBytes);
         d.names.push_back(name);
-        d.args.tensors.emplace(name, std::move(dt));
+        d.args.tensors.emplace(name, cu::to_device(t, stream()));
       }
-      d.total_chunks = starts.back();
-      d.table = upload(table.data(), table.size() * sizeof(gpu::CheckedInput));
-      d.chunk_starts = upload(starts.data(), starts.size() * sizeof(unsigned long long));
-      d.partial = device_bytes(std::max<std::size_t>(1, table.size()) * sizeof(unsigned long long));
-      FIB_CUDA_CHECK(cudaMemsetAsync(d.partial.raw(), 0, d.partial.nbytes(), stream()));
-      gpu::launch_check(plan(d, {}), 0, /*store_expected=*/true, stream());
-      sets_.push_back(std::move(d));
+      sets_.push_back(finish_set(std::move(d)));
+    }
+    for (int j = 0; j < pool.count; ++j) {
+      const DeviceSet& from = sets_.at(static_cast<std::size_t>(j) % host->size());
+      DeviceSet d;
+      d.args.scalars = from.args.scalars;
+      for (std::size_t k = 0; k < from.names.size(); ++k) {
+        const cu::DeviceTensor& src = from.args.tensors.at(from.names[k]);
+        cu::DeviceTensor dst(src.dtype(), src.shape());
+        const PoolPermutation how = pool_permutation(src.dtype(), src.shape(), pool.seed,
+                                                     pool.first + j, static_cast<int>(k));
+        if (how.permuted) {
+          gpu::launch_permute(src.raw(), dst.raw(), how.rows, how.middle, how.cols, how.unit,
+                              stream());
+        } else if (src.nbytes() > 0) {
+          FIB_CUDA_CHECK(cudaMemcpyAsync(dst.raw(), src.raw(), src.nbytes(),
+                                         cudaMemcpyDeviceToDevice, stream()));
+        }
+        d.names.push_back(from.names[k]);
+        d.args.tensors.emplace(from.names[k], std::move(dst));
+      }
+      sets_.push_back(finish_set(std::move(d)));
     }
     FIB_CUDA_CHECK(cudaStreamSynchronize(stream()));
     sets_path_ = path;
+    sets_pool_ = pool;
     sets_dirty_ = false;
     *upload_ms = ms_since(t0);
     return sets_;
+  }
+  // Sets [0, file_sets) came from the file (the host holds them); the rest were made here.
+  std::size_t file_sets() const {
+    return sets_.size() - static_cast<std::size_t>(sets_pool_.count);
   }
   void mark_sets_dirty() { sets_dirty_ = true; }
 
@@ -140,6 +161,26 @@ class GpuWorker {
     return f;
   }
 
+  // The check table of a set whose tensors are on the device (in d.names order), and its
+  // inputs' hashes, stored as the expected ones.
+  DeviceSet finish_set(DeviceSet d) {
+    std::vector<gpu::CheckedInput> table;
+    std::vector<unsigned long long> starts{0};
+    for (const std::string& name : d.names) {
+      const cu::DeviceTensor& dt = d.args.tensors.at(name);
+      table.push_back({dt.raw(), static_cast<unsigned long long>(dt.nbytes()), 0});
+      starts.push_back(starts.back() +
+                       (dt.nbytes() + gpu::kHashChunkBytes - 1) / gpu::kHashChunkBytes);
+    }
+    d.total_chunks = starts.back();
+    d.table = upload(table.data(), table.size() * sizeof(gpu::CheckedInput));
+    d.chunk_starts = upload(starts.data(), starts.size() * sizeof(unsigned long long));
+    d.partial = device_bytes(std::max<std::size_t>(1, table.size()) * sizeof(unsigned long long));
+    FIB_CUDA_CHECK(cudaMemsetAsync(d.partial.raw(), 0, d.partial.nbytes(), stream()));
+    gpu::launch_check(plan(d, {}), 0, /*store_expected=*/true, stream());
+    return d;
+  }
+
   cu::DeviceTensor upload(const void* data, std::size_t bytes) {
     cu::DeviceTensor t = device_bytes(std::max<std::size_t>(bytes, 1));
     FIB_CUDA_CHECK(cudaMemcpyAsync(t.raw(), data, bytes, cudaMemcpyHostToDevice, stream()));
@@ -157,6 +198,7 @@ class GpuWorker {
   std::unique_ptr<cu::Timer> timer_;
   cu::DeviceTensor counter_, failure_;
   std::string sets_path_;
+  DevicePool sets_pool_;
   bool sets_dirty_ = false;
   std::vector<DeviceSet> sets_;
 };
@@ -269,6 +311,7 @@ cu::TimingOptions timing_options(const Schedule& s, const TrialPlan& plan, const
   }
   o.subtract_event_overhead = timer == "events";
   o.warmup = static_cast<int>(order.warmup.size());
+  o.max_warmup_seconds = plan.max_warmup_seconds;
   o.max_iterations = plan.timed.size();
   o.max_seconds = plan.max_seconds > 0 ? plan.max_seconds : 1e9;
   o.l2_flush = s.flush_caches;
@@ -320,7 +363,8 @@ Json gpu_evaluate(WorkerState& st, const Json& req) {
   double upload_ms = 0;
   const std::string sets_path = req.at("sets").get<std::string>();
   const InputSets host = load_sets(st, req.at("sets"));
-  const std::vector<DeviceSet>& sets = g.sets(sets_path, host, &upload_ms);
+  const Schedule schedule = parse_schedule(req.at("schedule"));
+  const std::vector<DeviceSet>& sets = g.sets(sets_path, host, schedule.device_pool, &upload_ms);
 
   const auto bound = def.bind_axes(var);
   if (!bound) throw Error("request", "the workload does not bind every var axis");
@@ -593,11 +637,15 @@ Json gpu_evaluate(WorkerState& st, const Json& req) {
       return out;
     }
     // An input changed: find its first changed byte against the host copy (the read-only
-    // mapping of the input-set file), then re-upload the sets for the next evaluation.
+    // mapping of the input-set file), then re-upload the sets for the next evaluation. A set
+    // made on the device has no host copy: the input is named, its byte not.
     out.kind = "input_modified";
     std::string name = "?";
     std::string where;
-    for (std::size_t k = 0; k < sets.size(); ++k) {
+    if (!sets.empty() && static_cast<std::size_t>(f.index) < sets.front().names.size()) {
+      name = sets.front().names[static_cast<std::size_t>(f.index)];
+    }
+    for (std::size_t k = 0; k < g.file_sets() && k < host->size(); ++k) {
       const DeviceSet& d = sets[k];
       if (static_cast<std::size_t>(f.index) >= d.names.size()) continue;
       const std::string& n = d.names[static_cast<std::size_t>(f.index)];
@@ -613,18 +661,18 @@ Json gpu_evaluate(WorkerState& st, const Json& req) {
       break;
     }
     out.message = fmt::format("the solution modified its input '{}'{}; inputs are read-only)", name,
-                              where.empty() ? " (" : where);
+                              where.empty() ? " (in a timing set made on the device" : where);
     g.mark_sets_dirty();
     return out;
   };
 
   Json reply{{"ok", true}, {"signature", lib.signature}, {"load_inputs_ms", upload_ms}};
-  const Schedule schedule = parse_schedule(req.at("schedule"));
   std::optional<Failure> failure;
   Json trials = Json::array();
   const auto schedule_t0 = Clock::now();
   // Where the worker's time goes, beside the timed calls: reported as worker_phases_ms.
   double measure_ms = 0, outputs_ms = 0, audit_ms = 0;
+  double call_ms = 0;  // the last trial's median: sizes the window audit
   for (const TrialPlan& plan : schedule.trials) {
     const CallOrder trial_order = order_of(plan);
     order = &trial_order;
@@ -674,8 +722,14 @@ Json gpu_evaluate(WorkerState& st, const Json& req) {
       checked = Json{{"call", staged_call}, {"file", plan.check_output}, {"poison", staged_poison}};
     }
     outputs_ms += ms_since(outputs_t0);
+    if (!result.samples_ms.empty()) {
+      std::vector<double> sorted = result.samples_ms;
+      std::nth_element(sorted.begin(), sorted.begin() + sorted.size() / 2, sorted.end());
+      call_ms = sorted[sorted.size() / 2];
+    }
     trials.push_back(Json{{"samples_ms", result.samples_ms},
                           {"warmup_ms", 1000.0 * result.method.warmup_seconds},
+                          {"warmup_calls", result.method.warmup},
                           {"stopped_by", stop_name(result.method.stop)},
                           {"checked", checked},
                           {"gpu", timing_json(result)}});
@@ -690,7 +744,11 @@ Json gpu_evaluate(WorkerState& st, const Json& req) {
         current_set = schedule.trials.front().timed[i % schedule.trials.front().timed.size()];
         before(s, i);
       };
-      const cu::WindowAudit audit = g.timer().audit_window(call, 3);
+      // Three calls, fewer where they would take more than 50 ms (one 300 ms GEMM call shows
+      // escaping work as well as three).
+      const std::size_t audit_calls =
+          call_ms > 0 ? std::clamp<std::size_t>(static_cast<std::size_t>(50.0 / call_ms), 1, 3) : 3;
+      const cu::WindowAudit audit = g.timer().audit_window(call, audit_calls);
       Json a{{"available", audit.available}, {"iterations", audit.iterations}};
       if (!audit.note.empty()) a["note"] = audit.note;
       if (audit.escape) a["escape"] = *audit.escape;
@@ -706,7 +764,8 @@ Json gpu_evaluate(WorkerState& st, const Json& req) {
       if (audit.escape) {
         found = Failure{
             "side_stream",
-            "the window audit (3 untimed calls after the trials, under CUPTI): " + *audit.escape,
+            fmt::format("the window audit ({} untimed call{} after the trials, under CUPTI): {}",
+                        audit_calls, audit_calls == 1 ? "" : "s", *audit.escape),
             call_number};
       } else {
         found = check_failure(g.take_failure());
@@ -776,11 +835,15 @@ Json gpu_reference(WorkerState& st, const Json& req) {
   GpuWorker& g = gpu_state(st, req);
   const std::string sets_path = req.at("sets").get<std::string>();
   const InputSets host = load_sets(st, req.at("sets"));
-  double upload_ms = 0;
-  const std::vector<DeviceSet>& sets = g.sets(sets_path, host, &upload_ms);
-  const std::vector<std::uint64_t> seeds = req.at("seeds").get<std::vector<std::uint64_t>>();
-  const Json eval_extra = req.value("eval_extra", Json::object());
   const Schedule schedule = parse_schedule(req.at("schedule"));
+  double upload_ms = 0;
+  const std::vector<DeviceSet>& sets = g.sets(sets_path, host, schedule.device_pool, &upload_ms);
+  const std::vector<std::uint64_t> seeds = req.at("seeds").get<std::vector<std::uint64_t>>();
+  if (seeds.size() < sets.size()) {
+    throw Error("request.seeds",
+                fmt::format("{} seeds for {} input sets", seeds.size(), sets.size()));
+  }
+  const Json eval_extra = req.value("eval_extra", Json::object());
 
   int current_set = 0;
   const CallOrder* order = nullptr;
@@ -835,6 +898,7 @@ Json gpu_reference(WorkerState& st, const Json& req) {
     }
     trials.push_back(Json{{"samples_ms", result.samples_ms},
                           {"warmup_ms", 1000.0 * result.method.warmup_seconds},
+                          {"warmup_calls", result.method.warmup},
                           {"stopped_by", stop_name(result.method.stop)},
                           {"checked", checked},
                           {"gpu", timing_json(result)}});

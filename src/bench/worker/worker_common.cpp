@@ -75,7 +75,18 @@ Schedule parse_schedule(const Json& j) {
     p.check_position = t.value("check_position", -1);
     p.check_output = t.value("check_output", std::string());
     p.max_seconds = t.value("max_seconds", 0.0);
+    p.max_warmup_seconds = t.value("max_warmup_seconds", 0.0);
     s.trials.push_back(std::move(p));
+  }
+  if (const auto it = j.find("device_pool"); it != j.end()) {
+    s.device_pool.first = it->at("first").get<int>();
+    s.device_pool.count = it->at("count").get<int>();
+    s.device_pool.seed = it->at("seed").get<std::uint64_t>();
+    if (s.device_pool.first < 1 || s.device_pool.count < 0) {
+      throw Error("request.schedule.device_pool",
+                  fmt::format("first {} and count {}: expected first >= 1 and count >= 0",
+                              s.device_pool.first, s.device_pool.count));
+    }
   }
   return s;
 }

@@ -46,11 +46,21 @@ Poison poison_for(DType dtype, std::uint64_t k);
 
 // ---- Schedules ------------------------------------------------------------------------------
 struct TrialPlan {
-  std::vector<int> warmup;   // set indices
-  std::vector<int> timed;    // set indices, in call order
-  int check_position = -1;   // index into `timed` whose outputs are saved
-  std::string check_output;  // where they go
-  double max_seconds = 0;    // 0: no time cap
+  std::vector<int> warmup;        // set indices
+  std::vector<int> timed;         // set indices, in call order
+  int check_position = -1;        // index into `timed` whose outputs are saved
+  std::string check_output;       // where they go
+  double max_seconds = 0;         // 0: no time cap
+  double max_warmup_seconds = 0;  // 0: every warmup call; else the warmup's time cap
+};
+
+// GPU lanes: sets [first, first + count) are made on the device from the file's sets (set
+// first + i from file set i % first, its floating-point tensors permuted), not read from the file.
+struct DevicePool {
+  int first = 0;
+  int count = 0;
+  std::uint64_t seed = 0;
+  bool operator==(const DevicePool&) const = default;
 };
 
 struct Schedule {
@@ -58,6 +68,7 @@ struct Schedule {
   NoiseCriterion noise;
   bool fixed_iterations = false;
   bool flush_caches = true;
+  DevicePool device_pool;  // count 0: every set is in the file
 };
 
 Schedule parse_schedule(const Json& j);

@@ -151,11 +151,14 @@ Json run_schedule(Target& target, const Schedule& s, std::optional<Failure>* fai
   };
   for (const TrialPlan& plan : s.trials) {
     double warmup_ms = 0;
+    int warmup_calls = 0;
     for (int set : plan.warmup) {
       double ms = 0;
       // Warmup calls are not timed, so their caches need no flushing.
       if (!one_call(set, &ms, /*flush=*/false)) return trials;
       warmup_ms += ms;
+      ++warmup_calls;
+      if (plan.max_warmup_seconds > 0 && warmup_ms >= 1000 * plan.max_warmup_seconds) break;
     }
     std::vector<double> samples;
     std::string stopped_by = "iterations";
@@ -185,6 +188,7 @@ Json run_schedule(Target& target, const Schedule& s, std::optional<Failure>* fai
     }
     trials.push_back(Json{{"samples_ms", samples},
                           {"warmup_ms", warmup_ms},
+                          {"warmup_calls", warmup_calls},
                           {"stopped_by", stopped_by},
                           {"checked", checked}});
   }

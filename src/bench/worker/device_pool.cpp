@@ -1,0 +1,82 @@
+#include "bench/worker/device_pool.h"
+
+#include <cstring>
+#include <numeric>
+#include <random>
+
+namespace fib::bench::detail {
+
+AffinePermutation random_affine(unsigned long long n, std::uint64_t seed) {
+  AffinePermutation p;
+  p.n = n == 0 ? 1 : n;
+  if (p.n == 1) return p;
+  std::mt19937_64 rng(seed);
+  p.b = rng() % p.n;
+  // a * i must not overflow 64 bits: past 2^32 units (never seen in a corpus tensor's axis), a
+  // rotation only.
+  if (p.n >= (1ull << 32)) return p;
+  // Coprimes are dense (at least ~1/log log n of [1, n)), so a few draws find one.
+  do {
+    p.a = 1 + rng() % (p.n - 1);
+  } while (std::gcd(p.a, p.n) != 1);
+  return p;
+}
+
+PoolPermutation pool_permutation(DType dtype, const Shape& shape, std::uint64_t pool_seed, int set,
+                                 int input) {
+  PoolPermutation p;
+  if (!dtype_is_float(dtype)) return p;
+  std::uint64_t numel = 1;
+  for (auto d : shape) numel *= static_cast<std::uint64_t>(d);
+  const bool packed = dtype_bits(dtype) < 8;
+  p.unit = packed ? 1 : dtype_bits(dtype) / 8;
+  unsigned long long rows = 1, middle = 1, cols = 1;
+  if (shape.size() >= 2 && !(packed && shape.back() % 2 != 0)) {
+    rows = static_cast<unsigned long long>(shape.front());
+    cols = static_cast<unsigned long long>(shape.back());
+    if (packed) cols /= 2;
+    for (std::size_t k = 1; k + 1 < shape.size(); ++k) {
+      middle *= static_cast<unsigned long long>(shape[k]);
+    }
+  } else {
+    // One axis (or packed pairs that straddle rows): the tensor as one row of units.
+    cols = packed ? (numel + 1) / 2 : numel;
+  }
+  if (rows * middle * cols <= 1 || rows * cols <= 1) return p;
+  // Distinct seeds per (pool, set, input, axis): splitmix-style mixing of the four.
+  auto mix = [](std::uint64_t x) {
+    x += 0x9E3779B97F4A7C15ull;
+    x = (x ^ (x >> 30)) * 0xBF58476D1CE4E5B9ull;
+    x = (x ^ (x >> 27)) * 0x94D049BB133111EBull;
+    return x ^ (x >> 31);
+  };
+  const std::uint64_t base =
+      mix(pool_seed ^ mix(static_cast<std::uint64_t>(set) * 0x100000001B3ull +
+                          static_cast<std::uint64_t>(input)));
+  p.permuted = true;
+  p.middle = middle;
+  p.rows = random_affine(rows, mix(base ^ 1));
+  p.cols = random_affine(cols, mix(base ^ 2));
+  if (p.rows.identity() && p.cols.identity()) {
+    // Both draws fell on the identity: shift the longer axis by one.
+    (rows >= cols ? p.rows : p.cols).b = 1;
+  }
+  return p;
+}
+
+void permute_on_host(const void* src, void* dst, const PoolPermutation& p) {
+  const auto* s = static_cast<const unsigned char*>(src);
+  auto* d = static_cast<unsigned char*>(dst);
+  const auto unit = static_cast<std::size_t>(p.unit);
+  for (unsigned long long r = 0; r < p.rows.n; ++r) {
+    for (unsigned long long m = 0; m < p.middle; ++m) {
+      for (unsigned long long c = 0; c < p.cols.n; ++c) {
+        const unsigned long long to = (r * p.middle + m) * p.cols.n + c;
+        const unsigned long long from = (p.rows(r) * p.middle + m) * p.cols.n + p.cols(c);
+        std::memcpy(d + to * unit, s + from * unit, unit);
+      }
+    }
+  }
+}
+
+}  // namespace fib::bench::detail
