@@ -96,6 +96,26 @@ TEST(EvalCompare, FailureLogSaysWhere) {
   EXPECT_EQ(v.extra["nmse"].get<double>(), 1.0 / 128.0);
 }
 
+TEST(EvalCompare, LargeOutputsAreComparedInChunksWithTheSameVerdict) {
+  // 3.5M elements: four chunks of 1M compared side by side. Failures in chunks 1 and 3, the
+  // largest error twice (its first occurrence is the one reported).
+  Tensor ref(DType::kFloat32, {3500, 1000});
+  for (std::int64_t i = 0; i < ref.numel(); ++i) ref.set(i, 1.0);
+  Tensor got = ref.clone();
+  got.set(1'500'000, 3.0);  // abs 2: the first failure
+  got.set(1'600'000, 5.0);  // abs 4: the largest, first seen here
+  got.set(3'400'000, 5.0);  // abs 4 again, later
+  const CallVerdict v = compare_tensor("y", cfg(), ref, got);
+  EXPECT_EQ(v.status, kNumerical);
+  EXPECT_EQ(v.extra["mismatches"], 3);
+  EXPECT_EQ(v.extra["numel"], 3'500'000);
+  EXPECT_EQ(v.extra["first_mismatch"]["index"], (Json{1500, 0}));
+  EXPECT_EQ(v.max_abs_error, 4.0);
+  EXPECT_NE(v.log.find("max abs error 4 at [1600, 0]"), std::string::npos) << v.log;
+  EXPECT_NE(v.log.find("3 of 3500000 elements"), std::string::npos) << v.log;
+  EXPECT_EQ(v.extra["nmse"].get<double>(), 36.0 / 3'500'000.0);
+}
+
 TEST(EvalCompare, NanRules) {
   // A NaN the reference does not have fails.
   const CallVerdict v = compare_tensor("y", cfg(), f32({1, 2}), f32({1, kNaN}));

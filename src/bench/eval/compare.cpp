@@ -5,8 +5,11 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cmath>
 #include <limits>
+#include <thread>
+#include <vector>
 
 #include "fib/tensor/numeric.h"
 #include "fib/trace/suggest.h"
@@ -171,11 +174,12 @@ bool is_poison(double g, std::optional<double> poison) {
   return g == *poison;
 }
 
+// Elements [begin, end) of the two tensors.
 template <typename R>
-Stats collect(const Tensor& expected, const Tensor& got, double atol, double rtol, bool exact,
-              std::optional<double> poison) {
+Stats collect_range(const Tensor& expected, const Tensor& got, std::int64_t begin, std::int64_t end,
+                    double atol, double rtol, bool exact, std::optional<double> poison) {
   Stats s;
-  s.numel = expected.numel();
+  s.numel = end - begin;
   const void* ep = expected.raw();
   const void* gp = got.raw();
   auto fail = [&](std::int64_t i, double r, double g) {
@@ -187,7 +191,7 @@ Stats collect(const Tensor& expected, const Tensor& got, double atol, double rto
       s.first_got = g;
     }
   };
-  for (std::int64_t i = 0; i < s.numel; ++i) {
+  for (std::int64_t i = begin; i < end; ++i) {
     const double r = R::at(ep, i);
     const double g = R::at(gp, i);
     if (g != 0) s.got_all_zero = false;
@@ -224,6 +228,57 @@ Stats collect(const Tensor& expected, const Tensor& got, double atol, double rto
     if (rel > s.max_rel) s.max_rel = rel, s.max_rel_at = i;
     if (abs > atol && rel > rtol) fail(i, r, g);
   }
+  return s;
+}
+
+// `later` covers the elements after `s`'s: the counts add, the first failure and the maxima
+// stay the earliest (as one pass in order would find them).
+void merge_stats(Stats& s, const Stats& later) {
+  s.numel += later.numel;
+  s.mismatches += later.mismatches;
+  s.nonfinite += later.nonfinite;
+  s.nan += later.nan;
+  s.inf += later.inf;
+  s.unwritten += later.unwritten;
+  s.ref_nan += later.ref_nan;
+  if (s.first < 0 && later.first >= 0) {
+    s.first = later.first;
+    s.first_expected = later.first_expected;
+    s.first_got = later.first_got;
+  }
+  if (later.max_abs > s.max_abs) s.max_abs = later.max_abs, s.max_abs_at = later.max_abs_at;
+  if (later.max_rel > s.max_rel) s.max_rel = later.max_rel, s.max_rel_at = later.max_rel_at;
+  s.sq_err += later.sq_err;
+  s.sq_ref += later.sq_ref;
+  s.got_all_zero = s.got_all_zero && later.got_all_zero;
+}
+
+// Large outputs (a GEMM's 32M elements took about half a second in one pass) are compared in
+// fixed chunks of 1M elements on up to all cores, merged in order. The chunking does not depend
+// on the machine, so the sums (NMSE) are the same everywhere.
+template <typename R>
+Stats collect(const Tensor& expected, const Tensor& got, double atol, double rtol, bool exact,
+              std::optional<double> poison) {
+  constexpr std::int64_t kChunk = 1 << 20;
+  const std::int64_t numel = expected.numel();
+  const std::int64_t chunks = std::max<std::int64_t>(1, (numel + kChunk - 1) / kChunk);
+  if (chunks == 1) return collect_range<R>(expected, got, 0, numel, atol, rtol, exact, poison);
+  std::vector<Stats> parts(static_cast<std::size_t>(chunks));
+  std::atomic<std::int64_t> next{0};
+  auto work = [&] {
+    for (std::int64_t c = next++; c < chunks; c = next++) {
+      parts[static_cast<std::size_t>(c)] = collect_range<R>(
+          expected, got, c * kChunk, std::min(numel, (c + 1) * kChunk), atol, rtol, exact, poison);
+    }
+  };
+  const auto threads = static_cast<std::int64_t>(
+      std::min<unsigned>(std::max(1u, std::thread::hardware_concurrency()), 16u));
+  std::vector<std::thread> pool;
+  for (std::int64_t t = 1; t < std::min(threads, chunks); ++t) pool.emplace_back(work);
+  work();
+  for (auto& t : pool) t.join();
+  Stats s = parts.front();
+  for (std::size_t c = 1; c < parts.size(); ++c) merge_stats(s, parts[c]);
   return s;
 }
 
