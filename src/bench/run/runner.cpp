@@ -332,6 +332,7 @@ class Run {
   // On GPU lanes: starts making item k's inputs on a host thread while the lanes time other
   // work (the GPU does the timed part; the host would otherwise idle). Call with mu_ held.
   void prepare_ahead(const std::vector<WorkItem>& items, std::size_t k);
+  std::shared_future<void> ahead_last_;  // the item made ahead last: the next one waits for it
   bool run_reference(Lane& lane, const Definition& def, const Workload& w, PreparedWorkload& p,
                      Timing* timing, std::string* kernel);
   Trace evaluate(Lane& lane, const Definition& def, const Workload& w, const Solution& s,
@@ -872,9 +873,19 @@ void Run::prepare_ahead(const std::vector<WorkItem>& items, std::size_t k) {
   if (!gpu_ || !o_.prepare_ahead || k >= items.size() || ahead_.count(k)) return;
   // A quarter of the host's cores, at the lowest priority (threads it starts inherit it): the
   // lanes' workers launch and check calls meanwhile and must not wait for a core.
+  // Items made ahead are made one after another (each waits for the one before): never more
+  // than that quarter at once.
   const int threads = std::max(1, static_cast<int>(std::thread::hardware_concurrency()) / 4);
-  ahead_.emplace(k, std::async(std::launch::async, [this, &items, k, threads] {
+  auto done = std::make_shared<std::promise<void>>();
+  std::shared_future<void> before = ahead_last_;
+  ahead_last_ = done->get_future().share();
+  ahead_.emplace(k, std::async(std::launch::async, [this, &items, k, threads, before, done] {
+                   struct Finish {
+                     std::promise<void>& p;
+                     ~Finish() { p.set_value(); }
+                   } finish{*done};
                    (void)setpriority(PRIO_PROCESS, static_cast<id_t>(gettid()), 19);
+                   if (before.valid()) before.wait();
                    return prepare_item(items[k], threads);
                  }));
 }
@@ -1134,7 +1145,9 @@ RunResult Run::go() {
           std::lock_guard<std::recursive_mutex> lock(mu_);
           if (next >= items.size() || failure) return;
           k = next++;
-          prepare_ahead(items, next);
+          // As many items ahead as there are lanes, plus one: a lane that finishes a short
+          // workload finds the next one's inputs made more often.
+          for (std::size_t a = next; a <= next + lanes_.size(); ++a) prepare_ahead(items, a);
         }
         run_item(lane, set, items[k], k);
       }
