@@ -10,7 +10,7 @@
 #          gemm_n4096_k4096) with the example CUDA solutions (naive, tuned), RUNS times (default 2)
 #          with one seed: end-to-end wall time, the share of it in timed GPU work, the harness's
 #          overhead, and the run-to-run spread of each reported median (RUN_ARGS: extra `fib run`
-#          flags, e.g. --prepare-ahead)
+#          flags, e.g. --no-prepare-ahead)
 #   multi  the same dataset's RMSNorm definitions on every visible GPU (--device cuda:all): the
 #          evaluations per device and the wall time against one device (run on a multi-GPU kind)
 #   ncu    the Nsight Compute agreement check (scripts/device/ncu-check.sh)
@@ -117,6 +117,7 @@ PY
 fi
 
 if has ncu; then
+  ninja -C "$build" fib_timing_check >>"$OUT/build.log" 2>&1 || { echo "measure: fib_timing_check failed to build"; exit 1; }
   bash scripts/device/ncu-check.sh >"$OUT/ncu.log" 2>&1
   tail -15 "$OUT/ncu.log"
 fi

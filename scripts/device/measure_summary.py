@@ -47,6 +47,15 @@ def main():
                     phases.setdefault(k, []).append(extra[k])
             for k, v in (extra.get("worker_phases_ms") or {}).items():
                 phases.setdefault("worker " + k, []).append(v)
+    warmups = {}
+    for path in glob.glob(f"{base}/run{runs}/traces/**/*.jsonl", recursive=True):
+        for line in open(path):
+            extra = (json.loads(line)["evaluation"].get("performance") or {}).get("extra") or {}
+            for n in (extra.get("solution") or {}).get("warmup_calls", []):
+                warmups[n] = warmups.get(n, 0) + 1
+    if warmups:
+        print("warmup calls per trial (last run): " + ", ".join(
+            f"{n} calls: {c} trials" for n, c in sorted(warmups.items())))
     if phases:
         print("per evaluation, median ms (last run): " + ", ".join(
             f"{k} {statistics.median(v):.1f}" for k, v in sorted(phases.items())))
