@@ -174,7 +174,7 @@ void register_run(CLI::App& app, Runner& run) {
   cmd->add_option("--max-warmup-seconds", a->options.max_warmup_seconds,
                   "A trial's warmup ends once its calls took this long, after one call at "
                   "least (default 0.1; 0: always --warmup-runs calls)")
-      ->check(CLI::NonNegativeNumber);
+      ->check(CLI::Range(0.0, 3600.0));
   cmd->add_option("--build-cache", a->options.build_cache,
                   "Build cache folder (default: $FIB_CACHE_DIR or ~/.cache/fib/build)");
   cmd->add_flag("--rebuild", a->options.rebuild, "Compile solutions even when the cache has them");
