@@ -1,8 +1,11 @@
 #include "bench/worker/device_pool.h"
 
+#include <fmt/format.h>
+
 #include <cstring>
 #include <numeric>
-#include <random>
+
+#include "fib/tensor/random.h"
 
 namespace fib::bench::detail {
 
@@ -10,14 +13,14 @@ AffinePermutation random_affine(unsigned long long n, std::uint64_t seed) {
   AffinePermutation p;
   p.n = n == 0 ? 1 : n;
   if (p.n == 1) return p;
-  std::mt19937_64 rng(seed);
-  p.b = rng() % p.n;
+  Rng rng(seed);
+  p.b = rng.next() % p.n;
   // a * i must not overflow 64 bits: past 2^32 units (never seen in a corpus tensor's axis), a
   // rotation only.
   if (p.n >= (1ull << 32)) return p;
   // Coprimes are dense (at least ~1/log log n of [1, n)), so a few draws find one.
   do {
-    p.a = 1 + rng() % (p.n - 1);
+    p.a = 1 + rng.next() % (p.n - 1);
   } while (std::gcd(p.a, p.n) != 1);
   return p;
 }
@@ -26,8 +29,7 @@ PoolPermutation pool_permutation(DType dtype, const Shape& shape, std::uint64_t 
                                  int input) {
   PoolPermutation p;
   if (!dtype_is_float(dtype)) return p;
-  std::uint64_t numel = 1;
-  for (auto d : shape) numel *= static_cast<std::uint64_t>(d);
+  const auto numel = static_cast<std::uint64_t>(shape_numel(shape));
   const bool packed = dtype_bits(dtype) < 8;
   p.unit = packed ? 1 : dtype_bits(dtype) / 8;
   unsigned long long rows = 1, middle = 1, cols = 1;
@@ -43,20 +45,11 @@ PoolPermutation pool_permutation(DType dtype, const Shape& shape, std::uint64_t 
     cols = packed ? (numel + 1) / 2 : numel;
   }
   if (rows * middle * cols <= 1 || rows * cols <= 1) return p;
-  // Distinct seeds per (pool, set, input, axis): splitmix-style mixing of the four.
-  auto mix = [](std::uint64_t x) {
-    x += 0x9E3779B97F4A7C15ull;
-    x = (x ^ (x >> 30)) * 0xBF58476D1CE4E5B9ull;
-    x = (x ^ (x >> 27)) * 0x94D049BB133111EBull;
-    return x ^ (x >> 31);
-  };
-  const std::uint64_t base =
-      mix(pool_seed ^ mix(static_cast<std::uint64_t>(set) * 0x100000001B3ull +
-                          static_cast<std::uint64_t>(input)));
+  // A stream per (pool, set, input, axis), derived like every other seed of a run.
   p.permuted = true;
   p.middle = middle;
-  p.rows = random_affine(rows, mix(base ^ 1));
-  p.cols = random_affine(cols, mix(base ^ 2));
+  p.rows = random_affine(rows, Rng::derive(pool_seed, fmt::format("{}/{}/rows", set, input)));
+  p.cols = random_affine(cols, Rng::derive(pool_seed, fmt::format("{}/{}/cols", set, input)));
   if (p.rows.identity() && p.cols.identity()) {
     // Both draws fell on the identity: shift the longer axis by one.
     (rows >= cols ? p.rows : p.cols).b = 1;

@@ -13,10 +13,19 @@
 
 namespace fib::bench::detail {
 
+// The device kernel (gpu_checks.cu) applies the same operator as the host.
+#if defined(__CUDACC__)
+#define FIB_HOST_DEVICE __host__ __device__
+#else
+#define FIB_HOST_DEVICE
+#endif
+
 // i -> (a * i + b) mod n, with a coprime to n: a bijection of [0, n).
 struct AffinePermutation {
   unsigned long long n = 1, a = 1, b = 0;
-  unsigned long long operator()(unsigned long long i) const { return (a * i + b) % n; }
+  FIB_HOST_DEVICE unsigned long long operator()(unsigned long long i) const {
+    return (a * i + b) % n;
+  }
   bool identity() const { return n <= 1 || (a == 1 && b == 0); }
 };
 

@@ -144,9 +144,7 @@ __device__ void permute(const Unit* src, Unit* dst, AffinePermutation rows,
     const unsigned long long rm = i / cols.n;
     const unsigned long long m = rm % middle;
     const unsigned long long r = rm / middle;
-    const unsigned long long sr = (rows.a * r + rows.b) % rows.n;
-    const unsigned long long sc = (cols.a * c + cols.b) % cols.n;
-    dst[i] = src[(sr * middle + m) * cols.n + sc];
+    dst[i] = src[(rows(r) * middle + m) * cols.n + cols(c)];
   }
 }
 }  // namespace

@@ -22,6 +22,7 @@
 #include "bench/worker/gpu_checks.h"
 #include "bench/worker/worker_common.h"
 #include "fib/bench/compare.h"
+#include "fib/bench/timing.h"
 #include "fib/cuda/runtime.h"
 #include "fib/cuda/timing.h"
 #include "fib/reference_cuda/reference_cuda.h"
@@ -330,6 +331,13 @@ Json timing_json(const cu::TimingResult& r) {
   Json j = cu::to_json(r);
   j.erase("samples_ms");  // the trial's samples_ms holds them
   return j;
+}
+
+// One trial of the reply, for the solution and the reference alike.
+Json trial_json(const cu::TimingResult& r, Json checked) {
+  return Json{{"samples_ms", r.samples_ms},      {"warmup_ms", 1000.0 * r.method.warmup_seconds},
+              {"warmup_calls", r.method.warmup}, {"stopped_by", stop_name(r.method.stop)},
+              {"checked", std::move(checked)},   {"gpu", timing_json(r)}};
 }
 
 // What a CUDA error during a measurement means for the evaluation.
@@ -722,17 +730,8 @@ Json gpu_evaluate(WorkerState& st, const Json& req) {
       checked = Json{{"call", staged_call}, {"file", plan.check_output}, {"poison", staged_poison}};
     }
     outputs_ms += ms_since(outputs_t0);
-    if (!result.samples_ms.empty()) {
-      std::vector<double> sorted = result.samples_ms;
-      std::nth_element(sorted.begin(), sorted.begin() + sorted.size() / 2, sorted.end());
-      call_ms = sorted[sorted.size() / 2];
-    }
-    trials.push_back(Json{{"samples_ms", result.samples_ms},
-                          {"warmup_ms", 1000.0 * result.method.warmup_seconds},
-                          {"warmup_calls", result.method.warmup},
-                          {"stopped_by", stop_name(result.method.stop)},
-                          {"checked", checked},
-                          {"gpu", timing_json(result)}});
+    if (!result.samples_ms.empty()) call_ms = summarize(result.samples_ms).median;
+    trials.push_back(trial_json(result, std::move(checked)));
   }
   order = nullptr;
 
@@ -896,12 +895,7 @@ Json gpu_reference(WorkerState& st, const Json& req) {
       write_checked_outputs(plan.check_output, outs);
       checked = Json{{"file", plan.check_output}};
     }
-    trials.push_back(Json{{"samples_ms", result.samples_ms},
-                          {"warmup_ms", 1000.0 * result.method.warmup_seconds},
-                          {"warmup_calls", result.method.warmup},
-                          {"stopped_by", stop_name(result.method.stop)},
-                          {"checked", checked},
-                          {"gpu", timing_json(result)}});
+    trials.push_back(trial_json(result, std::move(checked)));
   }
   reply["trials"] = trials;
   return reply;
