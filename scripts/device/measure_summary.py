@@ -36,6 +36,17 @@ def main():
               f"{j.get('inputs_ms_per_workload', 0):18.1f} "
               f"({j.get('inputs_made_ahead', 0)}/{j['workloads_prepared']})  "
               f"{j['evaluations']:>11}")
+    # Where the last run's wall time went, on the lane: the parts fib run accounts for, and the
+    # rest (recording traces, waits between evaluations).
+    parts = {"builds": j.get("build_seconds", 0), "timed": j["timed_seconds"],
+             "warmup": j.get("warmup_seconds", 0),
+             "overhead": j["overhead_ms_per_evaluation"] * j["evaluations"] / 1000,
+             "setup": j["workload_setup_ms_per_workload"] * j["workloads_prepared"] / 1000,
+             "worker starts": j.get("worker_start_ms_per_start", 0) * j.get("worker_starts", 0) / 1000,
+             "judge waits": j.get("judge_wait_seconds", 0)}
+    rest = j["wall_seconds"] - sum(parts.values())
+    print("wall time of the last run, s: " + ", ".join(f"{k} {v:.1f}" for k, v in parts.items()) +
+          f", rest {rest:.1f}")
     # Where the overhead goes (the last run's passed traces): medians over evaluations, in ms.
     phases = {}
     for path in glob.glob(f"{base}/run{runs}/traces/**/*.jsonl", recursive=True):

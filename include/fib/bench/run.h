@@ -95,6 +95,11 @@ struct RunResult {
   double wall_seconds = 0;
   double timed_seconds = 0;  // time inside timed calls (solutions and references)
   double build_seconds = 0;  // building solutions (or finding them in the build cache)
+  // Time inside warmup calls (solutions and references): untimed, outside the overhead.
+  double warmup_seconds = 0;
+  // GPU lanes judge an evaluation beside the next one: the time a lane still waited for a
+  // judgement before recording the next trace (the judge ran longer than the next evaluation).
+  double judge_wait_seconds = 0;
   // Per evaluation: its wall time minus the time inside the solution's calls (timed and
   // warmup), the worker's one-time load of the workload's input sets, the worker's start and
   // the cache flushes of cold-cache timing (cache_flush_seconds).

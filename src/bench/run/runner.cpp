@@ -7,6 +7,7 @@
 #include <atomic>
 #include <cmath>
 #include <fstream>
+#include <functional>
 #include <future>
 #include <map>
 #include <memory>
@@ -258,6 +259,9 @@ struct Lane {
   cuda::DevicePeaks peaks;  // for the roofline of passed evaluations
 #endif
   std::unique_ptr<Worker> solution, reference;
+  // GPU lanes: the last evaluation's judgement, running on the host beside the lane's next
+  // evaluation; one at a time, so a lane's traces are recorded in the order it ran them.
+  std::future<void> judging;
 };
 
 #ifdef FIB_HAVE_CUDA
@@ -335,9 +339,30 @@ class Run {
   std::shared_future<void> ahead_last_;  // the item made ahead last: the next one waits for it
   bool run_reference(Lane& lane, const Definition& def, const Workload& w, PreparedWorkload& p,
                      Timing* timing, std::string* kernel);
-  Trace evaluate(Lane& lane, const Definition& def, const Workload& w, const Solution& s,
-                 const BuildResult& build, PreparedWorkload& p, const Timing& ref,
-                 const std::string& ref_kernel, double* overhead_ms);
+  // An evaluation as the lane leaves it: its trace, or (when the worker's outputs must be
+  // judged) the judgement that makes it. overhead_ms: the harness's time on the lane outside
+  // the solution's calls; -1 when the evaluation did not run to the end.
+  struct Evaluated {
+    std::optional<Trace> trace;
+    std::function<Trace()> judge;
+    double overhead_ms = -1;
+  };
+  // judge_later: leave the judgement to the caller (GPU lanes run it beside the next
+  // evaluation); otherwise it is made here and counted in the overhead.
+  Evaluated evaluate(Lane& lane, const Definition& def, const Workload& w, const Solution& s,
+                     const BuildResult& build, PreparedWorkload& p, const Timing& ref,
+                     const std::string& ref_kernel, bool judge_later);
+  // Waits for the lane's judgement in flight, if any (its trace is then recorded).
+  void settle(Lane& lane) {
+    if (!lane.judging.valid()) return;
+    const auto t0 = Clock::now();
+    lane.judging.wait();
+    {
+      std::lock_guard<std::recursive_mutex> lock(mu_);
+      result_.judge_wait_seconds += std::chrono::duration<double>(Clock::now() - t0).count();
+    }
+    lane.judging.get();  // rethrows what the judgement threw
+  }
   Trace make_trace(const Lane& lane, const Definition& def, const Workload& w, const Solution& s,
                    EvaluationStatus status, std::string log, Json env_extra);
   void record(TraceSet& set, Trace t, const Definition& def, const Solution& s);
@@ -474,7 +499,11 @@ std::optional<PreparedWorkload> Run::prepare(const Definition& def, const Trace&
   auto pool_index = [&] { return p.trials + (next++ % p.pool); };
   for (int t = 0; t < p.trials; ++t) {
     std::vector<int> wu, timed;
-    for (int i = 0; i < warmup; ++i) wu.push_back(pool_index());
+    // The first trial warms up in full (module load, first-touch of the code, clocks up);
+    // later trials run in the same worker right after it, and one call re-warms the caches
+    // and clocks (the trace records each trial's warmup calls).
+    const int trial_warmup = t == 0 ? warmup : std::min(warmup, 1);
+    for (int i = 0; i < trial_warmup; ++i) wu.push_back(pool_index());
     const int check = static_cast<int>(rng() % static_cast<std::uint64_t>(min_samples));
     for (int i = 0; i < iterations; ++i) timed.push_back(i == check ? t : pool_index());
     trials.push_back(Json{{"warmup", wu},
@@ -540,6 +569,7 @@ bool Run::run_reference(Lane& lane, const Definition& def, const Workload& w, Pr
   *kernel = r.body.value("kernel", std::string());
   *timing = timing_from_trials(r.body.at("trials"));
   result_.timed_seconds += timing->timed_ms / 1000.0;
+  result_.warmup_seconds += timing->warmup_ms / 1000.0;
   p.reference_outputs.clear();
   for (const Json& t : schedule["trials"]) p.reference_outputs.push_back(t["check_output"]);
   return true;
@@ -591,9 +621,9 @@ std::string signature_mismatch(const Definition& def, const Solution& s, const s
       fmt::join(names, ", "), want_returns);
 }
 
-Trace Run::evaluate(Lane& lane, const Definition& def, const Workload& w, const Solution& s,
-                    const BuildResult& build, PreparedWorkload& p, const Timing& ref,
-                    const std::string& ref_kernel, double* overhead_ms) {
+Run::Evaluated Run::evaluate(Lane& lane, const Definition& def, const Workload& w,
+                             const Solution& s, const BuildResult& build, PreparedWorkload& p,
+                             const Timing& ref, const std::string& ref_kernel, bool judge_later) {
   const auto t0 = Clock::now();
   const bool gpu = lane.device != "cpu";
   Json env{
@@ -653,26 +683,39 @@ Trace Run::evaluate(Lane& lane, const Definition& def, const Workload& w, const 
   // The worker maps a workload's input sets once, for every solution after it: that load is a
   // per-workload cost (counted in workload_setup_seconds), not this evaluation's overhead.
   double input_load_ms = 0, worker_schedule_ms = 0, cache_flush_ms = 0;
-  auto finish = [&](Trace t, double timed_ms) {
+  Evaluated result;
+  // The lane's time so far, less the solution's calls: counted now, recorded in the trace's
+  // performance.extra once there is one (a PASSED trace).
+  auto account = [&](double timed_ms) {
     std::lock_guard<std::recursive_mutex> lock(mu_);
+    Json extra = Json::object();
     if (timed_ms > 0) {
-      *overhead_ms = std::chrono::duration<double, std::milli>(Clock::now() - t0).count() -
-                     timed_ms - input_load_ms - worker_start_ms - cache_flush_ms;
+      result.overhead_ms = std::chrono::duration<double, std::milli>(Clock::now() - t0).count() -
+                           timed_ms - input_load_ms - worker_start_ms - cache_flush_ms;
       result_.cache_flush_seconds += cache_flush_ms / 1000.0;
       result_.workload_setup_seconds += input_load_ms / 1000.0;
-      if (t.evaluation->performance) {
-        t.evaluation->performance->extra["harness_overhead_ms"] = *overhead_ms;
-        t.evaluation->performance->extra["input_load_ms"] = input_load_ms;
-        t.evaluation->performance->extra["worker_start_ms"] = worker_start_ms;
-        // Of the overhead, what the worker spent around the calls (preparing, checking, writing
-        // the checked outputs); the rest is messaging and the orchestrator's judgement.
-        t.evaluation->performance->extra["worker_overhead_ms"] =
-            std::max(0.0, worker_schedule_ms - timed_ms - cache_flush_ms);
-        t.evaluation->performance->extra["cache_flush_ms"] = cache_flush_ms;
-      }
+      extra = Json{
+          {"harness_overhead_ms", result.overhead_ms},
+          {"input_load_ms", input_load_ms},
+          {"worker_start_ms", worker_start_ms},
+          // Of the overhead, what the worker spent around the calls (preparing,
+          // checking, writing the checked outputs); the rest is messaging and, unless
+          // it ran beside the next evaluation, the orchestrator's judgement.
+          {"worker_overhead_ms", std::max(0.0, worker_schedule_ms - timed_ms - cache_flush_ms)},
+          {"cache_flush_ms", cache_flush_ms}};
     }
     if (o_.isolated) lane.solution.reset();
+    return extra;
+  };
+  auto with_extra = [](Trace t, const Json& extra) {
+    if (t.evaluation->performance) {
+      for (const auto& [k, v] : extra.items()) t.evaluation->performance->extra[k] = v;
+    }
     return t;
+  };
+  auto finish = [&](Trace t, double timed_ms) {
+    result.trace = with_extra(std::move(t), account(timed_ms));
+    return std::move(result);
   };
   if (worker == nullptr) {
     return finish(make_trace(lane, def, w, s, EvaluationStatus::kRuntimeError,
@@ -742,6 +785,7 @@ Trace Run::evaluate(Lane& lane, const Definition& def, const Workload& w, const 
   {
     std::lock_guard<std::recursive_mutex> lock(mu_);
     result_.timed_seconds += timing.timed_ms / 1000.0;
+    result_.warmup_seconds += timing.warmup_ms / 1000.0;
   }
   if (body.contains("window_audit")) env["window_audit"] = body["window_audit"];
   if (body.contains("failure")) {
@@ -772,53 +816,66 @@ Trace Run::evaluate(Lane& lane, const Definition& def, const Workload& w, const 
     cc.poison = c.value("poison", Json::object());
     calls.push_back(std::move(cc));
   }
-  const auto judge0 = Clock::now();
-  const detail::Judgement j =
-      detail::judge(def, builtin_, user_ ? &*user_ : nullptr, o_.cli, calls, sampling_file);
-  const double judge_ms = std::chrono::duration<double, std::milli>(Clock::now() - judge0).count();
-  std::string log = j.log;
-  if (j.status == EvaluationStatus::kPassed) {
-    std::vector<std::string> seeds;
-    for (const auto& c : calls) seeds.push_back(std::to_string(c.seed));
-    log = fmt::format("passed {} checked calls (input seeds {}) against native:{}{}", calls.size(),
-                      fmt::join(seeds, ", "), ref_kernel,
-                      sampling_file ? "; sampling distribution check passed" : "");
-  }
-  Trace trace = make_trace(lane, def, w, s, j.status, log + output_log, env);
-  trace.evaluation->correctness = j.correctness;
-  if (j.status == EvaluationStatus::kPassed) {
-    Performance perf;
-    perf.latency_ms = timing.latency_ms;
-    perf.reference_latency_ms = ref.latency_ms;
-    perf.speedup_factor = timing.latency_ms > 0 ? ref.latency_ms / timing.latency_ms : 0;
-    perf.extra = Json{{"method", !gpu                           ? "cpu"
-                                 : o_.gpu_timer == "cupti"      ? "cupti"
-                                 : o_.gpu_timer == "events-raw" ? "cuda_events_raw"
-                                                                : "cuda_events"},
-                      {"solution", timing.detail},
-                      {"reference", ref.detail},
-                      {"judge_ms", judge_ms}};
-    if (gpu) {
-#ifdef FIB_HAVE_CUDA
-      // Achieved rates against the device's peaks; faster than the hardware allows is flagged.
-      const cuda::RooflineInput rin = roofline_input(def, w, timing.latency_ms);
-      if (rin.bytes || rin.flops) {
-        const cuda::Roofline rl = cuda::roofline(rin, lane.peaks);
-        perf.extra["roofline"] = cuda::to_json(rl);
-        if (!rl.plausible) {
-          message(fmt::format("warning: {} on {} workload {}: {}", s.name, def.name,
-                              short_uuid(w.uuid), rl.note));
-        }
-      }
-#endif
-      perf.extra["worker_phases_ms"] = body.value("worker_phases_ms", Json::object());
-      Json per_trial = Json::array();
-      for (const Json& tr : body.at("trials")) per_trial.push_back(tr.value("gpu", Json()));
-      perf.extra["gpu_timing"] = per_trial;
+  Json per_trial = Json::array();
+  for (const Json& tr : body.at("trials")) per_trial.push_back(tr.value("gpu", Json()));
+  // The verdict and the trace: from here on nothing needs the lane's workers or the workload's
+  // preparation (the checked-output files stay until the judgement is done).
+  auto verdict = [this, &lane, &def, &w, &s, calls = std::move(calls), sampling_file, env,
+                  output_log, timing, ref, ref_kernel, gpu, per_trial,
+                  phases = body.value("worker_phases_ms", Json::object())]() mutable {
+    const auto judge0 = Clock::now();
+    const detail::Judgement j =
+        detail::judge(def, builtin_, user_ ? &*user_ : nullptr, o_.cli, calls, sampling_file);
+    const double judge_ms =
+        std::chrono::duration<double, std::milli>(Clock::now() - judge0).count();
+    std::string log = j.log;
+    if (j.status == EvaluationStatus::kPassed) {
+      std::vector<std::string> seeds;
+      for (const auto& c : calls) seeds.push_back(std::to_string(c.seed));
+      log = fmt::format("passed {} checked calls (input seeds {}) against native:{}{}",
+                        calls.size(), fmt::join(seeds, ", "), ref_kernel,
+                        sampling_file ? "; sampling distribution check passed" : "");
     }
-    trace.evaluation->performance = perf;
-  }
-  return finish(std::move(trace), timing.timed_ms + timing.warmup_ms);
+    Trace trace = make_trace(lane, def, w, s, j.status, log + output_log, env);
+    trace.evaluation->correctness = j.correctness;
+    if (j.status == EvaluationStatus::kPassed) {
+      Performance perf;
+      perf.latency_ms = timing.latency_ms;
+      perf.reference_latency_ms = ref.latency_ms;
+      perf.speedup_factor = timing.latency_ms > 0 ? ref.latency_ms / timing.latency_ms : 0;
+      perf.extra = Json{{"method", !gpu                           ? "cpu"
+                                   : o_.gpu_timer == "cupti"      ? "cupti"
+                                   : o_.gpu_timer == "events-raw" ? "cuda_events_raw"
+                                                                  : "cuda_events"},
+                        {"solution", timing.detail},
+                        {"reference", ref.detail},
+                        {"judge_ms", judge_ms}};
+      if (gpu) {
+#ifdef FIB_HAVE_CUDA
+        // Achieved rates against the device's peaks; faster than the hardware allows is flagged.
+        const cuda::RooflineInput rin = roofline_input(def, w, timing.latency_ms);
+        if (rin.bytes || rin.flops) {
+          const cuda::Roofline rl = cuda::roofline(rin, lane.peaks);
+          perf.extra["roofline"] = cuda::to_json(rl);
+          if (!rl.plausible) {
+            message(fmt::format("warning: {} on {} workload {}: {}", s.name, def.name,
+                                short_uuid(w.uuid), rl.note));
+          }
+        }
+#endif
+        perf.extra["worker_phases_ms"] = phases;
+        perf.extra["gpu_timing"] = per_trial;
+      }
+      trace.evaluation->performance = perf;
+    }
+    return trace;
+  };
+  if (!judge_later) return finish(verdict(), timing.timed_ms + timing.warmup_ms);
+  const Json extra = account(timing.timed_ms + timing.warmup_ms);
+  result.judge = [verdict = std::move(verdict), extra, with_extra]() mutable {
+    return with_extra(verdict(), extra);
+  };
+  return result;
 }
 
 void Run::record(TraceSet& set, Trace t, const Definition& def, const Solution& s) {
@@ -924,6 +981,17 @@ void Run::run_item(Lane& lane, TraceSet& set, const WorkItem& item, std::size_t 
     return;
   }
   std::optional<PreparedWorkload>& p = prepared.workload;
+  // The workload's folder (inputs, checked outputs) goes once nothing reads it any more: when
+  // this item is done and its last judgement, which may run beside the next item, is made.
+  struct RemoveWhenDone {
+    fs::path dir;
+    ~RemoveWhenDone() {
+      std::error_code ec;
+      fs::remove_all(dir, ec);
+    }
+  };
+  const auto files = std::make_shared<RemoveWhenDone>();  // (a temporary would remove it now)
+  files->dir = p->dir;
   Timing ref;
   std::string kernel;
   if (!run_reference(lane, def, w, *p, &ref, &kernel)) {
@@ -974,20 +1042,27 @@ void Run::run_item(Lane& lane, TraceSet& set, const WorkItem& item, std::size_t 
              def, *s);
       continue;
     }
-    double overhead_ms = -1;
-    Trace t = evaluate(lane, def, w, *s, *b, *p, ref, kernel, &overhead_ms);
+    // GPU lanes judge on the host while the GPU runs the next evaluation (or the next
+    // workload's reference): the judge is host work, and the GPU would otherwise idle.
+    Evaluated e = evaluate(lane, def, w, *s, *b, *p, ref, kernel, /*judge_later=*/gpu_);
     {
       std::lock_guard<std::recursive_mutex> lock(mu_);
-      if (overhead_ms >= 0) {  // evaluations that ran to the end (not killed at a deadline)
-        result_.overhead_seconds += overhead_ms / 1000.0;
+      if (e.overhead_ms >= 0) {  // evaluations that ran to the end (not killed at a deadline)
+        result_.overhead_seconds += e.overhead_ms / 1000.0;
         ++result_.overhead_evaluations;
       }
-      if (t.evaluation->status == EvaluationStatus::kTimeout) timed_out_on_[s->name] = w.uuid;
+      if (e.trace && e.trace->evaluation->status == EvaluationStatus::kTimeout) {
+        timed_out_on_[s->name] = w.uuid;
+      }
     }
-    record(set, std::move(t), def, *s);
+    settle(lane);  // the previous judgement first: traces are recorded in the order they ran
+    if (e.trace) {
+      record(set, std::move(*e.trace), def, *s);
+      continue;
+    }
+    lane.judging = std::async(std::launch::async, [this, &set, &def, s, judge = std::move(e.judge),
+                                                   files] { record(set, judge(), def, *s); });
   }
-  std::error_code ec;
-  fs::remove_all(p->dir, ec);
 }
 
 RunResult Run::go() {
@@ -1143,7 +1218,7 @@ RunResult Run::go() {
         std::size_t k;
         {
           std::lock_guard<std::recursive_mutex> lock(mu_);
-          if (next >= items.size() || failure) return;
+          if (next >= items.size() || failure) break;
           k = next++;
           // As many items ahead as there are lanes, plus one: a lane that finishes a short
           // workload finds the next one's inputs made more often.
@@ -1151,9 +1226,15 @@ RunResult Run::go() {
         }
         run_item(lane, set, items[k], k);
       }
+      settle(lane);
     } catch (...) {
       std::lock_guard<std::recursive_mutex> lock(mu_);
       if (!failure) failure = std::current_exception();
+    }
+    // After a failure: the judgement in flight still reads scratch files and records its trace.
+    try {
+      settle(lane);
+    } catch (...) {
     }
   };
   if (lanes_.size() == 1) {

@@ -158,6 +158,8 @@ Json summary_to_json(const RunResult& r) {
       {"wall_seconds", r.wall_seconds},
       {"timed_seconds", r.timed_seconds},
       {"build_seconds", r.build_seconds},
+      {"warmup_seconds", r.warmup_seconds},
+      {"judge_wait_seconds", r.judge_wait_seconds},
       {"overhead_ms_per_evaluation",
        r.overhead_evaluations > 0
            ? 1000.0 * r.overhead_seconds / static_cast<double>(r.overhead_evaluations)

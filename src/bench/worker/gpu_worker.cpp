@@ -18,6 +18,7 @@
 #include <functional>
 #include <optional>
 
+#include "bench/worker/checked_writer.h"
 #include "bench/worker/device_pool.h"
 #include "bench/worker/gpu_checks.h"
 #include "bench/worker/worker_common.h"
@@ -71,6 +72,7 @@ class GpuWorker {
     cu::enable_allocation_cache();  // no cudaMalloc/cudaFree (which synchronize) between calls
     stream_ = std::make_unique<cu::Stream>();
     timer_ = std::make_unique<cu::Timer>(device, stream_->get());
+    writer_ = std::make_unique<CheckedOutputWriter>(device);
     counter_ = device_bytes(sizeof(unsigned int));
     failure_ = device_bytes(sizeof(gpu::CheckFailure));
     FIB_CUDA_CHECK(cudaMemsetAsync(counter_.raw(), 0, counter_.nbytes(), stream_->get()));
@@ -80,6 +82,8 @@ class GpuWorker {
   int device() const { return device_; }
   cudaStream_t stream() const { return stream_->get(); }
   cu::Timer& timer() { return *timer_; }
+  // Writes checked outputs while the next trial runs (its staging memory kept across requests).
+  CheckedOutputWriter& writer() { return *writer_; }
 
   // The device copies of `host` (uploaded when the workload changes, or after a solution
   // modified one), then the pool's sets made from them on the device, with their hashes.
@@ -197,6 +201,7 @@ class GpuWorker {
   int device_;
   std::unique_ptr<cu::Stream> stream_;
   std::unique_ptr<cu::Timer> timer_;
+  std::unique_ptr<CheckedOutputWriter> writer_;
   cu::DeviceTensor counter_, failure_;
   std::string sets_path_;
   DevicePool sets_pool_;
@@ -716,17 +721,16 @@ Json gpu_evaluate(WorkerState& st, const Json& req) {
     const auto outputs_t0 = Clock::now();
     Json checked = nullptr;
     if (!plan.check_output.empty()) {
-      std::vector<std::pair<std::string, Tensor>> outs;
+      // Copied and written while the next trial runs; complete before the reply.
+      std::vector<DeviceOutputRef> outs;
       for (std::size_t o = 0; o < def.outputs.size(); ++o) {
-        Tensor t(staged_meta[o].first, staged_meta[o].second);
-        if (t.nbytes() > 0) {
-          FIB_CUDA_CHECK(cudaMemcpyAsync(t.raw(), staged[o].raw(), t.nbytes(),
-                                         cudaMemcpyDeviceToHost, stream));
-        }
-        outs.emplace_back(def.outputs[o].name, std::move(t));
+        const auto& [dtype, shape] = staged_meta[o];
+        std::uint64_t numel = 1;
+        for (auto d : shape) numel *= static_cast<std::uint64_t>(d);
+        outs.push_back({def.outputs[o].name, dtype, shape, staged[o].raw(),
+                        static_cast<std::size_t>(dtype_storage_bytes(dtype, numel).value_or(0))});
       }
-      FIB_CUDA_CHECK(cudaStreamSynchronize(stream));
-      write_checked_outputs(plan.check_output, outs);
+      g.writer().submit(plan.check_output, outs, {}, stream);
       checked = Json{{"call", staged_call}, {"file", plan.check_output}, {"poison", staged_poison}};
     }
     outputs_ms += ms_since(outputs_t0);
@@ -805,6 +809,13 @@ Json gpu_evaluate(WorkerState& st, const Json& req) {
       reply["sampling"] = Json{{"file", sp.at("output")}, {"draws", draws}};
     }
   }
+  // Every checked output is in its file before the reply names it. After a failure the files
+  // are not read (and after a sticky error the copies cannot complete): errors then are moot.
+  try {
+    g.writer().finish();
+  } catch (const std::exception&) {
+    if (!failure) throw;
+  }
   reply["trials"] = trials;
   reply["schedule_ms"] = ms_since(schedule_t0);
   reply["cache_flush_ms"] = 0.0;  // the L2 flush runs on the GPU, between the timed windows
@@ -880,23 +891,34 @@ Json gpu_reference(WorkerState& st, const Json& req) {
       FIB_CUDA_CHECK(cudaStreamSynchronize(g.stream()));
     } catch (const std::exception& e) {
       if (dynamic_cast<const cu::StickyError*>(&e) != nullptr) st.exit_after_reply = true;
+      try {
+        g.writer().finish();  // the earlier trials' files are not read: their errors are moot
+      } catch (const std::exception&) {
+      }
       reply["ok"] = false;
       reply["error"] = e.what();
       return reply;
     }
     Json checked = nullptr;
     if (!plan.check_output.empty()) {
-      std::vector<std::pair<std::string, Tensor>> outs;
+      // Copied and written while the next trial runs; complete before the reply.
+      std::vector<DeviceOutputRef> outs;
       for (const auto& spec : def.outputs) {
-        outs.emplace_back(spec.name, cu::to_host(staged.at(spec.name), g.stream()));
+        const cu::DeviceTensor& t = staged.at(spec.name);
+        outs.push_back({spec.name, t.dtype(), t.shape(), t.raw(), t.nbytes()});
       }
+      std::vector<std::pair<std::string, Tensor>> extra;
       append_sampling_expectation(def, host->at(static_cast<std::size_t>(trial_order.check_set)),
-                                  eval_extra, &outs);
-      write_checked_outputs(plan.check_output, outs);
+                                  eval_extra, &extra);
+      // The writer holds device pointers until its copy is queued (now); `staged` keeps the
+      // buffers alive until the next trial replaces it, and later work on them is queued after
+      // the copy on the same stream.
+      g.writer().submit(plan.check_output, outs, std::move(extra), g.stream());
       checked = Json{{"file", plan.check_output}};
     }
     trials.push_back(trial_json(result, std::move(checked)));
   }
+  g.writer().finish();
   reply["trials"] = trials;
   return reply;
 }
