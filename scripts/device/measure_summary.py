@@ -47,6 +47,26 @@ def main():
     rest = j["wall_seconds"] - sum(parts.values())
     print("wall time of the last run, s: " + ", ".join(f"{k} {v:.1f}" for k, v in parts.items()) +
           f", rest {rest:.1f}")
+    if "reference_seconds" in j:
+        print(f"of the setup, s: waiting for inputs {j['inputs_wait_seconds']:.1f}, reference "
+              f"runs {j['reference_seconds']:.1f} (their timed and warmup calls included)")
+    # Warmup wall time by who and trial (the last run's passed traces).
+    wsum = {}
+    for path in glob.glob(f"{base}/run{runs}/traces/**/*.jsonl", recursive=True):
+        for line in open(path):
+            t = json.loads(line)
+            extra = (t["evaluation"].get("performance") or {}).get("extra") or {}
+            for who in ("solution", "reference"):
+                d = extra.get(who) or {}
+                for i, ms in enumerate(d.get("warmup_ms") or []):
+                    if who == "reference" and t["solution"].endswith("tuned_cuda"):
+                        continue  # the same reference run is in both solutions' traces
+                    key = (t["solution"] if who == "solution" else "reference", min(i, 1))
+                    wsum[key] = wsum.get(key, 0) + ms
+    if wsum:
+        print("warmup wall s by (who, first trial / later): " + ", ".join(
+            f"{k[0]}/{'first' if k[1] == 0 else 'later'} {v / 1000:.2f}"
+            for k, v in sorted(wsum.items())))
     # Where the overhead goes (the last run's passed traces): medians over evaluations, in ms.
     phases = {}
     for path in glob.glob(f"{base}/run{runs}/traces/**/*.jsonl", recursive=True):

@@ -117,6 +117,9 @@ struct RunResult {
   std::size_t workloads_prepared = 0;
   double inputs_seconds = 0;
   std::size_t inputs_made_ahead = 0;  // workloads whose inputs were ready before their turn
+  // Of the setup: the lanes' wait for inputs (all of their making when not made ahead), and the
+  // reference workers' whole runs (timed and warmup calls included).
+  double inputs_wait_seconds = 0, reference_seconds = 0;
   // Solution worker processes started (the first, replacements after a crash or timeout, one
   // per evaluation with --isolated) and the time to start them, until they answered.
   double worker_start_seconds = 0;

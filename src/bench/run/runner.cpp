@@ -158,13 +158,15 @@ struct Timing {
 Timing timing_from_trials(const Json& trials) {
   Timing t;
   std::vector<double> all, medians;
-  Json raw = Json::array(), stops = Json::array(), warmups = Json::array();
+  Json raw = Json::array(), stops = Json::array(), warmups = Json::array(),
+       warmup_ms = Json::array();
   for (const Json& tr : trials) {
     const auto s = tr.at("samples_ms").get<std::vector<double>>();
     if (s.empty()) continue;
     medians.push_back(summarize(s).median);
     t.warmup_ms += tr.value("warmup_ms", 0.0);
     warmups.push_back(tr.value("warmup_calls", 0));
+    warmup_ms.push_back(tr.value("warmup_ms", 0.0));
     all.insert(all.end(), s.begin(), s.end());
     raw.push_back(s);
     stops.push_back(tr.value("stopped_by", std::string()));
@@ -178,6 +180,7 @@ Timing timing_from_trials(const Json& trials) {
   t.detail["trial_medians_ms"] = medians;
   t.detail["stopped_by"] = stops;
   t.detail["warmup_calls"] = warmups;
+  t.detail["warmup_ms"] = warmup_ms;  // wall time of each trial's warmup calls
   t.detail["samples_ms"] = raw;
   return t;
 }
@@ -971,6 +974,7 @@ void Run::run_item(Lane& lane, TraceSet& set, const WorkItem& item, std::size_t 
     std::lock_guard<std::recursive_mutex> lock(mu_);
     result_.inputs_seconds += prepared.seconds;
     result_.inputs_made_ahead += was_ready ? 1 : 0;
+    result_.inputs_wait_seconds += std::chrono::duration<double>(Clock::now() - setup0).count();
   }
   if (!prepared.workload) {
     std::lock_guard<std::recursive_mutex> lock(mu_);
@@ -994,7 +998,13 @@ void Run::run_item(Lane& lane, TraceSet& set, const WorkItem& item, std::size_t 
   files->dir = p->dir;
   Timing ref;
   std::string kernel;
-  if (!run_reference(lane, def, w, *p, &ref, &kernel)) {
+  const auto reference0 = Clock::now();
+  const bool reference_ok = run_reference(lane, def, w, *p, &ref, &kernel);
+  {
+    std::lock_guard<std::recursive_mutex> lock(mu_);
+    result_.reference_seconds += std::chrono::duration<double>(Clock::now() - reference0).count();
+  }
+  if (!reference_ok) {
     std::lock_guard<std::recursive_mutex> lock(mu_);
     done_ += item.pending.size();
     return;

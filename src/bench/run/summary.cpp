@@ -178,6 +178,8 @@ Json summary_to_json(const RunResult& r) {
            ? 1000.0 * r.inputs_seconds / static_cast<double>(r.workloads_prepared)
            : 0.0},
       {"inputs_made_ahead", r.inputs_made_ahead},
+      {"inputs_wait_seconds", r.inputs_wait_seconds},
+      {"reference_seconds", r.reference_seconds},
       {"worker_starts", r.worker_starts},
       {"worker_start_ms_per_start",
        r.worker_starts > 0 ? 1000.0 * r.worker_start_seconds / static_cast<double>(r.worker_starts)
