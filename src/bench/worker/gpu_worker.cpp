@@ -17,7 +17,6 @@
 #include <cstring>
 #include <functional>
 #include <optional>
-#include <thread>
 
 #include "bench/worker/checked_writer.h"
 #include "bench/worker/device_pool.h"
@@ -80,14 +79,6 @@ class GpuWorker {
     clear_failure();
   }
 
-  ~GpuWorker() {
-    for (cudaEvent_t e : staged_) {
-      if (e != nullptr) cudaEventDestroy(e);
-    }
-  }
-  GpuWorker(const GpuWorker&) = delete;
-  GpuWorker& operator=(const GpuWorker&) = delete;
-
   int device() const { return device_; }
   cudaStream_t stream() const { return stream_->get(); }
   cu::Timer& timer() { return *timer_; }
@@ -113,7 +104,7 @@ class GpuWorker {
       d.args.scalars = in.scalars;
       for (const auto& [name, t] : in.tensors) {
         d.names.push_back(name);
-        d.args.tensors.emplace(name, to_device_staged(t));
+        d.args.tensors.emplace(name, cu::to_device(t, stream()));
       }
       sets_.push_back(finish_set(std::move(d)));
     }
@@ -203,52 +194,6 @@ class GpuWorker {
   }
 
  private:
-  // A host tensor on the device, through page-locked staging: chunks are copied into two
-  // page-locked buffers by several threads while the copy engine moves the previous chunk, so
-  // the upload runs near the bus's speed instead of a pageable copy's. (Completes on the
-  // stream; sets() waits for it.)
-  cu::DeviceTensor to_device_staged(const Tensor& host) {
-    cu::DeviceTensor d(host.dtype(), host.shape());
-    const std::size_t n = host.nbytes();
-    if (n == 0) return d;
-    if (!staging_[0]) {
-      for (int b = 0; b < 2; ++b) {
-        void* p = nullptr;
-        FIB_CUDA_CHECK(cudaMallocHost(&p, kStagingBytes));
-        staging_[b] = std::shared_ptr<std::byte[]>(static_cast<std::byte*>(p),
-                                                   [](std::byte* q) { cudaFreeHost(q); });
-        FIB_CUDA_CHECK(cudaEventCreateWithFlags(&staged_[b], cudaEventDisableTiming));
-        FIB_CUDA_CHECK(cudaEventRecord(staged_[b], stream()));
-      }
-    }
-    const auto* src = static_cast<const std::byte*>(host.raw());
-    auto* dst = static_cast<std::byte*>(d.raw());
-    for (std::size_t at = 0, chunk = 0; at < n; at += kStagingBytes, ++chunk) {
-      const std::size_t len = std::min(kStagingBytes, n - at);
-      const std::size_t b = chunk % 2;
-      FIB_CUDA_CHECK(cudaEventSynchronize(staged_[b]));  // its last chunk has left
-      // Four slices copied side by side: one thread's memcpy is slower than the bus.
-      constexpr std::size_t kSlices = 4;
-      const std::size_t slice = (len + kSlices - 1) / kSlices;
-      std::vector<std::thread> helpers;
-      for (std::size_t k = 1; k < kSlices && k * slice < len; ++k) {
-        helpers.emplace_back([&, k] {
-          std::memcpy(staging_[b].get() + k * slice, src + at + k * slice,
-                      std::min(slice, len - k * slice));
-        });
-      }
-      std::memcpy(staging_[b].get(), src + at, std::min(slice, len));
-      for (auto& h : helpers) h.join();
-      FIB_CUDA_CHECK(
-          cudaMemcpyAsync(dst + at, staging_[b].get(), len, cudaMemcpyHostToDevice, stream()));
-      FIB_CUDA_CHECK(cudaEventRecord(staged_[b], stream()));
-    }
-    return d;
-  }
-  static constexpr std::size_t kStagingBytes = std::size_t{16} << 20;
-  std::shared_ptr<std::byte[]> staging_[2];
-  cudaEvent_t staged_[2] = {nullptr, nullptr};
-
   void clear_failure() {
     FIB_CUDA_CHECK(cudaMemsetAsync(failure_.raw(), 0, failure_.nbytes(), stream()));
   }
