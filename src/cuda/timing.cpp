@@ -336,7 +336,7 @@ TimingResult Timer::Impl::measure(const Call& call) {
   } else {
     reset_persisting = false;
   }
-  const int warmup = std::max(1, options.warmup);
+  const int warmup = std::max(options.warm ? 0 : 1, options.warmup);
   m.warmup_requested = warmup;
   FIB_CUDA_CHECK(cudaDeviceSynchronize());
 

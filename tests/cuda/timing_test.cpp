@@ -516,6 +516,23 @@ TEST_F(CudaTiming, TheWindowAuditCatchesWorkLeftOnASideStream) {
   }
   EXPECT_GE(before, 7u);
   EXPECT_EQ(after, before);
+  // Without `warm`, a warmup of 0 still makes one call; with it (a later trial), none.
+  before = after = 0;
+  timer.options().warmup = 0;
+  r = timer.measure(joined);
+  EXPECT_EQ(r.method.warmup, 1);
+  if (r.method.discarded_batches == 0) {
+    EXPECT_EQ(before, 6u);
+  }
+  before = after = 0;
+  timer.options().warm = true;
+  r = timer.measure(joined);
+  EXPECT_EQ(r.method.warmup, 0);
+  EXPECT_LT(r.method.warmup_seconds, 0.001);
+  if (r.method.discarded_batches == 0) {
+    EXPECT_EQ(before, 5u);
+  }
+  EXPECT_EQ(r.samples_ms.size(), 5u);
 }
 
 TEST_F(CudaTiming, CuptiSeesAKernelOnASideStreamTheCallForksAndJoins) {

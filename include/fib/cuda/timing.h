@@ -61,8 +61,11 @@ using StopPredicate = std::function<bool(std::span<const double> samples_ms)>;
 struct TimingOptions {
   TimingMode mode = TimingMode::kEvents;
   // Untimed calls before the first sample; at least one always runs (the first call includes
-  // module load and lazy initialization).
+  // module load and lazy initialization), unless `warm`.
   int warmup = 3;
+  // The same calls ran just before on this stream (a later trial of one evaluation): module
+  // load and lazy setup are done and the clocks are up, so `warmup` may be 0.
+  bool warm = false;
   // When > 0, the warmup stops early once its calls have taken this long (wall time, after one
   // call at least): a 300 ms kernel needs one call to load its module and raise the clocks, not
   // ten. TimingMethod::warmup says how many ran.

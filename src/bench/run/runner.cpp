@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <atomic>
 #include <cmath>
+#include <deque>
 #include <fstream>
 #include <functional>
 #include <future>
@@ -262,9 +263,10 @@ struct Lane {
   cuda::DevicePeaks peaks;  // for the roofline of passed evaluations
 #endif
   std::unique_ptr<Worker> solution, reference;
-  // GPU lanes: the last evaluation's judgement, running on the host beside the lane's next
-  // evaluation; one at a time, so a lane's traces are recorded in the order it ran them.
-  std::future<void> judging;
+  // GPU lanes: judgements running on the host beside the lane's next evaluations, oldest
+  // first. Each records its trace after the one before it, so a lane's traces are recorded in
+  // the order it ran them.
+  std::deque<std::shared_future<void>> judging;
 };
 
 #ifdef FIB_HAVE_CUDA
@@ -355,17 +357,24 @@ class Run {
   Evaluated evaluate(Lane& lane, const Definition& def, const Workload& w, const Solution& s,
                      const BuildResult& build, PreparedWorkload& p, const Timing& ref,
                      const std::string& ref_kernel, bool judge_later);
-  // Waits for the lane's judgement in flight, if any (its trace is then recorded).
-  void settle(Lane& lane) {
-    if (!lane.judging.valid()) return;
-    const auto t0 = Clock::now();
-    lane.judging.wait();
-    {
-      std::lock_guard<std::recursive_mutex> lock(mu_);
-      result_.judge_wait_seconds += std::chrono::duration<double>(Clock::now() - t0).count();
+  // Waits until at most `keep` of the lane's judgements are in flight (the oldest first; their
+  // traces are then recorded). Rethrows what a judgement threw.
+  void settle(Lane& lane, std::size_t keep = 0) {
+    while (lane.judging.size() > keep) {
+      const auto t0 = Clock::now();
+      lane.judging.front().wait();
+      {
+        std::lock_guard<std::recursive_mutex> lock(mu_);
+        result_.judge_wait_seconds += std::chrono::duration<double>(Clock::now() - t0).count();
+      }
+      const std::shared_future<void> done = std::move(lane.judging.front());
+      lane.judging.pop_front();
+      done.get();
     }
-    lane.judging.get();  // rethrows what the judgement threw
   }
+  // Judgements a lane lets run beside its evaluations: enough that a run of short evaluations
+  // does not wait on the judge, few enough not to crowd the host's cores.
+  static constexpr std::size_t kJudgementsInFlight = 4;
   Trace make_trace(const Lane& lane, const Definition& def, const Workload& w, const Solution& s,
                    EvaluationStatus status, std::string log, Json env_extra);
   void record(TraceSet& set, Trace t, const Definition& def, const Solution& s);
@@ -502,10 +511,10 @@ std::optional<PreparedWorkload> Run::prepare(const Definition& def, const Trace&
   auto pool_index = [&] { return p.trials + (next++ % p.pool); };
   for (int t = 0; t < p.trials; ++t) {
     std::vector<int> wu, timed;
-    // The first trial warms up in full (module load, first-touch of the code, clocks up);
-    // later trials run in the same worker right after it, and one call re-warms the caches
-    // and clocks (the trace records each trial's warmup calls).
-    const int trial_warmup = t == 0 ? warmup : std::min(warmup, 1);
+    // Only the first trial warms up (module load, lazy setup, clocks up). Later trials run
+    // right after it in the same worker, and every timed call starts from flushed caches
+    // anyway, so a warmup call there would change nothing but the wall time.
+    const int trial_warmup = t == 0 ? warmup : 0;
     for (int i = 0; i < trial_warmup; ++i) wu.push_back(pool_index());
     const int check = static_cast<int>(rng() % static_cast<std::uint64_t>(min_samples));
     for (int i = 0; i < iterations; ++i) timed.push_back(i == check ? t : pool_index());
@@ -931,11 +940,12 @@ Run::Prepared Run::prepare_item(const WorkItem& item, int max_threads) {
 
 void Run::prepare_ahead(const std::vector<WorkItem>& items, std::size_t k) {
   if (!gpu_ || !o_.prepare_ahead || k >= items.size() || ahead_.count(k)) return;
-  // A quarter of the host's cores, at the lowest priority (threads it starts inherit it): the
-  // lanes' workers launch and check calls meanwhile and must not wait for a core.
+  // Half the host's cores, at the lowest priority (threads it starts inherit it): the lanes'
+  // workers launch and check calls meanwhile and must not wait for a core. (With a quarter,
+  // runs of short workloads outran it: a sixth of the workloads waited for their inputs.)
   // Items made ahead are made one after another (each waits for the one before): never more
-  // than that quarter at once.
-  const int threads = std::max(1, static_cast<int>(std::thread::hardware_concurrency()) / 4);
+  // than that half at once.
+  const int threads = std::max(1, static_cast<int>(std::thread::hardware_concurrency()) / 2);
   auto done = std::make_shared<std::promise<void>>();
   std::shared_future<void> before = ahead_last_;
   ahead_last_ = done->get_future().share();
@@ -1065,13 +1075,20 @@ void Run::run_item(Lane& lane, TraceSet& set, const WorkItem& item, std::size_t 
         timed_out_on_[s->name] = w.uuid;
       }
     }
-    settle(lane);  // the previous judgement first: traces are recorded in the order they ran
     if (e.trace) {
+      settle(lane);  // the judgements before it first: traces are recorded in the order they ran
       record(set, std::move(*e.trace), def, *s);
       continue;
     }
-    lane.judging = std::async(std::launch::async, [this, &set, &def, s, judge = std::move(e.judge),
-                                                   files] { record(set, judge(), def, *s); });
+    settle(lane, kJudgementsInFlight - 1);
+    std::shared_future<void> before =
+        lane.judging.empty() ? std::shared_future<void>() : lane.judging.back();
+    lane.judging.push_back(std::async(std::launch::async, [this, &set, &def, s, before, files,
+                                                           judge = std::move(e.judge)] {
+                             Trace t = judge();
+                             if (before.valid()) before.wait();  // recorded in the order they ran
+                             record(set, std::move(t), def, *s);
+                           }).share());
   }
 }
 
@@ -1241,10 +1258,12 @@ RunResult Run::go() {
       std::lock_guard<std::recursive_mutex> lock(mu_);
       if (!failure) failure = std::current_exception();
     }
-    // After a failure: the judgement in flight still reads scratch files and records its trace.
-    try {
-      settle(lane);
-    } catch (...) {
+    // After a failure: the judgements in flight still read scratch files and record traces.
+    while (!lane.judging.empty()) {
+      try {
+        settle(lane);
+      } catch (...) {
+      }
     }
   };
   if (lanes_.size() == 1) {

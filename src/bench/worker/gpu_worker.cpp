@@ -273,8 +273,8 @@ std::string stop_name(cu::StopReason r) {
   return "iterations";
 }
 
-// The sets a trial's calls use, in order: warmup first (at least one: the timer always warms
-// up, and module loading belongs there), then the timed ones, cycled if calls are redone.
+// The sets a trial's calls use, in order: warmup first (in the first trial at least one: module
+// loading belongs there), then the timed ones, cycled if calls are redone.
 struct CallOrder {
   std::vector<int> warmup, timed;
   int check_set = -1;
@@ -284,14 +284,14 @@ struct CallOrder {
   }
 };
 
-CallOrder order_of(const TrialPlan& plan) {
+CallOrder order_of(const TrialPlan& plan, bool first_trial) {
   CallOrder o;
   o.warmup = plan.warmup;
   o.timed = plan.timed;
   if (plan.check_position >= 0 && plan.check_position < static_cast<int>(plan.timed.size())) {
     o.check_set = plan.timed[static_cast<std::size_t>(plan.check_position)];
   }
-  if (o.warmup.empty()) {
+  if (o.warmup.empty() && first_trial) {
     for (int s : o.timed) {
       if (s != o.check_set) {
         o.warmup.push_back(s);
@@ -317,6 +317,7 @@ cu::TimingOptions timing_options(const Schedule& s, const TrialPlan& plan, const
   }
   o.subtract_event_overhead = timer == "events";
   o.warmup = static_cast<int>(order.warmup.size());
+  o.warm = &plan != &s.trials.front();  // later trials follow the first on this stream
   o.max_warmup_seconds = plan.max_warmup_seconds;
   o.max_iterations = plan.timed.size();
   o.max_seconds = plan.max_seconds > 0 ? plan.max_seconds : 1e9;
@@ -687,7 +688,7 @@ Json gpu_evaluate(WorkerState& st, const Json& req) {
   double measure_ms = 0, outputs_ms = 0, audit_ms = 0;
   double call_ms = 0;  // the last trial's median: sizes the window audit
   for (const TrialPlan& plan : schedule.trials) {
-    const CallOrder trial_order = order_of(plan);
+    const CallOrder trial_order = order_of(plan, &plan == &schedule.trials.front());
     order = &trial_order;
     const auto trial_t0 = Clock::now();
     staged.clear();
@@ -866,7 +867,7 @@ Json gpu_reference(WorkerState& st, const Json& req) {
   Json reply{{"ok", true}, {"kernel", std::string(k->id())}, {"load_inputs_ms", upload_ms}};
   Json trials = Json::array();
   for (const TrialPlan& plan : schedule.trials) {
-    const CallOrder trial_order = order_of(plan);
+    const CallOrder trial_order = order_of(plan, &plan == &schedule.trials.front());
     order = &trial_order;
     staged_done = false;
     cu::TimingOptions opts = timing_options(schedule, plan, trial_order, req);
