@@ -1247,9 +1247,10 @@ RunResult Run::go() {
           std::lock_guard<std::recursive_mutex> lock(mu_);
           if (next >= items.size() || failure) break;
           k = next++;
-          // As many items ahead as there are lanes, plus one: a lane that finishes a short
-          // workload finds the next one's inputs made more often.
-          for (std::size_t a = next; a <= next + lanes_.size(); ++a) prepare_ahead(items, a);
+          // As many items ahead as there are lanes, plus three: slow workloads (a naive GEMM
+          // takes seconds) leave time to make inputs for a run of short ones after them, which
+          // a lane gets through faster than one item's inputs are made.
+          for (std::size_t a = next; a < next + lanes_.size() + 3; ++a) prepare_ahead(items, a);
         }
         run_item(lane, set, items[k], k);
       }
