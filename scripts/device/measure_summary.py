@@ -61,7 +61,8 @@ def main():
                 for i, ms in enumerate(d.get("warmup_ms") or []):
                     if who == "reference" and t["solution"].endswith("tuned_cuda"):
                         continue  # the same reference run is in both solutions' traces
-                    key = (t["solution"] if who == "solution" else "reference", min(i, 1))
+                    key = (t["solution"] if who == "solution" else "reference of " +
+                           t["definition"], min(i, 1))
                     wsum[key] = wsum.get(key, 0) + ms
     if wsum:
         print("warmup wall s by (who, first trial / later): " + ", ".join(
