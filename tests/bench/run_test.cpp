@@ -570,6 +570,68 @@ TEST(RunSampling, ACorrectSamplerPassesAndAnArgmaxSamplerFails) {
 namespace fib::bench {
 namespace {
 
+TEST(RunJudgeBeside, JudgingBesideTheNextEvaluationGivesTheSameVerdictsInTheSameOrder) {
+  // GPU lanes judge on host threads while they go on; forced here on the CPU lane. Judged
+  // verdicts (passed, wrong) and verdicts made without a judge (a crash) interleave: every trace
+  // is recorded, in the order the lane ran them, in the result and in the traces file.
+  TempDir tmp;
+  copy_example(tmp);
+  RunOptions o = options_for(tmp);
+  o.definitions = {"rmsnorm_h2048"};
+  o.solutions = {"rmsnorm_h2048_naive", "rmsnorm_h2048_wrong_result", "rmsnorm_h2048_crashes",
+                 "rmsnorm_h2048_caches_results", "rmsnorm_h2048_fast"};
+  o.save_traces = false;
+  const RunResult inline_judged = run_benchmark(o);
+  o.judge_beside = true;
+  o.save_traces = true;
+  const RunResult beside = run_benchmark(o);
+  auto order = [](const RunResult& r) {
+    std::vector<std::string> v;
+    for (const Trace& t : r.traces) {
+      v.push_back(t.workload.uuid + " " + *t.solution + " " +
+                  std::string(status_name(t.evaluation->status)));
+    }
+    return v;
+  };
+  ASSERT_EQ(beside.traces.size(), 10u);
+  EXPECT_EQ(order(beside), order(inline_judged));
+  const auto s = statuses(beside);
+  EXPECT_EQ(s.at("rmsnorm_h2048_naive"), (std::vector<std::string>{"PASSED", "PASSED"}));
+  EXPECT_EQ(s.at("rmsnorm_h2048_wrong_result"),
+            (std::vector<std::string>{"INCORRECT_NUMERICAL", "INCORRECT_NUMERICAL"}));
+  EXPECT_EQ(s.at("rmsnorm_h2048_crashes"),
+            (std::vector<std::string>{"RUNTIME_ERROR", "RUNTIME_ERROR"}));
+  // The traces files (one per author) hold the same traces, each file in the lane's order.
+  const TraceSet written = TraceSet::load(o.dataset);
+  std::map<std::uint32_t, std::vector<std::string>> per_file;
+  std::vector<std::string> all;
+  for (const auto& rec : written.traces("rmsnorm_h2048")) {
+    const Trace& t = rec.value;
+    const std::string line =
+        t.workload.uuid + " " + *t.solution + " " + std::string(status_name(t.evaluation->status));
+    per_file[rec.source.file].push_back(line);
+    all.push_back(line);
+  }
+  const std::vector<std::string> lane = order(beside);
+  for (const auto& [file, lines] : per_file) {
+    std::vector<std::string> in_lane_order;
+    for (const std::string& l : lane) {
+      if (std::find(lines.begin(), lines.end(), l) != lines.end()) in_lane_order.push_back(l);
+    }
+    EXPECT_EQ(lines, in_lane_order);
+  }
+  std::sort(all.begin(), all.end());
+  std::vector<std::string> expected = lane;
+  std::sort(expected.begin(), expected.end());
+  EXPECT_EQ(all, expected);
+  // A passed trace judged beside still carries the lane's overhead figures.
+  for (const Trace& t : beside.traces) {
+    if (t.evaluation->status != EvaluationStatus::kPassed) continue;
+    EXPECT_TRUE(t.evaluation->performance->extra.contains("harness_overhead_ms"));
+    EXPECT_TRUE(t.evaluation->performance->extra.contains("judge_ms"));
+  }
+}
+
 TEST(RunIsolated, AFreshWorkerPerEvaluationGivesTheSameVerdicts) {
   TempDir tmp;
   copy_example(tmp);

@@ -46,10 +46,14 @@ struct RunOptions {
   // worker, from the checked sets (their floating-point tensors permuted); this is the budget of
   // one worker's device copies.
   std::uint64_t device_pool_bytes = 2ull << 30;
-  // GPU lanes: make the next workload's inputs on the host (a quarter of the cores, lowest
-  // priority) while the current one is evaluated. An A/B on one H200 found no effect on the
-  // medians' run-to-run spread (docs/benchmarks.md).
+  // GPU lanes: make the next workloads' inputs on the host (half the cores, lowest priority)
+  // while the current one is evaluated. An A/B on one H200 found no effect on the medians'
+  // run-to-run spread (docs/benchmarks.md).
   bool prepare_ahead = true;
+  // Judge each evaluation on a host thread while the lane goes on with the next (up to four at
+  // once per lane; traces are still recorded in the order the lane ran them). Unset: on GPU
+  // lanes only, since a judge on every core would disturb a CPU lane's timing.
+  std::optional<bool> judge_beside;
   bool save_traces = true;
   // On CUDA devices: "events" (CUDA events, the empty event pair's cost subtracted; default),
   // "events-raw" (not subtracted) or "cupti" (kernel activity of every stream).

@@ -1064,7 +1064,8 @@ void Run::run_item(Lane& lane, TraceSet& set, const WorkItem& item, std::size_t 
     }
     // GPU lanes judge on the host while the GPU runs the next evaluation (or the next
     // workload's reference): the judge is host work, and the GPU would otherwise idle.
-    Evaluated e = evaluate(lane, def, w, *s, *b, *p, ref, kernel, /*judge_later=*/gpu_);
+    Evaluated e = evaluate(lane, def, w, *s, *b, *p, ref, kernel,
+                           /*judge_later=*/o_.judge_beside.value_or(gpu_));
     {
       std::lock_guard<std::recursive_mutex> lock(mu_);
       if (e.overhead_ms >= 0) {  // evaluations that ran to the end (not killed at a deadline)
