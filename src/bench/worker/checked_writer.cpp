@@ -54,10 +54,12 @@ void CheckedOutputWriter::submit(const std::string& path,
     }
     std::size_t at = 0;
     for (const DeviceOutputRef& o : outputs) {
-      std::byte* dst = slot.host.get() + at;
-      if (o.bytes > 0) {
-        FIB_CUDA_CHECK(cudaMemcpyAsync(dst, o.data, o.bytes, cudaMemcpyDeviceToHost, stream));
+      if (o.bytes == 0) {  // nothing to copy (and possibly no staging memory at all)
+        tensors.emplace_back(o.name, Tensor(o.dtype, o.shape));
+        continue;
       }
+      std::byte* dst = slot.host.get() + at;
+      FIB_CUDA_CHECK(cudaMemcpyAsync(dst, o.data, o.bytes, cudaMemcpyDeviceToHost, stream));
       // A view into the slot: it shares the slot's ownership, so the buffer outlives the write.
       tensors.emplace_back(
           o.name, Tensor::view(o.dtype, o.shape, std::shared_ptr<std::byte[]>(slot.host, dst)));
