@@ -312,6 +312,14 @@ FIB_EXPORT_SOLUTION(run, run_);
     const Json calls = t.evaluation->performance->extra["solution"]["warmup_calls"];
     EXPECT_EQ(calls, (*t.solution == "slow" ? Json{2, 0} : Json{4, 0})) << *t.solution;
   }
+  // The run's accounting has them: the slow solution's two 30 ms calls on each of 2 workloads.
+  EXPECT_GE(r.warmup_seconds, 0.11);
+  EXPECT_GT(r.reference_seconds, 0.0);
+  EXPECT_GT(r.inputs_wait_seconds, 0.0);  // a CPU lane makes its inputs in line
+  EXPECT_EQ(r.judge_wait_seconds, 0.0);   // and judges in line
+  const Json j = summary_to_json(r);
+  EXPECT_EQ(j.at("warmup_seconds"), r.warmup_seconds);
+  EXPECT_EQ(j.at("reference_seconds"), r.reference_seconds);
 }
 
 TEST_F(RunCheats, InterposingTheClockDoesNotChangeTimings) {

@@ -119,12 +119,13 @@ std::string render_summary(const RunResult& r) {
     const double lanes = static_cast<double>(r.devices.size());
     out += fmt::format(
         "devices: {}; timed GPU work {:.1f}% of the wall time, {:.1f}% of it less the {:.1f} s of "
-        "builds (the rest: L2 flushes, checks, inputs, references' setup)\n",
+        "builds; besides: {:.1f} s in warmup calls, {:.1f} s in reference runs (whole), "
+        "{:.1f} s waiting for inputs, and per call the L2 flush and checks\n",
         fmt::join(r.devices, ", "), 100.0 * r.timed_seconds / (r.wall_seconds * lanes),
         r.wall_seconds > r.build_seconds
             ? 100.0 * r.timed_seconds / ((r.wall_seconds - r.build_seconds) * lanes)
             : 0.0,
-        r.build_seconds);
+        r.build_seconds, r.warmup_seconds, r.reference_seconds, r.inputs_wait_seconds);
   }
   out += fmt::format(
       "speedup: geometric mean over passed workloads of reference latency / solution latency "
