@@ -940,11 +940,10 @@ Run::Prepared Run::prepare_item(const WorkItem& item, int max_threads) {
 
 void Run::prepare_ahead(const std::vector<WorkItem>& items, std::size_t k) {
   if (!gpu_ || !o_.prepare_ahead || k >= items.size() || ahead_.count(k)) return;
-  // Half the host's cores, at the lowest priority (threads it starts inherit it): the lanes'
-  // workers launch and check calls meanwhile and must not wait for a core. (With a quarter,
-  // runs of short workloads outran it: a sixth of the workloads waited for their inputs.)
-  // Items made ahead are made one after another (each waits for the one before): never more
-  // than that half at once.
+  // Up to half the host's cores (a workload's checked sets are made one per thread, so three
+  // trials use three), at the lowest priority (threads it starts inherit it): the lanes'
+  // workers launch and check calls meanwhile and must not wait for a core. Items made ahead
+  // are made one after another (each waits for the one before): never more than that at once.
   const int threads = std::max(1, static_cast<int>(std::thread::hardware_concurrency()) / 2);
   auto done = std::make_shared<std::promise<void>>();
   std::shared_future<void> before = ahead_last_;
@@ -998,14 +997,16 @@ void Run::run_item(Lane& lane, TraceSet& set, const WorkItem& item, std::size_t 
   // The workload's folder (inputs, checked outputs) goes once nothing reads it any more: when
   // this item is done and its last judgement, which may run beside the next item, is made.
   struct RemoveWhenDone {
-    fs::path dir;
+    explicit RemoveWhenDone(fs::path d) : dir(std::move(d)) {}
+    RemoveWhenDone(const RemoveWhenDone&) = delete;  // one owner: only the last holder removes
+    RemoveWhenDone& operator=(const RemoveWhenDone&) = delete;
     ~RemoveWhenDone() {
       std::error_code ec;
       fs::remove_all(dir, ec);
     }
+    fs::path dir;
   };
-  const auto files = std::make_shared<RemoveWhenDone>();  // (a temporary would remove it now)
-  files->dir = p->dir;
+  const auto files = std::make_shared<RemoveWhenDone>(p->dir);
   Timing ref;
   std::string kernel;
   const auto reference0 = Clock::now();

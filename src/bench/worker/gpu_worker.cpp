@@ -278,6 +278,7 @@ std::string stop_name(cu::StopReason r) {
 struct CallOrder {
   std::vector<int> warmup, timed;
   int check_set = -1;
+  bool warm = false;  // a later trial: its calls follow the first trial's on this stream
   int set_for(std::size_t i) const {
     if (i < warmup.size()) return warmup[i];
     return timed[(i - warmup.size()) % timed.size()];
@@ -291,7 +292,8 @@ CallOrder order_of(const TrialPlan& plan, bool first_trial) {
   if (plan.check_position >= 0 && plan.check_position < static_cast<int>(plan.timed.size())) {
     o.check_set = plan.timed[static_cast<std::size_t>(plan.check_position)];
   }
-  if (o.warmup.empty() && first_trial) {
+  o.warm = !first_trial;
+  if (o.warmup.empty() && !o.warm) {
     for (int s : o.timed) {
       if (s != o.check_set) {
         o.warmup.push_back(s);
@@ -317,7 +319,7 @@ cu::TimingOptions timing_options(const Schedule& s, const TrialPlan& plan, const
   }
   o.subtract_event_overhead = timer == "events";
   o.warmup = static_cast<int>(order.warmup.size());
-  o.warm = &plan != &s.trials.front();  // later trials follow the first on this stream
+  o.warm = order.warm;
   o.max_warmup_seconds = plan.max_warmup_seconds;
   o.max_iterations = plan.timed.size();
   o.max_seconds = plan.max_seconds > 0 ? plan.max_seconds : 1e9;
@@ -453,8 +455,8 @@ Json gpu_evaluate(WorkerState& st, const Json& req) {
   std::map<std::string, std::int64_t> poison;  // integer sentinels of the current call
   char error_text[4096] = {};
   const CallOrder* order = nullptr;
-  std::vector<cu::DeviceTensor> staged;              // the checked call's outputs, copied aside
-  std::vector<std::pair<DType, Shape>> staged_meta;  // their dtypes and shapes as returned
+  std::vector<cu::DeviceTensor> staged;      // the checked call's outputs, copied aside
+  std::vector<DeviceOutputRef> staged_meta;  // those copies, with dtypes and shapes as returned
   bool staged_done = false;
   std::uint64_t staged_call = 0;
   Json staged_poison = Json::object();
@@ -600,7 +602,8 @@ Json gpu_evaluate(WorkerState& st, const Json& req) {
           FIB_CUDA_CHECK(
               cudaMemcpyAsync(staged[o].raw(), out.data, out.bytes, cudaMemcpyDeviceToDevice, s));
         }
-        staged_meta.emplace_back(out.dtype, out.shape);
+        staged_meta.push_back(
+            {def.outputs[o].name, out.dtype, out.shape, staged[o].raw(), out.bytes});
       }
       staged_done = true;
       staged_call = call_number;
@@ -723,15 +726,7 @@ Json gpu_evaluate(WorkerState& st, const Json& req) {
     Json checked = nullptr;
     if (!plan.check_output.empty()) {
       // Copied and written while the next trial runs; complete before the reply.
-      std::vector<DeviceOutputRef> outs;
-      for (std::size_t o = 0; o < def.outputs.size(); ++o) {
-        const auto& [dtype, shape] = staged_meta[o];
-        std::uint64_t numel = 1;
-        for (auto d : shape) numel *= static_cast<std::uint64_t>(d);
-        outs.push_back({def.outputs[o].name, dtype, shape, staged[o].raw(),
-                        static_cast<std::size_t>(dtype_storage_bytes(dtype, numel).value_or(0))});
-      }
-      g.writer().submit(plan.check_output, outs, {}, stream);
+      g.writer().submit(plan.check_output, staged_meta, {}, stream);
       checked = Json{{"call", staged_call}, {"file", plan.check_output}, {"poison", staged_poison}};
     }
     outputs_ms += ms_since(outputs_t0);
