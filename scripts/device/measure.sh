@@ -9,8 +9,9 @@
 #   run    `fib run --device cuda:0` over corpus workloads (rmsnorm_h2048, fused_add_rmsnorm_h2048,
 #          gemm_n4096_k4096) with the example CUDA solutions (naive, tuned), RUNS times (default 2)
 #          with one seed: end-to-end wall time, the share of it in timed GPU work, the harness's
-#          overhead, and the run-to-run spread of each reported median (RUN_ARGS: extra `fib run`
-#          flags, e.g. --no-prepare-ahead)
+#          overhead, and the run-to-run spread of each reported median (ITERATIONS: the timed
+#          calls' cap per trial, default 30; RUN_ARGS: extra `fib run` flags, e.g.
+#          --no-prepare-ahead)
 #   multi  the same dataset's RMSNorm definitions on every visible GPU (--device cuda:all): the
 #          evaluations per device and the wall time against one device (run on a multi-GPU kind)
 #   ncu    the Nsight Compute agreement check (scripts/device/ncu-check.sh)
@@ -73,7 +74,8 @@ if has run; then
   for r in $(seq 1 "$runs"); do
     rm -rf "$base/run$r" && cp -r "$ds" "$base/run$r"
     # One build cache for all runs: the first builds (its build time is reported apart).
-    "$FIB" run --local "$base/run$r" --device cuda:0 --seed 7 --warmup-runs 3 --iterations 30 ${RUN_ARGS:-} \
+    "$FIB" run --local "$base/run$r" --device cuda:0 --seed 7 --warmup-runs 3 --iterations "${ITERATIONS:-30}" \
+      ${RUN_ARGS:-} \
       --num-trials 3 --timeout 120 --build-cache "$base/build-cache" --json \
       >"$OUT/run$r.json" 2>"$OUT/run$r.log"
     echo "measure: run $r exit $? ($(python3 -c "import json;print(round(json.load(open('$OUT/run$r.json'))['wall_seconds'],1))") s)"

@@ -18,9 +18,22 @@ def traces(run_dir):
             e = t["evaluation"]
             key = (t["solution"], t["workload"]["uuid"])
             perf = e.get("performance") or {}
-            samples = ((perf.get("extra") or {}).get("solution") or {}).get("samples_ms")
+            extra = perf.get("extra") or {}
+            samples = (extra.get("solution") or {}).get("samples_ms")
             out[key] = (e["status"], perf.get("latency_ms"), perf.get("reference_latency_ms"),
-                        t["workload"]["axes"], samples)
+                        t["workload"]["axes"], samples, clocks_of(extra.get("gpu_timing") or []))
+    return out
+
+
+def clocks_of(trials):
+    """(SM MHz, temperature C, slowdown reasons) as NVML read them after each trial's timed calls
+    (the worker reads them once the device is synchronized, before it idles)."""
+    out = []
+    for tr in trials:
+        c = (tr or {}).get("clocks_after") or {}
+        if c.get("sm_clock_mhz") is not None:
+            out.append((c["sm_clock_mhz"], c.get("temperature_c"),
+                        ",".join(c.get("clock_reasons") or [])))
     return out
 
 
@@ -121,12 +134,13 @@ def main():
         if any(x is None for x in lat):
             continue
         mean = statistics.fmean(lat)
-        rows.append((key[0], v[3], mean, (max(lat) - min(lat)) / mean, v[2]))
+        rows.append((key[0], v[3], mean, (max(lat) - min(lat)) / mean, v[2],
+                     [run.get(key, (None,) * 6)[5] for run in all_runs], lat))
     rows.sort(key=lambda r: r[2])
     print(f"\nrun-to-run spread of the reported median over {runs} runs ((max - min) / mean), "
           "per solution x workload:")
     print(f"{'solution':36} {'axes':22} {'median us':>10} {'spread':>8} {'ref us':>9}")
-    for sol, axes, mean, spread, ref in rows:
+    for sol, axes, mean, spread, ref, _, _ in rows:
         print(f"{sol:36} {json.dumps(axes):22} {1000 * mean:10.2f} {100 * spread:7.2f}% "
               f"{1000 * ref:9.2f}")
     big = [r for r in rows if r[2] >= 0.010]
@@ -136,6 +150,28 @@ def main():
               f"({100 * under / len(big):.0f}%); median spread "
               f"{100 * statistics.median(r[3] for r in big):.2f}%, max "
               f"{100 * max(r[3] for r in big):.2f}%")
+        # Each miss with the SM clock and temperature NVML read after its trials, per run: a run
+        # whose clock differs shows the GPU's state (boost, heat), not the timer, moved the median.
+        for sol, axes, mean, spread, _, clocks, lat in big:
+            if spread < 0.01:
+                continue
+            per_run = []
+            for r, (c, m) in enumerate(zip(clocks, lat), 1):
+                mhz = f"{statistics.fmean(x[0] for x in c):.0f} MHz" if c else "no clock"
+                temp = [x[1] for x in c if x[1] is not None]
+                why = sorted({x[2] for x in c if x[2]})
+                per_run.append(f"run {r}: {1000 * m:.2f} us, {mhz}" +
+                               (f", {statistics.fmean(temp):.0f} C" if temp else "") +
+                               (f", {'/'.join(why)}" if why else ""))
+            print(f"  over 1%: {sol} {json.dumps(axes)} {100 * spread:.2f}%: " + "; ".join(per_run))
+    if runs >= 3 and big:
+        # Run 1 starts on an idle GPU (after the build) and later runs on a warm one: the
+        # spread among runs 2..N compares like with like.
+        warm = [(r[2], spread_of(r[6][1:])) for r in big]
+        under = sum(1 for _, sp in warm if sp < 0.01)
+        print(f"runs 2..{runs} only, kernels of 10 us or more: {len(warm)}; spread under 1%: "
+              f"{under}; median spread {100 * statistics.median(sp for _, sp in warm):.2f}%, "
+              f"max {100 * max(sp for _, sp in warm):.2f}%")
     small = [r for r in rows if r[2] < 0.010]
     if small:
         print(f"kernels under 10 us: {len(small)}; median spread "
@@ -146,7 +182,7 @@ def main():
     # smallest gap between distinct sample values).
     alt, steps = [], []
     for key, v in all_runs[0].items():
-        per_run = [run.get(key, (None,) * 5)[4] for run in all_runs]
+        per_run = [run.get(key, (None,) * 6)[4] for run in all_runs]
         if any(not p for p in per_run):
             continue
         est = [statistics.fmean(central_mean(t) for t in p if t) for p in per_run]
@@ -167,7 +203,7 @@ def main():
         print(f"smallest gap between distinct samples (the timer's step), median over pairs: "
               f"{1000 * statistics.median(steps):.3f} us")
     with open(f"{out_dir}/samples.json", "w") as f:
-        json.dump({f"{k[0]} {k[1]}": [run.get(k, (None,) * 5)[4] for run in all_runs]
+        json.dump({f"{k[0]} {k[1]}": [run.get(k, (None,) * 6)[4] for run in all_runs]
                    for k in all_runs[0]}, f)
 
 

@@ -5,20 +5,23 @@
 //   new_state[slot] = s (rounded to the state dtype);  y = sum(s * C[group]) + x * D
 // y uses the fp32 s, before the state's rounding. A batch row whose slot is negative (PAD) is
 // skipped (output 0, no slot changes); slots nobody references are copied through. A slot past
-// the cache (the CPU reference throws) poisons the outputs with NaN.
+// the cache (the CPU reference throws) makes both outputs NaN.
 //
 // The op is memory-bound: new_state is a fresh buffer, so every byte of the cache is read once
-// and written once, and nothing more is needed. One kernel does both: each block owns a tile
-// (a run of [dstate] rows) of one cache slot. It finds which batch rows name its slot (a
-// block-wide scan of state_batch_indices, cached in L1/L2). None: it copies the tile from state
-// to new_state. Some: it runs them in batch order on the tile, the first reading state (so a
-// touched slot is never copied first and read again), each later one reading the rounded
-// new_state the previous one stored — the same chain as the reference's loop when two batch rows
-// name one slot. A thread keeps the same elements in every step, so it reads back its own writes
-// and needs no barrier. Loads are 16-byte vectors over dstate (8 bf16/f16 or 4 f32 elements),
-// several rows per thread issued before any arithmetic, so enough bytes are in flight to reach
-// DRAM bandwidth. Odd shapes (dstate not a multiple of the vector, unaligned pointers, a state
-// and new_state of different dtypes) take the same path one element at a time.
+// and written once, and nothing more is needed. One kernel does both, a tile at a time: each
+// block stages a tile (up to 32 KiB of [dstate] rows of one cache slot, in new_state's dtype)
+// in shared memory, finds which batch rows name its slot (a block-wide scan of
+// state_batch_indices, cached in L1/L2), runs those rows' updates on the staged tile in batch
+// order (the first reading state, each later one the rounded state the previous one left: the
+// reference's loop when two batch rows name one slot), and writes the tile to new_state. A tile
+// nobody names is therefore a plain copy. Staging goes through asynchronous copies
+// (cp.async, 16 bytes each) that hold no registers while in flight, so a block keeps a whole
+// tile's loads outstanding and a few resident blocks keep DRAM busy; with the loads in
+// registers instead, the update's register count capped the resident blocks and the kernel
+// reached about half of DRAM bandwidth. Operands are read as 16-byte vectors over dstate where
+// dstate and the pointers allow; odd shapes and a state whose dtype differs from new_state's take
+// the same path one element at a time.
+#include <cuda_pipeline.h>
 #include <cuda_runtime.h>
 
 #include <algorithm>
@@ -26,6 +29,7 @@
 #include <cstdint>
 #include <cstring>
 #include <string>
+#include <type_traits>
 
 #include "reference_cuda/attn_support.h"
 #include "reference_cuda/device_math.cuh"
@@ -37,25 +41,24 @@ namespace {
 using device::Code;
 
 constexpr int kThreads = 256;
-// Rows a thread handles per tile, their loads issued together (memory-level parallelism).
-constexpr int kPasses = 4;
-// Blocks resident per SM (caps registers at 64): a block waits on its slot scan and barriers
-// between tiles, so others must keep the loads going meanwhile.
-constexpr int kBlocksPerSm = 2;
+// Shared-memory tile of one block. 32 KiB (no opt-in needed) times the resident blocks is the
+// bytes in flight per SM; three blocks (96 KiB) are several times what DRAM's latency needs.
+constexpr int kTileBytes = 32 * 1024;
+constexpr int kBlocksPerSm = 3;
 
 struct SsuParams {
   const void *x, *dt, *a, *bm, *cm, *d, *dt_bias, *slots, *state_in;
   Code x_t, dt_t, a_t, b_t, c_t, d_t, dt_bias_t, slots_t, state_in_t;
   long long batch, nheads, hd, ngroups, ds, cache;
   long long rows;       // nheads * head_dim: the [dstate] rows of one slot
-  long long tile_rows;  // rows of one block's tile: kPasses * (kThreads / tpr)
+  long long tile_rows;  // rows of one block's tile
   long long tiles;      // tiles per slot
-  int tpr;              // threads per row: a power of two, at most 32 (a warp's lanes)
+  int tpr;              // threads per row in the update: a power of two, at most 32
+  bool stage_async;     // state has new_state's dtype and 16-byte aligned rows: cp.async
+  bool store_vector;    // new_state's rows are 16-byte aligned: 16-byte stores
   void* state;          // new_state
-  Code state_t;
   void* out;
   Code out_t;
-  int* flag;
 };
 
 __device__ __forceinline__ float softplus(float x) { return x > 20.0f ? x : log1pf(expf(x)); }
@@ -77,18 +80,6 @@ __device__ __forceinline__ __half from_f<__half>(float v) {
 template <>
 __device__ __forceinline__ __nv_bfloat16 from_f<__nv_bfloat16>(float v) {
   return __float2bfloat16_rn(v);
-}
-
-// v rounded to a state dtype (float32, bfloat16 or float16) and back.
-__device__ __forceinline__ float round_to(Code t, float v) {
-  switch (static_cast<DType>(t)) {
-    case DType::kBFloat16:
-      return __bfloat162float(__float2bfloat16_rn(v));
-    case DType::kFloat16:
-      return __half2float(__float2half_rn(v));
-    default:
-      return v;
-  }
 }
 
 // N elements of E at base[i] as floats, in 8- to 32-byte loads: base 16-byte aligned and i a
@@ -138,160 +129,128 @@ __device__ __forceinline__ void load_floats(const void* base, long long i, Code 
   }
 }
 
-// State access when state and new_state share a dtype E and every row starts 16-byte aligned:
-// one 16-byte vector per access, kept packed until used; the tile copy moves raw bytes.
-template <typename E>
-struct VecState {
-  static constexpr int kVec = 16 / static_cast<int>(sizeof(E));
-  static constexpr bool kRoundIn = false;  // state already has new_state's dtype
-  using Raw = uint4;
-  __device__ static Raw load(const void* base, long long i, Code) {
-    return *reinterpret_cast<const uint4*>(static_cast<const E*>(base) + i);
-  }
-  __device__ static void unpack(const Raw& r, float (&v)[kVec]) {
-    E e[kVec];
-    memcpy(e, &r, sizeof(r));
-#pragma unroll
-    for (int j = 0; j < kVec; ++j) v[j] = to_f(e[j]);
-  }
-  __device__ static void store(void* base, long long i, Code, const float (&v)[kVec]) {
-    E e[kVec];
-#pragma unroll
-    for (int j = 0; j < kVec; ++j) e[j] = from_f<E>(v[j]);
-    uint4 r;
-    memcpy(&r, e, sizeof(r));
-    *reinterpret_cast<uint4*>(static_cast<E*>(base) + i) = r;
-  }
-  // A vector read from state, into new_state unchanged (the copy of an untouched slot).
-  __device__ static void store_raw(void* base, long long i, Code, const Raw& r) {
-    *reinterpret_cast<uint4*>(static_cast<E*>(base) + i) = r;
-  }
-};
-
-// Any float state dtypes, one element at a time. The CPU reference converts state to
-// new_state's dtype before the first update, so a value read from state is rounded to it.
-struct ScalarState {
-  static constexpr int kVec = 1;
-  static constexpr bool kRoundIn = true;
-  using Raw = float;
-  __device__ static Raw load(const void* base, long long i, Code t) {
-    return device::load_float(base, i, t);
-  }
-  __device__ static void unpack(const Raw& r, float (&v)[1]) { v[0] = r; }
-  __device__ static void store(void* base, long long i, Code t, const float (&v)[1]) {
-    device::store_float(base, i, t, v[0]);
-  }
-  __device__ static void store_raw(void* base, long long i, Code t, const Raw& r) {
-    device::store_float(base, i, t, r);
-  }
-};
-
-// Batch row b's update of the thread's elements of rows [.., row_end) of the slot at element
-// slot_base (rbase: the thread's first row). `first`: the slot's first batch row, which reads
-// state, its chunk `sub` already loaded in `raw`; later ones read new_state. A thread takes
-// kPasses rows (kThreads / tpr apart) and, in each, the dstate vectors sub, sub + tpr, ...
-template <class S>
-__device__ __forceinline__ void update_tile(const SsuParams& p, long long b, long long slot_base,
-                                            int rbase, int row_end, bool first,
-                                            typename S::Raw (&raw)[kPasses]) {
-  constexpr int V = S::kVec;
+// Batch row b's update of the staged tile (rows [row0, row0 + nrows) of its slot, held as E).
+// tpr threads share a row, each taking the V-element vectors sub, sub + tpr, ... of it; a
+// thread touches the same elements in every batch row of a chain, so it reads back only its own
+// writes. The tile holds new_state's dtype: the state, converted when staged (the CPU reference
+// converts state to new_state's dtype before the first update), or the rounded state an earlier
+// batch row left. One row at a time (not unrolled): the kernel's register count decides how
+// many blocks, so tiles in flight, an SM holds.
+template <typename E, int V>
+__device__ __forceinline__ void update_tile(const SsuParams& p, E* tile, long long b,
+                                            long long row0, int nrows) {
   const int tpr = p.tpr;
   const int sub = threadIdx.x & (tpr - 1);
   const int rstep = kThreads / tpr;
-  const void* src = first ? p.state_in : p.state;
-  const Code src_t = first ? p.state_in_t : p.state_t;
   const int ratio = static_cast<int>(p.nheads / p.ngroups);
   const int hd = static_cast<int>(p.hd);
-  float acc[kPasses];
-#pragma unroll
-  for (int k = 0; k < kPasses; ++k) acc[k] = 0.f;
-  const int chunks = static_cast<int>(p.ds / V);
-  for (int c = sub; c < chunks; c += tpr) {
-    const long long n0 = static_cast<long long>(c) * V;
-    if (!first || c != sub) {
-      // The tile's DRAM loads first, all in flight together.
-#pragma unroll
-      for (int k = 0; k < kPasses; ++k) {
-        const int r = rbase + k * rstep;
-        if (r < row_end) raw[k] = S::load(src, slot_base + r * p.ds + n0, src_t);
-      }
-    }
-#pragma unroll
-    for (int k = 0; k < kPasses; ++k) {
-      const int r = rbase + k * rstep;
-      if (r >= row_end) continue;
-      const long long xi = b * p.rows + r;
+  const int ds = static_cast<int>(p.ds);
+  const int chunks = ds / V;
+#pragma unroll 1
+  for (int lr0 = 0; lr0 < nrows; lr0 += rstep) {  // uniform bounds: every lane shuffles below
+    const int lr = lr0 + static_cast<int>(threadIdx.x) / tpr;
+    const bool live = lr < nrows;
+    const long long r = row0 + lr;
+    const long long xi = b * p.rows + r;
+    float acc = 0.f;
+    if (live) {
       const float dtf = softplus(device::load_float(p.dt, xi, p.dt_t) +
                                  device::load_float(p.dt_bias, r, p.dt_bias_t));
       const float dtx = dtf * device::load_float(p.x, xi, p.x_t);
-      const long long grow = (b * p.ngroups + (r / hd) / ratio) * p.ds + n0;
-      float s[V], a[V], bv[V], cv[V];
-      load_floats<V>(p.a, r * p.ds + n0, p.a_t, a);  // A stays in L2 across batch rows
-      load_floats<V>(p.bm, grow, p.b_t, bv);
-      load_floats<V>(p.cm, grow, p.c_t, cv);
-      S::unpack(raw[k], s);
+      const long long grow = (b * p.ngroups + (r / hd) / ratio) * p.ds;
+      E* row = tile + static_cast<long long>(lr) * ds;
+      for (int c = sub; c < chunks; c += tpr) {
+        const int n0 = c * V;
+        float a[V], bv[V], cv[V];
+        load_floats<V>(p.a, r * p.ds + n0, p.a_t, a);  // A stays in L2 across batch rows
+        load_floats<V>(p.bm, grow + n0, p.b_t, bv);
+        load_floats<V>(p.cm, grow + n0, p.c_t, cv);
+        E e[V];
+        if constexpr (sizeof(e) == 16) {  // a 16-byte shared-memory access (rows are aligned)
+          const uint4 r16 = *reinterpret_cast<const uint4*>(row + n0);
+          memcpy(e, &r16, sizeof(e));
+        } else {
+          memcpy(e, row + n0, sizeof(e));
+        }
 #pragma unroll
-      for (int j = 0; j < V; ++j) {
-        const float s0 = S::kRoundIn && first ? round_to(p.state_t, s[j]) : s[j];
-        const float v = s0 * expf(a[j] * dtf) + dtx * bv[j];
-        acc[k] += v * cv[j];
-        s[j] = v;
+        for (int j = 0; j < V; ++j) {
+          const float v = to_f(e[j]) * expf(a[j] * dtf) + dtx * bv[j];
+          acc += v * cv[j];
+          e[j] = from_f<E>(v);
+        }
+        if constexpr (sizeof(e) == 16) {
+          uint4 w16;
+          memcpy(&w16, e, sizeof(e));
+          *reinterpret_cast<uint4*>(row + n0) = w16;
+        } else {
+          memcpy(row + n0, e, sizeof(e));
+        }
       }
-      S::store(p.state, slot_base + r * p.ds + n0, p.state_t, s);
     }
-  }
-  // The row's sum over its tpr threads (aligned groups of a warp's lanes).
-#pragma unroll
-  for (int k = 0; k < kPasses; ++k) {
-    for (int off = tpr / 2; off > 0; off >>= 1) acc[k] += __shfl_xor_sync(0xffffffffu, acc[k], off);
-    const int r = rbase + k * rstep;
-    if (r < row_end && sub == 0) {
-      const long long xi = b * p.rows + r;
+    // The row's sum over its tpr threads (aligned groups of a warp's lanes).
+    for (int off = tpr / 2; off > 0; off >>= 1) acc += __shfl_xor_sync(0xffffffffu, acc, off);
+    if (live && sub == 0) {
       const float x = device::load_float(p.x, xi, p.x_t);
-      device::store_float(p.out, xi, p.out_t, acc[k] + x * device::load_float(p.d, r, p.d_t));
+      device::store_float(p.out, xi, p.out_t, acc + x * device::load_float(p.d, r, p.d_t));
     }
   }
 }
 
-template <class S>
+template <typename E, int V>
 __global__ void __launch_bounds__(kThreads, kBlocksPerSm) ssu_tiles(SsuParams p) {
-  constexpr int V = S::kVec;
+  __shared__ __align__(16) unsigned char tile_bytes[kTileBytes];
   __shared__ int first_sh, count_sh, next_sh;
+  E* tile = reinterpret_cast<E*>(tile_bytes);
   const int t = threadIdx.x;
-  const int tpr = p.tpr;
-  const int sub = t & (tpr - 1);
-  const int rstep = kThreads / tpr;
-  const int chunks = static_cast<int>(p.ds / V);
   if (blockIdx.x == 0) {
-    for (long long b = t; b < p.batch; b += kThreads)
-      if (device::load_index(p.slots, b, p.slots_t) >= p.cache) atomicExch(p.flag, 1);
+    // Block 0 also owns the outputs no update writes: a PAD row's are 0 (a warp per row), and
+    // with a slot past the cache every output is NaN (each block sees that in its own scan, so
+    // no update writes an output then). Nothing else writes these elements, so no ordering with
+    // the other blocks is needed, and the call needs no memset or poison pass of its own.
+    const int lane = t & 31;
+    int mine_bad = 0;
+    for (long long b = t >> 5; b < p.batch; b += kThreads / 32) {
+      const long long slot = device::load_index(p.slots, b, p.slots_t);
+      mine_bad |= slot >= p.cache;
+      if (slot < 0) {
+        for (long long i = lane; i < p.rows; i += 32)
+          device::store_float(p.out, b * p.rows + i, p.out_t, 0.f);
+      }
+    }
+    if (__syncthreads_or(mine_bad)) {
+      for (long long i = t; i < p.batch * p.rows; i += kThreads)
+        device::store_float(p.out, i, p.out_t, __int_as_float(0x7fc00000));
+    }
   }
   const long long total = p.cache * p.tiles;
   for (long long blk = blockIdx.x; blk < total; blk += gridDim.x) {
     const long long slot = blk / p.tiles;
     const long long row0 = (blk % p.tiles) * p.tile_rows;
-    const int row_end = static_cast<int>(row0 + p.tile_rows < p.rows ? row0 + p.tile_rows : p.rows);
-    const int rbase = static_cast<int>(row0) + t / tpr;
-    const long long slot_base = slot * p.rows * p.ds;
-    // Chunk `sub` of the thread's rows of state: what the copy and the first update both read.
-    // Issued before the scan, so its DRAM latency overlaps the scan's.
-    typename S::Raw raw[kPasses];
-    if (sub < chunks) {
-#pragma unroll
-      for (int k = 0; k < kPasses; ++k) {
-        const int r = rbase + k * rstep;
-        if (r < row_end) raw[k] = S::load(p.state_in, slot_base + r * p.ds + sub * V, p.state_in_t);
-      }
+    const int nrows = static_cast<int>(p.rows - row0 < p.tile_rows ? p.rows - row0 : p.tile_rows);
+    const long long base = (slot * p.rows + row0) * p.ds;  // the tile's first element
+    const int n = nrows * static_cast<int>(p.ds);          // its elements
+    __syncthreads();  // the previous tile is written out and its scan values read
+    // Stage the tile; the asynchronous copies stay in flight through the scan.
+    if (p.stage_async) {
+      const char* src = static_cast<const char*>(p.state_in) + base * sizeof(E);
+      const int vecs = n * static_cast<int>(sizeof(E)) / 16;
+      for (int q = t; q < vecs; q += kThreads)
+        __pipeline_memcpy_async(tile_bytes + 16 * q, src + 16LL * q, 16);
+      __pipeline_commit();
+    } else {
+      for (int i = t; i < n; i += kThreads)
+        tile[i] = from_f<E>(device::load_float(p.state_in, base + i, p.state_in_t));
     }
-    __syncthreads();  // the previous tile's shared values are read
     if (t == 0) {
       first_sh = INT_MAX;
       count_sh = 0;
     }
     __syncthreads();
-    int mine_first = INT_MAX, mine_count = 0;
+    int mine_first = INT_MAX, mine_count = 0, mine_bad = 0;
     for (long long b = t; b < p.batch; b += kThreads) {
-      if (device::load_index(p.slots, b, p.slots_t) == slot) {
+      const long long s = device::load_index(p.slots, b, p.slots_t);
+      mine_bad |= s >= p.cache;
+      if (s == slot) {
         if (mine_count == 0) mine_first = static_cast<int>(b);
         ++mine_count;
       }
@@ -300,42 +259,42 @@ __global__ void __launch_bounds__(kThreads, kBlocksPerSm) ssu_tiles(SsuParams p)
       atomicMin(&first_sh, mine_first);
       atomicAdd(&count_sh, mine_count);
     }
-    __syncthreads();
-    const int count = count_sh;
-    if (count == 0) {  // nobody names this slot: new_state = state
-      for (int c = sub; c < chunks; c += tpr) {
-        const long long n0 = static_cast<long long>(c) * V;
-        if (c != sub) {
-#pragma unroll
-          for (int k = 0; k < kPasses; ++k) {
-            const int r = rbase + k * rstep;
-            if (r < row_end) raw[k] = S::load(p.state_in, slot_base + r * p.ds + n0, p.state_in_t);
-          }
-        }
-#pragma unroll
-        for (int k = 0; k < kPasses; ++k) {
-          const int r = rbase + k * rstep;
-          if (r < row_end) S::store_raw(p.state, slot_base + r * p.ds + n0, p.state_t, raw[k]);
-        }
-      }
+    if (p.stage_async) __pipeline_wait_prior(0);
+    // The tile is staged (every thread's copies) and the scan is complete.
+    const bool bad = __syncthreads_or(mine_bad) != 0;
+    E* dst = static_cast<E*>(p.state) + base;
+    if (bad) {  // a slot past the cache: new_state is NaN (and block 0 makes the outputs NaN)
+      for (int i = t; i < n; i += kThreads) dst[i] = from_f<E>(__int_as_float(0x7fc00000));
       continue;
     }
-    long long b = first_sh;
-    for (int step = 0;; ++step) {
-      update_tile<S>(p, b, slot_base, rbase, row_end, step == 0, raw);
-      if (step + 1 == count) break;
-      // The next batch row on this slot (rare: only repeated slots get here).
-      __syncthreads();
-      if (t == 0) next_sh = INT_MAX;
-      __syncthreads();
-      for (long long c = b + 1 + t; c < p.batch; c += kThreads) {
-        if (device::load_index(p.slots, c, p.slots_t) == slot) {
-          atomicMin(&next_sh, static_cast<int>(c));
-          break;
+    const int count = count_sh;
+    if (count > 0) {
+      long long b = first_sh;
+      for (int step = 0;; ++step) {
+        update_tile<E, V>(p, tile, b, row0, nrows);
+        if (step + 1 == count) break;
+        // The next batch row on this slot (rare: only repeated slots get here).
+        __syncthreads();
+        if (t == 0) next_sh = INT_MAX;
+        __syncthreads();
+        for (long long c = b + 1 + t; c < p.batch; c += kThreads) {
+          if (device::load_index(p.slots, c, p.slots_t) == slot) {
+            atomicMin(&next_sh, static_cast<int>(c));
+            break;
+          }
         }
+        __syncthreads();
+        b = next_sh;
       }
-      __syncthreads();
-      b = next_sh;
+      __syncthreads();  // every thread's updates are in the tile
+    }
+    // Write the tile out.
+    if (p.store_vector) {
+      const int vecs = n * static_cast<int>(sizeof(E)) / 16;
+      for (int q = t; q < vecs; q += kThreads)
+        reinterpret_cast<uint4*>(dst)[q] = reinterpret_cast<const uint4*>(tile_bytes)[q];
+    } else {
+      for (int i = t; i < n; i += kThreads) dst[i] = tile[i];
     }
   }
 }
@@ -346,17 +305,36 @@ bool float_state(DType t) {
 
 bool aligned16(const void* ptr) { return reinterpret_cast<std::uintptr_t>(ptr) % 16 == 0; }
 
-template <class S>
-void launch(SsuParams p, cudaStream_t stream) {
-  const long long chunks = p.ds / S::kVec;
+template <typename E>
+constexpr DType dtype_of() {
+  if constexpr (std::is_same_v<E, float>) return DType::kFloat32;
+  if constexpr (std::is_same_v<E, __nv_bfloat16>) return DType::kBFloat16;
+  return DType::kFloat16;
+}
+
+template <typename E>
+void launch(SsuParams p, DType state_t, cudaStream_t stream) {
+  constexpr int kVec = 16 / static_cast<int>(sizeof(E));
+  const long long row_bytes = p.ds * static_cast<long long>(sizeof(E));
+  const bool rows16 = row_bytes % 16 == 0;
+  p.store_vector = rows16 && aligned16(p.state);
+  p.stage_async = p.store_vector && state_t == dtype_of<E>() && aligned16(p.state_in);
+  // 16-byte operand loads in the update: dstate a whole number of vectors, A, B and C aligned
+  // (device allocations are; views need not be).
+  const bool vector = rows16 && aligned16(p.a) && aligned16(p.bm) && aligned16(p.cm);
+  const long long chunks = vector ? p.ds / kVec : p.ds;
   p.tpr = 1;
   while (p.tpr < 32 && p.tpr < chunks) p.tpr *= 2;
-  p.tile_rows = static_cast<long long>(kPasses) * (kThreads / p.tpr);
+  p.tile_rows = std::min<long long>(kTileBytes / row_bytes, p.rows);
   p.tiles = ceil_div(p.rows, p.tile_rows);
   // One block per tile up to a bound; past it blocks loop over tiles. At least one block: block
   // 0 also checks the slots against the cache.
   const long long blocks = std::clamp<long long>(p.cache * p.tiles, 1, 1 << 24);
-  ssu_tiles<S><<<static_cast<unsigned>(blocks), kThreads, 0, stream>>>(p);
+  if (vector) {
+    ssu_tiles<E, kVec><<<static_cast<unsigned>(blocks), kThreads, 0, stream>>>(p);
+  } else {
+    ssu_tiles<E, 1><<<static_cast<unsigned>(blocks), kThreads, 0, stream>>>(p);
+  }
   FIB_CUDA_CHECK_LAUNCH();
 }
 
@@ -412,31 +390,29 @@ class MambaSsu final : public Kernel {
     p.state_in = state.raw();
     p.state_in_t = device::code(state.dtype());
     p.state = new_state.raw();
-    p.state_t = device::code(new_state.dtype());
     p.out = out.raw();
     p.out_t = device::code(out.dtype());
+    // A tile holds at least one whole [dstate] row.
+    const long long row_bytes = p.ds * dtype_bits(new_state.dtype()) / 8;
+    if (row_bytes > kTileBytes) {
+      throw Error(def.name, "dstate " + std::to_string(p.ds) + " of " +
+                                std::string(dtype_name(new_state.dtype())) + " is " +
+                                std::to_string(row_bytes) + " bytes per row; at most " +
+                                std::to_string(kTileBytes) + " expected");
+    }
 
     cudaStream_t stream = ctx.stream;
-    BadInputFlag flag(stream);
-    p.flag = flag.get();
-    // PAD rows' outputs stay 0; every other row's is written by the kernel.
-    FIB_CUDA_CHECK(cudaMemsetAsync(out.raw(), 0, out.nbytes(), stream));
-    // Vector path: one dtype on both sides, dstate a whole number of 16-byte vectors, and every
-    // vector-read operand aligned (device allocations are; views need not be).
-    const DType st = state.dtype();
-    const int vec = st == DType::kFloat32 ? 4 : 8;
-    const bool vector = st == new_state.dtype() && p.ds % vec == 0 && aligned16(p.state_in) &&
-                        aligned16(p.state) && aligned16(p.a) && aligned16(p.bm) && aligned16(p.cm);
-    if (!vector) {
-      launch<ScalarState>(p, stream);
-    } else if (st == DType::kFloat32) {
-      launch<VecState<float>>(p, stream);
-    } else if (st == DType::kBFloat16) {
-      launch<VecState<__nv_bfloat16>>(p, stream);
-    } else {
-      launch<VecState<__half>>(p, stream);
+    switch (new_state.dtype()) {
+      case DType::kFloat32:
+        launch<float>(p, state.dtype(), stream);
+        break;
+      case DType::kBFloat16:
+        launch<__nv_bfloat16>(p, state.dtype(), stream);
+        break;
+      default:
+        launch<__half>(p, state.dtype(), stream);
+        break;
     }
-    flag.poison_if_set({&out, &new_state});
     DeviceOutputs o;
     o.emplace("output", std::move(out));
     o.emplace("new_state", std::move(new_state));
