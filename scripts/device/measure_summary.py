@@ -2,8 +2,9 @@
 """Summarizes scripts/device/measure.sh's `fib run`s: end-to-end wall time and the share of it in
 timed GPU work (from each run's --json summary), the harness overhead, and the run-to-run spread
 of each (solution, workload)'s reported median (latency_ms) across the runs, which share a seed
-and so the same inputs; the same spread for a central-mean estimator. Writes every pair's raw
-samples per run to OUT/samples.json."""
+and so the same inputs; the same spread for a central-mean estimator; for each pair over 1%,
+its median with the SM clock and temperature per run, and with three runs or more the spread of
+runs 2..N alone. Writes every pair's raw samples per run to OUT/samples.json."""
 import glob
 import json
 import statistics
