@@ -40,11 +40,16 @@ namespace {
 
 using device::Code;
 
-constexpr int kThreads = 256;
-// Shared-memory tile of one block. 32 KiB (no opt-in needed) times the resident blocks is the
-// bytes in flight per SM; three blocks (96 KiB) are several times what DRAM's latency needs.
-constexpr int kTileBytes = 32 * 1024;
-constexpr int kBlocksPerSm = 3;
+// A launch configuration: threads per block, the shared-memory tile of one block, and the blocks
+// an SM must hold (a register cap).
+template <int Threads, int TileBytes, int BlocksPerSm>
+struct Config {
+  static constexpr int kThreads = Threads;
+  static constexpr int kTileBytes = TileBytes;
+  static constexpr int kBlocksPerSm = BlocksPerSm;
+};
+// The largest tile: a [dstate] row must fit in one.
+constexpr int kMaxTileBytes = 32 * 1024;
 
 struct SsuParams {
   const void *x, *dt, *a, *bm, *cm, *d, *dt_bias, *slots, *state_in;
@@ -136,7 +141,7 @@ __device__ __forceinline__ void load_floats(const void* base, long long i, Code 
 // converts state to new_state's dtype before the first update), or the rounded state an earlier
 // batch row left. One row at a time (not unrolled): the kernel's register count decides how
 // many blocks, so tiles in flight, an SM holds.
-template <typename E, int V>
+template <typename E, int V, int kThreads>
 __device__ __forceinline__ void update_tile(const SsuParams& p, E* tile, long long b,
                                             long long row0, int nrows) {
   const int tpr = p.tpr;
@@ -196,10 +201,11 @@ __device__ __forceinline__ void update_tile(const SsuParams& p, E* tile, long lo
   }
 }
 
-template <typename E, int V>
-__global__ void __launch_bounds__(kThreads, kBlocksPerSm) ssu_tiles(SsuParams p) {
-  __shared__ __align__(16) unsigned char tile_bytes[kTileBytes];
-  __shared__ int first_sh, count_sh, next_sh;
+template <typename E, int V, class C>
+__global__ void __launch_bounds__(C::kThreads, C::kBlocksPerSm) ssu_tiles(SsuParams p) {
+  constexpr int kThreads = C::kThreads;
+  __shared__ __align__(16) unsigned char tile_bytes[C::kTileBytes];
+  __shared__ int first_sh, next_sh;
   E* tile = reinterpret_cast<E*>(tile_bytes);
   const int t = threadIdx.x;
   if (blockIdx.x == 0) {
@@ -227,53 +233,48 @@ __global__ void __launch_bounds__(kThreads, kBlocksPerSm) ssu_tiles(SsuParams p)
     const long long slot = blk / p.tiles;
     const long long row0 = (blk % p.tiles) * p.tile_rows;
     const int nrows = static_cast<int>(p.rows - row0 < p.tile_rows ? p.rows - row0 : p.tile_rows);
-    const long long base = (slot * p.rows + row0) * p.ds;  // the tile's first element
-    const int n = nrows * static_cast<int>(p.ds);          // its elements
+    const long long base = (slot * p.rows + row0) * p.ds;   // the tile's first element
+    const int n = nrows * static_cast<int>(p.ds);           // its elements
+    const int vecs = n * static_cast<int>(sizeof(E)) / 16;  // its 16-byte vectors (when whole)
+    const char* src = static_cast<const char*>(p.state_in) + base * sizeof(E);
+    E* dst = static_cast<E*>(p.state) + base;
+    // Stages the tile; the asynchronous copies stay in flight until __pipeline_wait_prior.
+    const auto stage = [&] {
+      if (p.stage_async) {
+        for (int q = t; q < vecs; q += kThreads)
+          __pipeline_memcpy_async(tile_bytes + 16 * q, src + 16LL * q, 16);
+        __pipeline_commit();
+      } else {
+        for (int i = t; i < n; i += kThreads)
+          tile[i] = from_f<E>(device::load_float(p.state_in, base + i, p.state_in_t));
+      }
+    };
     __syncthreads();  // the previous tile is written out and its scan values read
-    // Stage the tile; the asynchronous copies stay in flight through the scan.
-    if (p.stage_async) {
-      const char* src = static_cast<const char*>(p.state_in) + base * sizeof(E);
-      const int vecs = n * static_cast<int>(sizeof(E)) / 16;
-      for (int q = t; q < vecs; q += kThreads)
-        __pipeline_memcpy_async(tile_bytes + 16 * q, src + 16LL * q, 16);
-      __pipeline_commit();
-    } else {
-      for (int i = t; i < n; i += kThreads)
-        tile[i] = from_f<E>(device::load_float(p.state_in, base + i, p.state_in_t));
-    }
-    if (t == 0) {
-      first_sh = INT_MAX;
-      count_sh = 0;
-    }
+    stage();          // in flight through the scan
+    if (t == 0) first_sh = INT_MAX;
     __syncthreads();
-    int mine_first = INT_MAX, mine_count = 0, mine_bad = 0;
+    // The batch rows naming this slot: the first of them, and whether there are any.
+    int mine_first = INT_MAX, mine_bad = 0;
     for (long long b = t; b < p.batch; b += kThreads) {
       const long long s = device::load_index(p.slots, b, p.slots_t);
       mine_bad |= s >= p.cache;
-      if (s == slot) {
-        if (mine_count == 0) mine_first = static_cast<int>(b);
-        ++mine_count;
-      }
+      if (s == slot && mine_first == INT_MAX) mine_first = static_cast<int>(b);
     }
-    if (mine_count > 0) {
-      atomicMin(&first_sh, mine_first);
-      atomicAdd(&count_sh, mine_count);
-    }
-    if (p.stage_async) __pipeline_wait_prior(0);
-    // The tile is staged (every thread's copies) and the scan is complete.
-    const bool bad = __syncthreads_or(mine_bad) != 0;
-    E* dst = static_cast<E*>(p.state) + base;
+    if (mine_first != INT_MAX) atomicMin(&first_sh, mine_first);
+    const bool bad = __syncthreads_or(mine_bad) != 0;  // also: first_sh is complete
     if (bad) {  // a slot past the cache: new_state is NaN (and block 0 makes the outputs NaN)
+      if (p.stage_async) __pipeline_wait_prior(0);  // no copy into shared memory outlives us
       for (int i = t; i < n; i += kThreads) dst[i] = from_f<E>(__int_as_float(0x7fc00000));
       continue;
     }
-    const int count = count_sh;
-    if (count > 0) {
-      long long b = first_sh;
-      for (int step = 0;; ++step) {
-        update_tile<E, V>(p, tile, b, row0, nrows);
-        if (step + 1 == count) break;
-        // The next batch row on this slot (rare: only repeated slots get here).
+    const int first = first_sh;
+    if (p.stage_async) __pipeline_wait_prior(0);
+    if (first != INT_MAX) {
+      __syncthreads();  // the tile is staged (every thread's copies)
+      long long b = first;
+      for (;;) {
+        update_tile<E, V, kThreads>(p, tile, b, row0, nrows);
+        // The next batch row on this slot (rare: only repeated slots get past the first).
         __syncthreads();
         if (t == 0) next_sh = INT_MAX;
         __syncthreads();
@@ -284,13 +285,14 @@ __global__ void __launch_bounds__(kThreads, kBlocksPerSm) ssu_tiles(SsuParams p)
           }
         }
         __syncthreads();
+        if (next_sh == INT_MAX) break;
         b = next_sh;
       }
-      __syncthreads();  // every thread's updates are in the tile
     }
-    // Write the tile out.
+    // Write the tile out. Without an update, a tile staged through cp.async is stored by the
+    // threads that staged each vector, so only element-wise staging needs a barrier here.
+    if (!p.stage_async) __syncthreads();
     if (p.store_vector) {
-      const int vecs = n * static_cast<int>(sizeof(E)) / 16;
       for (int q = t; q < vecs; q += kThreads)
         reinterpret_cast<uint4*>(dst)[q] = reinterpret_cast<const uint4*>(tile_bytes)[q];
     } else {
@@ -312,8 +314,8 @@ constexpr DType dtype_of() {
   return DType::kFloat16;
 }
 
-template <typename E>
-void launch(SsuParams p, DType state_t, cudaStream_t stream) {
+template <typename E, class C>
+void launch_with(SsuParams p, DType state_t, cudaStream_t stream) {
   constexpr int kVec = 16 / static_cast<int>(sizeof(E));
   const long long row_bytes = p.ds * static_cast<long long>(sizeof(E));
   const bool rows16 = row_bytes % 16 == 0;
@@ -325,17 +327,38 @@ void launch(SsuParams p, DType state_t, cudaStream_t stream) {
   const long long chunks = vector ? p.ds / kVec : p.ds;
   p.tpr = 1;
   while (p.tpr < 32 && p.tpr < chunks) p.tpr *= 2;
-  p.tile_rows = std::min<long long>(kTileBytes / row_bytes, p.rows);
+  p.tile_rows = std::min<long long>(C::kTileBytes / row_bytes, p.rows);
   p.tiles = ceil_div(p.rows, p.tile_rows);
   // One block per tile up to a bound; past it blocks loop over tiles. At least one block: block
   // 0 also checks the slots against the cache.
   const long long blocks = std::clamp<long long>(p.cache * p.tiles, 1, 1 << 24);
+  // Shared memory before L1, so that the tiles of every resident block fit (a hint, set on the
+  // current device each launch).
+  for (auto* f : {ssu_tiles<E, kVec, C>, ssu_tiles<E, 1, C>}) {
+    FIB_CUDA_CHECK(cudaFuncSetAttribute(f, cudaFuncAttributePreferredSharedMemoryCarveout,
+                                        cudaSharedmemCarveoutMaxShared));
+  }
   if (vector) {
-    ssu_tiles<E, kVec><<<static_cast<unsigned>(blocks), kThreads, 0, stream>>>(p);
+    ssu_tiles<E, kVec, C><<<static_cast<unsigned>(blocks), C::kThreads, 0, stream>>>(p);
   } else {
-    ssu_tiles<E, 1><<<static_cast<unsigned>(blocks), kThreads, 0, stream>>>(p);
+    ssu_tiles<E, 1, C><<<static_cast<unsigned>(blocks), C::kThreads, 0, stream>>>(p);
   }
   FIB_CUDA_CHECK_LAUNCH();
+}
+
+// Small blocks, many of them per SM: a block's tile is staged, updated and written out in turn,
+// and with twelve blocks at different steps an SM keeps more loads in flight. Measured on H100s
+// (docs/benchmarks.md, "mamba_ssu launch configurations"): 64 threads with 8 KiB tiles took
+// 0.434-0.455 ms where 256 threads with 32 KiB tiles took 0.474-0.490 ms. Rows too long for the
+// small tile take the large one.
+template <typename E>
+void launch(SsuParams p, DType state_t, cudaStream_t stream) {
+  const long long row_bytes = p.ds * static_cast<long long>(sizeof(E));
+  if (row_bytes <= 8 * 1024) {
+    launch_with<E, Config<64, 8 * 1024, 12>>(p, state_t, stream);
+  } else {
+    launch_with<E, Config<256, kMaxTileBytes, 3>>(p, state_t, stream);
+  }
 }
 
 class MambaSsu final : public Kernel {
@@ -394,11 +417,11 @@ class MambaSsu final : public Kernel {
     p.out_t = device::code(out.dtype());
     // A tile holds at least one whole [dstate] row.
     const long long row_bytes = p.ds * dtype_bits(new_state.dtype()) / 8;
-    if (row_bytes > kTileBytes) {
+    if (row_bytes > kMaxTileBytes) {
       throw Error(def.name, "dstate " + std::to_string(p.ds) + " of " +
                                 std::string(dtype_name(new_state.dtype())) + " is " +
                                 std::to_string(row_bytes) + " bytes per row; at most " +
-                                std::to_string(kTileBytes) + " expected");
+                                std::to_string(kMaxTileBytes) + " expected");
     }
 
     cudaStream_t stream = ctx.stream;

@@ -12,8 +12,10 @@
 //     visited, compacted chunk by chunk in shared memory and added by one thread;
 //   - the draw: u = splitmix64(seed ^ splitmix64(row)) as 53 bits, the first token whose
 //     cumulative probability exceeds u * total.
-// So the distribution equals the CPU's and, for the same seed, so do the samples. The sorts are
-// one stable radix sort over all rows (key: row, then the probability's bits inverted).
+// So the distribution equals the CPU's and, for the same seed, so do the samples. Each call
+// sorts once: one stable radix sort over all rows (key: row, then the probability's bits
+// inverted), before top_k or, without top_k, before top_p; after top_k, top_p walks the same
+// order (cut_inside_run says why that gives the reference's kept set).
 // A row that is not a distribution (negative, NaN or infinite entries, nothing left with
 // positive mass), where the CPU reference throws, gets NaN probabilities and sample -1: the
 // device cannot throw, and run() does not wait for its kernels.
@@ -31,53 +33,80 @@ namespace {
 
 using device::Code;
 
-constexpr int kThreads = 512;  // threads of the per-row kernels; one chunk of a serial pass
+constexpr int kThreads = 512;  // threads of the per-row kernels
+constexpr int kPer = 8;        // consecutive positions per thread in one span of a serial pass
+constexpr int kSpan = kThreads * kPer;
 
-// Shared memory of visit_in_order.
+// Shared memory of visit_in_order: one span's nonzero entries, compacted in position order.
 struct Ordered {
-  float v[kThreads];
-  std::int64_t i[kThreads];
-  int warp_count[kThreads / 32];
+  float v[kSpan];
+  unsigned short off[kSpan];  // position - the span's first
   int warp_off[kThreads / 32];
   int total;
   int stop;
 };
+static_assert(kSpan <= 65536, "span offsets are 16-bit");
 
 // Calls visit(value, position) on thread 0 for every nonzero get(position), position in
 // [0, n) ascending, until visit returns true. All threads of the block must call it; the visitor
 // state that matters is thread 0's.
+//
+// The rows these passes walk are mostly zeros after top-k or top-p, so the cost is the walk,
+// not the visits: each span of kSpan positions is loaded at once (kPer consecutive positions per
+// thread, all loads in flight together), its nonzero entries are compacted in order with one
+// block-wide count, and thread 0 visits them. A span costs a few barriers whatever it holds.
 template <class Get, class Visit>
 __device__ void visit_in_order(std::int64_t n, const Get& get, Visit& visit, Ordered& sh) {
   const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
   constexpr int kWarps = kThreads / 32;
-  for (std::int64_t base = 0; base < n; base += kThreads) {
-    const std::int64_t j = base + threadIdx.x;
-    const float v = j < n ? get(j) : 0.0f;
-    const bool keep = v != 0.0f;
-    const unsigned mask = __ballot_sync(0xffffffffu, keep);
-    if (lane == 0) sh.warp_count[warp] = __popc(mask);
+  for (std::int64_t base = 0; base < n; base += kSpan) {
+    const int first = static_cast<int>(threadIdx.x) * kPer;  // this thread's first offset
+    float v[kPer];
+    int count = 0;
+#pragma unroll
+    for (int k = 0; k < kPer; ++k) {
+      const std::int64_t j = base + first + k;
+      v[k] = j < n ? get(j) : 0.0f;
+      count += v[k] != 0.0f;
+    }
+    // Exclusive prefix of the counts over the block, in thread order.
+    int incl = count;
+#pragma unroll
+    for (int o = 1; o < 32; o <<= 1) {
+      const int y = __shfl_up_sync(0xffffffffu, incl, o);
+      if (lane >= o) incl += y;
+    }
+    if (lane == 31) sh.warp_off[warp] = incl;
     __syncthreads();
     if (warp == 0) {
-      const int c = lane < kWarps ? sh.warp_count[lane] : 0;
-      int incl = c;
+      const int c = lane < kWarps ? sh.warp_off[lane] : 0;
+      int w = c;
+#pragma unroll
       for (int o = 1; o < 32; o <<= 1) {
-        const int y = __shfl_up_sync(0xffffffffu, incl, o);
-        if (lane >= o) incl += y;
+        const int y = __shfl_up_sync(0xffffffffu, w, o);
+        if (lane >= o) w += y;
       }
-      if (lane < kWarps) sh.warp_off[lane] = incl - c;
-      if (lane == 31) sh.total = incl;
+      __syncwarp();
+      if (lane < kWarps) sh.warp_off[lane] = w - c;
+      if (lane == 31) sh.total = w;
     }
     __syncthreads();
-    if (keep) {
-      const int pos = sh.warp_off[warp] + __popc(mask & ((1u << lane) - 1u));
-      sh.v[pos] = v;
-      sh.i[pos] = j;
+    const int total = sh.total;
+    if (total == 0) continue;  // warp_off and total are rewritten only past the next barrier
+    int pos = sh.warp_off[warp] + incl - count;
+#pragma unroll
+    for (int k = 0; k < kPer; ++k) {
+      if (v[k] != 0.0f) {
+        sh.v[pos] = v[k];
+        sh.off[pos] = static_cast<unsigned short>(first + k);
+        ++pos;
+      }
     }
     __syncthreads();
     if (threadIdx.x == 0) {
       int stop = 0;
-      for (int p = 0; p < sh.total; ++p) {
-        if (visit(sh.v[p], sh.i[p])) {
+      for (int q = 0; q < total; ++q) {
+        if (visit(sh.v[q], base + sh.off[q])) {
           stop = 1;
           break;
         }
@@ -94,12 +123,11 @@ struct RowGet {
   __device__ float operator()(std::int64_t j) const { return row[j]; }
 };
 
-// The probability at sorted position j of a row, from its sort key.
-struct SortedGet {
-  const std::uint64_t* keys;
-  __device__ float operator()(std::int64_t j) const {
-    return __uint_as_float(0xffffffffu - static_cast<unsigned>(keys[j] & 0xffffffffull));
-  }
+// The probability at sorted position j of a row: the row read through its sort order.
+struct IndexedGet {
+  const float* row;
+  const int* order;
+  __device__ float operator()(std::int64_t j) const { return row[order[j]]; }
 };
 
 struct SumVisit {
@@ -180,19 +208,49 @@ __global__ void make_keys(const float* work, std::uint64_t* keys, int* idx, std:
   }
 }
 
+// One pass of the block over a row's [0, n): load(i) for kUnroll positions per thread, all in
+// flight together, then use(i, loaded) for each. One block walks a whole row, so a pass issuing
+// one load at a time per thread waits out the memory latency vocab / blockDim times.
+constexpr int kUnroll = 8;
+template <class T, class Load, class Use>
+__device__ void row_pass(std::int64_t n, const Load& load, const Use& use) {
+  const std::int64_t step = static_cast<std::int64_t>(blockDim.x);
+  for (std::int64_t base = threadIdx.x; base < n; base += step * kUnroll) {
+    T x[kUnroll];
+#pragma unroll
+    for (int k = 0; k < kUnroll; ++k) {
+      const std::int64_t i = base + k * step;
+      if (i < n) x[k] = load(i);
+    }
+#pragma unroll
+    for (int k = 0; k < kUnroll; ++k) {
+      const std::int64_t i = base + k * step;
+      if (i < n) use(i, x[k]);
+    }
+  }
+}
+
 // Keeps the first `keep` sorted tokens of the row, zeroes the others and renormalizes: the sum
-// in double in token order, rounded to float, each value divided by it. `mask` is zero on entry
-// and on exit.
+// in double in token order, rounded to float, each value divided by it. With a run [run, keep)
+// (run < keep), of the positions from `run` on only tokens up to index `limit` are kept
+// (cut_inside_run). `mask` is zero on entry and on exit.
 __device__ void keep_and_renormalize(float* row, unsigned char* mask, const int* sorted_idx,
                                      std::int64_t keep, std::int64_t vocab, int* status,
-                                     Ordered& sh) {
+                                     Ordered& sh, std::int64_t run = -1, int limit = 0,
+                                     std::int64_t run_end = 0) {
   __shared__ float s_sum;
-  for (std::int64_t j = threadIdx.x; j < keep; j += blockDim.x) mask[sorted_idx[j]] = 1;
-  __syncthreads();
-  for (std::int64_t i = threadIdx.x; i < vocab; i += blockDim.x) {
-    if (!mask[i]) row[i] = 0.0f;
-    mask[i] = 0;
+  const std::int64_t whole = run >= 0 ? run : keep;  // positions kept whatever their index
+  for (std::int64_t j = threadIdx.x; j < whole; j += blockDim.x) mask[sorted_idx[j]] = 1;
+  for (std::int64_t j = whole + threadIdx.x; j < (run >= 0 ? run_end : whole); j += blockDim.x) {
+    if (sorted_idx[j] <= limit) mask[sorted_idx[j]] = 1;
   }
+  __syncthreads();
+  row_pass<unsigned char>(
+      vocab, [&](std::int64_t i) { return mask[i]; },
+      [&](std::int64_t i, unsigned char m) {
+        if (!m) row[i] = 0.0f;
+        mask[i] = 0;
+      });
   __syncthreads();
   SumVisit sum;
   visit_in_order(vocab, RowGet{row}, sum, sh);
@@ -203,7 +261,76 @@ __device__ void keep_and_renormalize(float* row, unsigned char* mask, const int*
     if (threadIdx.x == 0) *status = 1;
     return;
   }
-  for (std::int64_t i = threadIdx.x; i < vocab; i += blockDim.x) row[i] = __fdiv_rn(row[i], s);
+  row_pass<float>(
+      vocab, [&](std::int64_t i) { return row[i]; },
+      [&](std::int64_t i, float x) { row[i] = __fdiv_rn(x, s); });
+}
+
+// How many of positions [lo, hi) satisfy pred, over the block (every thread gets the count).
+template <class Pred>
+__device__ std::int64_t block_count(std::int64_t lo, std::int64_t hi, const Pred& pred) {
+  __shared__ unsigned long long s_count;
+  if (threadIdx.x == 0) s_count = 0;
+  __syncthreads();
+  unsigned long long c = 0;
+  row_pass<int>(
+      hi > lo ? hi - lo : 0, [&](std::int64_t i) { return pred(lo + i) ? 1 : 0; },
+      [&](std::int64_t, int x) { c += static_cast<unsigned long long>(x); });
+  for (int o = 16; o > 0; o >>= 1) c += __shfl_xor_sync(0xffffffffu, c, o);
+  if ((threadIdx.x & 31) == 0 && c) atomicAdd(&s_count, c);
+  __syncthreads();
+  const auto total = static_cast<std::int64_t>(s_count);
+  __syncthreads();  // read by all before the next call resets it
+  return total;
+}
+
+// The top-p cut when the order is the one sorted before top_k renormalized the row. Dividing by
+// the sum never reverses two values but can make different ones equal, and the reference sorts
+// the renormalized row again, equal values by ascending index. The values along the old order
+// are therefore the new order's values, so the cdf, and the number of positions kept, are the
+// same; only which tokens are kept differs, and only where the cut falls inside a run of equal
+// values that is not in index order: there the reference keeps the run's lowest indices.
+// Returns false when the first `keep` positions are the reference's kept set; else [run,
+// run_end) is the run and `limit` the largest index kept from it.
+struct RunCut {
+  std::int64_t run = -1, run_end = 0;
+  int limit = 0;
+};
+__device__ RunCut cut_inside_run(const float* row, const int* order, std::int64_t keep,
+                                 std::int64_t vocab) {
+  __shared__ float s_v;
+  __shared__ int s_inside;
+  if (threadIdx.x == 0) {
+    s_inside = 0;
+    if (keep >= 1 && keep < vocab) {
+      s_v = row[order[keep - 1]];
+      s_inside = s_v != 0.0f && row[order[keep]] == s_v;
+    }
+  }
+  __syncthreads();
+  RunCut cut;
+  if (!s_inside) return cut;
+  const float v = s_v;
+  // Values never increase along the order: the run is the positions holding v.
+  const std::int64_t a = block_count(0, keep, [&](std::int64_t j) { return row[order[j]] > v; });
+  const std::int64_t b =
+      keep + block_count(keep, vocab, [&](std::int64_t j) { return row[order[j]] == v; });
+  const bool sorted =
+      block_count(a, b - 1, [&](std::int64_t j) { return order[j] > order[j + 1]; }) == 0;
+  if (sorted) return cut;
+  // The (keep - a)-th smallest index of the run: the least t with that many indices <= t.
+  int lo = 0, hi = static_cast<int>(vocab) - 1;
+  while (lo < hi) {
+    const int mid = lo + (hi - lo) / 2;
+    if (block_count(a, b, [&](std::int64_t j) { return order[j] <= mid; }) >= keep - a)
+      hi = mid;
+    else
+      lo = mid + 1;
+  }
+  cut.run = a;
+  cut.run_end = b;
+  cut.limit = lo;
+  return cut;
 }
 
 __global__ void apply_top_k(float* work, unsigned char* mask, const int* sorted_idx,
@@ -218,8 +345,8 @@ __global__ void apply_top_k(float* work, unsigned char* mask, const int* sorted_
 }
 
 __global__ void apply_top_p(float* work, unsigned char* mask, const int* sorted_idx,
-                            const std::uint64_t* sorted_keys, const void* top_p, Code top_p_t,
-                            int* status, std::int64_t* onehot, bool unshifted, std::int64_t vocab) {
+                            const void* top_p, Code top_p_t, int* status, std::int64_t* onehot,
+                            bool unshifted, std::int64_t vocab) {
   __shared__ Ordered sh;
   __shared__ float best_v[kThreads];
   __shared__ std::int64_t best_i[kThreads];
@@ -260,12 +387,15 @@ __global__ void apply_top_p(float* work, unsigned char* mask, const int* sorted_
     return;
   }
   if (!(p < 1.0f)) return;  // p >= 1 keeps everything
+  const int* order = sorted_idx + r * vocab;
   TopPVisit visit{p, unshifted};
-  visit_in_order(vocab, SortedGet{sorted_keys + r * vocab}, visit, sh);
+  visit_in_order(vocab, IndexedGet{row, order}, visit, sh);
   if (threadIdx.x == 0) s_keep = visit.keep;
   __syncthreads();
-  keep_and_renormalize(row, mask + r * vocab, sorted_idx + r * vocab, s_keep, vocab, status + r,
-                       sh);
+  const std::int64_t keep = s_keep;
+  const RunCut cut = cut_inside_run(row, order, keep, vocab);
+  keep_and_renormalize(row, mask + r * vocab, order, keep, vocab, status + r, sh, cut.run,
+                       cut.limit, cut.run_end);
 }
 
 // The final normalization (as torch.multinomial's), then the draw.
@@ -293,8 +423,11 @@ __global__ void finalize(const float* work, const int* status, const std::int64_
     __syncthreads();
     if (!s_bad) {
       const double t = s_total;
-      for (std::int64_t i = threadIdx.x; i < vocab; i += blockDim.x)
-        d[i] = static_cast<float>(__ddiv_rn(static_cast<double>(row[i]), t));
+      row_pass<float>(
+          vocab, [&](std::int64_t i) { return row[i]; },
+          [&](std::int64_t i, float x) {
+            d[i] = static_cast<float>(__ddiv_rn(static_cast<double>(x), t));
+          });
     }
   }
   __syncthreads();
@@ -402,13 +535,16 @@ void enqueue(const Definition& def, const DeviceArguments& args, cudaStream_t st
       FIB_CUDA_CHECK_LAUNCH();
     }
     if (in.top_p) {
-      sort_rows(work.as<float>(), batch, vocab, keys.as<std::uint64_t>(), idx.as<int>(),
-                sorted_keys.as<std::uint64_t>(), sorted_idx.as<int>(), stream);
+      // After top_k, the order sorted for it serves top_p too (cut_inside_run says why).
+      if (!in.top_k) {
+        sort_rows(work.as<float>(), batch, vocab, keys.as<std::uint64_t>(), idx.as<int>(),
+                  sorted_keys.as<std::uint64_t>(), sorted_idx.as<int>(), stream);
+      }
       const bool unshifted = vocab == 1 && in.top_k != nullptr;
-      apply_top_p<<<rows, kThreads, 0, stream>>>(
-          work.as<float>(), mask.as<unsigned char>(), sorted_idx.as<int>(),
-          sorted_keys.as<std::uint64_t>(), in.top_p->raw(), device::code(in.top_p->dtype()),
-          status.as<int>(), onehot.as<std::int64_t>(), unshifted, vocab);
+      apply_top_p<<<rows, kThreads, 0, stream>>>(work.as<float>(), mask.as<unsigned char>(),
+                                                 sorted_idx.as<int>(), in.top_p->raw(),
+                                                 device::code(in.top_p->dtype()), status.as<int>(),
+                                                 onehot.as<std::int64_t>(), unshifted, vocab);
       FIB_CUDA_CHECK_LAUNCH();
     }
   }

@@ -185,6 +185,58 @@ TEST(CudaReferenceSampling, HandBuiltEdgeCases) {
   }
 }
 
+// top_k_top_p renormalizes before top_p sorts again, and dividing by the kept mass can make two
+// different probabilities equal; the reference then orders them by index. The GPU reuses the
+// order sorted for top_k (by the old values), so where the top_p cut falls inside such a run it
+// must keep the run's lowest indices. Each row has a > b, neighbouring floats that a / s merges
+// (s the kept sum in the CPU's order, rounded to float), with b at a lower index than a.
+TEST(CudaReferenceSampling, ValuesMergedByRenormalizingAreCutByIndex) {
+  FIB_REQUIRE_GPU();
+  FIB_REQUIRE_CORPUS(corpus);
+  const Definition def = small_vocab(corpus, "top_k_top_p", 8);
+  // A row [b, a (copies times), c, 0...]: the first a (searching down from 4) whose b merges
+  // with it. c puts a / s just above 1/16, where a float's step is twice an a step's image, and
+  // sorts first; top_p then keeps c and `cut` tokens of the run.
+  struct Row {
+    std::vector<double> probs;
+    double top_p = 0;
+  };
+  const auto merged_row = [](int copies, double cut) {
+    Row row;
+    for (float a = 3.999f; a > 3.9f; a = std::nextafter(a, 0.0f)) {
+      const float b = std::nextafter(a, 0.0f);
+      const float c = 63.5f - static_cast<float>(copies + 1) * 4.0f;
+      double sum = static_cast<double>(b);
+      for (int i = 0; i < copies; ++i) sum += static_cast<double>(a);
+      sum += static_cast<double>(c);
+      const auto s = static_cast<float>(sum);
+      if (a / s != b / s) continue;
+      row.probs.assign(8, 0.0);
+      row.probs[0] = static_cast<double>(b);
+      for (int i = 0; i < copies; ++i) row.probs[static_cast<std::size_t>(1 + i)] = a;
+      row.probs[static_cast<std::size_t>(1 + copies)] = c;
+      // The cdf is c / s, then one step of a / s per token of the run.
+      row.top_p = static_cast<double>(c / s) + cut * static_cast<double>(a / s);
+      return row;
+    }
+    ADD_FAILURE() << "no merging pair found";
+    return row;
+  };
+  // Row 0 keeps one token of the run {a, b}: b (index 0), though a sorted first before.
+  // Row 1 keeps two of {a, a, b}: b and the first a (indices 0 and 1).
+  const Row one = merged_row(1, 0.5), two = merged_row(2, 1.5);
+  const auto args = rows(def, 8, {one.probs, two.probs}, {3, 4}, {one.top_p, two.top_p});
+  expect_matches_cpu(def, args, 11);
+  const Tensor d = gpu_sampling(def, args, 11).dist;
+  EXPECT_GT(d.get(0), 0.0);
+  EXPECT_EQ(d.get(1), 0.0);
+  EXPECT_GT(d.get(2), 0.0);
+  EXPECT_GT(d.get(8 + 0), 0.0);
+  EXPECT_GT(d.get(8 + 1), 0.0);
+  EXPECT_EQ(d.get(8 + 2), 0.0);
+  EXPECT_GT(d.get(8 + 3), 0.0);
+}
+
 // Rows the CPU reference rejects (it throws for the whole call): the GPU gives those rows NaN
 // probabilities and sample -1, and the other rows of the batch what the CPU gives them alone.
 TEST(CudaReferenceSampling, RejectedRowsAreNaNAndTheOthersUnaffected) {
