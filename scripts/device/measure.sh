@@ -11,7 +11,8 @@
 #          with one seed: end-to-end wall time, the share of it in timed GPU work, the harness's
 #          overhead, and the run-to-run spread of each reported median (ITERATIONS: the timed
 #          calls' cap per trial, default 30; RUN_ARGS: extra `fib run` flags, e.g.
-#          --no-prepare-ahead)
+#          --no-prepare-ahead; WARM_SECONDS: device-memory copies before the first run, default
+#          25, 0 for none: scripts/device/warm_gpu.cu)
 #   multi  the same dataset's RMSNorm definitions on every visible GPU (--device cuda:all): the
 #          evaluations per device and the wall time against one device (run on a multi-GPU kind)
 #   ncu    the Nsight Compute agreement check (scripts/device/ncu-check.sh)
@@ -71,6 +72,11 @@ if has run; then
     pack fused_add_rmsnorm_h2048 fused_add_rmsnorm_h2048 $v
     pack gemm_n4096_k4096 gemm_n2048_k2048 $v
   done
+  warm=${WARM_SECONDS:-25}
+  if [ "$warm" != 0 ]; then
+    nvcc -O2 -arch=native -o "$base/warm_gpu" scripts/device/warm_gpu.cu &&
+      "$base/warm_gpu" "$warm" | sed 's/^/measure: /'
+  fi
   for r in $(seq 1 "$runs"); do
     rm -rf "$base/run$r" && cp -r "$ds" "$base/run$r"
     # One build cache for all runs: the first builds (its build time is reported apart).

@@ -9,7 +9,7 @@
 //   - every sum the CPU takes in double in one serial order (renormalizing sums in token order,
 //     the cdf in sorted order, the final normalization, the draw's inverse CDF) is taken here in
 //     the same order, as one serial chain: adding 0 is exact, so only the nonzero entries are
-//     visited, compacted chunk by chunk in shared memory and added by one thread;
+//     visited, compacted span by span in shared memory and added by one thread;
 //   - the draw: u = splitmix64(seed ^ splitmix64(row)) as 53 bits, the first token whose
 //     cumulative probability exceeds u * total.
 // So the distribution equals the CPU's and, for the same seed, so do the samples. Each call
