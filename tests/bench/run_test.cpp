@@ -7,7 +7,9 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
+#include <cstdlib>
 #include <fstream>
 #include <map>
 #include <set>
@@ -457,6 +459,29 @@ TEST(RunWorker, AWorkerAnswersAndDiesCleanly) {
   EXPECT_FALSE(w.alive());
   const auto dead = w.call(Json{{"cmd", "hello"}}, std::chrono::steady_clock::now());
   EXPECT_EQ(dead.kind, Worker::ReplyKind::kDied);
+}
+
+TEST(RunWorker, TheEnvironmentIsScrubbedAndOnlySolutionsLoadModulesEagerly) {
+  WorkerSpec spec;
+  spec.home = "/tmp/fib-home";
+  spec.threads = 3;
+  ::setenv("LD_PRELOAD", "/tmp/evil.so", 1);
+  const std::vector<std::string> solution = worker_environment(spec);
+  ::unsetenv("LD_PRELOAD");
+  const auto has = [](const std::vector<std::string>& env, const std::string& kv) {
+    return std::find(env.begin(), env.end(), kv) != env.end();
+  };
+  EXPECT_TRUE(has(solution, "FIB_WORKER_ROLE=solution"));
+  EXPECT_TRUE(has(solution, "HOME=/tmp/fib-home"));
+  EXPECT_TRUE(has(solution, "OMP_NUM_THREADS=3"));
+  EXPECT_TRUE(has(solution, "CUDA_MODULE_LOADING=EAGER"));
+  for (const std::string& kv : solution) EXPECT_NE(kv.rfind("LD_PRELOAD=", 0), 0u) << kv;
+  spec.role = "reference";
+  const std::vector<std::string> reference = worker_environment(spec);
+  EXPECT_TRUE(has(reference, "FIB_WORKER_ROLE=reference"));
+  for (const std::string& kv : reference) {
+    EXPECT_NE(kv.rfind("CUDA_MODULE_LOADING=", 0), 0u) << "the reference worker loads lazily";
+  }
 }
 
 TEST(TimingStats, PercentilesInterpolateLikeNumpy) {

@@ -28,6 +28,11 @@ struct WorkerSpec {
   std::chrono::milliseconds startup_timeout{30000};
 };
 
+// The whole environment a worker starts with (nothing else is inherited): PATH, the locale,
+// its role, HOME and TMPDIR, thread counts, the visible devices, and for solution workers eager
+// CUDA module loading.
+std::vector<std::string> worker_environment(const WorkerSpec& spec);
+
 // What a worker printed on stdout/stderr: the first and last bytes, and how much there was.
 struct CapturedOutput {
   std::string head, tail;

@@ -27,30 +27,6 @@ void set_nonblocking(int fd) {
   ::fcntl(fd, F_SETFL, flags | O_NONBLOCK);
 }
 
-std::vector<std::string> scrubbed_environment(const WorkerSpec& spec) {
-  // Only what a compiled kernel legitimately needs: no LD_PRELOAD / LD_LIBRARY_PATH, no
-  // credentials, no user configuration that could change the code that runs.
-  std::vector<std::string> env = {"PATH=/usr/local/bin:/usr/bin:/bin", "LANG=C.UTF-8",
-                                  "LC_ALL=C.UTF-8", "FIB_WORKER_ROLE=" + spec.role};
-  if (!spec.home.empty()) {
-    env.push_back("HOME=" + spec.home.string());
-    env.push_back("TMPDIR=" + spec.home.string());
-  }
-  if (spec.threads > 0) {
-    for (const char* k : {"OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS"}) {
-      env.push_back(fmt::format("{}={}", k, spec.threads));
-    }
-  }
-  for (const char* keep : {"CUDA_VISIBLE_DEVICES", "NVIDIA_VISIBLE_DEVICES"}) {
-    if (const char* v = std::getenv(keep)) env.push_back(fmt::format("{}={}", keep, v));
-  }
-  // Every kernel of a loaded module is loaded with it: with lazy loading (CUDA's default), a
-  // kernel's first launch can wait for the device to go idle, which it never does behind the
-  // timer's blocking kernel.
-  env.push_back("CUDA_MODULE_LOADING=EAGER");
-  return env;
-}
-
 const char* signal_label(int sig) {
   switch (sig) {
     case SIGSEGV:
@@ -80,6 +56,36 @@ const char* signal_label(int sig) {
   }
 }
 }  // namespace
+
+std::vector<std::string> worker_environment(const WorkerSpec& spec) {
+  // Only what a compiled kernel legitimately needs: no LD_PRELOAD / LD_LIBRARY_PATH, no
+  // credentials, no user configuration that could change the code that runs.
+  std::vector<std::string> env = {"PATH=/usr/local/bin:/usr/bin:/bin", "LANG=C.UTF-8",
+                                  "LC_ALL=C.UTF-8", "FIB_WORKER_ROLE=" + spec.role};
+  if (!spec.home.empty()) {
+    env.push_back("HOME=" + spec.home.string());
+    env.push_back("TMPDIR=" + spec.home.string());
+  }
+  if (spec.threads > 0) {
+    for (const char* k : {"OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS"}) {
+      env.push_back(fmt::format("{}={}", k, spec.threads));
+    }
+  }
+  for (const char* keep : {"CUDA_VISIBLE_DEVICES", "NVIDIA_VISIBLE_DEVICES"}) {
+    if (const char* v = std::getenv(keep)) env.push_back(fmt::format("{}={}", keep, v));
+  }
+  // A solution worker loads every kernel of a module with the module: with lazy loading (CUDA's
+  // default), a kernel's first launch can wait for the device to go idle, which it never does
+  // behind the timer's blocking kernel, and a solution may first launch a kernel in a timed
+  // call. The reference worker keeps lazy loading. fib's references launch the same kernels in
+  // every call of a workload, first in the warmup, which runs without the blocking kernel. The
+  // MoE reference, whose per-expert GEMMs vary with the routing, synchronizes in every call and
+  // is timed without the blocking kernel. Eager loading made the reference's first cuBLAS call
+  // load all of cuBLAS: 2.6 s of a 35 s run on an H100, against 0.2 s lazily
+  // (docs/benchmarks.md, "Ninth session").
+  if (spec.role != "reference") env.push_back("CUDA_MODULE_LOADING=EAGER");
+  return env;
+}
 
 std::string describe_wait_status(int status) {
   if (WIFEXITED(status)) return fmt::format("exited with status {}", WEXITSTATUS(status));
@@ -111,7 +117,7 @@ Worker::Worker(WorkerSpec spec) : spec_(std::move(spec)) {
   // async-signal-safe calls are allowed.
   const std::string exe = spec_.executable.string();
   std::vector<std::string> args = {exe, "worker", "--channel", "3"};
-  std::vector<std::string> env = scrubbed_environment(spec_);
+  std::vector<std::string> env = worker_environment(spec_);
   std::vector<char*> argv, envp;
   for (auto& a : args) argv.push_back(a.data());
   argv.push_back(nullptr);
