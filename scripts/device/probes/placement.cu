@@ -1,13 +1,22 @@
-// Does where a buffer lands change a memory-bound kernel's time? Medians of one read kernel over
-// 16 placements of its buffer (padding allocations of random size in between), each timed twice.
+// Does where its memory lands change a memory-bound kernel's time? A read kernel over device
+// buffers, each sample after a 200 MiB flush (written, then read); medians of the samples.
 // docs/benchmarks.md, "Ninth session".
 //   nvcc -O3 -arch=native -o /tmp/placement scripts/device/probes/placement.cu
-//   /tmp/placement MiB seed
+//   /tmp/placement buffer [MiB] [seed]  one buffer, reallocated 16 times with padding
+//                                       allocations of random size in between, each placement
+//                                       timed twice (60 samples a median)
+//   /tmp/placement pool                 16 buffers of 32 MiB cycled per sample, as fib run's
+//                                       device pool: first the flush buffer reallocated 12
+//                                       times (pool fixed), then the pool (flush fixed)
 #include <cuda_runtime.h>
+
 #include <algorithm>
 #include <cstdio>
+#include <cstdlib>
+#include <cstring>
 #include <random>
 #include <vector>
+
 __global__ void readsum(const float4* __restrict__ p, size_t n, float* out) {
   float acc = 0;
   for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < n;
@@ -17,7 +26,8 @@ __global__ void readsum(const float4* __restrict__ p, size_t n, float* out) {
   }
   if (acc == 12345.f) *out = acc;
 }
-__global__ void flush(float4* p, size_t n) {  // write then read 200 MiB
+
+__global__ void flush(float4* p, size_t n) {
   float acc = 0;
   for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < n;
        i += (size_t)gridDim.x * blockDim.x)
@@ -29,51 +39,105 @@ __global__ void flush(float4* p, size_t n) {  // write then read 200 MiB
   }
   if (acc == 12345.f) p[0].y = acc;
 }
+
+namespace {
+
+const size_t kFlush = size_t{200} << 20;
+int sms = 0;
+float* out = nullptr;
+cudaEvent_t e0, e1;
+std::mt19937 rng;
+std::vector<void*> pads;  // never freed: they keep the next allocation elsewhere
+
+// The median of `samples` reads (after 3 unrecorded ones), cycling over `pool`, in us.
+float median_us(const std::vector<float4*>& pool, size_t bytes, float4* fl, int samples) {
+  std::vector<float> t;
+  for (int it = 0; it < samples + 3; ++it) {
+    flush<<<sms * 4, 512>>>(fl, kFlush / 16);
+    cudaEventRecord(e0);
+    readsum<<<sms * 4, 512>>>(pool[it % pool.size()], bytes / 16, out);
+    cudaEventRecord(e1);
+    cudaEventSynchronize(e1);
+    float ms = 0;
+    cudaEventElapsedTime(&ms, e0, e1);
+    if (it >= 3) t.push_back(ms * 1000);
+  }
+  std::sort(t.begin(), t.end());
+  return t[t.size() / 2];
+}
+
+void pad() {
+  void* p = nullptr;
+  cudaMalloc(&p, ((rng() % 64) + 1) << 20);
+  pads.push_back(p);
+}
+
+std::vector<float4*> make_pool(int n, size_t bytes) {
+  std::vector<float4*> pool(n);
+  for (auto& p : pool) {
+    cudaMalloc(&p, bytes);
+    cudaMemset(p, 0, bytes);
+  }
+  return pool;
+}
+
+void report(const char* what, std::vector<float> m) {
+  std::sort(m.begin(), m.end());
+  std::printf("%s: medians %.2f .. %.2f us, spread %.2f%%\n", what, m.front(), m.back(),
+              100 * (m.back() - m.front()) / m[m.size() / 2]);
+}
+
+}  // namespace
+
 int main(int argc, char** argv) {
-  const size_t bytes = (argc > 1 ? atoll(argv[1]) : 64) << 20;
-  int sms;
+  const bool pool_mode = argc > 1 && std::strcmp(argv[1], "pool") == 0;
   cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, 0);
-  float4* fl;
-  cudaMalloc(&fl, 200 << 20);
-  float* out;
   cudaMalloc(&out, 4);
-  cudaEvent_t e0, e1;
   cudaEventCreate(&e0);
   cudaEventCreate(&e1);
-  std::mt19937 rng(argc > 2 ? atoi(argv[2]) : 1);
-  std::vector<void*> pads;
-  auto median_of = [&](float4* buf) {
-    std::vector<float> t;
-    for (int it = 0; it < 63; ++it) {
-      flush<<<sms * 4, 512>>>(fl, (200 << 20) / 16);
-      cudaEventRecord(e0);
-      readsum<<<sms * 4, 512>>>(buf, bytes / 16, out);
-      cudaEventRecord(e1);
-      cudaEventSynchronize(e1);
-      float ms;
-      cudaEventElapsedTime(&ms, e0, e1);
-      if (it >= 3) t.push_back(ms * 1000);
+  std::vector<float> m;
+  if (!pool_mode) {
+    const size_t bytes = size_t(argc > 2 ? std::atoll(argv[2]) : 64) << 20;
+    rng.seed(argc > 3 ? std::atoi(argv[3]) : 1);
+    float4* fl = nullptr;
+    cudaMalloc(&fl, kFlush);
+    for (int p = 0; p < 16; ++p) {
+      pad();
+      const std::vector<float4*> buf = make_pool(1, bytes);
+      const float a = median_us(buf, bytes, fl, 60), b = median_us(buf, bytes, fl, 60);
+      std::printf("placement %2d (va %p): %.2f us, again %.2f us\n", p, (void*)buf[0], a, b);
+      m.push_back(a);
+      cudaFree(buf[0]);
     }
-    std::sort(t.begin(), t.end());
-    return t[t.size() / 2];
-  };
-  std::vector<float> meds;
-  for (int p = 0; p < 16; ++p) {
-    void* pad;
-    size_t pb = ((rng() % 64) + 1) << 20;
-    cudaMalloc(&pad, pb);
-    pads.push_back(pad);
-    float4* buf;
-    cudaMalloc(&buf, bytes);
-    cudaMemset(buf, 0, bytes);
-    float m1 = median_of(buf), m2 = median_of(buf);
-    printf("placement %2d (pad %3zu MiB, va %p): %.2f us, again %.2f us\n", p, pb >> 20, (void*)buf,
-           m1, m2);
-    meds.push_back(m1);
-    cudaFree(buf);
+    char what[64];
+    std::snprintf(what, sizeof what, "%zu MiB read, buffer reallocated", bytes >> 20);
+    report(what, m);
+  } else {
+    const size_t bytes = size_t{32} << 20;
+    rng.seed(5);
+    std::vector<float4*> pool = make_pool(16, bytes);
+    for (int f = 0; f < 12; ++f) {
+      pad();
+      float4* fl = nullptr;
+      cudaMalloc(&fl, kFlush);
+      const float a = median_us(pool, bytes, fl, 90), b = median_us(pool, bytes, fl, 90);
+      std::printf("flush placement %2d: %.2f us, again %.2f us\n", f, a, b);
+      m.push_back(a);
+      cudaFree(fl);
+    }
+    report("flush reallocated, pool fixed", m);
+    float4* fl = nullptr;
+    cudaMalloc(&fl, kFlush);
+    m.clear();
+    for (int q = 0; q < 12; ++q) {
+      for (auto p : pool) cudaFree(p);
+      pad();
+      pool = make_pool(16, bytes);
+      const float a = median_us(pool, bytes, fl, 90), b = median_us(pool, bytes, fl, 90);
+      std::printf("pool placement %2d: %.2f us, again %.2f us\n", q, a, b);
+      m.push_back(a);
+    }
+    report("pool reallocated, flush fixed", m);
   }
-  std::sort(meds.begin(), meds.end());
-  printf("%zu MiB read: medians over placements %.2f .. %.2f us (spread %.2f%%)\n", bytes >> 20,
-         meds.front(), meds.back(), 100 * (meds.back() - meds.front()) / meds[meds.size() / 2]);
   return 0;
 }
