@@ -231,9 +231,9 @@ __device__ void row_pass(std::int64_t n, const Load& load, const Use& use) {
 }
 
 // Keeps the first `keep` sorted tokens of the row, zeroes the others and renormalizes: the sum
-// in double in token order, rounded to float, each value divided by it. With a run [run, keep)
-// (run < keep), of the positions from `run` on only tokens up to index `limit` are kept
-// (cut_inside_run). `mask` is zero on entry and on exit.
+// in double in token order, rounded to float, each value divided by it. When the cut splits a
+// run of positions [run, run_end) (run >= 0), the positions before it are kept and, of the run,
+// the tokens up to index `limit` (cut_inside_run). `mask` is zero on entry and on exit.
 __device__ void keep_and_renormalize(float* row, unsigned char* mask, const int* sorted_idx,
                                      std::int64_t keep, std::int64_t vocab, int* status,
                                      Ordered& sh, std::int64_t run = -1, int limit = 0,
