@@ -8,6 +8,11 @@
 //   /tmp/placement pool                 16 buffers of 32 MiB cycled per sample, as fib run's
 //                                       device pool: first the flush buffer reallocated 12
 //                                       times (pool fixed), then the pool (flush fixed)
+//   /tmp/placement runs                 12 simulated runs, each allocating afresh: the median of
+//                                       90 samples over one pool of 48 buffers, against 30
+//                                       samples on each of three pools of 16 allocated apart
+//                                       (padding between them): does a run's median vary less
+//                                       across runs when it spans three pools?
 #include <cuda_runtime.h>
 
 #include <algorithm>
@@ -89,8 +94,65 @@ void report(const char* what, std::vector<float> m) {
 
 }  // namespace
 
+// Simulated runs: each allocates its pools afresh (after freeing the last run's) and reports one
+// median over all its samples.
+void runs_mode(float4* fl) {
+  const size_t bytes = size_t{32} << 20;
+  rng.seed(9);
+  std::vector<float> one, three;
+  std::vector<float4*> live;
+  auto free_live = [&] {
+    for (auto p : live) cudaFree(p);
+    live.clear();
+  };
+  for (int r = 0; r < 12; ++r) {
+    free_live();
+    pad();
+    std::vector<float4*> pool = make_pool(48, bytes);
+    live = pool;
+    one.push_back(median_us(pool, bytes, fl, 90));
+    free_live();
+    std::vector<std::vector<float4*>> pools;
+    for (int k = 0; k < 3; ++k) {
+      pad();
+      pools.push_back(make_pool(16, bytes));
+      live.insert(live.end(), pools.back().begin(), pools.back().end());
+    }
+    // 30 samples on each pool, pooled into one median.
+    std::vector<float> t;
+    for (const auto& pl : pools) {
+      for (int it = 0; it < 33; ++it) {
+        flush<<<sms * 4, 512>>>(fl, kFlush / 16);
+        cudaEventRecord(e0);
+        readsum<<<sms * 4, 512>>>(pl[it % pl.size()], bytes / 16, out);
+        cudaEventRecord(e1);
+        cudaEventSynchronize(e1);
+        float ms = 0;
+        cudaEventElapsedTime(&ms, e0, e1);
+        if (it >= 3) t.push_back(ms * 1000);
+      }
+    }
+    std::sort(t.begin(), t.end());
+    three.push_back(t[t.size() / 2]);
+    std::printf("run %2d: one pool %.2f us, three pools %.2f us\n", r, one.back(), three.back());
+  }
+  free_live();
+  report("one pool of 48 per run", one);
+  report("three pools of 16 per run", three);
+}
+
 int main(int argc, char** argv) {
   const bool pool_mode = argc > 1 && std::strcmp(argv[1], "pool") == 0;
+  if (argc > 1 && std::strcmp(argv[1], "runs") == 0) {
+    cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, 0);
+    cudaMalloc(&out, 4);
+    cudaEventCreate(&e0);
+    cudaEventCreate(&e1);
+    float4* fl = nullptr;
+    cudaMalloc(&fl, kFlush);
+    runs_mode(fl);
+    return 0;
+  }
   cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, 0);
   cudaMalloc(&out, 4);
   cudaEventCreate(&e0);
