@@ -323,15 +323,15 @@ __global__ void __launch_bounds__(C::kThreads, C::kBlocksPerSm) ssu_tiles(SsuPar
     if (bulk && t == 0) bulk_store_wait_read();  // the previous tile's store has left the tile
 #endif
     __syncthreads();  // the previous tile is written out and its scan values read
-                      // Stage the tile, in flight through the scan.
 #if FIB_SSU_BULK
+    // Stage the tile, in flight through the scan.
     if (bulk) {
       if (t == 0) bulk_load(tile_bytes, src, static_cast<unsigned>(vecs) * 16, &loaded);
     } else {
       stage();
     }
 #else
-    stage();
+    stage();  // in flight through the scan
 #endif
     if (t == 0) first_sh = INT_MAX;
     __syncthreads();
