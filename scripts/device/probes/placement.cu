@@ -54,9 +54,9 @@ cudaEvent_t e0, e1;
 std::mt19937 rng;
 std::vector<void*> pads;  // never freed: they keep the next allocation elsewhere
 
-// The median of `samples` reads (after 3 unrecorded ones), cycling over `pool`, in us.
-float median_us(const std::vector<float4*>& pool, size_t bytes, float4* fl, int samples) {
-  std::vector<float> t;
+// `samples` reads (after 3 unrecorded ones), cycling over `pool`, appended to `t` in us.
+void sample_us(const std::vector<float4*>& pool, size_t bytes, float4* fl, int samples,
+               std::vector<float>& t) {
   for (int it = 0; it < samples + 3; ++it) {
     flush<<<sms * 4, 512>>>(fl, kFlush / 16);
     cudaEventRecord(e0);
@@ -67,8 +67,17 @@ float median_us(const std::vector<float4*>& pool, size_t bytes, float4* fl, int 
     cudaEventElapsedTime(&ms, e0, e1);
     if (it >= 3) t.push_back(ms * 1000);
   }
+}
+
+float median(std::vector<float> t) {
   std::sort(t.begin(), t.end());
   return t[t.size() / 2];
+}
+
+float median_us(const std::vector<float4*>& pool, size_t bytes, float4* fl, int samples) {
+  std::vector<float> t;
+  sample_us(pool, bytes, fl, samples, t);
+  return median(t);
 }
 
 void pad() {
@@ -120,20 +129,8 @@ void runs_mode(float4* fl) {
     }
     // 30 samples on each pool, pooled into one median.
     std::vector<float> t;
-    for (const auto& pl : pools) {
-      for (int it = 0; it < 33; ++it) {
-        flush<<<sms * 4, 512>>>(fl, kFlush / 16);
-        cudaEventRecord(e0);
-        readsum<<<sms * 4, 512>>>(pl[it % pl.size()], bytes / 16, out);
-        cudaEventRecord(e1);
-        cudaEventSynchronize(e1);
-        float ms = 0;
-        cudaEventElapsedTime(&ms, e0, e1);
-        if (it >= 3) t.push_back(ms * 1000);
-      }
-    }
-    std::sort(t.begin(), t.end());
-    three.push_back(t[t.size() / 2]);
+    for (const auto& pl : pools) sample_us(pl, bytes, fl, 30, t);
+    three.push_back(median(t));
     std::printf("run %2d: one pool %.2f us, three pools %.2f us\n", r, one.back(), three.back());
   }
   free_live();
