@@ -166,8 +166,8 @@ def main():
                                (f", {'/'.join(why)}" if why else ""))
             print(f"  over 1%: {sol} {json.dumps(axes)} {100 * spread:.2f}%: " + "; ".join(per_run))
     if runs >= 3 and big:
-        # Run 1 starts on an idle GPU (after the build) and later runs on a warm one: the
-        # spread among runs 2..N compares like with like.
+        # Run 1 follows the build (after measure.sh's warm-up, unless WARM_SECONDS=0) and later
+        # runs follow a run: the spread among runs 2..N compares like with like.
         warm = [(r[2], spread_of(r[6][1:])) for r in big]
         under = sum(1 for _, sp in warm if sp < 0.01)
         print(f"runs 2..{runs} only, kernels of 10 us or more: {len(warm)}; spread under 1%: "

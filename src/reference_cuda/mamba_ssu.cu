@@ -29,8 +29,10 @@
 #include <climits>
 #include <cstdint>
 #include <cstring>
+#include <mutex>
 #include <string>
 #include <type_traits>
+#include <vector>
 
 #include "reference_cuda/attn_support.h"
 #include "reference_cuda/device_math.cuh"
@@ -434,11 +436,23 @@ void launch_with(SsuParams p, DType state_t, cudaStream_t stream) {
   // One block per tile up to a bound; past it blocks loop over tiles. At least one block: block
   // 0 also checks the slots against the cache.
   const long long blocks = std::clamp<long long>(p.cache * p.tiles, 1, 1 << 24);
-  // Shared memory before L1, so that the tiles of every resident block fit (a hint, set on the
-  // current device each launch).
-  for (auto* f : {ssu_tiles<E, kVec, C>, ssu_tiles<E, 1, C>}) {
-    FIB_CUDA_CHECK(cudaFuncSetAttribute(f, cudaFuncAttributePreferredSharedMemoryCarveout,
-                                        cudaSharedmemCarveoutMaxShared));
+  // Shared memory before L1, so that the tiles of every resident block fit: a hint, set once per
+  // device for this configuration's kernels (not on every call).
+  {
+    static std::mutex mu;
+    static std::vector<bool> hinted;  // by device ordinal
+    int dev = 0;
+    FIB_CUDA_CHECK(cudaGetDevice(&dev));
+    std::lock_guard<std::mutex> lock(mu);
+    if (static_cast<std::size_t>(dev) >= hinted.size())
+      hinted.resize(static_cast<std::size_t>(dev) + 1, false);
+    if (!hinted[static_cast<std::size_t>(dev)]) {
+      for (auto* f : {ssu_tiles<E, kVec, C>, ssu_tiles<E, 1, C>}) {
+        FIB_CUDA_CHECK(cudaFuncSetAttribute(f, cudaFuncAttributePreferredSharedMemoryCarveout,
+                                            cudaSharedmemCarveoutMaxShared));
+      }
+      hinted[static_cast<std::size_t>(dev)] = true;
+    }
   }
   if (vector) {
     ssu_tiles<E, kVec, C><<<static_cast<unsigned>(blocks), C::kThreads, 0, stream>>>(p);
