@@ -230,19 +230,26 @@ __device__ void row_pass(std::int64_t n, const Load& load, const Use& use) {
   }
 }
 
-// Keeps the first `keep` sorted tokens of the row, zeroes the others and renormalizes: the sum
-// in double in token order, rounded to float, each value divided by it. When the cut splits a
-// run of positions [run, run_end) (run >= 0), the positions before it are kept and, of the run,
-// the tokens up to index `limit` (cut_inside_run). `mask` is zero on entry and on exit.
+// A run of sorted positions [run, run_end) that the top-p cut splits (cut_inside_run): of it,
+// the tokens up to index `limit` are kept. run < 0: none, the first `keep` positions are kept.
+struct RunCut {
+  std::int64_t run = -1, run_end = 0;
+  int limit = 0;
+};
+
+// Keeps the first `keep` sorted tokens of the row (or, with a split run, the positions before
+// it and the run's tokens up to cut.limit), zeroes the others and renormalizes: the sum in
+// double in token order, rounded to float, each value divided by it. `mask` is zero on entry
+// and on exit.
 __device__ void keep_and_renormalize(float* row, unsigned char* mask, const int* sorted_idx,
                                      std::int64_t keep, std::int64_t vocab, int* status,
-                                     Ordered& sh, std::int64_t run = -1, int limit = 0,
-                                     std::int64_t run_end = 0) {
+                                     Ordered& sh, const RunCut& cut = RunCut{}) {
   __shared__ float s_sum;
-  const std::int64_t whole = run >= 0 ? run : keep;  // positions kept whatever their index
+  const bool split = cut.run >= 0;
+  const std::int64_t whole = split ? cut.run : keep;  // positions kept whatever their index
   for (std::int64_t j = threadIdx.x; j < whole; j += blockDim.x) mask[sorted_idx[j]] = 1;
-  for (std::int64_t j = whole + threadIdx.x; j < (run >= 0 ? run_end : whole); j += blockDim.x) {
-    if (sorted_idx[j] <= limit) mask[sorted_idx[j]] = 1;
+  for (std::int64_t j = whole + threadIdx.x; split && j < cut.run_end; j += blockDim.x) {
+    if (sorted_idx[j] <= cut.limit) mask[sorted_idx[j]] = 1;
   }
   __syncthreads();
   row_pass<unsigned char>(
@@ -290,12 +297,7 @@ __device__ std::int64_t block_count(std::int64_t lo, std::int64_t hi, const Pred
 // are therefore the new order's values, so the cdf, and the number of positions kept, are the
 // same; only which tokens are kept differs, and only where the cut falls inside a run of equal
 // values that is not in index order: there the reference keeps the run's lowest indices.
-// Returns false when the first `keep` positions are the reference's kept set; else [run,
-// run_end) is the run and `limit` the largest index kept from it.
-struct RunCut {
-  std::int64_t run = -1, run_end = 0;
-  int limit = 0;
-};
+// Returns no run (run < 0) when the first `keep` positions are the reference's kept set.
 __device__ RunCut cut_inside_run(const float* row, const int* order, std::int64_t keep,
                                  std::int64_t vocab) {
   __shared__ float s_v;
@@ -394,8 +396,7 @@ __global__ void apply_top_p(float* work, unsigned char* mask, const int* sorted_
   __syncthreads();
   const std::int64_t keep = s_keep;
   const RunCut cut = cut_inside_run(row, order, keep, vocab);
-  keep_and_renormalize(row, mask + r * vocab, order, keep, vocab, status + r, sh, cut.run,
-                       cut.limit, cut.run_end);
+  keep_and_renormalize(row, mask + r * vocab, order, keep, vocab, status + r, sh, cut);
 }
 
 // The final normalization (as torch.multinomial's), then the draw.
