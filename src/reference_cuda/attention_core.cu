@@ -81,27 +81,14 @@ __device__ __forceinline__ void raise(int* flag) { atomicExch(flag, 1); }
 // Eight consecutive elements from `base` (element index i, a multiple of 8) as fp32.
 __device__ __forceinline__ void load8(const void* base, long long i, Code t, float* o) {
   switch (static_cast<DType>(t)) {
-    case DType::kBFloat16: {
-      const uint4 u = *reinterpret_cast<const uint4*>(static_cast<const __nv_bfloat16*>(base) + i);
-      const unsigned w[4] = {u.x, u.y, u.z, u.w};
-#pragma unroll
-      for (int e = 0; e < 4; ++e) {
-        o[2 * e] = __uint_as_float(w[e] << 16);
-        o[2 * e + 1] = __uint_as_float(w[e] & 0xffff0000u);
-      }
+    case DType::kBFloat16:
+      device::unpack8<__nv_bfloat16>(
+          *reinterpret_cast<const uint4*>(static_cast<const __nv_bfloat16*>(base) + i), o);
       break;
-    }
-    case DType::kFloat16: {
-      const uint4 u = *reinterpret_cast<const uint4*>(static_cast<const __half*>(base) + i);
-      const __half2* h = reinterpret_cast<const __half2*>(&u);
-#pragma unroll
-      for (int e = 0; e < 4; ++e) {
-        const float2 f = __half22float2(h[e]);
-        o[2 * e] = f.x;
-        o[2 * e + 1] = f.y;
-      }
+    case DType::kFloat16:
+      device::unpack8<__half>(*reinterpret_cast<const uint4*>(static_cast<const __half*>(base) + i),
+                              o);
       break;
-    }
     case DType::kFloat32: {
       const float4 a = *reinterpret_cast<const float4*>(static_cast<const float*>(base) + i);
       const float4 b = *reinterpret_cast<const float4*>(static_cast<const float*>(base) + i + 4);

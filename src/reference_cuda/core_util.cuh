@@ -6,6 +6,7 @@
 #include <cublas_v2.h>
 #include <cuda_runtime.h>
 
+#include <algorithm>
 #include <cstdint>
 #include <map>
 #include <memory>
@@ -140,6 +141,18 @@ inline void gemm_nt(cudaStream_t stream, std::int64_t m, std::int64_t n, std::in
 inline unsigned grid_for(std::int64_t n, int threads = 256) {
   const std::int64_t blocks = (n + threads - 1) / threads;
   return static_cast<unsigned>(blocks < 1 ? 1 : (blocks > 65535 * 16 ? 65535 * 16 : blocks));
+}
+
+// Launch geometry of a walk over a rows x cols matrix: blockIdx.y strides over rows, the x blocks
+// over chunks of `threads * per_thread` columns. Elementwise kernels over a matrix walk it so
+// rather than by a flat index, whose split into (row, column) costs two 64-bit divisions per
+// element.
+inline dim3 grid_2d(std::int64_t rows, std::int64_t cols, int threads = 256, int per_thread = 1) {
+  const std::int64_t chunk = static_cast<std::int64_t>(threads) * per_thread;
+  const std::int64_t x =
+      std::max<std::int64_t>(1, std::min<std::int64_t>((cols + chunk - 1) / chunk, 4096));
+  const std::int64_t y = std::max<std::int64_t>(1, std::min<std::int64_t>(rows, 65535));
+  return dim3(static_cast<unsigned>(x), static_cast<unsigned>(y));
 }
 
 }  // namespace fib::reference_cuda::detail

@@ -68,6 +68,52 @@ __device__ __forceinline__ void store_float(void* base, std::int64_t i, Code dty
   }
 }
 
+// Eight 2-byte floats packed in 16 bytes <-> eight fp32 values, for kernels whose element type
+// is a template parameter: with the type known at compile time a thread's 16-byte loads form
+// straight-line code, so the compiler issues them all before the first use (the dtype switch of
+// load_float puts each load in its own branch, to be waited on before the next is issued).
+template <class T>
+__device__ __forceinline__ void unpack8(const uint4& u, float* o);
+template <>
+__device__ __forceinline__ void unpack8<__nv_bfloat16>(const uint4& u, float* o) {
+  const unsigned w[4] = {u.x, u.y, u.z, u.w};
+#pragma unroll
+  for (int e = 0; e < 4; ++e) {  // a bf16 is the high half of the fp32 with the same bits
+    o[2 * e] = __uint_as_float(w[e] << 16);
+    o[2 * e + 1] = __uint_as_float(w[e] & 0xffff0000u);
+  }
+}
+template <>
+__device__ __forceinline__ void unpack8<__half>(const uint4& u, float* o) {
+  const __half2* h = reinterpret_cast<const __half2*>(&u);
+#pragma unroll
+  for (int e = 0; e < 4; ++e) {
+    const float2 f = __half22float2(h[e]);
+    o[2 * e] = f.x;
+    o[2 * e + 1] = f.y;
+  }
+}
+
+// Rounds eight fp32 values to T (nearest even, as store_float does) into 16 bytes.
+template <class T>
+__device__ __forceinline__ uint4 pack8(const float* v);
+template <>
+__device__ __forceinline__ uint4 pack8<__nv_bfloat16>(const float* v) {
+  uint4 u;
+  __nv_bfloat162* b = reinterpret_cast<__nv_bfloat162*>(&u);
+#pragma unroll
+  for (int e = 0; e < 4; ++e) b[e] = __floats2bfloat162_rn(v[2 * e], v[2 * e + 1]);
+  return u;
+}
+template <>
+__device__ __forceinline__ uint4 pack8<__half>(const float* v) {
+  uint4 u;
+  __half2* h = reinterpret_cast<__half2*>(&u);
+#pragma unroll
+  for (int e = 0; e < 4; ++e) h[e] = __floats2half2_rn(v[2 * e], v[2 * e + 1]);
+  return u;
+}
+
 // Integer loads (indices, lengths, page tables) from int32 or int64 tensors.
 __device__ __forceinline__ std::int64_t load_index(const void* base, std::int64_t i, Code dtype) {
   switch (static_cast<DType>(dtype)) {

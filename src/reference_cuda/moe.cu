@@ -24,6 +24,7 @@
 
 #include <algorithm>
 #include <cfloat>
+#include <cstdint>
 #include <limits>
 #include <optional>
 #include <vector>
@@ -234,22 +235,65 @@ __global__ void place_picks(const int* expert, const float* w_in, const float* w
   }
 }
 
-// out[r, c] = w[e, r, c] (x scale[e, r / rb, c / cb]) as fp32, one rounding.
+// out[r, c] = w[e, r, c] (x scale[e, r / rb, c / cb]) as fp32, one rounding. Each thread takes
+// kPer consecutive columns (1, or 4 when cols and the column block are multiples of 4: one
+// 16-byte store and, for fp8 weights, one 4-byte load), walked as grid_2d(rows, cols, 256, kPer)
+// lays them out.
+template <int kPer>
 __global__ void dequantize(const void* w, Code w_t, const void* scale, Code scale_t, std::int64_t e,
                            std::int64_t rows, std::int64_t cols, std::int64_t scale_rows,
                            std::int64_t scale_cols, float* out) {
-  const std::int64_t n = rows * cols;
   const std::int64_t rb = scale ? rows / scale_rows : 1, cb = scale ? cols / scale_cols : 1;
-  for (std::int64_t i = blockIdx.x * static_cast<std::int64_t>(blockDim.x) + threadIdx.x; i < n;
-       i += static_cast<std::int64_t>(gridDim.x) * blockDim.x) {
-    float v = device::load_any(w, e * n + i, w_t);
-    if (scale) {
-      const std::int64_t r = i / cols, c = i % cols;
-      v = __fmul_rn(
-          v, device::load_float(scale, (e * scale_rows + r / rb) * scale_cols + c / cb, scale_t));
+  const bool fp8 = static_cast<DType>(w_t) == DType::kFloat8E4M3FN;
+  for (std::int64_t r = blockIdx.y; r < rows; r += gridDim.y) {
+    const std::int64_t row = (e * rows + r) * cols;
+    const std::int64_t srow = (e * scale_rows + r / rb) * scale_cols;
+    for (std::int64_t c = (static_cast<std::int64_t>(blockIdx.x) * blockDim.x + threadIdx.x) * kPer;
+         c < cols; c += static_cast<std::int64_t>(gridDim.x) * blockDim.x * kPer) {
+      float v[kPer];
+      if (kPer == 4 && fp8) {
+        const unsigned word =
+            *reinterpret_cast<const unsigned*>(static_cast<const std::uint8_t*>(w) + row + c);
+#pragma unroll
+        for (int q = 0; q < kPer; ++q) {
+          __nv_fp8_e4m3 f;
+          f.__x = static_cast<__nv_fp8_storage_t>((word >> (8 * q)) & 0xffu);
+          v[q] = static_cast<float>(f);
+        }
+      } else {
+#pragma unroll
+        for (int q = 0; q < kPer; ++q) v[q] = device::load_any(w, row + c + q, w_t);
+      }
+      if (scale) {  // the kPer columns share a column block
+        const float s = device::load_float(scale, srow + c / cb, scale_t);
+#pragma unroll
+        for (int q = 0; q < kPer; ++q) v[q] = __fmul_rn(v[q], s);
+      }
+      if constexpr (kPer == 4) {
+        *reinterpret_cast<float4*>(out + r * cols + c) = make_float4(v[0], v[1], v[2], v[3]);
+      } else {
+        out[r * cols + c] = v[0];
+      }
     }
-    out[i] = v;
   }
+}
+
+// Dequantizes expert e's [rows, cols] weights into out (see dequantize).
+void launch_dequantize(const DeviceTensor& w, const DeviceTensor* scale, std::int64_t e,
+                       std::int64_t rows, std::int64_t cols, float* out, cudaStream_t stream) {
+  const std::int64_t scale_rows = scale ? scale->dim(1) : 1, scale_cols = scale ? scale->dim(2) : 1;
+  const void* s = scale ? scale->raw() : nullptr;
+  const Code s_t = scale ? device::code(scale->dtype()) : 0;
+  const bool by4 = cols % 4 == 0 && (cols / scale_cols) % 4 == 0 &&
+                   reinterpret_cast<std::uintptr_t>(w.raw()) % 4 == 0;
+  if (by4) {
+    dequantize<4><<<grid_2d(rows, cols, 256, 4), 256, 0, stream>>>(
+        w.raw(), device::code(w.dtype()), s, s_t, e, rows, cols, scale_rows, scale_cols, out);
+  } else {
+    dequantize<1><<<grid_2d(rows, cols), 256, 0, stream>>>(
+        w.raw(), device::code(w.dtype()), s, s_t, e, rows, cols, scale_rows, scale_cols, out);
+  }
+  FIB_CUDA_CHECK_LAUNCH();
 }
 
 // A_e[j, i] = (x[t_j, i] (x scale[i / block, t_j])) x w_in[j], each product rounded.
@@ -257,13 +301,15 @@ __global__ void gather_activations(const void* x, Code x_t, const void* scale, C
                                    std::int64_t block, std::int64_t tokens, std::int64_t h,
                                    const int* token, const float* w_in, std::int64_t n,
                                    float* out) {
-  const std::int64_t total = n * h;
-  for (std::int64_t e = blockIdx.x * static_cast<std::int64_t>(blockDim.x) + threadIdx.x; e < total;
-       e += static_cast<std::int64_t>(gridDim.x) * blockDim.x) {
-    const std::int64_t j = e / h, i = e % h, t = token[j];
-    float a = device::load_any(x, t * h + i, x_t);
-    if (scale) a = __fmul_rn(a, device::load_float(scale, (i / block) * tokens + t, scale_t));
-    out[e] = __fmul_rn(a, w_in[j]);
+  for (std::int64_t j = blockIdx.y; j < n; j += gridDim.y) {
+    const std::int64_t t = token[j];
+    const float wj = w_in[j];
+    for (std::int64_t i = static_cast<std::int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; i < h;
+         i += static_cast<std::int64_t>(gridDim.x) * blockDim.x) {
+      float a = device::load_any(x, t * h + i, x_t);
+      if (scale) a = __fmul_rn(a, device::load_float(scale, (i / block) * tokens + t, scale_t));
+      out[j * h + i] = __fmul_rn(a, wj);
+    }
   }
 }
 
@@ -283,30 +329,30 @@ struct ActParams {
 // clamped gpt-oss form.
 __global__ void activation(const float* g1, std::int64_t n, std::int64_t inter, ActParams p,
                            float* c) {
-  const std::int64_t total = n * inter;
   const float su = p.up_scale ? device::load_float(p.up_scale, p.e, p.up_t) : 1.0f;
   const float sg = p.gate_scale ? device::load_float(p.gate_scale, p.e, p.gate_t) : 1.0f;
-  for (std::int64_t x = blockIdx.x * static_cast<std::int64_t>(blockDim.x) + threadIdx.x; x < total;
-       x += static_cast<std::int64_t>(gridDim.x) * blockDim.x) {
-    const std::int64_t j = x / inter, i = x % inter;
-    float up = g1[j * 2 * inter + i], gate = g1[j * 2 * inter + inter + i];
-    if (p.bias1) {
-      up = __fadd_rn(up, device::load_float(p.bias1, p.e * 2 * inter + i, p.bias1_t));
-      gate = __fadd_rn(gate, device::load_float(p.bias1, p.e * 2 * inter + inter + i, p.bias1_t));
+  for (std::int64_t j = blockIdx.y; j < n; j += gridDim.y)
+    for (std::int64_t i = static_cast<std::int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
+         i < inter; i += static_cast<std::int64_t>(gridDim.x) * blockDim.x) {
+      const std::int64_t x = j * inter + i;
+      float up = g1[j * 2 * inter + i], gate = g1[j * 2 * inter + inter + i];
+      if (p.bias1) {
+        up = __fadd_rn(up, device::load_float(p.bias1, p.e * 2 * inter + i, p.bias1_t));
+        gate = __fadd_rn(gate, device::load_float(p.bias1, p.e * 2 * inter + inter + i, p.bias1_t));
+      }
+      up = __fmul_rn(up, su);
+      gate = __fmul_rn(gate, sg);
+      if (p.clamped) {
+        const float lim = p.limit;
+        up = up < -lim ? -lim : (up > lim ? lim : up);  // NaN stays NaN, as torch.clamp
+        gate = gate > lim ? lim : gate;
+        const float glu =
+            __fmul_rn(gate, __fdiv_rn(1.0f, __fadd_rn(1.0f, expf(-__fmul_rn(p.alpha, gate)))));
+        c[x] = __fmul_rn(__fadd_rn(up, 1.0f), glu);
+      } else {
+        c[x] = __fmul_rn(__fdiv_rn(gate, __fadd_rn(1.0f, expf(-gate))), up);
+      }
     }
-    up = __fmul_rn(up, su);
-    gate = __fmul_rn(gate, sg);
-    if (p.clamped) {
-      const float lim = p.limit;
-      up = up < -lim ? -lim : (up > lim ? lim : up);  // NaN stays NaN, as torch.clamp
-      gate = gate > lim ? lim : gate;
-      const float glu =
-          __fmul_rn(gate, __fdiv_rn(1.0f, __fadd_rn(1.0f, expf(-__fmul_rn(p.alpha, gate)))));
-      c[x] = __fmul_rn(__fadd_rn(up, 1.0f), glu);
-    } else {
-      c[x] = __fmul_rn(__fdiv_rn(gate, __fadd_rn(1.0f, expf(-gate))), up);
-    }
-  }
 }
 
 // out[t_j, col] += (O[j, col] x so + b2[col]) x w_out[j] for the picks of rank `pass`.
@@ -314,16 +360,17 @@ __global__ void combine(const float* o, std::int64_t n, std::int64_t h, const in
                         const float* w_out, const int* rank, int pass, const void* out_scale,
                         Code out_scale_t, const void* bias2, Code bias2_t, std::int64_t e,
                         float* out) {
-  const std::int64_t total = n * h;
   const float so = out_scale ? device::load_float(out_scale, e, out_scale_t) : 1.0f;
-  for (std::int64_t x = blockIdx.x * static_cast<std::int64_t>(blockDim.x) + threadIdx.x; x < total;
-       x += static_cast<std::int64_t>(gridDim.x) * blockDim.x) {
-    const std::int64_t j = x / h, col = x % h;
+  for (std::int64_t j = blockIdx.y; j < n; j += gridDim.y) {
     if (rank[j] != pass) continue;
-    float v = __fmul_rn(o[x], so);
-    if (bias2) v = __fadd_rn(v, device::load_float(bias2, e * h + col, bias2_t));
-    float* dst = out + static_cast<std::int64_t>(token[j]) * h + col;
-    *dst = __fadd_rn(*dst, __fmul_rn(v, w_out[j]));
+    float* dst_row = out + static_cast<std::int64_t>(token[j]) * h;
+    const float wj = w_out[j];
+    for (std::int64_t col = static_cast<std::int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
+         col < h; col += static_cast<std::int64_t>(gridDim.x) * blockDim.x) {
+      float v = __fmul_rn(o[j * h + col], so);
+      if (bias2) v = __fadd_rn(v, device::load_float(bias2, e * h + col, bias2_t));
+      dst_row[col] = __fadd_rn(dst_row[col], __fmul_rn(v, wj));
+    }
   }
 }
 
@@ -599,13 +646,9 @@ class Moe final : public Kernel {
 
       const float* w1p = w1_direct ? w1.data<float>() + e * g1_rows * h : w1f.as<float>();
       if (!w1_direct) {
-        dequantize<<<grid_for(g1_rows * h), 256, 0, stream>>>(
-            w1.raw(), device::code(w1.dtype()), w1_scale ? w1_scale->raw() : nullptr,
-            w1_scale ? device::code(w1_scale->dtype()) : 0, e, g1_rows, h,
-            w1_scale ? w1_scale->dim(1) : 1, w1_scale ? w1_scale->dim(2) : 1, w1f.as<float>());
-        FIB_CUDA_CHECK_LAUNCH();
+        launch_dequantize(w1, w1_scale, e, g1_rows, h, w1f.as<float>(), stream);
       }
-      gather_activations<<<grid_for(n * h), 256, 0, stream>>>(
+      gather_activations<<<grid_2d(n, h), 256, 0, stream>>>(
           hs.raw(), device::code(hs.dtype()), hs_scale ? hs_scale->raw() : nullptr,
           hs_scale ? device::code(hs_scale->dtype()) : 0, act_block, t_count, h, tok, w_in, n,
           a.as<float>());
@@ -613,21 +656,17 @@ class Moe final : public Kernel {
       gemm_nt(stream, n, g1_rows, h, a.as<float>(), CUDA_R_32F, w1p, CUDA_R_32F, g1.as<float>(),
               CUDA_R_32F, CUBLAS_PEDANTIC_MATH);
       act.e = e;
-      activation<<<grid_for(n * inter), 256, 0, stream>>>(g1.as<float>(), n, inter, act,
-                                                          c.as<float>());
+      activation<<<grid_2d(n, inter), 256, 0, stream>>>(g1.as<float>(), n, inter, act,
+                                                        c.as<float>());
       FIB_CUDA_CHECK_LAUNCH();
       const float* w2p = w2_direct ? w2.data<float>() + e * h * inter : w2f.as<float>();
       if (!w2_direct) {
-        dequantize<<<grid_for(h * inter), 256, 0, stream>>>(
-            w2.raw(), device::code(w2.dtype()), w2_scale ? w2_scale->raw() : nullptr,
-            w2_scale ? device::code(w2_scale->dtype()) : 0, e, h, inter,
-            w2_scale ? w2_scale->dim(1) : 1, w2_scale ? w2_scale->dim(2) : 1, w2f.as<float>());
-        FIB_CUDA_CHECK_LAUNCH();
+        launch_dequantize(w2, w2_scale, e, h, inter, w2f.as<float>(), stream);
       }
       gemm_nt(stream, n, h, inter, c.as<float>(), CUDA_R_32F, w2p, CUDA_R_32F, o.as<float>(),
               CUDA_R_32F, CUBLAS_PEDANTIC_MATH);
       for (int pass = 0; pass <= max_rank; ++pass) {
-        combine<<<grid_for(n * h), 256, 0, stream>>>(
+        combine<<<grid_2d(n, h), 256, 0, stream>>>(
             o.as<float>(), n, h, tok, w_out, rk, pass, out_s ? out_s->raw() : nullptr,
             out_s ? device::code(out_s->dtype()) : 0, b2 ? b2->raw() : nullptr,
             b2 ? device::code(b2->dtype()) : 0, e, acc);

@@ -37,6 +37,23 @@ Definition gptj(const Definition& neox) {
   return d ? *d : neox;
 }
 
+// The corpus definition with another head_size and rotary_dim, q/k (and outputs) of `dtype`, and
+// optionally GPT-J pairing: shapes and dtypes the vectorized kernel leaves to the generic one.
+Definition variant(const Definition& neox, std::int64_t head, std::int64_t rot,
+                   const std::string& dtype, bool interleaved) {
+  Json j = to_json(neox);
+  if (interleaved) j["name"] = "rope_with_cos_sin_cache_gptj_style_variant";
+  j["axes"]["head_size"]["value"] = head;
+  j["axes"]["rotary_dim"]["value"] = rot;
+  for (const char* t : {"q", "k"}) j["inputs"][t]["dtype"] = dtype;
+  for (const char* t : {"q_out", "k_out"}) j["outputs"][t]["dtype"] = dtype;
+  Diagnostics diag;
+  ReadContext ctx{neox.name, &diag};
+  auto d = definition_from_json(j, ctx);
+  EXPECT_TRUE(d) << diag.to_string();
+  return d ? *d : neox;
+}
+
 MaterializedInputs synthesize(const Definition& def, const AxisValues& axes, std::uint64_t seed) {
   Workload w;
   w.uuid = "rope";
@@ -75,6 +92,33 @@ TEST(CudaReferenceRope, GptjStylePairsAdjacentElements) {
   EXPECT_FALSE(tensors_close(a.at("q_out"), b.at("q_out"), 1e-3, 1e-2));
 }
 
+// Shapes and dtypes on both sides of the vectorized kernel's conditions (2-byte q/k, an fp32
+// cache, head_size a multiple of 8, rotary_dim a multiple of 16 for NeoX and of 8 for GPT-J):
+// each one agrees with the CPU element for element.
+TEST(CudaReferenceRope, VectorizedAndGenericShapesAgreeWithTheCpu) {
+  FIB_REQUIRE_GPU();
+  FIB_REQUIRE_CORPUS(corpus);
+  const Definition neox =
+      corpus_definition(corpus, "rope", "rope_with_cos_sin_cache_neox_style_d128_rd64");
+  struct Case {
+    std::int64_t head, rot;
+    const char* dtype;
+    bool interleaved;
+  };
+  for (const Case& c : {Case{40, 24, "bfloat16", false},   // rot/2 = 12: the generic kernel
+                        Case{40, 24, "bfloat16", true},    // GPT-J groups of 8: vectorized
+                        Case{128, 64, "float16", false},   // vectorized, fp16
+                        Case{128, 64, "float32", false},   // generic
+                        Case{36, 32, "bfloat16", false},   // head not whole groups: generic
+                        Case{64, 64, "float16", true}}) {  // no pass-through part: vectorized
+    const Definition def = variant(neox, c.head, c.rot, c.dtype, c.interleaved);
+    const std::uint64_t seed = static_cast<std::uint64_t>(c.head + c.rot);
+    EXPECT_EQ(expect_cuda_matches_cpu(def, rope_axes(29, 6, 2, 300), seed, {{"*", kRope}}),
+              "cuda:rope")
+        << c.head << " " << c.rot << " " << c.dtype << " " << c.interleaved;
+  }
+}
+
 // Positions count from the end of the cache when negative, as Python indexing does.
 TEST(CudaReferenceRope, NegativePositions) {
   FIB_REQUIRE_GPU();
@@ -96,11 +140,7 @@ TEST(CudaReferenceRope, NegativePositions) {
 
 // A position outside the cache: the CPU reference throws; the CUDA kernel cannot, and marks
 // exactly that token's outputs NaN while the other tokens are right.
-TEST(CudaReferenceRope, PositionOutsideTheCacheIsNaN) {
-  FIB_REQUIRE_GPU();
-  FIB_REQUIRE_CORPUS(corpus);
-  const Definition def =
-      corpus_definition(corpus, "rope", "rope_with_cos_sin_cache_neox_style_d128_rd64");
+void expect_nan_for_the_token_outside_the_cache(const Definition& def) {
   const AxisValues axes = rope_axes(3, 2, 1, 16);
   MaterializedInputs in = synthesize(def, axes, 8);
   const reference::Arguments good{in.tensors, in.scalars};
@@ -123,6 +163,20 @@ TEST(CudaReferenceRope, PositionOutsideTheCacheIsNaN) {
       }
     }
   }
+}
+
+TEST(CudaReferenceRope, PositionOutsideTheCacheIsNaN) {
+  FIB_REQUIRE_GPU();
+  FIB_REQUIRE_CORPUS(corpus);
+  const Definition neox =
+      corpus_definition(corpus, "rope", "rope_with_cos_sin_cache_neox_style_d128_rd64");
+  // The corpus shape takes the vectorized kernel, rotary_dim 24 the generic one.
+  {
+    SCOPED_TRACE("rotary_dim 64");
+    expect_nan_for_the_token_outside_the_cache(neox);
+  }
+  SCOPED_TRACE("rotary_dim 24");
+  expect_nan_for_the_token_outside_the_cache(variant(neox, 40, 24, "bfloat16", false));
 }
 
 // The largest shape a prefill gives (16k tokens, 64 q heads, 8 kv heads): well under a second.
