@@ -13,6 +13,14 @@
 //                                       samples on each of three pools of 16 allocated apart
 //                                       (padding between them): does a run's median vary less
 //                                       across runs when it spans three pools?
+//   /tmp/placement vmm                  the pool reallocated 12 times three ways: cudaMalloc
+//                                       (the control), one physical allocation per buffer
+//                                       mapped through the driver's virtual memory API, and one
+//                                       physical allocation for the whole pool mapped at a
+//                                       1 GiB-aligned address: does an explicit mapping make
+//                                       the medians of fresh placements agree?
+//                                       (link with -lcuda)
+#include <cuda.h>
 #include <cuda_runtime.h>
 
 #include <algorithm>
@@ -138,8 +146,92 @@ void runs_mode(float4* fl) {
   report("three pools of 16 per run", three);
 }
 
+// A pool of n buffers through cuMemCreate/cuMemMap: one physical allocation per buffer
+// (whole = false) or one for the whole pool at a 1 GiB-aligned address (whole = true).
+struct VmmPool {
+  std::vector<float4*> buffers;
+  std::vector<CUmemGenericAllocationHandle> handles;
+  CUdeviceptr base = 0;
+  size_t reserved = 0;
+};
+
+VmmPool make_vmm_pool(int n, size_t bytes, bool whole) {
+  CUmemAllocationProp prop{};
+  prop.type = CU_MEM_ALLOCATION_TYPE_PINNED;
+  prop.location.type = CU_MEM_LOCATION_TYPE_DEVICE;
+  prop.location.id = 0;
+  size_t gran = 0;
+  cuMemGetAllocationGranularity(&gran, &prop, CU_MEM_ALLOC_GRANULARITY_RECOMMENDED);
+  const size_t each = (bytes + gran - 1) / gran * gran;
+  VmmPool pool;
+  pool.reserved = each * n;
+  cuMemAddressReserve(&pool.base, pool.reserved, whole ? size_t{1} << 30 : 0, 0, 0);
+  CUmemAccessDesc access{};
+  access.location = prop.location;
+  access.flags = CU_MEM_ACCESS_FLAGS_PROT_READWRITE;
+  const int pieces = whole ? 1 : n;
+  const size_t piece = whole ? pool.reserved : each;
+  for (int k = 0; k < pieces; ++k) {
+    CUmemGenericAllocationHandle h;
+    cuMemCreate(&h, piece, &prop, 0);
+    cuMemMap(pool.base + k * piece, piece, 0, h, 0);
+    pool.handles.push_back(h);
+  }
+  cuMemSetAccess(pool.base, pool.reserved, &access, 1);
+  for (int k = 0; k < n; ++k) {
+    pool.buffers.push_back(reinterpret_cast<float4*>(pool.base + k * each));
+    cudaMemset(pool.buffers.back(), 0, bytes);
+  }
+  return pool;
+}
+
+void free_vmm_pool(VmmPool& pool) {
+  cudaDeviceSynchronize();
+  cuMemUnmap(pool.base, pool.reserved);
+  for (auto h : pool.handles) cuMemRelease(h);
+  cuMemAddressFree(pool.base, pool.reserved);
+  pool = VmmPool{};
+}
+
+void vmm_mode(float4* fl) {
+  const size_t bytes = size_t{32} << 20;
+  rng.seed(11);
+  std::vector<float> plain, per_buffer, whole;
+  for (int q = 0; q < 12; ++q) {
+    pad();
+    std::vector<float4*> pool = make_pool(16, bytes);
+    plain.push_back(median_us(pool, bytes, fl, 90));
+    for (auto p : pool) cudaFree(p);
+    pad();
+    VmmPool a = make_vmm_pool(16, bytes, false);
+    per_buffer.push_back(median_us(a.buffers, bytes, fl, 90));
+    free_vmm_pool(a);
+    pad();
+    VmmPool b = make_vmm_pool(16, bytes, true);
+    whole.push_back(median_us(b.buffers, bytes, fl, 90));
+    std::printf("placement %2d: cudaMalloc %.2f us, mapped per buffer %.2f us, mapped whole %.2f us"
+                " (va %p)\n", q, plain.back(), per_buffer.back(), whole.back(),
+                (void*)b.buffers[0]);
+    free_vmm_pool(b);
+  }
+  report("cudaMalloc pool reallocated", plain);
+  report("pool mapped per buffer (cuMemMap)", per_buffer);
+  report("pool mapped whole at 1 GiB alignment", whole);
+}
+
 int main(int argc, char** argv) {
   const bool pool_mode = argc > 1 && std::strcmp(argv[1], "pool") == 0;
+  if (argc > 1 && std::strcmp(argv[1], "vmm") == 0) {
+    cudaFree(nullptr);  // the primary context, which the driver API calls then use
+    cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, 0);
+    cudaMalloc(&out, 4);
+    cudaEventCreate(&e0);
+    cudaEventCreate(&e1);
+    float4* fl = nullptr;
+    cudaMalloc(&fl, kFlush);
+    vmm_mode(fl);
+    return 0;
+  }
   if (argc > 1 && std::strcmp(argv[1], "runs") == 0) {
     cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, 0);
     cudaMalloc(&out, 4);
