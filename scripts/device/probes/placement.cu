@@ -220,32 +220,23 @@ void vmm_mode(float4* fl) {
 }
 
 int main(int argc, char** argv) {
-  const bool pool_mode = argc > 1 && std::strcmp(argv[1], "pool") == 0;
-  if (argc > 1 && std::strcmp(argv[1], "vmm") == 0) {
-    cudaFree(nullptr);  // the primary context, which the driver API calls then use
-    cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, 0);
-    cudaMalloc(&out, 4);
-    cudaEventCreate(&e0);
-    cudaEventCreate(&e1);
-    float4* fl = nullptr;
-    cudaMalloc(&fl, kFlush);
-    vmm_mode(fl);
-    return 0;
-  }
-  if (argc > 1 && std::strcmp(argv[1], "runs") == 0) {
-    cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, 0);
-    cudaMalloc(&out, 4);
-    cudaEventCreate(&e0);
-    cudaEventCreate(&e1);
-    float4* fl = nullptr;
-    cudaMalloc(&fl, kFlush);
-    runs_mode(fl);
-    return 0;
-  }
+  const char* mode = argc > 1 ? argv[1] : "buffer";
+  cudaFree(nullptr);  // the primary context, which vmm mode's driver API calls use
   cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, 0);
   cudaMalloc(&out, 4);
   cudaEventCreate(&e0);
   cudaEventCreate(&e1);
+  if (std::strcmp(mode, "vmm") == 0 || std::strcmp(mode, "runs") == 0) {
+    float4* fl = nullptr;
+    cudaMalloc(&fl, kFlush);
+    if (mode[0] == 'v') {
+      vmm_mode(fl);
+    } else {
+      runs_mode(fl);
+    }
+    return 0;
+  }
+  const bool pool_mode = std::strcmp(mode, "pool") == 0;
   std::vector<float> m;
   if (!pool_mode) {
     const size_t bytes = size_t(argc > 2 ? std::atoll(argv[2]) : 64) << 20;
