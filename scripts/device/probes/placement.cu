@@ -209,9 +209,10 @@ void vmm_mode(float4* fl) {
     pad();
     VmmPool b = make_vmm_pool(16, bytes, true);
     whole.push_back(median_us(b.buffers, bytes, fl, 90));
-    std::printf("placement %2d: cudaMalloc %.2f us, mapped per buffer %.2f us, mapped whole %.2f us"
-                " (va %p)\n", q, plain.back(), per_buffer.back(), whole.back(),
-                (void*)b.buffers[0]);
+    std::printf(
+        "placement %2d: cudaMalloc %.2f us, mapped per buffer %.2f us, mapped whole %.2f us"
+        " (va %p)\n",
+        q, plain.back(), per_buffer.back(), whole.back(), (void*)b.buffers[0]);
     free_vmm_pool(b);
   }
   report("cudaMalloc pool reallocated", plain);
