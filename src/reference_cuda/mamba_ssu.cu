@@ -123,7 +123,15 @@ __device__ __forceinline__ void fence_async() {
   asm volatile("fence.proxy.async.shared::cta;" ::: "memory");
 }
 #else
+// Where bulk copies are not compiled, the tile kernel's `bulk` is the constant false and these
+// stand-ins are never reached; they keep one body of the kernel for every architecture.
 #define FIB_SSU_BULK 0
+__device__ __forceinline__ void mbarrier_init(unsigned long long*) {}
+__device__ __forceinline__ void bulk_load(void*, const void*, unsigned, unsigned long long*) {}
+__device__ __forceinline__ void mbarrier_wait(unsigned long long*, unsigned) {}
+__device__ __forceinline__ void bulk_store(void*, const void*, unsigned) {}
+__device__ __forceinline__ void bulk_store_wait_read() {}
+__device__ __forceinline__ void fence_async() {}
 #endif
 
 __device__ __forceinline__ float softplus(float x) { return x > 20.0f ? x : log1pf(expf(x)); }
@@ -289,18 +297,14 @@ __global__ void __launch_bounds__(C::kThreads, C::kBlocksPerSm) ssu_tiles(SsuPar
     }
   }
   const long long total = p.cache * p.tiles;
-#if FIB_SSU_BULK
   // A tile staged asynchronously is a plain run of bytes in both memories: bulk copies.
-  const bool bulk = p.bulk;
+  const bool bulk = FIB_SSU_BULK && p.bulk;
   __shared__ alignas(8) unsigned long long loaded;  // the load's mbarrier
   unsigned parity = 0;                              // of the load being waited for
   if (bulk) {
     if (t == 0) mbarrier_init(&loaded);
     __syncthreads();
   }
-#else
-  constexpr bool bulk = false;
-#endif
   for (long long blk = blockIdx.x; blk < total; blk += gridDim.x) {
     const long long slot = blk / p.tiles;
     const long long row0 = (blk % p.tiles) * p.tile_rows;
@@ -321,20 +325,14 @@ __global__ void __launch_bounds__(C::kThreads, C::kBlocksPerSm) ssu_tiles(SsuPar
           tile[i] = from_f<E>(device::load_float(p.state_in, base + i, p.state_in_t));
       }
     };
-#if FIB_SSU_BULK
     if (bulk && t == 0) bulk_store_wait_read();  // the previous tile's store has left the tile
-#endif
     __syncthreads();  // the previous tile is written out and its scan values read
-#if FIB_SSU_BULK
     // Stage the tile, in flight through the scan.
     if (bulk) {
       if (t == 0) bulk_load(tile_bytes, src, static_cast<unsigned>(vecs) * 16, &loaded);
     } else {
       stage();
     }
-#else
-    stage();  // in flight through the scan
-#endif
     if (t == 0) first_sh = INT_MAX;
     __syncthreads();
     // The batch rows naming this slot: the first of them, and whether there are any.
@@ -346,12 +344,10 @@ __global__ void __launch_bounds__(C::kThreads, C::kBlocksPerSm) ssu_tiles(SsuPar
     }
     if (mine_first != INT_MAX) atomicMin(&first_sh, mine_first);
     const bool bad = __syncthreads_or(mine_bad) != 0;  // also: first_sh is complete
-#if FIB_SSU_BULK
     if (bulk) {
       mbarrier_wait(&loaded, parity);  // every thread: the tile has landed
       parity ^= 1;
     }
-#endif
     if (bad) {  // a slot past the cache: new_state is NaN (and block 0 makes the outputs NaN)
       if (p.stage_async && !bulk) __pipeline_wait_prior(0);  // no copy outlives the tile
       for (int i = t; i < n; i += kThreads) dst[i] = from_f<E>(__int_as_float(0x7fc00000));
@@ -379,7 +375,6 @@ __global__ void __launch_bounds__(C::kThreads, C::kBlocksPerSm) ssu_tiles(SsuPar
         b = next_sh;
       }
     }
-#if FIB_SSU_BULK
     if (bulk) {
       if (first != INT_MAX) {  // the updates (generic writes) must be visible to the store
         fence_async();
@@ -388,7 +383,6 @@ __global__ void __launch_bounds__(C::kThreads, C::kBlocksPerSm) ssu_tiles(SsuPar
       if (t == 0) bulk_store(dst, tile_bytes, static_cast<unsigned>(vecs) * 16);
       continue;
     }
-#endif
     // Write the tile out. Without an update, a tile staged through cp.async is stored by the
     // threads that staged each vector, so only element-wise staging needs a barrier here.
     if (!p.stage_async) __syncthreads();
@@ -399,9 +393,7 @@ __global__ void __launch_bounds__(C::kThreads, C::kBlocksPerSm) ssu_tiles(SsuPar
       for (int i = t; i < n; i += kThreads) dst[i] = tile[i];
     }
   }
-#if FIB_SSU_BULK
   if (bulk && t == 0) bulk_store_wait_read();  // the block's shared memory outlives its stores
-#endif
 }
 
 bool float_state(DType t) {
