@@ -159,6 +159,15 @@ inline dim3 grid_2d(std::int64_t rows, std::int64_t cols, int threads = 256, int
 
 namespace fib::reference_cuda::device {
 
+// In a grid_2d walk: this thread's first column (of its `per_thread` consecutive ones) and the
+// stride to its next chunk. Rows are blockIdx.y, strided by gridDim.y.
+__device__ __forceinline__ std::int64_t grid_2d_col(int per_thread = 1) {
+  return (static_cast<std::int64_t>(blockIdx.x) * blockDim.x + threadIdx.x) * per_thread;
+}
+__device__ __forceinline__ std::int64_t grid_2d_col_stride(int per_thread = 1) {
+  return static_cast<std::int64_t>(gridDim.x) * blockDim.x * per_thread;
+}
+
 // Any dtype as fp32: the float ones through load_float, float4 (e2m1, two per byte, low nibble
 // first) by table, integers exactly (up to fp32's rounding of large values).
 __device__ __forceinline__ float load_any(const void* base, std::int64_t i, Code dtype) {

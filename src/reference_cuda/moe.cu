@@ -248,8 +248,8 @@ __global__ void dequantize(const void* w, Code w_t, const void* scale, Code scal
   for (std::int64_t r = blockIdx.y; r < rows; r += gridDim.y) {
     const std::int64_t row = (e * rows + r) * cols;
     const std::int64_t srow = (e * scale_rows + r / rb) * scale_cols;
-    for (std::int64_t c = (static_cast<std::int64_t>(blockIdx.x) * blockDim.x + threadIdx.x) * kPer;
-         c < cols; c += static_cast<std::int64_t>(gridDim.x) * blockDim.x * kPer) {
+    for (std::int64_t c = device::grid_2d_col(kPer); c < cols;
+         c += device::grid_2d_col_stride(kPer)) {
       float v[kPer];
       if (kPer == 4 && fp8) {
         const unsigned word =
@@ -304,8 +304,7 @@ __global__ void gather_activations(const void* x, Code x_t, const void* scale, C
   for (std::int64_t j = blockIdx.y; j < n; j += gridDim.y) {
     const std::int64_t t = token[j];
     const float wj = w_in[j];
-    for (std::int64_t i = static_cast<std::int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; i < h;
-         i += static_cast<std::int64_t>(gridDim.x) * blockDim.x) {
+    for (std::int64_t i = device::grid_2d_col(); i < h; i += device::grid_2d_col_stride()) {
       float a = device::load_any(x, t * h + i, x_t);
       if (scale) a = __fmul_rn(a, device::load_float(scale, (i / block) * tokens + t, scale_t));
       out[j * h + i] = __fmul_rn(a, wj);
@@ -331,9 +330,8 @@ __global__ void activation(const float* g1, std::int64_t n, std::int64_t inter, 
                            float* c) {
   const float su = p.up_scale ? device::load_float(p.up_scale, p.e, p.up_t) : 1.0f;
   const float sg = p.gate_scale ? device::load_float(p.gate_scale, p.e, p.gate_t) : 1.0f;
-  for (std::int64_t j = blockIdx.y; j < n; j += gridDim.y)
-    for (std::int64_t i = static_cast<std::int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
-         i < inter; i += static_cast<std::int64_t>(gridDim.x) * blockDim.x) {
+  for (std::int64_t j = blockIdx.y; j < n; j += gridDim.y) {
+    for (std::int64_t i = device::grid_2d_col(); i < inter; i += device::grid_2d_col_stride()) {
       const std::int64_t x = j * inter + i;
       float up = g1[j * 2 * inter + i], gate = g1[j * 2 * inter + inter + i];
       if (p.bias1) {
@@ -353,6 +351,7 @@ __global__ void activation(const float* g1, std::int64_t n, std::int64_t inter, 
         c[x] = __fmul_rn(__fdiv_rn(gate, __fadd_rn(1.0f, expf(-gate))), up);
       }
     }
+  }
 }
 
 // out[t_j, col] += (O[j, col] x so + b2[col]) x w_out[j] for the picks of rank `pass`.
@@ -365,8 +364,7 @@ __global__ void combine(const float* o, std::int64_t n, std::int64_t h, const in
     if (rank[j] != pass) continue;
     float* dst_row = out + static_cast<std::int64_t>(token[j]) * h;
     const float wj = w_out[j];
-    for (std::int64_t col = static_cast<std::int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
-         col < h; col += static_cast<std::int64_t>(gridDim.x) * blockDim.x) {
+    for (std::int64_t col = device::grid_2d_col(); col < h; col += device::grid_2d_col_stride()) {
       float v = __fmul_rn(o[j * h + col], so);
       if (bias2) v = __fadd_rn(v, device::load_float(bias2, e * h + col, bias2_t));
       dst_row[col] = __fadd_rn(dst_row[col], __fmul_rn(v, wj));
