@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <functional>
 #include <map>
 #include <random>
 #include <regex>
@@ -32,6 +33,18 @@ inline Definition corpus_definition(const std::filesystem::path& corpus, const s
   return load_definition((corpus / "definitions" / op_type / (name + ".json")).string());
 }
 
+// `def` with its JSON changed by `edit` and read back (the parse checked, so a bad edit fails
+// the test with the reader's diagnostics): variants of a definition for tests.
+inline Definition edited_definition(const Definition& def, const std::function<void(Json&)>& edit) {
+  Json j = to_json(def);
+  edit(j);
+  Diagnostics diag;
+  ReadContext ctx{def.name, &diag};
+  auto d = definition_from_json(j, ctx);
+  EXPECT_TRUE(d) << diag.to_string();
+  return d ? *d : def;
+}
+
 // A corpus definition with some const axes and reference constants (`NAME = value` lines)
 // changed, and the reference's `assert` lines (which pin the original sizes) dropped: the
 // definition's own math at sizes a parity test can afford. Fails the test when an axis or a
@@ -39,13 +52,6 @@ inline Definition corpus_definition(const std::filesystem::path& corpus, const s
 inline Definition scaled_definition(const Definition& def,
                                     const std::map<std::string, std::int64_t>& axes,
                                     const std::map<std::string, std::string>& constants = {}) {
-  Json j = to_json(def);
-  j["name"] = def.name + "_scaled";
-  for (const auto& [name, value] : axes) {
-    EXPECT_TRUE(j["axes"].contains(name) && j["axes"][name].contains("value"))
-        << def.name << ": no const axis " << name;
-    j["axes"][name]["value"] = value;
-  }
   static const std::regex kAssign(
       R"(^(\s*)([A-Za-z_][A-Za-z0-9_]*)(\s*=\s*)[-+0-9.eE_]+\s*(#.*)?$)");
   static const std::regex kAssert(R"(^\s*assert\b.*$)");
@@ -65,12 +71,15 @@ inline Definition scaled_definition(const Definition& def,
   }
   for (const auto& [name, value] : constants)
     EXPECT_TRUE(replaced.count(name)) << def.name << ": no constant " << name;
-  j["reference"] = code;
-  Diagnostics diag;
-  ReadContext ctx{def.name, &diag};
-  auto d = definition_from_json(j, ctx);
-  EXPECT_TRUE(d) << diag.to_string();
-  return d ? *d : def;
+  return edited_definition(def, [&](Json& j) {
+    j["name"] = def.name + "_scaled";
+    for (const auto& [name, value] : axes) {
+      EXPECT_TRUE(j["axes"].contains(name) && j["axes"][name].contains("value"))
+          << def.name << ": no const axis " << name;
+      j["axes"][name]["value"] = value;
+    }
+    j["reference"] = code;
+  });
 }
 
 // Every element within atol + rtol * |expected| (NaN only where expected is NaN, equal infs).

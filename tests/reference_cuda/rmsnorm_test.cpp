@@ -29,16 +29,12 @@ TEST(CudaReferenceRmsNorm, EveryCorpusRmsNormMatchesTheCpuReference) {
 // the weight's by `weight_dtype`.
 Definition variant(const Definition& def, std::int64_t hidden, const std::string& dtype,
                    const std::string& weight_dtype) {
-  Json j = to_json(def);
-  j["axes"]["hidden_size"]["value"] = hidden;
-  for (auto& [name, spec] : j["inputs"].items())
-    spec["dtype"] = name == "weight" ? weight_dtype : dtype;
-  j["outputs"]["output"]["dtype"] = dtype;
-  Diagnostics diag;
-  ReadContext ctx{def.name, &diag};
-  auto d = definition_from_json(j, ctx);
-  EXPECT_TRUE(d) << diag.to_string();
-  return d ? *d : def;
+  return edited_definition(def, [&](Json& j) {
+    j["axes"]["hidden_size"]["value"] = hidden;
+    for (auto& [name, spec] : j["inputs"].items())
+      spec["dtype"] = name == "weight" ? weight_dtype : dtype;
+    j["outputs"]["output"]["dtype"] = dtype;
+  });
 }
 
 // Both sides of the vectorized kernel's conditions (one 2-byte dtype for every tensor, rows of

@@ -28,30 +28,21 @@ AxisValues rope_axes(std::int64_t tokens, std::int64_t qo, std::int64_t kv, std:
 // The corpus definition renamed GPT-J style: its reference text has no strided slice, so the
 // name decides the pairing (reference::detail::rope_style), for the CPU and CUDA kernels alike.
 Definition gptj(const Definition& neox) {
-  Json j = to_json(neox);
-  j["name"] = "rope_with_cos_sin_cache_gptj_style_d128_rd64";
-  Diagnostics diag;
-  ReadContext ctx{neox.name, &diag};
-  auto d = definition_from_json(j, ctx);
-  EXPECT_TRUE(d) << diag.to_string();
-  return d ? *d : neox;
+  return edited_definition(
+      neox, [](Json& j) { j["name"] = "rope_with_cos_sin_cache_gptj_style_d128_rd64"; });
 }
 
 // The corpus definition with another head_size and rotary_dim, q/k (and outputs) of `dtype`, and
 // optionally GPT-J pairing: shapes and dtypes the vectorized kernel leaves to the generic one.
 Definition variant(const Definition& neox, std::int64_t head, std::int64_t rot,
                    const std::string& dtype, bool interleaved) {
-  Json j = to_json(neox);
-  if (interleaved) j["name"] = "rope_with_cos_sin_cache_gptj_style_variant";
-  j["axes"]["head_size"]["value"] = head;
-  j["axes"]["rotary_dim"]["value"] = rot;
-  for (const char* t : {"q", "k"}) j["inputs"][t]["dtype"] = dtype;
-  for (const char* t : {"q_out", "k_out"}) j["outputs"][t]["dtype"] = dtype;
-  Diagnostics diag;
-  ReadContext ctx{neox.name, &diag};
-  auto d = definition_from_json(j, ctx);
-  EXPECT_TRUE(d) << diag.to_string();
-  return d ? *d : neox;
+  return edited_definition(neox, [&](Json& j) {
+    if (interleaved) j["name"] = "rope_with_cos_sin_cache_gptj_style_variant";
+    j["axes"]["head_size"]["value"] = head;
+    j["axes"]["rotary_dim"]["value"] = rot;
+    for (const char* t : {"q", "k"}) j["inputs"][t]["dtype"] = dtype;
+    for (const char* t : {"q_out", "k_out"}) j["outputs"][t]["dtype"] = dtype;
+  });
 }
 
 MaterializedInputs synthesize(const Definition& def, const AxisValues& axes, std::uint64_t seed) {
