@@ -20,10 +20,44 @@
 //                                       1 GiB-aligned address: does an explicit mapping make
 //                                       the medians of fresh placements agree?
 //                                       (link with -lcuda)
+//   /tmp/placement drift [seconds] [tag]
+//                                       four pools of 16 x 32 MiB allocated once, sampled in
+//                                       turn (sample i reads pool i % 4) for that long (default
+//                                       40 s): per second, each pool's median with the GPU and
+//                                       memory temperatures, power and clocks (NVML). Pools that
+//                                       differ by a constant point at placement; all four moving
+//                                       together point at time. Run it several times to compare
+//                                       processes, as fib run's runs are. (link with -ldl)
+//   /tmp/placement map [rounds]         the device's memory allocated in 1 GiB chunks (all but
+//                                       4 GiB), each chunk read as 32 buffers of 32 MiB, the
+//                                       chunks in turn, 16 samples per chunk per round (default
+//                                       40 rounds): each chunk's median over even and over odd
+//                                       rounds. How much does a memory-bound read depend on
+//                                       which part of the memory it lands in?
+//   /tmp/placement flush [seed]         after padding allocations of a size drawn from the seed,
+//                                       a pool of 64 x 32 MiB and twelve 200 MiB flush buffers
+//                                       (padding between them), sampled flush buffer by flush
+//                                       buffer over 20 rounds: each flush buffer's median (even
+//                                       and odd rounds), the first one's, and all twelve
+//                                       together. Does the flush buffer's placement move the
+//                                       read, and does rotating over several average it out?
+//   /tmp/placement contexts [n]         n times in one process (default 8): the primary context
+//                                       created, a pool of 64 x 32 MiB and a flush buffer
+//                                       allocated, 3000 samples' median, the context destroyed
+//                                       (cudaDeviceReset); then the same with a kernel touching
+//                                       the buffer every 64 KiB before each timed read. Does each
+//                                       context read at its own speed, and is it the address
+//                                       translation?
+//   /tmp/placement hold [seconds]       holds a context open, idle, that long (default 120): is
+//                                       the shift between processes the GPU waking up?
 #include <cuda.h>
 #include <cuda_runtime.h>
+#include <dlfcn.h>
+#include <time.h>
 
 #include <algorithm>
+#include <chrono>
+#include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -53,8 +87,19 @@ __global__ void flush(float4* p, size_t n) {
   if (acc == 12345.f) p[0].y = acc;
 }
 
+// One 16-byte read per 64 KiB of the buffer: loads its address translations (and a few sectors
+// into the L2) without reading the buffer.
+__global__ void touch(const float4* __restrict__ p, size_t n, float* out) {
+  const size_t i = (blockIdx.x * (size_t)blockDim.x + threadIdx.x) * 4096;
+  if (i < n) {
+    const float4 v = p[i];
+    if (v.x == 12345.f) *out = v.y;
+  }
+}
+
 namespace {
 
+bool touch_first = false;  // contexts mode: a touch kernel between the flush and the timed read
 const size_t kFlush = size_t{200} << 20;
 int sms = 0;
 float* out = nullptr;
@@ -67,6 +112,8 @@ void sample_us(const std::vector<float4*>& pool, size_t bytes, float4* fl, int s
                std::vector<float>& t) {
   for (int it = 0; it < samples + 3; ++it) {
     flush<<<sms * 4, 512>>>(fl, kFlush / 16);
+    if (touch_first)
+      touch<<<(bytes / 16 / 4096 + 127) / 128, 128>>>(pool[it % pool.size()], bytes / 16, out);
     cudaEventRecord(e0);
     readsum<<<sms * 4, 512>>>(pool[it % pool.size()], bytes / 16, out);
     cudaEventRecord(e1);
@@ -220,13 +267,288 @@ void vmm_mode(float4* fl) {
   report("pool mapped whole at 1 GiB alignment", whole);
 }
 
+// NVML through dlopen, just what drift mode reads (declarations as in NVML's header).
+struct NvmlField {
+  unsigned field_id, scope_id;
+  long long timestamp, latency_us;
+  int value_type, ret;
+  union {
+    double d;
+    unsigned u;
+    unsigned long ul;
+    unsigned long long ull;
+    long long sll;
+  } value;
+};
+struct Nvml {
+  void* dev = nullptr;
+  int (*clock)(void*, int, unsigned*) = nullptr;
+  int (*temp)(void*, int, unsigned*) = nullptr;
+  int (*power)(void*, unsigned*) = nullptr;
+  int (*fields)(void*, int, NvmlField*) = nullptr;
+  bool open() {
+    void* lib = dlopen("libnvidia-ml.so.1", RTLD_NOW);
+    if (!lib) return false;
+    auto init = (int (*)())dlsym(lib, "nvmlInit_v2");
+    auto by_pci = (int (*)(const char*, void**))dlsym(lib, "nvmlDeviceGetHandleByPciBusId_v2");
+    clock = (int (*)(void*, int, unsigned*))dlsym(lib, "nvmlDeviceGetClockInfo");
+    temp = (int (*)(void*, int, unsigned*))dlsym(lib, "nvmlDeviceGetTemperature");
+    power = (int (*)(void*, unsigned*))dlsym(lib, "nvmlDeviceGetPowerUsage");
+    fields = (int (*)(void*, int, NvmlField*))dlsym(lib, "nvmlDeviceGetFieldValues");
+    char bus[64] = {};
+    cudaDeviceGetPCIBusId(bus, sizeof bus, 0);
+    return init && by_pci && init() == 0 && by_pci(bus, &dev) == 0;
+  }
+  // "sm MHz, mem MHz, gpu C, mem C, W"
+  void read(unsigned v[5]) {
+    for (int k = 0; k < 5; ++k) v[k] = 0;
+    if (!dev) return;
+    clock(dev, 1, &v[0]);
+    clock(dev, 2, &v[1]);
+    temp(dev, 0, &v[2]);
+    NvmlField f{};
+    f.field_id = 82;  // NVML_FI_DEV_MEMORY_TEMP
+    if (fields && fields(dev, 1, &f) == 0 && f.ret == 0) v[3] = f.value.u;
+    unsigned mw = 0;
+    power(dev, &mw);
+    v[4] = mw / 1000;
+  }
+};
+
+void drift_mode(float4* fl, double seconds, const char* tag) {
+  const size_t bytes = size_t{32} << 20;
+  const int kPools = 4, kPer = 16;
+  rng.seed(13);
+  std::vector<std::vector<float4*>> pools;
+  for (int k = 0; k < kPools; ++k) {
+    pad();
+    pools.push_back(make_pool(kPer, bytes));
+  }
+  Nvml nvml;
+  if (!nvml.open()) std::printf("(NVML not available: no clocks or temperatures)\n");
+  std::vector<std::vector<float>> all(kPools), sec(kPools);
+  std::vector<std::vector<float>> per_second(kPools);  // each second's median, per pool
+  std::printf("%s  s  pool medians (us)                   sm MHz mem MHz gpu C mem C   W\n", tag);
+  const auto start = std::chrono::steady_clock::now();
+  auto elapsed = [&] {
+    return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  };
+  long it = 0;
+  for (int second = 1; second <= seconds; ++second) {
+    while (elapsed() < second) {
+      const int k = it % kPools;
+      flush<<<sms * 4, 512>>>(fl, kFlush / 16);
+      cudaEventRecord(e0);
+      readsum<<<sms * 4, 512>>>(pools[k][(it / kPools) % kPer], bytes / 16, out);
+      cudaEventRecord(e1);
+      cudaEventSynchronize(e1);
+      float ms = 0;
+      cudaEventElapsedTime(&ms, e0, e1);
+      if (it >= 3 * kPools) sec[k].push_back(ms * 1000);
+      ++it;
+    }
+    unsigned v[5];
+    nvml.read(v);
+    std::printf("%s %3d ", tag, second);
+    for (int k = 0; k < kPools; ++k) {
+      const float m = sec[k].empty() ? 0 : median(sec[k]);
+      per_second[k].push_back(m);
+      std::printf(" %7.3f", m);
+      all[k].insert(all[k].end(), sec[k].begin(), sec[k].end());
+      sec[k].clear();
+    }
+    std::printf("   %6u %7u %5u %5u %3u\n", v[0], v[1], v[2], v[3], v[4]);
+  }
+  // Placement: the pools' medians over the whole time. Time: the mean over the pools of each
+  // second's median, its range over the seconds (and over 10-second means).
+  std::vector<float> whole, by_second, by_ten;
+  std::vector<float> everything;
+  for (int k = 0; k < kPools; ++k) {
+    whole.push_back(median(all[k]));
+    everything.insert(everything.end(), all[k].begin(), all[k].end());
+  }
+  const size_t n = per_second[0].size();
+  for (size_t s = 0; s < n; ++s) {
+    float sum = 0;
+    for (int k = 0; k < kPools; ++k) sum += per_second[k][s];
+    by_second.push_back(sum / kPools);
+  }
+  for (size_t s = 0; s + 10 <= n; s += 10) {
+    float sum = 0;
+    for (size_t j = s; j < s + 10; ++j) sum += by_second[j];
+    by_ten.push_back(sum / 10);
+  }
+  std::printf("%s samples %zu, median over all %.3f us\n", tag, everything.size(),
+              median(everything));
+  char what[96];
+  std::snprintf(what, sizeof what, "%s pools over the whole run (placement)", tag);
+  report(what, whole);
+  std::snprintf(what, sizeof what, "%s each second, mean over pools (time)", tag);
+  report(what, by_second);
+  if (by_ten.size() > 1) {
+    std::snprintf(what, sizeof what, "%s each 10 s, mean over pools (time)", tag);
+    report(what, by_ten);
+  }
+}
+
+void map_mode(float4* fl, int rounds) {
+  const size_t chunk = size_t{1} << 30, bytes = size_t{32} << 20;
+  const int per = chunk / bytes;
+  size_t free_b = 0, total_b = 0;
+  cudaMemGetInfo(&free_b, &total_b);
+  std::vector<char*> chunks;
+  while (free_b > (size_t{5} << 30)) {
+    char* c = nullptr;
+    if (cudaMalloc(&c, chunk) != cudaSuccess) break;
+    cudaMemset(c, 0, chunk);
+    chunks.push_back(c);
+    cudaMemGetInfo(&free_b, &total_b);
+  }
+  const int n = chunks.size();
+  std::printf("map: %d chunks of 1 GiB, %zu MiB left free\n", n, free_b >> 20);
+  std::vector<std::vector<float>> even(n), odd(n);
+  for (int r = 0; r < rounds; ++r) {
+    for (int c = 0; c < n; ++c) {
+      std::vector<float4*> bufs;
+      for (int j = 0; j < 16; ++j)
+        bufs.push_back(reinterpret_cast<float4*>(chunks[c] + ((r * 16 + j) % per) * bytes));
+      // sample_us skips its first 3 samples: a fresh chunk's first reads are not counted.
+      sample_us(bufs, bytes, fl, 16, r % 2 ? odd[c] : even[c]);
+    }
+  }
+  std::vector<float> all_m, even_m, odd_m;
+  for (int c = 0; c < n; ++c) {
+    std::vector<float> both = even[c];
+    both.insert(both.end(), odd[c].begin(), odd[c].end());
+    all_m.push_back(median(both));
+    even_m.push_back(median(even[c]));
+    odd_m.push_back(median(odd[c]));
+    std::printf("chunk %2d (va %p): %.3f us (even rounds %.3f, odd %.3f)\n", c, (void*)chunks[c],
+                all_m.back(), even_m.back(), odd_m.back());
+  }
+  report("map: chunks, all rounds", all_m);
+  report("map: chunks, even rounds", even_m);
+  report("map: chunks, odd rounds", odd_m);
+  // Is a chunk's figure a property of the chunk? Correlation of even- and odd-round medians.
+  double me = 0, mo = 0, see = 0, soo = 0, seo = 0;
+  for (int c = 0; c < n; ++c) me += even_m[c] / n, mo += odd_m[c] / n;
+  for (int c = 0; c < n; ++c) {
+    see += (even_m[c] - me) * (even_m[c] - me);
+    soo += (odd_m[c] - mo) * (odd_m[c] - mo);
+    seo += (even_m[c] - me) * (odd_m[c] - mo);
+  }
+  std::printf("map: correlation of even- and odd-round chunk medians %.2f\n",
+              seo / std::sqrt(see * soo + 1e-30));
+  for (auto c : chunks) cudaFree(c);
+}
+
+void flush_mode(unsigned seed) {
+  const size_t bytes = size_t{32} << 20;
+  const int kFlushes = 12, kRounds = 20, kSamples = 30;
+  rng.seed(seed);
+  const int pads_n = rng() % 32;
+  for (int k = 0; k < pads_n; ++k) pad();
+  std::vector<float4*> pool = make_pool(64, bytes);
+  std::vector<float4*> fls(kFlushes);
+  for (auto& f : fls) {
+    cudaMalloc(&f, kFlush);
+    cudaMemset(f, 0, kFlush);
+    pad();
+  }
+  std::vector<std::vector<float>> even(kFlushes), odd(kFlushes);
+  std::vector<float> all;
+  int next = 0;  // the pool cycles across flush buffers too
+  for (int r = 0; r < kRounds; ++r) {
+    for (int f = 0; f < kFlushes; ++f) {
+      std::vector<float4*> bufs;
+      for (int j = 0; j < kSamples + 3; ++j) bufs.push_back(pool[next++ % pool.size()]);
+      std::vector<float> t;
+      sample_us(bufs, bytes, fls[f], kSamples, t);
+      auto& dst = r % 2 ? odd[f] : even[f];
+      dst.insert(dst.end(), t.begin(), t.end());
+      all.insert(all.end(), t.begin(), t.end());
+    }
+  }
+  std::vector<float> em, om, m;
+  for (int f = 0; f < kFlushes; ++f) {
+    em.push_back(median(even[f]));
+    om.push_back(median(odd[f]));
+    std::vector<float> both = even[f];
+    both.insert(both.end(), odd[f].begin(), odd[f].end());
+    m.push_back(median(both));
+  }
+  std::printf("seed %u (%d pads): flush buffers (all rounds)", seed, pads_n);
+  for (float v : m) std::printf(" %.3f", v);
+  std::printf("\nseed %u: even rounds", seed);
+  for (float v : em) std::printf(" %.3f", v);
+  std::printf("\nseed %u: odd rounds ", seed);
+  for (float v : om) std::printf(" %.3f", v);
+  std::printf(
+      "\nseed %u: first flush buffer %.3f us, all twelve %.3f us (pool va %p, flush va %p)\n", seed,
+      m[0], median(all), (void*)pool[0], (void*)fls[0]);
+  report("flush buffers", m);
+}
+
+void contexts_mode(int n) {
+  const size_t bytes = size_t{32} << 20;
+  std::vector<float> m, mt;
+  for (int c = 0; c < n; ++c) {
+    cudaFree(nullptr);
+    cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, 0);
+    cudaMalloc(&out, 4);
+    cudaEventCreate(&e0);
+    cudaEventCreate(&e1);
+    float4* fl = nullptr;
+    cudaMalloc(&fl, kFlush);
+    std::vector<float4*> pool = make_pool(64, bytes);
+    touch_first = false;
+    m.push_back(median_us(pool, bytes, fl, 3000));
+    touch_first = true;
+    mt.push_back(median_us(pool, bytes, fl, 3000));
+    touch_first = false;
+    std::printf("context %d: %.3f us, after a touch every 64 KiB %.3f us (pool va %p)\n", c,
+                m.back(), mt.back(), (void*)pool[0]);
+    cudaDeviceReset();
+  }
+  report("contexts", m);
+  report("contexts, after a touch", mt);
+}
+
 int main(int argc, char** argv) {
   const char* mode = argc > 1 ? argv[1] : "buffer";
+  if (std::strcmp(mode, "contexts") == 0) {
+    contexts_mode(argc > 2 ? std::atoi(argv[2]) : 8);
+    return 0;
+  }
+  if (std::strcmp(mode, "hold") == 0) {
+    cudaFree(nullptr);
+    std::printf("holding a context\n");
+    std::fflush(stdout);
+    struct timespec ts = {argc > 2 ? std::atoi(argv[2]) : 120, 0};
+    nanosleep(&ts, nullptr);
+    return 0;
+  }
   cudaFree(nullptr);  // the primary context, which vmm mode's driver API calls use
   cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, 0);
   cudaMalloc(&out, 4);
   cudaEventCreate(&e0);
   cudaEventCreate(&e1);
+  if (std::strcmp(mode, "flush") == 0) {
+    flush_mode(argc > 2 ? std::atoi(argv[2]) : 1);
+    return 0;
+  }
+  if (std::strcmp(mode, "map") == 0) {
+    float4* fl = nullptr;
+    cudaMalloc(&fl, kFlush);
+    map_mode(fl, argc > 2 ? std::atoi(argv[2]) : 40);
+    return 0;
+  }
+  if (std::strcmp(mode, "drift") == 0) {
+    float4* fl = nullptr;
+    cudaMalloc(&fl, kFlush);
+    drift_mode(fl, argc > 2 ? std::atof(argv[2]) : 40, argc > 3 ? argv[3] : "drift");
+    return 0;
+  }
   if (std::strcmp(mode, "vmm") == 0 || std::strcmp(mode, "runs") == 0) {
     float4* fl = nullptr;
     cudaMalloc(&fl, kFlush);
