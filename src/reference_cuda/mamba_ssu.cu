@@ -86,7 +86,8 @@ __device__ __forceinline__ void mbarrier_init(unsigned long long* bar) {
 }
 // An L2 policy for data touched once: its lines are the first to go. The tiles are read once
 // and written once, so nothing is lost by evicting them first; with it on both the loads and
-// the stores, the kernel ran 4.5% faster on an H100 (either alone: 0.5%).
+// the stores, the kernel ran 4% faster on an H100 (on either alone, under 1%). It is made at
+// each copy: held in a register through the loop instead, it made the kernel spill more.
 __device__ __forceinline__ unsigned long long evict_first_policy() {
   unsigned long long policy;
   asm volatile("createpolicy.fractional.L2::evict_first.b64 %0, 1.0;" : "=l"(policy));
@@ -94,7 +95,8 @@ __device__ __forceinline__ unsigned long long evict_first_policy() {
 }
 // Issued by one thread: the barrier's one arrival, expecting `bytes`, and the load.
 __device__ __forceinline__ void bulk_load(void* smem, const void* gmem, unsigned bytes,
-                                          unsigned long long* bar, unsigned long long policy) {
+                                          unsigned long long* bar) {
+  const unsigned long long policy = evict_first_policy();
   asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;" ::"r"(smem_address(bar)),
                "r"(bytes)
                : "memory");
@@ -117,8 +119,8 @@ __device__ __forceinline__ void mbarrier_wait(unsigned long long* bar, unsigned 
       : "memory");
 }
 // Issued by one thread after every writer's fence_async and a barrier.
-__device__ __forceinline__ void bulk_store(void* gmem, const void* smem, unsigned bytes,
-                                           unsigned long long policy) {
+__device__ __forceinline__ void bulk_store(void* gmem, const void* smem, unsigned bytes) {
+  const unsigned long long policy = evict_first_policy();
   asm volatile(
       "cp.async.bulk.global.shared::cta.bulk_group.L2::cache_hint [%0], [%1], %2, %3;" ::"l"(gmem),
       "r"(smem_address(smem)), "r"(bytes), "l"(policy)
@@ -138,11 +140,9 @@ __device__ __forceinline__ void fence_async() {
 // stand-ins are never reached; they keep one body of the kernel for every architecture.
 #define FIB_SSU_BULK 0
 __device__ __forceinline__ void mbarrier_init(unsigned long long*) {}
-__device__ __forceinline__ unsigned long long evict_first_policy() { return 0; }
-__device__ __forceinline__ void bulk_load(void*, const void*, unsigned, unsigned long long*,
-                                          unsigned long long) {}
+__device__ __forceinline__ void bulk_load(void*, const void*, unsigned, unsigned long long*) {}
 __device__ __forceinline__ void mbarrier_wait(unsigned long long*, unsigned) {}
-__device__ __forceinline__ void bulk_store(void*, const void*, unsigned, unsigned long long) {}
+__device__ __forceinline__ void bulk_store(void*, const void*, unsigned) {}
 __device__ __forceinline__ void bulk_store_wait_read() {}
 __device__ __forceinline__ void fence_async() {}
 #endif
@@ -319,12 +319,8 @@ __global__ void __launch_bounds__(C::kThreads, C::kBlocksPerSm) ssu_tiles(SsuPar
 #endif
   __shared__ alignas(8) unsigned long long loaded;  // the load's mbarrier
   unsigned parity = 0;                              // of the load being waited for
-  unsigned long long policy = 0;                    // the bulk copies' L2 policy
   if (bulk) {
-    if (t == 0) {
-      mbarrier_init(&loaded);
-      policy = evict_first_policy();
-    }
+    if (t == 0) mbarrier_init(&loaded);
     __syncthreads();
   }
   for (long long blk = blockIdx.x; blk < total; blk += gridDim.x) {
@@ -351,7 +347,7 @@ __global__ void __launch_bounds__(C::kThreads, C::kBlocksPerSm) ssu_tiles(SsuPar
     __syncthreads();  // the previous tile is written out and its scan values read
     // Stage the tile, in flight through the scan.
     if (bulk) {
-      if (t == 0) bulk_load(tile_bytes, src, static_cast<unsigned>(vecs) * 16, &loaded, policy);
+      if (t == 0) bulk_load(tile_bytes, src, static_cast<unsigned>(vecs) * 16, &loaded);
     } else {
       stage();
     }
@@ -402,7 +398,7 @@ __global__ void __launch_bounds__(C::kThreads, C::kBlocksPerSm) ssu_tiles(SsuPar
         fence_async();
         __syncthreads();
       }
-      if (t == 0) bulk_store(dst, tile_bytes, static_cast<unsigned>(vecs) * 16, policy);
+      if (t == 0) bulk_store(dst, tile_bytes, static_cast<unsigned>(vecs) * 16);
       continue;
     }
     // Write the tile out. Without an update, a tile staged through cp.async is stored by the
@@ -477,17 +473,16 @@ void launch_with(SsuParams p, DType state_t, cudaStream_t stream) {
 }
 
 // Small blocks, many of them per SM: a block's tile is staged, updated and written out in turn,
-// and with many blocks at different steps an SM keeps more loads in flight. Measured on H100s
+// and with twelve blocks at different steps an SM keeps more loads in flight. Measured on H100s
 // (docs/benchmarks.md, "mamba_ssu launch configurations"): 64 threads with 8 KiB tiles took
-// 0.434-0.455 ms where 256 threads with 32 KiB tiles took 0.474-0.490 ms; with bulk copies and
-// their evict-first policy, 16 such blocks per SM took 0.420 ms and 12 0.427 ms (the cap of 64
-// registers spills a few in the update, which only the named slots' tiles run). Rows too long
-// for the small tile take the large one.
+// 0.434-0.455 ms where 256 threads with 32 KiB tiles took 0.474-0.490 ms. Sixteen blocks per SM
+// (a cap of 64 registers) were faster in one build and slower in others: how much the update
+// spilled decided it. Rows too long for the small tile take the large one.
 template <typename E>
 void launch(SsuParams p, DType state_t, cudaStream_t stream) {
   const long long row_bytes = p.ds * static_cast<long long>(sizeof(E));
   if (row_bytes <= 8 * 1024) {
-    launch_with<E, Config<64, 8 * 1024, 16>>(p, state_t, stream);
+    launch_with<E, Config<64, 8 * 1024, 12>>(p, state_t, stream);
   } else {
     launch_with<E, Config<256, kMaxTileBytes, 3>>(p, state_t, stream);
   }
