@@ -155,10 +155,6 @@ void register_run(CLI::App& app, Runner& run) {
                   "cpu (default), cuda:N, a list cuda:0,cuda:1 or cuda:all (CUDA builds)");
   cmd->add_flag("--isolated", a->options.isolated,
                 "A fresh worker process for every evaluation (default: one persistent worker)");
-  cmd->add_option("--trial-workers", a->options.trial_workers,
-                  "Solution worker processes per device; trial t runs in worker t mod N, so on a "
-                  "GPU the trials span N CUDA contexts (default 1; see docs/run.md)")
-      ->check(CLI::Range(1, 64));
   cmd->add_option("--seed", a->seed,
                   "Seed of all input sets and schedules (default: random, "
                   "recorded in every trace)");

@@ -416,65 +416,6 @@ FIB_EXPORT_SOLUTION(run, run_);
       << r.traces[0].evaluation->log;
 }
 
-TEST_F(RunCheats, TrialWorkersRunTheTrialsInTurnAndMergeThemInOrder) {
-  // --trial-workers 2, three trials: worker 1 runs trials 1 and 3, worker 2 trial 2, each
-  // worker's first trial with the full warmup. A solution that names its process on its first
-  // call shows two processes; the cheats are still caught across workers.
-  add_solution("says_pid", std::string(kRmsnorm) + R"(
-#include <cstdio>
-#include <unistd.h>
-static void run_(fib::TensorView x, fib::TensorView w, fib::TensorView y) {
-  static bool said = false;
-  if (!said) {
-    std::printf("pid %d\n", static_cast<int>(getpid()));
-    std::fflush(stdout);
-    said = true;
-  }
-  rms(x.data_ptr<const std::uint16_t>(), w.data_ptr<const std::uint16_t>(),
-      y.data_ptr<std::uint16_t>(), x.size(0), x.size(1));
-}
-FIB_EXPORT_SOLUTION(run, run_);
-)");
-  RunOptions o = options_for(tmp_);
-  o.definitions = {"rmsnorm_h2048"};
-  o.solutions = {"says_pid", "rmsnorm_h2048_caches_results", "rmsnorm_h2048_crashes"};
-  o.trial_workers = 2;
-  o.cli.num_trials = 3;
-  o.max_warmup_seconds = 0;  // every worker's first trial makes all --warmup-runs calls
-  o.timeout_seconds = 60;
-  const RunResult r = run_benchmark(o);
-  const auto s = statuses(r);
-  EXPECT_EQ(s.at("says_pid"), (std::vector<std::string>{"PASSED", "PASSED"}));
-  EXPECT_EQ(s.at("rmsnorm_h2048_caches_results"),
-            (std::vector<std::string>{"INCORRECT_NUMERICAL", "INCORRECT_NUMERICAL"}));
-  EXPECT_EQ(s.at("rmsnorm_h2048_crashes"),
-            (std::vector<std::string>{"RUNTIME_ERROR", "RUNTIME_ERROR"}));
-  EXPECT_GE(r.worker_starts, 2);
-  bool first = true;
-  for (const Trace& t : r.traces) {
-    if (*t.solution != "says_pid") continue;
-    EXPECT_EQ(t.evaluation->environment.extra["trial_workers"], 2);
-    const Json& sol = t.evaluation->performance->extra.at("solution");
-    EXPECT_EQ(sol.at("warmup_calls"), Json::array({2, 2, 0}));
-    EXPECT_EQ(sol.at("trial_medians_ms").size(), 3u);
-    EXPECT_EQ(sol.at("samples_ms").size(), 3u);
-    if (!first) continue;
-    first = false;
-    // The first evaluation: each worker's output, labelled, with its own process id.
-    const std::string& log = t.evaluation->log;
-    const auto w1 = log.find("worker 1 of 2"), w2 = log.find("worker 2 of 2");
-    ASSERT_NE(w1, std::string::npos) << log;
-    ASSERT_NE(w2, std::string::npos) << log;
-    const auto pid_after = [&](std::size_t at) {
-      const auto p = log.find("pid ", at);
-      return p == std::string::npos ? std::string() : log.substr(p, log.find('\n', p) - p);
-    };
-    EXPECT_FALSE(pid_after(w1).empty());
-    EXPECT_FALSE(pid_after(w2).empty());
-    EXPECT_NE(pid_after(w1), pid_after(w2)) << log;
-  }
-}
-
 TEST(RunOptionsErrors, UnknownDeviceAndMissingDatasetAreErrors) {
   TempDir tmp;
   RunOptions o = options_for(tmp);

@@ -28,9 +28,6 @@ struct RunOptions {
   double timeout_seconds = 300;                 // per (solution, workload) evaluation
   bool resume = false;
   bool isolated = false;  // a fresh worker per evaluation
-  // Solution workers per lane; trial t of an evaluation runs in worker t mod trial_workers, so
-  // on a GPU the trials span that many CUDA contexts (whose memory speeds differ slightly).
-  int trial_workers = 1;
   std::string device = "cpu";
   std::optional<std::uint64_t> seed;        // absent: drawn at random and recorded
   std::filesystem::path worker_executable;  // the fib binary

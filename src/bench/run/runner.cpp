@@ -262,9 +262,7 @@ struct Lane {
 #ifdef FIB_HAVE_CUDA
   cuda::DevicePeaks peaks;  // for the roofline of passed evaluations
 #endif
-  // Solution workers: one, or --trial-workers of them, each its own process (and CUDA context).
-  std::vector<std::unique_ptr<Worker>> solutions;
-  std::unique_ptr<Worker> reference;
+  std::unique_ptr<Worker> solution, reference;
   // GPU lanes: judgements running on the host beside the lane's next evaluations, oldest
   // first. Each records its trace after the one before it, so a lane's traces are recorded in
   // the order it ran them.
@@ -327,7 +325,7 @@ class Run {
     result_.messages.push_back(m);
     if (cb_.on_message) cb_.on_message(m);
   }
-  Worker& solution_worker(Lane& lane, std::size_t index);
+  Worker& solution_worker(Lane& lane);
   Worker& reference_worker(Lane& lane);
   WorkerSpec worker_spec(const std::string& role) const;
   std::optional<PreparedWorkload> prepare(const Definition& def, const Trace& workload,
@@ -418,11 +416,11 @@ WorkerSpec Run::worker_spec(const std::string& role) const {
   return s;
 }
 
-Worker& Run::solution_worker(Lane& lane, std::size_t index) {
-  if (lane.solutions.size() <= index) lane.solutions.resize(index + 1);
-  std::unique_ptr<Worker>& w = lane.solutions[index];
-  if (!w || !w->alive()) w = std::make_unique<Worker>(worker_spec("solution"));
-  return *w;
+Worker& Run::solution_worker(Lane& lane) {
+  if (!lane.solution || !lane.solution->alive()) {
+    lane.solution = std::make_unique<Worker>(worker_spec("solution"));
+  }
+  return *lane.solution;
 }
 
 Worker& Run::reference_worker(Lane& lane) {
@@ -635,90 +633,6 @@ std::string signature_mismatch(const Definition& def, const Solution& s, const s
       fmt::join(names, ", "), want_returns);
 }
 
-// One evaluation's request, run by one solution worker or split over several (--trial-workers):
-// worker j runs trials j, j + K, ... in that order, its first trial with trial 0's warmup (a
-// worker's first trial warms its own context up); only worker 0 draws the sampling check. The
-// workers run one after another (one timed evaluation per device at a time), and the first
-// reply that is not a clean one (a death, a timeout, a load error, a failed call) is the
-// evaluation's. Otherwise the replies merge into one with the trials back in schedule order and
-// the workers' times summed.
-struct SplitReply {
-  Worker* worker = nullptr;  // whose reply this is (the failing worker's, or worker 0's)
-  Worker::Reply reply;
-  CapturedOutput output;   // that worker's output
-  std::string output_log;  // every worker's output, for the trace's log
-};
-
-SplitReply call_trial_workers(const std::vector<Worker*>& workers, const Json& req,
-                              std::chrono::steady_clock::time_point deadline) {
-  const std::size_t k = workers.size();
-  const Json& trials = req.at("schedule").at("trials");
-  SplitReply out;
-  auto log_output = [&](const CapturedOutput& o, std::size_t j) {
-    if (o.total_bytes == 0) return;
-    out.output_log += fmt::format(
-        "\n--- solution output ({}{} bytes{}) ---\n{}",
-        k > 1 ? fmt::format("worker {} of {}, ", j + 1, k) : std::string(), o.total_bytes,
-        o.total_bytes > o.head.size() + o.tail.size() ? ", head and tail kept" : "", o.text());
-  };
-  if (k == 1) {
-    out.worker = workers[0];
-    out.reply = workers[0]->call(req, deadline);
-    out.output = workers[0]->take_output();
-    log_output(out.output, 0);
-    return out;
-  }
-  Json merged_trials = Json::array();
-  for (std::size_t t = 0; t < trials.size(); ++t) merged_trials.push_back(Json());
-  Json body0;
-  double load_ms = 0, schedule_ms = 0, flush_ms = 0;
-  Json phases = Json::object();
-  for (std::size_t j = 0; j < k; ++j) {
-    Json sub = req;
-    Json mine = Json::array();
-    for (std::size_t t = j; t < trials.size(); t += k) mine.push_back(trials[t]);
-    if (j > 0) {
-      mine[0]["warmup"] = trials[0].at("warmup");
-      sub.erase("sampling");
-    }
-    sub["schedule"]["trials"] = mine;
-    Worker::Reply r = workers[j]->call(sub, deadline);
-    CapturedOutput o = workers[j]->take_output();
-    log_output(o, j);
-    const bool clean = r.kind == Worker::ReplyKind::kOk && !r.body.contains("load_error") &&
-                       r.body.value("ok", false) && !r.body.contains("failure");
-    if (!clean) {  // this worker's reply is the evaluation's
-      out.worker = workers[j];
-      out.reply = std::move(r);
-      out.output = std::move(o);
-      return out;
-    }
-    const Json& got = r.body.at("trials");
-    for (std::size_t i = 0; i < got.size(); ++i) merged_trials[j + i * k] = got[i];
-    load_ms += r.body.value("load_inputs_ms", 0.0);
-    schedule_ms += r.body.value("schedule_ms", 0.0);
-    flush_ms += r.body.value("cache_flush_ms", 0.0);
-    if (const auto it = r.body.find("worker_phases_ms"); it != r.body.end() && it->is_object()) {
-      for (const auto& [key, v] : it->items()) {
-        if (v.is_number()) phases[key] = phases.value(key, 0.0) + v.get<double>();
-      }
-    }
-    if (j == 0) {
-      body0 = std::move(r.body);
-      out.output = std::move(o);
-    }
-  }
-  body0["trials"] = std::move(merged_trials);
-  body0["load_inputs_ms"] = load_ms;
-  body0["schedule_ms"] = schedule_ms;
-  body0["cache_flush_ms"] = flush_ms;
-  if (body0.contains("worker_phases_ms")) body0["worker_phases_ms"] = phases;
-  out.worker = workers[0];
-  out.reply.kind = Worker::ReplyKind::kOk;
-  out.reply.body = std::move(body0);
-  return out;
-}
-
 Run::Evaluated Run::evaluate(Lane& lane, const Definition& def, const Workload& w,
                              const Solution& s, const BuildResult& build, PreparedWorkload& p,
                              const Timing& ref, const std::string& ref_kernel, bool judge_later) {
@@ -759,39 +673,24 @@ Run::Evaluated Run::evaluate(Lane& lane, const Definition& def, const Workload& 
     sampling_file = (p.dir / (who + "-draws.safetensors")).string();
     req["sampling"] = Json{{"set", 0}, {"draws", draws}, {"output", *sampling_file}};
   }
-  // --trial-workers: trial t runs in solution worker t mod K, each a process with its own CUDA
-  // context. A fresh context reads memory at its own speed, up to about 1% apart on an H100, and
-  // keeps it (docs/benchmarks.md, "Eleventh session"): the mean of the trial medians then spans
-  // K contexts instead of one.
-  const std::size_t trial_count = schedule["trials"].size();
-  const std::size_t k_workers =
-      std::clamp<std::size_t>(static_cast<std::size_t>(std::max(1, o_.trial_workers)), 1,
-                              std::max<std::size_t>(1, trial_count));
-  if (k_workers > 1) env["trial_workers"] = k_workers;
   std::string start_error;
-  std::vector<Worker*> workers;
-  // Starting workers (the first evaluation, after a crash, or every one with --isolated) is
+  Worker* worker = nullptr;
+  // Starting a worker (the first evaluation, after a crash, or every one with --isolated) is
   // counted apart from the evaluation's overhead: worker_start_seconds.
   double worker_start_ms = 0;
   try {
-    if (o_.isolated) lane.solutions.clear();
+    const bool starting = !lane.solution || !lane.solution->alive() || o_.isolated;
+    if (o_.isolated) lane.solution.reset();
     const auto start0 = Clock::now();
-    int started = 0;
-    for (std::size_t j = 0; j < k_workers; ++j) {
-      const bool starting =
-          j >= lane.solutions.size() || !lane.solutions[j] || !lane.solutions[j]->alive();
-      workers.push_back(&solution_worker(lane, j));
-      started += starting ? 1 : 0;
-    }
-    if (started > 0) {
+    worker = &solution_worker(lane);
+    if (starting) {
       worker_start_ms = std::chrono::duration<double, std::milli>(Clock::now() - start0).count();
       std::lock_guard<std::recursive_mutex> lock(mu_);
       result_.worker_start_seconds += worker_start_ms / 1000.0;
-      result_.worker_starts += started;
+      ++result_.worker_starts;
     }
   } catch (const Error& e) {
     start_error = e.what();
-    workers.clear();
   }
   // The worker maps a workload's input sets once, for every solution after it: that load is a
   // per-workload cost (counted in workload_setup_seconds), not this evaluation's overhead.
@@ -817,7 +716,7 @@ Run::Evaluated Run::evaluate(Lane& lane, const Definition& def, const Workload& 
           {"worker_overhead_ms", std::max(0.0, worker_schedule_ms - timed_ms - cache_flush_ms)},
           {"cache_flush_ms", cache_flush_ms}};
     }
-    if (o_.isolated) lane.solutions.clear();
+    if (o_.isolated) lane.solution.reset();
     return extra;
   };
   auto with_extra = [](Trace t, const Json& extra) {
@@ -830,18 +729,22 @@ Run::Evaluated Run::evaluate(Lane& lane, const Definition& def, const Workload& 
     result.trace = with_extra(std::move(t), account(timed_ms));
     return std::move(result);
   };
-  if (workers.empty()) {
+  if (worker == nullptr) {
     return finish(make_trace(lane, def, w, s, EvaluationStatus::kRuntimeError,
                              "the solution worker could not start: " + start_error, env),
                   0);
   }
   const auto deadline = Clock::now() + std::chrono::duration_cast<Clock::duration>(
                                            std::chrono::duration<double>(o_.timeout_seconds));
-  const SplitReply split = call_trial_workers(workers, req, deadline);
-  Worker* worker = split.worker;
-  const Worker::Reply& r = split.reply;
-  const CapturedOutput& out = split.output;
-  const std::string& output_log = split.output_log;
+  const Worker::Reply r = worker->call(req, deadline);
+  const CapturedOutput out = worker->take_output();
+  std::string output_log;
+  if (out.total_bytes > 0) {
+    output_log = fmt::format(
+        "\n--- solution output ({} bytes{}) ---\n{}", out.total_bytes,
+        out.total_bytes > out.head.size() + out.tail.size() ? ", head and tail kept" : "",
+        out.text());
+  }
   if (r.kind == Worker::ReplyKind::kTimeout) {
     return finish(make_trace(lane, def, w, s, EvaluationStatus::kTimeout,
                              fmt::format("no result within the {} s timeout; the worker was "
@@ -1377,7 +1280,7 @@ RunResult Run::go() {
     f.wait();  // left over when a lane failed: their files go with scratch
   ahead_.clear();
   for (auto& lane : lanes_) {
-    lane->solutions.clear();
+    lane->solution.reset();
     lane->reference.reset();
   }
   if (failure) std::rethrow_exception(failure);
