@@ -19,7 +19,7 @@
 // resident blocks keep DRAM busy; with the loads in registers instead, the update's register
 // count capped the resident blocks and the kernel reached about half of DRAM bandwidth. On
 // sm_90 and up a tile is one bulk copy each way (the TMA engine; 2% faster on an H100 than
-// cp.async's 16 bytes per thread at a time, and 4.5% more with an evict-first L2 policy);
+// cp.async's 16 bytes per thread at a time, and 4% more with an evict-first L2 policy);
 // elsewhere, cp.async. Operands are read as 16-byte vectors over dstate where dstate and the
 // pointers allow; odd shapes and a state whose dtype differs from new_state's take the same path
 // one element at a time.
