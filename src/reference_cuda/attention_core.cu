@@ -11,6 +11,8 @@
 //
 // Against the CPU reference (which normalizes exp(logit - max) once over all keys), only the
 // summation order differs: dot products, the softmax sum and the weighted sum of V are all fp32.
+// Prefill with bf16 operands of the corpus's head dims runs instead on the tensor-core form of
+// the tile kernel (attention_mma.cu), with the same fp32 arithmetic.
 #include <cuda_runtime.h>
 
 #include <algorithm>
@@ -20,6 +22,7 @@
 #include <string>
 
 #include "reference_cuda/attention_core.h"
+#include "reference_cuda/attention_tiles.cuh"
 #include "reference_cuda/attn_support.h"
 #include "reference_cuda/device_math.cuh"
 
@@ -27,56 +30,10 @@ namespace fib::reference_cuda::detail::attention {
 
 namespace {
 
-using device::Code;
-
 constexpr int kThreads = 256;
 constexpr int kBN = 64;        // keys per tile
 constexpr int kDC = 32;        // qk dims per chunk
 constexpr int kDCP = kDC + 4;  // padded row of a Q/K chunk in shared memory
-constexpr int kMaxSplits = 256;
-constexpr float kLn2 = 0.693147182f;  // static_cast<float>(std::numbers::ln2), as the CPU divides
-
-struct SeqInfo {
-  long long q_begin, q_len, kv_len, kv_base;
-};
-
-struct Params {
-  // Operands.
-  const void* q[2];
-  const void* k[2];
-  Code q_t[2], k_t[2];
-  int d[2];
-  int nparts, dqk;
-  const void* v;
-  Code v_t;
-  int dv;
-  bool vec8;  // every dim a multiple of 8: 8-element groups never straddle a part or the end
-  long long rows;
-  int hq, hkv, group;
-  int gh, hc, bt;  // heads per tile, head chunks per token block, tokens per tile
-  float sm_scale;
-  long long slots;
-  // Sequences and keys.
-  const SeqInfo* seqs;
-  const long long* tile_ptr;
-  long long nseq;
-  Keys keys;
-  const void* kv_indices;
-  Code kvi_t;
-  long long page_size, num_pages;
-  const long long* compact;  // kSparse: per sequence, its valid indices first
-  int splits;
-  // Results.
-  void* out;
-  Code out_t;
-  void* lse;
-  Code lse_t;
-  float* part_o;   // splits > 1: [splits, rows, hq, dv]
-  float* part_ml;  // splits > 1: [splits, rows, hq, 2]
-  int* flag;
-};
-
-__device__ __forceinline__ void raise(int* flag) { atomicExch(flag, 1); }
 
 // Eight consecutive elements from `base` (element index i, a multiple of 8) as fp32.
 __device__ __forceinline__ void load8(const void* base, long long i, Code t, float* o) {
@@ -139,28 +96,6 @@ __device__ __forceinline__ void load_qk8(const Params& p, bool kv, long long row
   }
 }
 
-// The slot of key j of a sequence, or -1 (flag raised) when the index data is invalid.
-__device__ long long key_slot(const Params& p, const SeqInfo& s, long long j) {
-  long long slot;
-  if (p.keys == Keys::kRagged) {
-    slot = s.kv_base + j;
-  } else if (p.keys == Keys::kPaged) {
-    const long long page = device::load_index(p.kv_indices, s.kv_base + j / p.page_size, p.kvi_t);
-    if (page < 0 || page >= p.num_pages) {
-      raise(p.flag);
-      return -1;
-    }
-    slot = page * p.page_size + j % p.page_size;
-  } else {
-    slot = p.compact[s.kv_base + j];
-  }
-  if (slot < 0 || slot >= p.slots) {
-    raise(p.flag);
-    return -1;
-  }
-  return slot;
-}
-
 // Two blocks a multiprocessor where the accumulators fit 128 registers, else one.
 template <int TM, int TD>
 __global__ void __launch_bounds__(kThreads, TM* TD >= 64 ? 1 : 2) attention_tiles(Params p) {
@@ -177,26 +112,7 @@ __global__ void __launch_bounds__(kThreads, TM* TD >= 64 ? 1 : 2) attention_tile
   __shared__ long long s_tile[3];
 
   const int tid = threadIdx.x, rg = tid >> 4, cg = tid & 15;
-  if (tid == 0) {
-    const long long x = blockIdx.x;
-    if (x >= p.tile_ptr[p.nseq]) {
-      s_tile[0] = -1;
-    } else {
-      long long lo = 0, hi = p.nseq - 1;  // the last sequence whose first tile is <= x
-      while (lo < hi) {
-        const long long mid = (lo + hi + 1) >> 1;
-        if (p.tile_ptr[mid] <= x) {
-          lo = mid;
-        } else {
-          hi = mid - 1;
-        }
-      }
-      const long long local = x - p.tile_ptr[lo];
-      s_tile[0] = lo;
-      s_tile[1] = local / p.hc;
-      s_tile[2] = local % p.hc;
-    }
-  }
+  if (tid == 0) locate_tile(p, s_tile);
   __syncthreads();
   if (s_tile[0] < 0) return;
   const SeqInfo seq = p.seqs[s_tile[0]];
@@ -639,10 +555,13 @@ void attend(const Problem& pr, const DeviceTensor& out, const DeviceTensor& lse,
   p.flag = flag.get();
 
   // Tile geometry: TD output columns per thread, TM rows per thread (BM = 16 TM rows a tile).
+  // Prefill with bf16 operands runs on the tensor cores (attention_mma.cu) in tiles of 64 rows;
+  // decode stays on the fp32 kernel, whose small tiles fit its few rows per sequence.
   const int td = p.dv <= 128 ? 8 : p.dv <= 256 ? 16 : 32;
   const bool one_per_seq = pr.queries == Queries::kOnePerSequence;
+  const bool on_mma = !one_per_seq && mma_fits(p);
   const int tm = one_per_seq && p.group <= 16 ? 1 : td == 32 ? 2 : 4;
-  const int bm = 16 * tm;
+  const int bm = on_mma ? kMmaTileRows : 16 * tm;
   p.gh = std::min(p.group, bm);
   p.hc = static_cast<int>(ceil_div(p.group, p.gh));
   p.bt = bm / p.gh;
@@ -755,7 +674,9 @@ void attend(const Problem& pr, const DeviceTensor& out, const DeviceTensor& lse,
   if (tiles_max > 0) {
     const dim3 grid(static_cast<unsigned>(tiles_max), static_cast<unsigned>(pr.kv_heads),
                     static_cast<unsigned>(splits));
-    if (tm == 1 && td == 8)
+    if (on_mma)
+      launch_mma(p, grid, stream);
+    else if (tm == 1 && td == 8)
       launch_tiles<1, 8>(p, grid, stream);
     else if (tm == 1 && td == 16)
       launch_tiles<1, 16>(p, grid, stream);

@@ -144,6 +144,15 @@ TEST(CudaReferenceGqa, OtherDtypesAndHeadDims) {
   expect_cuda_matches_cpu(f16, axes, 91, {{"output", {1e-5, 1e-3}}, {"lse", {1e-4, 1e-5}}});
   const Definition f32 = ragged_definition("float32", "float32", 64);
   expect_cuda_matches_cpu(f32, axes, 92, {{"output", {1e-6, 1e-5}}, {"lse", {1e-4, 1e-5}}});
+  // bfloat16 operands with head_dim 128 run on the tensor cores (attention_mma.cu); with a
+  // float32 output the comparison sees their fp32 arithmetic itself: P @ V with P rounded to
+  // bfloat16 (2^-9) instead of split into three terms would be off by about 1e-3, 100x this
+  // tolerance. One split (many tiles) and several (one query row, 900 keys).
+  const Definition mma = ragged_definition("bfloat16", "float32", 128);
+  expect_cuda_matches_cpu(mma, {{"len_indptr", 5}, {"total_q", 700}, {"total_kv", 900}}, 94,
+                          {{"output", {1e-6, 1e-5}}, {"lse", {1e-4, 1e-5}}});
+  expect_cuda_matches_cpu(mma, {{"len_indptr", 2}, {"total_q", 1}, {"total_kv", 900}}, 95,
+                          {{"output", {1e-6, 1e-5}}, {"lse", {1e-4, 1e-5}}});
   const Definition odd = ragged_definition("bfloat16", "bfloat16", 36);
   EXPECT_EQ(expect_cuda_matches_cpu(odd, {{"len_indptr", 2}, {"total_q", 1}, {"total_kv", 500}}, 93,
                                     kTol),
