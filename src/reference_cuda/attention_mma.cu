@@ -14,12 +14,13 @@
 // Against the fp32 kernel only the summation order and the tensor cores' fp32 rounding of sums
 // differ: outputs agree to fp32 rounding, far inside one bf16 output rounding.
 //
-// Shape: 4 warps, a tile of 64 query rows (16 per warp, the mma's M) against key tiles of 32.
+// Shape: 8 warps, a tile of 128 query rows (16 per warp, the mma's M) against key tiles of 32.
 // K and V come into shared memory with cp.async, V of a key tile while its logits are computed
-// and K of the next while its P @ V is, and ldmatrix loads the mma operands from there. Four
-// blocks a multiprocessor (registers capped at 128) were faster than three with Q's operands
-// kept in registers or key tiles of 64 (H100, gqa_ragged's 13557-token workload: 0.90 ms
-// against 0.99-1.04 ms; docs/benchmarks.md, twelfth session).
+// and K of the next while its P @ V is, and ldmatrix loads the mma operands from there. Two
+// blocks a multiprocessor, registers capped at 128: measured against the other shapes tried on
+// gqa_ragged's 13557-token workload (docs/benchmarks.md, twelfth session), 16 warps a
+// multiprocessor beat 12 with more registers (Q's operands kept in registers, or key tiles of
+// 64), and 128-row tiles beat 64-row ones (each K/V tile serves twice the rows).
 #include <cuda_bf16.h>
 #include <cuda_runtime.h>
 
@@ -32,11 +33,11 @@ namespace fib::reference_cuda::detail::attention {
 
 namespace {
 
-constexpr int kWarps = 4;
+constexpr int kWarps = 8;
 constexpr int kMmaThreads = 32 * kWarps;
 constexpr int kBM = kMmaTileRows;  // query rows per tile: 16 per warp
 constexpr int kKeys = 32;          // keys per key tile
-constexpr int kBlocksPerSm = 4;
+constexpr int kBlocksPerSm = 2;
 static_assert(kBM == 16 * kWarps);
 
 using bf16 = __nv_bfloat16;

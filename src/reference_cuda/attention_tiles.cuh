@@ -107,7 +107,7 @@ __device__ __forceinline__ void locate_tile(const Params& p, long long* s_tile) 
 // The tensor-core form of the tile kernel (attention_mma.cu). mma_tile_rows: its query rows per
 // tile. mma_fits: whether it computes this problem (bf16 operands, supported dims, 16-byte
 // aligned rows), else the fp32 kernel does. launch_mma: enqueues it on the grid attend() sized.
-inline constexpr int kMmaTileRows = 64;
+inline constexpr int kMmaTileRows = 128;
 bool mma_fits(const Params& p);
 void launch_mma(const Params& p, dim3 grid, cudaStream_t stream);
 
