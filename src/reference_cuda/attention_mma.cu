@@ -128,6 +128,9 @@ __global__ void __launch_bounds__(kMmaThreads, kBlocksPerSm) attention_mma_tiles
 
   const int tid = threadIdx.x, warp = tid >> 5, lane = tid & 31;
   const int g = lane >> 2, t = lane & 3;  // the mma fragments' row and column-pair index
+  // The tile setup below repeats the fp32 kernel's on purpose: a shared helper holding it (call
+  // 11 of the twelfth session, docs/benchmarks.md) gave byte-identical outputs but cost 1.6-2%
+  // here (spills under the 128-register cap) and 1.5% on the fp32 kernel's decode.
   if (tid == 0) locate_tile(p, s_tile);
   __syncthreads();
   if (s_tile[0] < 0) return;
