@@ -100,8 +100,8 @@ __device__ __forceinline__ void split3(float x, float y, unsigned& hi, unsigned&
   lo = bits(l);
 }
 
-// The bf16 element offset of dims [d0, d0 + 8) of `row` (token row or key slot) and `head` in
-// the q or k parts, and which part holds them (dims are multiples of 16: no group straddles).
+// Where dims [d0, d0 + 8) of `row` (token row or key slot) and `head` start in the q or k parts
+// (each part's dim is a multiple of 16, so no group of 8 straddles two parts).
 __device__ __forceinline__ const bf16* qk_row8(const Params& p, bool kv, long long row, int head,
                                                int d0) {
   const int part = d0 < p.d[0] ? 0 : 1;
@@ -111,7 +111,7 @@ __device__ __forceinline__ const bf16* qk_row8(const Params& p, bool kv, long lo
   return base + (row * heads + head) * p.d[part] + off;
 }
 
-// One tile: 64 query rows of a sequence (tokens x heads of one kv head) against the keys the
+// One tile: kBM query rows of a sequence (tokens x heads of one kv head) against the keys the
 // tile's split sees. DQK: the qk dim, DV: the value dim.
 template <int DQK, int DV>
 __global__ void __launch_bounds__(kMmaThreads, kBlocksPerSm) attention_mma_tiles(Params p) {
