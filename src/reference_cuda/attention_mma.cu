@@ -22,6 +22,7 @@
 // multiprocessor beat 12 with more registers (Q's operands kept in registers, or key tiles of
 // 64), and 128-row tiles beat 64-row ones (each K/V tile serves twice the rows).
 #include <cuda_bf16.h>
+#include <cuda_pipeline.h>
 #include <cuda_runtime.h>
 
 #include <cstdint>
@@ -42,33 +43,23 @@ static_assert(kBM == 16 * kWarps);
 
 using bf16 = __nv_bfloat16;
 
-__device__ __forceinline__ unsigned smem_u32(const void* p) {
-  return static_cast<unsigned>(__cvta_generic_to_shared(p));
-}
-
-// 16 bytes global -> shared, bypassing L1; with valid false the destination is zero-filled and
-// nothing is read.
+// 16 bytes global -> shared with cp.async (cuda_pipeline.h, as mamba_ssu.cu stages its tiles);
+// with valid false the destination is zero-filled and nothing is read.
 __device__ __forceinline__ void copy16(void* dst, const void* src, bool valid) {
-  asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(smem_u32(dst)), "l"(src),
-               "r"(valid ? 16 : 0));
-}
-__device__ __forceinline__ void copy_commit() { asm volatile("cp.async.commit_group;\n" ::); }
-template <int Pending>
-__device__ __forceinline__ void copy_wait() {
-  asm volatile("cp.async.wait_group %0;\n" ::"n"(Pending));
+  __pipeline_memcpy_async(dst, src, 16, valid ? 0 : 16);
 }
 
 // Four 8x8 bf16 matrices from shared memory; lanes 8i..8i+7 give the row addresses of matrix i.
 __device__ __forceinline__ void ldsm4(unsigned (&r)[4], const void* row) {
   asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0,%1,%2,%3}, [%4];\n"
                : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
-               : "r"(smem_u32(row)));
+               : "r"(device::smem_address(row)));
 }
 // The same, each matrix transposed.
 __device__ __forceinline__ void ldsm4_t(unsigned (&r)[4], const void* row) {
   asm volatile("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0,%1,%2,%3}, [%4];\n"
                : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
-               : "r"(smem_u32(row)));
+               : "r"(device::smem_address(row)));
 }
 
 // c (16x8, fp32) += a (16x16, bf16, row-major) * b (16x8, bf16, column-major). Not volatile:
@@ -185,10 +176,9 @@ __global__ void __launch_bounds__(kMmaThreads, kBlocksPerSm) attention_mma_tiles
                          : static_cast<const bf16*>(p.q[0]);
     copy16(sQ + r * QP + d0, src, ok);
   }
-  copy_commit();
   __syncthreads();  // the first slots
   if (k_lo < k_hi) load_keys.template operator()<DQK>(sK, sSlot, false);
-  copy_commit();
+  __pipeline_commit();  // Q and the first K: the loop's first wait takes both
 
   float m[2] = {-INFINITY, -INFINITY}, l[2] = {0.f, 0.f};
   float o[NV][4];
@@ -200,10 +190,10 @@ __global__ void __launch_bounds__(kMmaThreads, kBlocksPerSm) attention_mma_tiles
     long long* slots = sSlot + buf * kKeys;
     const bool more = kt + kKeys < k_hi;
     if (more) load_slots(kt + kKeys, sSlot + (buf ^ 1) * kKeys);
-    copy_wait<0>();
+    __pipeline_wait_prior(0);
     __syncthreads();  // K of this tile in shared memory; the next tile's slots written
     load_keys.template operator()<DV>(sV, slots, true);
-    copy_commit();
+    __pipeline_commit();
 
     // Logits of the warp's 16 rows: s[j] holds keys 8j + 2t, 8j + 2t + 1 of rows g (s[j][0..1])
     // and g + 8 (s[j][2..3]).
@@ -284,10 +274,10 @@ __global__ void __launch_bounds__(kMmaThreads, kBlocksPerSm) attention_mma_tiles
       }
     }
 
-    copy_wait<0>();
+    __pipeline_wait_prior(0);
     __syncthreads();  // V in shared memory; every warp is done with K and this tile's slots
     if (more) load_keys.template operator()<DQK>(sK, sSlot + (buf ^ 1) * kKeys, false);
-    copy_commit();
+    __pipeline_commit();
 
     // Output += P @ V over 16 keys at a time; the logit fragments of key tiles 2ks and 2ks + 1
     // are the A operand's layout for keys 16ks..16ks+15.
@@ -312,7 +302,7 @@ __global__ void __launch_bounds__(kMmaThreads, kBlocksPerSm) attention_mma_tiles
       }
     }
   }
-  copy_wait<0>();  // nothing may still be landing in shared memory when the block exits
+  __pipeline_wait_prior(0);  // nothing may still be landing in shared memory when the block exits
 
   // Results: final (one split) or partial (merged by combine_splits).
 #pragma unroll

@@ -87,13 +87,6 @@ void BadInputFlag::poison_if_set(std::initializer_list<const DeviceTensor*> outp
   }
 }
 
-void fill_float(const DeviceTensor& t, float value, cudaStream_t stream) {
-  if (t.numel() == 0) return;
-  fill_float_kernel<<<fill_blocks(t.numel()), 256, 0, stream>>>(
-      t.raw(), t.numel(), device::code(t.dtype()), value, nullptr);
-  FIB_CUDA_CHECK_LAUNCH();
-}
-
 int sm_count() {
   static std::mutex mu;
   static std::vector<int> counts;

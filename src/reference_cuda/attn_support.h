@@ -51,9 +51,6 @@ class BadInputFlag {
   cudaStream_t stream_;
 };
 
-// Fills `t` (any float dtype) with `value`, rounded to its dtype.
-void fill_float(const DeviceTensor& t, float value, cudaStream_t stream);
-
 // Streaming multiprocessors of the current device (cached per device).
 int sm_count();
 

@@ -17,6 +17,12 @@ namespace fib::reference_cuda::device {
 using Code = std::uint8_t;
 inline constexpr Code code(DType t) { return static_cast<Code>(t); }
 
+// The shared-memory address of a generic pointer into shared memory, as PTX's .shared operands
+// take it.
+__device__ __forceinline__ unsigned smem_address(const void* p) {
+  return static_cast<unsigned>(__cvta_generic_to_shared(p));
+}
+
 __device__ __forceinline__ float load_float(const void* base, std::int64_t i, Code dtype) {
   switch (static_cast<DType>(dtype)) {
     case DType::kFloat32:

@@ -76,11 +76,9 @@ struct SsuParams {
 // mbarrier, the store is a bulk group the issuing thread waits on before the tile is reused.
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
 #define FIB_SSU_BULK 1
-__device__ __forceinline__ unsigned smem_address(const void* p) {
-  return static_cast<unsigned>(__cvta_generic_to_shared(p));
-}
 __device__ __forceinline__ void mbarrier_init(unsigned long long* bar) {
-  asm volatile("mbarrier.init.shared::cta.b64 [%0], 1;" ::"r"(smem_address(bar)) : "memory");
+  asm volatile("mbarrier.init.shared::cta.b64 [%0], 1;" ::"r"(device::smem_address(bar))
+               : "memory");
   asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory");
   asm volatile("fence.proxy.async.shared::cta;" ::: "memory");
 }
@@ -97,13 +95,14 @@ __device__ __forceinline__ unsigned long long evict_first_policy() {
 __device__ __forceinline__ void bulk_load(void* smem, const void* gmem, unsigned bytes,
                                           unsigned long long* bar) {
   const unsigned long long policy = evict_first_policy();
-  asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;" ::"r"(smem_address(bar)),
-               "r"(bytes)
-               : "memory");
+  asm volatile(
+      "mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;" ::"r"(device::smem_address(bar)),
+      "r"(bytes)
+      : "memory");
   asm volatile(
       "cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes.L2::cache_hint [%0], "
-      "[%1], %2, [%3], %4;" ::"r"(smem_address(smem)),
-      "l"(gmem), "r"(bytes), "r"(smem_address(bar)), "l"(policy)
+      "[%1], %2, [%3], %4;" ::"r"(device::smem_address(smem)),
+      "l"(gmem), "r"(bytes), "r"(device::smem_address(bar)), "l"(policy)
       : "memory");
 }
 // Every thread: until the barrier's phase `parity` has completed (the load has landed).
@@ -114,7 +113,7 @@ __device__ __forceinline__ void mbarrier_wait(unsigned long long* bar, unsigned 
       "WAIT:\n"
       "mbarrier.try_wait.parity.shared::cta.b64 done, [%0], %1;\n"
       "@!done bra WAIT;\n"
-      "}" ::"r"(smem_address(bar)),
+      "}" ::"r"(device::smem_address(bar)),
       "r"(parity)
       : "memory");
 }
@@ -123,7 +122,7 @@ __device__ __forceinline__ void bulk_store(void* gmem, const void* smem, unsigne
   const unsigned long long policy = evict_first_policy();
   asm volatile(
       "cp.async.bulk.global.shared::cta.bulk_group.L2::cache_hint [%0], [%1], %2, %3;" ::"l"(gmem),
-      "r"(smem_address(smem)), "r"(bytes), "l"(policy)
+      "r"(device::smem_address(smem)), "r"(bytes), "l"(policy)
       : "memory");
   asm volatile("cp.async.bulk.commit_group;" ::: "memory");
 }
