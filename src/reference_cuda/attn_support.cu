@@ -60,9 +60,8 @@ bool is_float(DType t) {
 
 }  // namespace
 
-StreamScratch::StreamScratch(std::size_t bytes, cudaStream_t stream) : stream_(stream) {
-  FIB_CUDA_CHECK(cudaMallocAsync(&data_, std::max<std::size_t>(bytes, 16), stream));
-}
+StreamScratch::StreamScratch(std::size_t bytes, cudaStream_t stream)
+    : data_(scratch_alloc(bytes, stream)), stream_(stream) {}
 
 StreamScratch::~StreamScratch() {
   if (data_ != nullptr) (void)cudaFreeAsync(data_, stream_);

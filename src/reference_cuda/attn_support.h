@@ -18,7 +18,7 @@
 
 namespace fib::reference_cuda::detail {
 
-// Device memory for one call, allocated and freed in stream order (cudaMallocAsync /
+// Device memory for one call, allocated and freed in stream order (scratch_alloc /
 // cudaFreeAsync on the call's stream), so kernels enqueued before the object goes may still
 // use it and no synchronization is needed.
 class StreamScratch {

@@ -19,18 +19,18 @@
 #include "fib/trace/diagnostics.h"
 #include "fib/trace/dtype.h"
 #include "reference_cuda/device_math.cuh"
+#include "reference_cuda/kernels.h"
 
 namespace fib::reference_cuda::detail {
 
 // Device memory for one call's intermediates, allocated and freed in stream order
-// (cudaMallocAsync / cudaFreeAsync on the call's stream): it is released only after the work
+// (scratch_alloc / cudaFreeAsync on the call's stream): it is released only after the work
 // enqueued before the destructor, so run() may return while its kernels still read it.
 class Scratch {
  public:
   Scratch() = default;
-  Scratch(std::size_t bytes, cudaStream_t stream) : stream_(stream) {
-    FIB_CUDA_CHECK(cudaMallocAsync(&data_, bytes == 0 ? 1 : bytes, stream));
-  }
+  Scratch(std::size_t bytes, cudaStream_t stream)
+      : data_(scratch_alloc(bytes, stream)), stream_(stream) {}
   ~Scratch() {
     if (data_) (void)cudaFreeAsync(data_, stream_);
   }

@@ -1,13 +1,17 @@
 // moe on the GPU: every MoE variant the CPU reference covers (src/reference/moe.cpp), with its
 // math and quirks, in four steps:
-//   routing    one block per token; thread 0 does the CPU's serial selections (top-k in
-//              (score descending, NaN first, lower index first) order; DeepSeek groups, biased
-//              selection and unbiased weights summed in expert order; Renormalize's softmax over
-//              the k; Llama-4's weight on the input; packed routed ids), one (local expert,
-//              input weight, output weight) per top-k slot;
+//   routing    one warp per token: the selections (top-k in (score descending, NaN first, lower
+//              index first) order; DeepSeek's top-2 per group and kept groups) by the whole warp,
+//              the rest serially in lane 0 as the CPU does it (biased selection and unbiased
+//              weights summed in expert order; Renormalize's softmax over the k; Llama-4's
+//              weight on the input; packed routed ids): one (local expert, input weight,
+//              output weight) per top-k slot;
 //   grouping   picks counted per local expert and placed contiguously (the one host
 //              synchronization of the call: per-expert counts size the matrix products);
-//   experts    per local expert with tokens, in expert order: its weights dequantized to fp32
+//   experts    the corpus's block-scaled fp8 form (fp8 activations and weights, 128 x 128
+//              scale blocks, SwiGLU, no biases or scalars): all experts at once on the tensor
+//              cores, with fp32 arithmetic (moe_mma.cu). Any other form: per local expert with
+//              tokens, in expert order: its weights dequantized to fp32
 //              as the CPU does (fp8 value x block scale, one rounding; fp32 weights are used in
 //              place), its tokens' activations gathered (x block scale, x input weight), then
 //              GEMM1 = A_e @ W13^T and GEMM2 = C @ W2^T through cuBLAS in true fp32 (pedantic
@@ -32,6 +36,7 @@
 #include "fib/reference/reference.h"
 #include "reference_cuda/core_util.cuh"
 #include "reference_cuda/kernels.h"
+#include "reference_cuda/moe_mma.h"
 
 namespace fib::reference_cuda::detail {
 
@@ -46,25 +51,44 @@ __device__ __forceinline__ float sigmoid(float x) {
 }
 
 // torch.topk order: descending, NaN counted as the largest; equal values keep the lower index.
-__device__ bool ranks_before(const float* v, int a, int b) {
-  const float x = v[a], y = v[b];
+// (x, a) ranks before (y, b): a strict total order over (value, index) pairs.
+__device__ __forceinline__ bool ranks_before(float x, int a, float y, int b) {
   if (isnan(x) || isnan(y)) return isnan(x) && (!isnan(y) || a < b);
   return x > y || (x == y && a < b);
 }
 
-// The first k of v[0, n) in ranks_before order (a strict total order: each next one is the best
-// of those ranked after the previous).
-__device__ void top_k_serial(const float* v, int n, int k, int* out) {
+// The first k of v[0, n) in ranks_before order, by one whole warp: each next one is the best of
+// those ranked after the previous. The order is strict and total, so the warp's butterfly
+// reduction (values and indices carried in registers) finds the same one in every lane. Lane 0
+// writes out; every lane returns after it has.
+__device__ void top_k_warp(const float* v, int n, int k, int* out) {
+  const int lane = threadIdx.x & 31;
   int prev = -1;
+  float prev_v = 0.0f;
   for (int j = 0; j < k; ++j) {
     int best = -1;
-    for (int i = 0; i < n; ++i) {
-      if (prev >= 0 && !ranks_before(v, prev, i)) continue;
-      if (best < 0 || ranks_before(v, i, best)) best = i;
+    float best_v = 0.0f;
+    for (int i = lane; i < n; i += 32) {
+      const float x = v[i];
+      if (prev >= 0 && !ranks_before(prev_v, prev, x, i)) continue;
+      if (best < 0 || ranks_before(x, i, best_v, best)) {
+        best = i;
+        best_v = x;
+      }
     }
-    out[j] = best;
+    for (int o = 16; o > 0; o >>= 1) {
+      const int other = __shfl_xor_sync(0xffffffffu, best, o);
+      const float other_v = __shfl_xor_sync(0xffffffffu, best_v, o);
+      if (other >= 0 && (best < 0 || ranks_before(other_v, other, best_v, best))) {
+        best = other;
+        best_v = other_v;
+      }
+    }
+    if (lane == 0) out[j] = best;
     prev = best;
+    prev_v = best_v;
   }
+  __syncwarp();
 }
 
 struct RouteParams {
@@ -88,7 +112,7 @@ struct RouteParams {
   int* rank;  // earlier slots of the same token with the same expert
 };
 
-// One block (32 threads) per token; shared: s[E], sb[E], score[G], then ints idx[k], two[2],
+// One warp per token; shared: s[E], sb[E], score[G], then ints idx[k], two[2],
 // groups[G], kept[G].
 __global__ void route(RouteParams p) {
   extern __shared__ float sm[];
@@ -116,10 +140,13 @@ __global__ void route(RouteParams p) {
     }
   }
   __syncthreads();
-  if (threadIdx.x != 0) return;
+  // The selections run on the whole warp (top_k_warp); lane 0 does the rest serially, as the
+  // CPU does.
   const int k = p.k;
+  const bool lead = threadIdx.x == 0;
   switch (p.kind) {
     case kPrecomputed: {
+      if (!lead) return;
       for (int j = 0; j < k; ++j) {
         const auto packed =
             static_cast<std::int32_t>(device::load_index(p.ids, t * k + j, p.ids_t));
@@ -134,7 +161,8 @@ __global__ void route(RouteParams p) {
       break;
     }
     case kRenormalize: {
-      top_k_serial(s, e_count, k, idx);
+      top_k_warp(s, e_count, k, idx);
+      if (!lead) return;
       const float m = s[idx[0]];
       float sum = 0.0f;
       for (int j = 0; j < k; ++j) sum = __fadd_rn(sum, expf(__fsub_rn(s[idx[j]], m)));
@@ -148,7 +176,8 @@ __global__ void route(RouteParams p) {
       break;
     }
     case kLlama4: {
-      top_k_serial(s, e_count, k, idx);
+      top_k_warp(s, e_count, k, idx);
+      if (!lead) return;
       for (int j = 0; j < k; ++j) {
         const int e = idx[j];
         out_e[j] = e < p.local ? e : -1;
@@ -161,17 +190,25 @@ __global__ void route(RouteParams p) {
       if (p.n_group > 1) {
         const int group = e_count / p.n_group;
         for (int g = 0; g < p.n_group; ++g) {
-          top_k_serial(sb + g * group, group, 2, two);
-          score[g] = __fadd_rn(sb[g * group + two[0]], sb[g * group + two[1]]);
-          kept[g] = 0;
+          top_k_warp(sb + g * group, group, 2, two);
+          if (lead) {
+            score[g] = __fadd_rn(sb[g * group + two[0]], sb[g * group + two[1]]);
+            kept[g] = 0;
+          }
+          __syncwarp();
         }
-        top_k_serial(score, p.n_group, p.topk_group, gsel);
-        for (int j = 0; j < p.topk_group; ++j) kept[gsel[j]] = 1;
-        for (int e = 0; e < e_count; ++e) {
+        top_k_warp(score, p.n_group, p.topk_group, gsel);
+        if (lead) {
+          for (int j = 0; j < p.topk_group; ++j) kept[gsel[j]] = 1;
+        }
+        __syncwarp();
+        for (int e = threadIdx.x; e < e_count; e += blockDim.x) {
           if (!kept[e / group]) sb[e] = -FLT_MAX;  // finfo(float32).min
         }
+        __syncwarp();
       }
-      top_k_serial(sb, e_count, k, idx);
+      top_k_warp(sb, e_count, k, idx);
+      if (!lead) return;
       for (int a = 1; a < k; ++a) {  // ascending expert order
         const int v = idx[a];
         int b = a;
@@ -379,6 +416,8 @@ __global__ void round_output(const float* in, void* out, Code out_t, std::int64_
   }
 }
 
+bool aligned16(const void* p) { return reinterpret_cast<std::uintptr_t>(p) % 16 == 0; }
+
 Routing routing_of(const Definition& def) {
   if (def.input("topk_ids")) return kPrecomputed;
   if (def.input("routed_scaling_factor") || def.input("local_expert_offset")) return kDeepSeek;
@@ -538,9 +577,24 @@ class Moe final : public Kernel {
       return o;
     }
     const std::int64_t slots = t_count * k;
-    Scratch acc(static_cast<std::size_t>(t_count * h) * sizeof(float), stream);
-    FIB_CUDA_CHECK(cudaMemsetAsync(acc.as<void>(), 0,
-                                   static_cast<std::size_t>(t_count * h) * sizeof(float), stream));
+    // The corpus's block-scaled fp8 form runs on the tensor cores (moe_mma.cu); every other
+    // form dequantizes per expert here.
+    const bool block_scaled =
+        hs.dtype() == DType::kFloat8E4M3FN && w1.dtype() == DType::kFloat8E4M3FN &&
+        w2.dtype() == DType::kFloat8E4M3FN && hs_scale && hs_scale->dtype() == DType::kFloat32 &&
+        w1_scale->dtype() == DType::kFloat32 && w2_scale->dtype() == DType::kFloat32 &&
+        act_block == moe_mma::kBlock && 2 * inter == w1_scale->dim(1) * moe_mma::kBlock &&
+        h == w1_scale->dim(2) * moe_mma::kBlock && h == w2_scale->dim(1) * moe_mma::kBlock &&
+        inter == w2_scale->dim(2) * moe_mma::kBlock && !b1 && !up_s && !act.clamped &&
+        rp.kind != kLlama4 && !(rp.kind == kPrecomputed && k == 1) &&  // weights on the output
+        k <= moe_mma::max_top_k() && aligned16(hs.raw()) && aligned16(w1.raw()) &&
+        aligned16(w2.raw());
+    Scratch acc;
+    if (!block_scaled) {
+      acc = Scratch(static_cast<std::size_t>(t_count * h) * sizeof(float), stream);
+      FIB_CUDA_CHECK(cudaMemsetAsync(
+          acc.as<void>(), 0, static_cast<std::size_t>(t_count * h) * sizeof(float), stream));
+    }
     if (slots > 0) {
       Scratch expert(static_cast<std::size_t>(slots) * sizeof(int), stream),
           rank(static_cast<std::size_t>(slots) * sizeof(int), stream),
@@ -574,6 +628,31 @@ class Moe final : public Kernel {
       FIB_CUDA_CHECK(cudaMemcpyAsync(host.data(), counts, host.size() * sizeof(int),
                                      cudaMemcpyDeviceToHost, stream));
       FIB_CUDA_CHECK(cudaStreamSynchronize(stream));
+      if (block_scaled) {
+        moe_mma::Inputs in{static_cast<const std::uint8_t*>(hs.raw()),
+                           hs_scale->data<float>(),
+                           static_cast<const std::uint8_t*>(w1.raw()),
+                           w1_scale->data<float>(),
+                           static_cast<const std::uint8_t*>(w2.raw()),
+                           w2_scale->data<float>(),
+                           t_count,
+                           h,
+                           inter,
+                           local,
+                           rp.expert,
+                           rp.w_out,
+                           rp.k,
+                           counts,
+                           offsets,
+                           cursor,
+                           std::vector<int>(host.begin(), host.end() - 1),
+                           output.raw(),
+                           device::code(output.dtype())};
+        moe_mma::run(in, stream);
+        DeviceOutputs o;
+        o.emplace("output", std::move(output));
+        return o;
+      }
       const int max_rank = host.back();
       std::int64_t picks = 0, n_max = 0;
       for (std::int64_t e = 0; e < local; ++e) {
@@ -593,6 +672,12 @@ class Moe final : public Kernel {
                     up_s, gate_s, out_s, b1, b2, act, token.as<int>(), p_in.as<float>(),
                     p_out.as<float>(), p_rank.as<int>(), acc.as<float>());
       }
+    }
+    if (block_scaled) {  // no picks at all: the output is 0
+      FIB_CUDA_CHECK(cudaMemsetAsync(output.raw(), 0, output.nbytes(), stream));
+      DeviceOutputs o;
+      o.emplace("output", std::move(output));
+      return o;
     }
     round_output<<<grid_for(output.numel()), 256, 0, stream>>>(
         acc.as<float>(), output.raw(), device::code(output.dtype()), output.numel());

@@ -3,6 +3,9 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
+#include <map>
+#include <mutex>
+
 #include "reference_cuda/kernels.h"
 
 namespace fib::reference_cuda {
@@ -102,6 +105,32 @@ double reference_constant(const Definition& def, std::initializer_list<std::stri
   }
   throw Error(def.name,
               fmt::format("the reference fixes none of the constants {}", fmt::join(keys, ", ")));
+}
+
+void* scratch_alloc(std::size_t bytes, cudaStream_t stream) {
+  static std::mutex mutex;
+  static std::map<int, cudaMemPool_t> pools;
+  int device = 0;
+  FIB_CUDA_CHECK(cudaGetDevice(&device));
+  cudaMemPool_t pool = nullptr;
+  {
+    const std::lock_guard lock(mutex);
+    auto it = pools.find(device);
+    if (it == pools.end()) {
+      cudaMemPoolProps props{};
+      props.allocType = cudaMemAllocationTypePinned;
+      props.location.type = cudaMemLocationTypeDevice;
+      props.location.id = device;
+      FIB_CUDA_CHECK(cudaMemPoolCreate(&pool, &props));
+      std::uint64_t keep = kScratchKeepBytes;
+      FIB_CUDA_CHECK(cudaMemPoolSetAttribute(pool, cudaMemPoolAttrReleaseThreshold, &keep));
+      it = pools.emplace(device, pool).first;
+    }
+    pool = it->second;
+  }
+  void* p = nullptr;
+  FIB_CUDA_CHECK(cudaMallocFromPoolAsync(&p, bytes == 0 ? 16 : bytes, pool, stream));
+  return p;
 }
 
 }  // namespace detail

@@ -2,7 +2,9 @@
 
 #include <algorithm>
 #include <cmath>
+#include <mutex>
 #include <regex>
+#include <unordered_map>
 
 #include <fmt/format.h>
 #include <fmt/ranges.h>
@@ -473,6 +475,15 @@ std::optional<DescribedScale> described_inverse_sqrt(const TensorSpec& spec) {
 }
 
 std::vector<ReferenceConstant> reference_constant_assignments(const Definition& def) {
+  // A reference's constants are read on every call of the native references that need them
+  // (the CUDA MoE reads five), and std::regex over a reference of a few hundred lines takes
+  // about 0.1 ms: the parse is kept per reference text.
+  static std::mutex mutex;
+  static std::unordered_map<std::string, std::vector<ReferenceConstant>> parsed;
+  {
+    const std::lock_guard lock(mutex);
+    if (auto it = parsed.find(def.reference); it != parsed.end()) return it->second;
+  }
   static const std::regex kAssign(
       R"(^\s*([A-Za-z_][A-Za-z0-9_]*)\s*=\s*([-+]?[0-9][0-9_]*\.?[0-9]*(?:[eE][-+]?[0-9]+)?)\s*(?:#.*)?$)");
   std::vector<ReferenceConstant> out;
@@ -488,6 +499,9 @@ std::vector<ReferenceConstant> reference_constant_assignments(const Definition& 
     digits.erase(std::remove(digits.begin(), digits.end(), '_'), digits.end());
     out.push_back({m[1].str(), std::stod(digits), m[2].str()});
   }
+  const std::lock_guard lock(mutex);
+  if (parsed.size() >= 4096) parsed.clear();  // bounded: datasets hold a few hundred references
+  parsed.emplace(def.reference, out);
   return out;
 }
 

@@ -12,6 +12,7 @@
 #include <cstdio>
 #include <cstring>
 
+#include "fib/cuda/timing.h"
 #include "fib/tensor/numeric.h"
 #include "reference_cuda/parity_util.h"
 
@@ -236,6 +237,62 @@ struct Fill {
     for (std::int64_t i = 0; i < t.numel(); ++i) t.set(i, uniform(lo, hi));
   }
 };
+
+// The corpus's block-scaled DeepSeek form runs on the tensor cores (moe_mma.cu: fp8 products
+// summed per scale block, C split into three bf16 terms). With a float32 output the comparison
+// sees that arithmetic itself: C rounded to one bf16 term would be off by about 1e-3 relative,
+// far outside this tolerance. 300 tokens put two to three tiles of 32 picks on most local
+// experts (partial last tiles); 5 tokens leave some experts without picks. CUPTI, where it can
+// be used, shows the tensor-core kernels ran.
+TEST(CudaReferenceMoe, BlockScaledTensorCorePathKeepsFp32Precision) {
+  FIB_REQUIRE_GPU();
+  FIB_REQUIRE_CORPUS(corpus);
+  std::vector<std::int64_t> offsets;
+  Definition def = scaled_moe(
+      corpus_definition(corpus, "moe", "moe_fp8_block_scale_ds_routing_topk8_ng8_kg4_e32_h7168_i2048"),
+      &offsets);
+  for (TensorSpec& o : def.outputs) o.dtype = DType::kFloat32;
+  for (std::int64_t tokens : {300, 5}) {
+    const AxisValues axes = {{"seq_len", tokens}};
+    MaterializedInputs in = synthesize(def, axes, 70 + static_cast<std::uint64_t>(tokens));
+    in.scalars["local_expert_offset"] = std::int64_t{8};
+    in.scalars["routed_scaling_factor"] = 2.5;
+    const reference::Arguments args{in.tensors, in.scalars};
+    const Tensor cpu = reference::run(def, axes, args).at("output");
+    double mean = 0;
+    for (std::int64_t i = 0; i < cpu.numel(); ++i) mean += std::fabs(cpu.get(i));
+    mean /= static_cast<double>(cpu.numel());
+    ASSERT_GT(mean, 1e-3) << "the output is trivially small";
+    cuda::Stream stream;
+    const Tensor gpu =
+        reference_cuda::run_on_host_arguments(def, axes, args, stream.get()).at("output");
+    const auto close = tensors_close(gpu, cpu, 1e-5 * mean, 1e-5);
+    EXPECT_TRUE(close) << tokens << " tokens";
+    std::printf("  [%ld tokens, float32 output (mean |x| %.3g): %s]\n", static_cast<long>(tokens),
+                mean, close.message());
+  }
+
+  // The kernels of one call.
+  const AxisValues axes = {{"seq_len", 37}};
+  const MaterializedInputs in = synthesize(def, axes, 77);
+  cuda::Stream stream;
+  reference_cuda::DeviceArguments dargs;
+  for (const auto& [name, x] : in.tensors)
+    dargs.tensors.emplace(name, cuda::to_device(x, stream.get()));
+  dargs.scalars = in.scalars;
+  cuda::Timer timer(0, stream.get());
+  const cuda::WindowAudit audit = timer.audit_window(
+      [&](cudaStream_t s) { (void)reference_cuda::run(def, axes, dargs, s); }, 1);
+  if (!audit.available) {
+    std::printf("  [kernels not listed: %s]\n", audit.note.c_str());
+    return;
+  }
+  std::string names;
+  for (const auto& k : audit.kernels) names += k.name + "\n";
+  EXPECT_NE(names.find("gemm1_swiglu"), std::string::npos) << names;
+  EXPECT_NE(names.find("moe_mma"), std::string::npos) << names;
+  EXPECT_EQ(names.find("dequantize"), std::string::npos) << names;
+}
 
 // moe_fp8_block_scale_ds_routing_topk8_ng8_kg4_e32_h7168_i2048 at its real sizes and the
 // corpus's largest workload (14,107 tokens; 1.4 GB of fp8 weights): the GPU run (routing, 32
