@@ -49,7 +49,7 @@ constexpr int kThreads = 32 * kWarps;
 constexpr int kTok = 32;  // picks per tile: four n8 tiles of the mma
 constexpr int kFrags = kTok / 8;
 constexpr int kK = static_cast<int>(kBlock);  // k per stage: one scale block
-constexpr int kG1Stages = 4, kG2Stages = 3;
+constexpr int kG1Stages = 4;
 constexpr int kMaxK = 64;  // top-k slots the combining kernel orders
 // m16 tiles per warp (Shape1, Shape2): 2, each B fragment feeding twice the mmas (GEMM2: when the
 // hidden size is a multiple of its 256-column blocks). Measured against 1 on an H100 (call 2 of
@@ -79,7 +79,11 @@ struct Shape2 {
   static constexpr int kC = kRows * kK;           // [3][kTok][kK] bf16 terms of C
   static constexpr int kScale = kC + 3 * kTok * kK * 2;  // W2's scale per 128 rows
   static constexpr int kStage = kScale + 16;
-  static constexpr int kSmem = kG2Stages * kStage;
+  // Mt 1: two blocks a multiprocessor (registers capped at 128, two stages each); Mt 2: one,
+  // with three stages.
+  static constexpr int kBlocksPerSm = Mt == 1 ? 2 : 1;
+  static constexpr int kStages = Mt == 1 ? 2 : 3;
+  static constexpr int kSmem = kStages * kStage;
   static_assert(kRows % kK == 0 && kRows / kK <= 4, "whole scale blocks");
   static_assert(kStage % 16 == 0);
 };
@@ -357,7 +361,7 @@ struct Gemm2 {
 
 // O[pick, :] = (C @ W2^T) x weight over the tile's picks and the block's hidden columns.
 template <int Mt>
-__global__ void __launch_bounds__(kThreads, 1) gemm2(Gemm2 p) {
+__global__ void __launch_bounds__(kThreads, Shape2<Mt>::kBlocksPerSm) gemm2(Gemm2 p) {
   using S = Shape2<Mt>;
   extern __shared__ __align__(16) unsigned char smem[];
   const Tile tile = locate(p.tile_off, p.local, p.counts, p.offsets);
@@ -390,16 +394,16 @@ __global__ void __launch_bounds__(kThreads, 1) gemm2(Gemm2 p) {
   };
 
   float acc[Mt][kFrags][4] = {};
-  for (int s = 0; s < kG2Stages - 1; ++s) {
+  for (int s = 0; s < S::kStages - 1; ++s) {
     if (s < ib) load(s, s);
     __pipeline_commit();
   }
   for (int kb = 0; kb < ib; ++kb) {
-    __pipeline_wait_prior(kG2Stages - 2);
+    __pipeline_wait_prior(S::kStages - 2);
     __syncthreads();
-    if (kb + kG2Stages - 1 < ib) load((kb + kG2Stages - 1) % kG2Stages, kb + kG2Stages - 1);
+    if (kb + S::kStages - 1 < ib) load((kb + S::kStages - 1) % S::kStages, kb + S::kStages - 1);
     __pipeline_commit();
-    const unsigned char* st = smem + (kb % kG2Stages) * S::kStage;
+    const unsigned char* st = smem + (kb % S::kStages) * S::kStage;
     float part[Mt][kFrags][4] = {};
 #pragma unroll
     for (int half = 0; half < 2; ++half) {
@@ -415,32 +419,37 @@ __global__ void __launch_bounds__(kThreads, 1) gemm2(Gemm2 p) {
 #pragma unroll
       for (int sp2 = 0; sp2 < 2; ++sp2) {
         const int sp = 2 * half + sp2;
-        uint4 b[kFrags][3];
-#pragma unroll
-        for (int f = 0; f < kFrags; ++f) {
-          const int row = 8 * f + g;
-#pragma unroll
-          for (int term = 0; term < 3; ++term) {
-            if (f < frags)
-              b[f][term] =
-                  lds128(st + S::kC + (term * kTok + row) * kK * 2 + swz16(4 * t + sp, row) * 16);
-          }
-        }
+        // The A fragments of both steps, then term by term: each term's B fragments feed
+        // 2 x Mt x frags mmas, each on another accumulator than the one before.
+        unsigned a[2][Mt][4];
 #pragma unroll
         for (int q = 0; q < 2; ++q) {
           const int j = 2 * sp2 + q;
 #pragma unroll
           for (int mt = 0; mt < Mt; ++mt) {
-            const unsigned a[4] = {bf16x2_of_e4m3x2(w0[mt][j]), bf16x2_of_e4m3x2(w1[mt][j]),
-                                   bf16x2_of_e4m3x2(w0[mt][j] >> 16),
-                                   bf16x2_of_e4m3x2(w1[mt][j] >> 16)};
+            a[q][mt][0] = bf16x2_of_e4m3x2(w0[mt][j]);
+            a[q][mt][1] = bf16x2_of_e4m3x2(w1[mt][j]);
+            a[q][mt][2] = bf16x2_of_e4m3x2(w0[mt][j] >> 16);
+            a[q][mt][3] = bf16x2_of_e4m3x2(w1[mt][j] >> 16);
+          }
+        }
 #pragma unroll
-            for (int f = 0; f < kFrags; ++f) {
+        for (int term = 0; term < 3; ++term) {
+          uint4 b[kFrags];
 #pragma unroll
-              for (int term = 0; term < 3; ++term) {
+          for (int f = 0; f < kFrags; ++f) {
+            const int row = 8 * f + g;
+            if (f < frags)
+              b[f] = lds128(st + S::kC + (term * kTok + row) * kK * 2 + swz16(4 * t + sp, row) * 16);
+          }
+#pragma unroll
+          for (int q = 0; q < 2; ++q) {
+#pragma unroll
+            for (int mt = 0; mt < Mt; ++mt) {
+#pragma unroll
+              for (int f = 0; f < kFrags; ++f) {
                 if (f < frags)
-                  mma_bf16(part[mt][f], a, q ? b[f][term].z : b[f][term].x,
-                           q ? b[f][term].w : b[f][term].y);
+                  mma_bf16(part[mt][f], a[q][mt], q ? b[f].z : b[f].x, q ? b[f].w : b[f].y);
               }
             }
           }
