@@ -33,7 +33,6 @@ DeviceTensor make_output(const CallContext& ctx, std::string_view name);
 // order; throws fib::Error when none is there.
 double reference_constant(const Definition& def, std::initializer_list<std::string_view> keys);
 
-
 // Scratch memory for one call, in stream order (cudaMallocFromPoolAsync / cudaFreeAsync), from a
 // pool of the current device's own that keeps up to kScratchKeepBytes of freed memory between
 // calls. The default pool hands freed memory back to the driver at every synchronization, so a

@@ -1,6 +1,6 @@
 // The block-scaled fp8 MoE's experts on tensor cores, with fp32 arithmetic: what moe.cu's
 // per-expert path (fp8 dequantized to fp32 and multiplied in true fp32 by cuBLAS) computes, for
-// the corpus's DeepSeek-V3/R1 form, in five launches for all experts together.
+// the corpus's DeepSeek-V3/R1 form, in six launches for all experts together.
 //
 // - GEMM1: the definition dequantizes both operands (fp8 x block scale, rounded to fp32) and
 //   multiplies in fp32. Here each 128-long block of k is multiplied from the fp8 values
@@ -18,14 +18,16 @@
 // rounding to bf16.
 //
 // Steps: place (each pick's row in its expert's contiguous run, and each slot's row), plan (each
-// expert's tiles of 32 picks), gather (the picks' activations as fp16, and their scales), GEMM1
-// with SwiGLU (a block per (tile, 64 intermediate columns): 128 W13 rows, 64 up and 64 gate, so
-// each thread holds both halves of its outputs), GEMM2 (a block per (tile, 128 hidden columns))
-// and combine (a block per token). Tiles of the same expert and columns are consecutive blocks,
-// so an expert with several tiles reads each weight tile from DRAM about once. Both GEMMs stage
-// their operands through cp.async (cuda_pipeline.h) one 128-long k block per stage, and 8 warps
-// share each stage: GEMM1's warp w takes up and gate rows 8w..8w+7 (one m16 tile), GEMM2's warp
-// w hidden rows 16w..16w+15, each against all 32 picks (four n8 tiles).
+// expert's tiles of 32 or 64 picks), gather (the picks' activations as fp16, and their scales),
+// GEMM1 with SwiGLU (a block per (tile, 128 intermediate columns): 256 W13 rows, 128 up and 128
+// gate, so each thread holds both halves of its outputs), GEMM2 (a block per (tile, 256 hidden
+// columns)) and combine (a block per token). Tiles of the same expert and columns are
+// consecutive blocks, so an expert with several tiles reads each weight tile from DRAM about
+// once. Both GEMMs stage their operands through cp.async (cuda_pipeline.h), one 128-long k block
+// per stage, and 8 warps share each stage, each warp taking two m16 tiles of weight rows against
+// all of the tile's picks (n8 tiles holding no pick are skipped). The routing and the one host
+// synchronization (the per-expert counts size the grids and buffers) stay in moe.cu. Shapes and
+// their alternatives are measured in docs/benchmarks.md (thirteenth session).
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
 #include <cuda_fp8.h>
@@ -46,8 +48,8 @@ using bf16 = __nv_bfloat16;
 
 constexpr int kWarps = 8;
 constexpr int kThreads = 32 * kWarps;
-constexpr int kTok = 32;  // picks per tile: four n8 tiles of the mma
-constexpr int kFrags = kTok / 8;
+// Picks per tile (Tok): 32 (four n8 tiles of the mma) or 64 (eight), chosen per call by the
+// picks per expert (run()): a tile's weight tiles are read once for all of its picks.
 constexpr int kK = static_cast<int>(kBlock);  // k per stage: one scale block
 constexpr int kG1Stages = 4;
 constexpr int kMaxK = 64;  // top-k slots the combining kernel orders
@@ -56,33 +58,39 @@ constexpr int kMaxK = 64;  // top-k slots the combining kernel orders
 // the thirteenth session, docs/benchmarks.md): GEMM1 1-2% faster at 901 tokens, 6% at 14,107;
 // GEMM2 8-9% faster.
 constexpr int kG1Mt = 2, kG2Mt = 2;
+// Tiles of 64 picks when the experts average at least this many picks, else 32. Measured on an
+// H100 (thirteenth session, call 5): at 28 picks an expert (901 tokens) tiles of 32 took 1.00 ms
+// against 1.10 for 64 (the mmas of a tile's empty rows are skipped, but the larger tiles'
+// kernels hold twice the accumulators); at 440 (14,107 tokens) tiles of 64 took 6.65 ms against
+// 7.55 (each weight tile serves twice the picks).
+constexpr int kWideTilePicks = 64;
 
 // A GEMM's block shape, by the m16 tiles each warp takes (Mt: 1 or 2). GEMM1's warp takes
 // 8 Mt intermediate columns, each m16 tile 8 up rows over the same 8 gate rows; GEMM2's warp
 // 16 Mt hidden columns (W2 rows). Every thread holds one k block's partial sums and the
 // running totals of its Mt x 4 output fragments. Shared memory, per stage, in bytes: the
 // weight tile [rows][kK] fp8, then the picks' rows, then the scales.
-template <int Mt>
+template <int Mt, int Tok>
 struct Shape1 {
-  static constexpr int kCols = 8 * Mt * kWarps;  // intermediate columns per block
-  static constexpr int kRows = 2 * kCols;        // W13 rows per block: up, then gate
-  static constexpr int kX = kRows * kK;          // [kTok][kK] fp16 activations
-  static constexpr int kScales = kX + kTok * kK * 2;  // [kTok] activation scales, up, gate
-  static constexpr int kStage = kScales + kTok * 4 + 16;
+  static constexpr int kCols = 8 * Mt * kWarps;      // intermediate columns per block
+  static constexpr int kRows = 2 * kCols;            // W13 rows per block: up, then gate
+  static constexpr int kX = kRows * kK;              // [Tok][kK] fp16 activations
+  static constexpr int kScales = kX + Tok * kK * 2;  // [Tok] activation scales, up, gate
+  static constexpr int kStage = kScales + Tok * 4 + 16;
   static constexpr int kSmem = kG1Stages * kStage;
   static_assert(kK % kCols == 0, "a block's up (gate) rows share one scale block");
   static_assert(kStage % 16 == 0);
 };
-template <int Mt>
+template <int Mt, int Tok>
 struct Shape2 {
-  static constexpr int kRows = 16 * Mt * kWarps;  // hidden columns (W2 rows) per block
-  static constexpr int kC = kRows * kK;           // [3][kTok][kK] bf16 terms of C
-  static constexpr int kScale = kC + 3 * kTok * kK * 2;  // W2's scale per 128 rows
+  static constexpr int kRows = 16 * Mt * kWarps;        // hidden columns (W2 rows) per block
+  static constexpr int kC = kRows * kK;                 // [3][Tok][kK] bf16 terms of C
+  static constexpr int kScale = kC + 3 * Tok * kK * 2;  // W2's scale per 128 rows
   static constexpr int kStage = kScale + 16;
-  // Mt 1: two blocks a multiprocessor (registers capped at 128, two stages each); Mt 2: one,
-  // with three stages.
-  static constexpr int kBlocksPerSm = Mt == 1 ? 2 : 1;
-  static constexpr int kStages = Mt == 1 ? 2 : 3;
+  // Mt 1 with tiles of 32: two blocks a multiprocessor (registers capped at 128, two stages
+  // each); otherwise one, with three stages where they fit.
+  static constexpr int kBlocksPerSm = Mt == 1 && Tok == 32 ? 2 : 1;
+  static constexpr int kStages = kBlocksPerSm == 2 || 3 * kStage > 220 * 1024 ? 2 : 3;
   static constexpr int kSmem = kStages * kStage;
   static_assert(kRows % kK == 0 && kRows / kK <= 4, "whole scale blocks");
   static_assert(kStage % 16 == 0);
@@ -148,13 +156,13 @@ __global__ void place(const int* expert, const float* w_out, long long slots, in
   }
 }
 
-// tile_off[e]: expert e's first tile of kTok picks; tile_off[local]: all tiles.
-__global__ void plan(const int* counts, int local, int* tile_off) {
+// tile_off[e]: expert e's first tile of `tok` picks; tile_off[local]: all tiles.
+__global__ void plan(const int* counts, int local, int tok, int* tile_off) {
   if (threadIdx.x != 0) return;
   int o = 0;
   for (int e = 0; e < local; ++e) {
     tile_off[e] = o;
-    o += (counts[e] + kTok - 1) / kTok;
+    o += (counts[e] + tok - 1) / tok;
   }
   tile_off[local] = o;
 }
@@ -178,11 +186,12 @@ __global__ void gather(const std::uint8_t* hs, const float* hs_scale, long long 
   for (int b = threadIdx.x; b < hb; b += blockDim.x) xs[p * hb + b] = hs_scale[b * tokens + t];
 }
 
-// A block's tile: expert e's picks [row0, row0 + rows) (rows <= kTok) and column block n. Blocks
+// A block's tile: expert e's picks [row0, row0 + rows) (rows <= Tok) and column block n. Blocks
 // run column-block-major, tiles fastest, so one expert's tiles of a column block are neighbours.
 struct Tile {
   int e, n, row0, rows;
 };
+template <int Tok>
 __device__ __forceinline__ Tile locate(const int* tile_off, int local, const int* counts,
                                        const int* offsets) {
   const int tiles = tile_off[local];
@@ -195,8 +204,8 @@ __device__ __forceinline__ Tile locate(const int* tile_off, int local, const int
     else
       hi = mid - 1;
   }
-  const int first = (m - tile_off[lo]) * kTok;
-  return Tile{lo, n, offsets[lo] + first, min(kTok, counts[lo] - first)};
+  const int first = (m - tile_off[lo]) * Tok;
+  return Tile{lo, n, offsets[lo] + first, min(Tok, counts[lo] - first)};
 }
 
 struct Gemm1 {
@@ -206,17 +215,18 @@ struct Gemm1 {
   const float* xs;        // [picks, h / kK]
   const int *counts, *offsets, *tile_off;
   int local, h, inter;
-  bf16* c;           // [3][picks, inter]: C's hi, mid and lo terms
-  long long plane;   // picks * inter
+  bf16* c;          // [3][picks, inter]: C's hi, mid and lo terms
+  long long plane;  // picks * inter
 };
 
 // C[pick, j] = silu(gate) * up over the tile's picks and the block's intermediate columns, as
 // three bf16 terms.
-template <int Mt>
+template <int Mt, int Tok>
 __global__ void __launch_bounds__(kThreads, Mt == 1 ? 2 : 1) gemm1_swiglu(Gemm1 p) {
-  using S = Shape1<Mt>;
+  using S = Shape1<Mt, Tok>;
+  constexpr int kFrags = Tok / 8;
   extern __shared__ __align__(16) unsigned char smem[];
-  const Tile tile = locate(p.tile_off, p.local, p.counts, p.offsets);
+  const Tile tile = locate<Tok>(p.tile_off, p.local, p.counts, p.offsets);
   const int tid = threadIdx.x, warp = tid >> 5, lane = tid & 31, g = lane >> 2, t = lane & 3;
   const int hb = p.h / kK, j0 = tile.n * S::kCols;
   const int frags = (tile.rows + 7) / 8;  // n8 tiles holding picks (warp-uniform)
@@ -233,23 +243,23 @@ __global__ void __launch_bounds__(kThreads, Mt == 1 ? 2 : 1) gemm1_swiglu(Gemm1 
       __pipeline_memcpy_async(st + row * kK + swz8(ch, row) * 16,
                               w + grow * p.h + kb * kK + ch * 16, 16);
     }
-    for (int c = tid; c < kTok * 16; c += kThreads) {
+    for (int c = tid; c < Tok * 16; c += kThreads) {
       const int row = c >> 4, ch = c & 15;
       const bool valid = row < tile.rows;
-      const __half* src = p.x + (valid ? (tile.row0 + row) * static_cast<long long>(p.h) : 0) +
-                          kb * kK + ch * 8;
+      const __half* src =
+          p.x + (valid ? (tile.row0 + row) * static_cast<long long>(p.h) : 0) + kb * kK + ch * 8;
       __pipeline_memcpy_async(st + S::kX + row * kK * 2 + swz16(ch, row) * 16, src, 16,
                               valid ? 0 : 16);
     }
     float* sc = reinterpret_cast<float*>(st + S::kScales);
-    if (tid < kTok) {
+    if (tid < Tok) {
       const bool valid = tid < tile.rows;
       const float* src = p.xs + (valid ? (tile.row0 + tid) * static_cast<long long>(hb) + kb : 0);
       __pipeline_memcpy_async(sc + tid, src, 4, valid ? 0 : 4);
-    } else if (tid == kTok) {
-      __pipeline_memcpy_async(sc + kTok, ws_up + kb, 4);
-    } else if (tid == kTok + 1) {
-      __pipeline_memcpy_async(sc + kTok + 1, ws_gate + kb, 4);
+    } else if (tid == Tok) {
+      __pipeline_memcpy_async(sc + Tok, ws_up + kb, 4);
+    } else if (tid == Tok + 1) {
+      __pipeline_memcpy_async(sc + Tok + 1, ws_gate + kb, 4);
     }
   };
 
@@ -305,7 +315,7 @@ __global__ void __launch_bounds__(kThreads, Mt == 1 ? 2 : 1) gemm1_swiglu(Gemm1 
       }
     }
     const float* sc = reinterpret_cast<const float*>(st + S::kScales);
-    const float su = sc[kTok], sg = sc[kTok + 1];
+    const float su = sc[Tok], sg = sc[Tok + 1];
 #pragma unroll
     for (int f = 0; f < kFrags; ++f) {
       const float x0 = sc[8 * f + 2 * t], x1 = sc[8 * f + 2 * t + 1];
@@ -360,11 +370,12 @@ struct Gemm2 {
 };
 
 // O[pick, :] = (C @ W2^T) x weight over the tile's picks and the block's hidden columns.
-template <int Mt>
-__global__ void __launch_bounds__(kThreads, Shape2<Mt>::kBlocksPerSm) gemm2(Gemm2 p) {
-  using S = Shape2<Mt>;
+template <int Mt, int Tok>
+__global__ void __launch_bounds__(kThreads, Shape2<Mt, Tok>::kBlocksPerSm) gemm2(Gemm2 p) {
+  using S = Shape2<Mt, Tok>;
+  constexpr int kFrags = Tok / 8;
   extern __shared__ __align__(16) unsigned char smem[];
-  const Tile tile = locate(p.tile_off, p.local, p.counts, p.offsets);
+  const Tile tile = locate<Tok>(p.tile_off, p.local, p.counts, p.offsets);
   const int tid = threadIdx.x, warp = tid >> 5, lane = tid & 31, g = lane >> 2, t = lane & 3;
   const int ib = p.inter / kK, n0 = tile.n * S::kRows;
   const int frags = (tile.rows + 7) / 8;
@@ -378,15 +389,14 @@ __global__ void __launch_bounds__(kThreads, Shape2<Mt>::kBlocksPerSm) gemm2(Gemm
       __pipeline_memcpy_async(st + row * kK + swz8(ch, row) * 16,
                               w + row * static_cast<long long>(p.inter) + kb * kK + ch * 16, 16);
     }
-    for (int c = tid; c < 3 * kTok * 16; c += kThreads) {
-      const int term = c / (kTok * 16), rem = c - term * kTok * 16, row = rem >> 4,
-                ch = rem & 15;
+    for (int c = tid; c < 3 * Tok * 16; c += kThreads) {
+      const int term = c / (Tok * 16), rem = c - term * Tok * 16, row = rem >> 4, ch = rem & 15;
       const bool valid = row < tile.rows;
       const bf16* src = p.c + term * p.plane +
                         (valid ? (tile.row0 + row) * static_cast<long long>(p.inter) : 0) +
                         kb * kK + ch * 8;
-      __pipeline_memcpy_async(st + S::kC + (term * kTok + row) * kK * 2 + swz16(ch, row) * 16,
-                              src, 16, valid ? 0 : 16);
+      __pipeline_memcpy_async(st + S::kC + (term * Tok + row) * kK * 2 + swz16(ch, row) * 16, src,
+                              16, valid ? 0 : 16);
     }
     if (tid < S::kRows / kK) {
       __pipeline_memcpy_async(st + S::kScale + 4 * tid, ws + tid * ib + kb, 4);
@@ -440,7 +450,7 @@ __global__ void __launch_bounds__(kThreads, Shape2<Mt>::kBlocksPerSm) gemm2(Gemm
           for (int f = 0; f < kFrags; ++f) {
             const int row = 8 * f + g;
             if (f < frags)
-              b[f] = lds128(st + S::kC + (term * kTok + row) * kK * 2 + swz16(4 * t + sp, row) * 16);
+              b[f] = lds128(st + S::kC + (term * Tok + row) * kK * 2 + swz16(4 * t + sp, row) * 16);
           }
 #pragma unroll
           for (int q = 0; q < 2; ++q) {
@@ -518,7 +528,8 @@ __global__ void combine(const float* o, const int* expert, const int* slot_pos, 
   for (int c = threadIdx.x * 4; c < h; c += blockDim.x * 4) {
     float4 acc = make_float4(0.0f, 0.0f, 0.0f, 0.0f);
     for (int r = 0; r < n; ++r) {
-      const float4 v = *reinterpret_cast<const float4*>(o + rows[r] * static_cast<long long>(h) + c);
+      const float4 v =
+          *reinterpret_cast<const float4*>(o + rows[r] * static_cast<long long>(h) + c);
       acc.x = __fadd_rn(acc.x, v.x);
       acc.y = __fadd_rn(acc.y, v.y);
       acc.z = __fadd_rn(acc.z, v.z);
@@ -532,21 +543,31 @@ __global__ void combine(const float* o, const int* expert, const int* slot_pos, 
   }
 }
 
-template <int Mt>
+template <int Mt, int Tok>
 void launch_gemm1(const Gemm1& g, int tiles, cudaStream_t stream) {
-  FIB_CUDA_CHECK(cudaFuncSetAttribute(gemm1_swiglu<Mt>, cudaFuncAttributeMaxDynamicSharedMemorySize,
-                                      Shape1<Mt>::kSmem));
-  gemm1_swiglu<Mt><<<static_cast<unsigned>(tiles * (g.inter / Shape1<Mt>::kCols)), kThreads,
-                     Shape1<Mt>::kSmem, stream>>>(g);
+  using S = Shape1<Mt, Tok>;
+  FIB_CUDA_CHECK(cudaFuncSetAttribute(gemm1_swiglu<Mt, Tok>,
+                                      cudaFuncAttributeMaxDynamicSharedMemorySize, S::kSmem));
+  gemm1_swiglu<Mt, Tok>
+      <<<static_cast<unsigned>(tiles * (g.inter / S::kCols)), kThreads, S::kSmem, stream>>>(g);
   FIB_CUDA_CHECK_LAUNCH();
 }
-template <int Mt>
+template <int Mt, int Tok>
 void launch_gemm2(const Gemm2& g, int tiles, cudaStream_t stream) {
-  FIB_CUDA_CHECK(cudaFuncSetAttribute(gemm2<Mt>, cudaFuncAttributeMaxDynamicSharedMemorySize,
-                                      Shape2<Mt>::kSmem));
-  gemm2<Mt><<<static_cast<unsigned>(tiles * (g.h / Shape2<Mt>::kRows)), kThreads,
-              Shape2<Mt>::kSmem, stream>>>(g);
+  using S = Shape2<Mt, Tok>;
+  FIB_CUDA_CHECK(
+      cudaFuncSetAttribute(gemm2<Mt, Tok>, cudaFuncAttributeMaxDynamicSharedMemorySize, S::kSmem));
+  gemm2<Mt, Tok>
+      <<<static_cast<unsigned>(tiles * (g.h / S::kRows)), kThreads, S::kSmem, stream>>>(g);
   FIB_CUDA_CHECK_LAUNCH();
+}
+template <int Tok>
+void launch_gemms(const Gemm1& g1, const Gemm2& g2, int tiles, cudaStream_t stream) {
+  launch_gemm1<kG1Mt, Tok>(g1, tiles, stream);
+  if (g2.h % Shape2<kG2Mt, Tok>::kRows == 0)
+    launch_gemm2<kG2Mt, Tok>(g2, tiles, stream);
+  else
+    launch_gemm2<1, Tok>(g2, tiles, stream);
 }
 
 }  // namespace
@@ -556,11 +577,10 @@ int max_top_k() { return kMaxK; }
 void run(const Inputs& in, cudaStream_t stream) {
   const long long slots = in.tokens * in.k;
   long long picks = 0;
+  for (int c : in.host_counts) picks += c;
+  const int tok = picks >= kWideTilePicks * static_cast<long long>(in.local) ? 64 : 32;
   int tiles = 0;
-  for (int c : in.host_counts) {
-    picks += c;
-    tiles += (c + kTok - 1) / kTok;
-  }
+  for (int c : in.host_counts) tiles += (c + tok - 1) / tok;
   const int h = static_cast<int>(in.h), inter = static_cast<int>(in.inter),
             local = static_cast<int>(in.local);
   Scratch slot_pos(static_cast<std::size_t>(std::max<long long>(slots, 1)) * sizeof(int), stream),
@@ -569,8 +589,8 @@ void run(const Inputs& in, cudaStream_t stream) {
   Scratch o;
   if (slots > 0) {
     place<<<grid_for(slots), 256, 0, stream>>>(in.expert, in.w_out, slots, in.k, in.offsets,
-                                              in.cursor, token.as<int>(), pick_w.as<float>(),
-                                              slot_pos.as<int>());
+                                               in.cursor, token.as<int>(), pick_w.as<float>(),
+                                               slot_pos.as<int>());
     FIB_CUDA_CHECK_LAUNCH();
   }
   if (picks > 0) {
@@ -579,23 +599,22 @@ void run(const Inputs& in, cudaStream_t stream) {
         xs(static_cast<std::size_t>(picks * (h / kK)) * sizeof(float), stream),
         c(static_cast<std::size_t>(3 * picks * inter) * sizeof(bf16), stream);
     o = Scratch(static_cast<std::size_t>(picks * h) * sizeof(float), stream);
-    plan<<<1, 32, 0, stream>>>(in.counts, local, tile_off.as<int>());
+    plan<<<1, 32, 0, stream>>>(in.counts, local, tok, tile_off.as<int>());
     FIB_CUDA_CHECK_LAUNCH();
     gather<<<static_cast<unsigned>(picks), 128, 0, stream>>>(
         in.hs, in.hs_scale, in.tokens, h, token.as<int>(), xg.as<__half>(), xs.as<float>());
     FIB_CUDA_CHECK_LAUNCH();
 
-    const Gemm1 g1{in.w1,          in.w1_scale,   xg.as<__half>(),    xs.as<float>(),
-                   in.counts,      in.offsets,    tile_off.as<int>(), local,
-                   h,              inter,         c.as<bf16>(),       picks * inter};
-    launch_gemm1<kG1Mt>(g1, tiles, stream);
-    const Gemm2 g2{in.w2,     in.w2_scale,        c.as<bf16>(), picks * inter,
-                   pick_w.as<float>(), in.counts, in.offsets,   tile_off.as<int>(),
-                   local,     h,                  inter,        o.as<float>()};
-    if (h % Shape2<kG2Mt>::kRows == 0)
-      launch_gemm2<kG2Mt>(g2, tiles, stream);
+    const Gemm1 g1{in.w1,     in.w1_scale, xg.as<__half>(),    xs.as<float>(),
+                   in.counts, in.offsets,  tile_off.as<int>(), local,
+                   h,         inter,       c.as<bf16>(),       picks * inter};
+    const Gemm2 g2{in.w2,     in.w2_scale,  c.as<bf16>(),       picks * inter, pick_w.as<float>(),
+                   in.counts, in.offsets,   tile_off.as<int>(), local,         h,
+                   inter,     o.as<float>()};
+    if (tok == 64)
+      launch_gemms<64>(g1, g2, tiles, stream);
     else
-      launch_gemm2<1>(g2, tiles, stream);
+      launch_gemms<32>(g1, g2, tiles, stream);
   }
   combine<<<static_cast<unsigned>(in.tokens), 256, 0, stream>>>(
       o.as<float>(), in.expert, slot_pos.as<int>(), in.k, h, in.out, in.out_t);

@@ -248,9 +248,10 @@ TEST(CudaReferenceMoe, BlockScaledTensorCorePathKeepsFp32Precision) {
   FIB_REQUIRE_GPU();
   FIB_REQUIRE_CORPUS(corpus);
   std::vector<std::int64_t> offsets;
-  Definition def = scaled_moe(
-      corpus_definition(corpus, "moe", "moe_fp8_block_scale_ds_routing_topk8_ng8_kg4_e32_h7168_i2048"),
-      &offsets);
+  Definition def =
+      scaled_moe(corpus_definition(corpus, "moe",
+                                   "moe_fp8_block_scale_ds_routing_topk8_ng8_kg4_e32_h7168_i2048"),
+                 &offsets);
   for (TensorSpec& o : def.outputs) o.dtype = DType::kFloat32;
   for (std::int64_t tokens : {300, 5}) {
     const AxisValues axes = {{"seq_len", tokens}};
