@@ -62,16 +62,7 @@ __device__ __forceinline__ void ldsm4_t(unsigned (&r)[4], const void* row) {
                : "r"(device::smem_address(row)));
 }
 
-// c (16x8, fp32) += a (16x16, bf16, row-major) * b (16x8, bf16, column-major). Not volatile:
-// it touches only registers, and the compiler may interleave independent mmas (the loads from
-// shared memory stay volatile, ordered against the barriers).
-__device__ __forceinline__ void mma(float (&c)[4], const unsigned (&a)[4], unsigned b0,
-                                    unsigned b1) {
-  asm("mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, "
-      "{%8,%9}, {%0,%1,%2,%3};\n"
-      : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
-      : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
-}
+using device::mma_bf16;
 
 __device__ __forceinline__ unsigned bits(__nv_bfloat162 v) {
   return *reinterpret_cast<const unsigned*>(&v);
@@ -209,8 +200,8 @@ __global__ void __launch_bounds__(kMmaThreads, kBlocksPerSm) attention_mma_tiles
         unsigned b[4];  // keys 16jp..16jp+7 (b[0..1]) and 16jp+8.. (b[2..3]), dims 16ks..
         ldsm4(b, sK + (jp * 16 + (lane & 7) + ((lane >> 4) << 3)) * QP + ks * 16 +
                      ((lane >> 3) & 1) * 8);
-        mma(s[2 * jp], qa, b[0], b[1]);
-        mma(s[2 * jp + 1], qa, b[2], b[3]);
+        mma_bf16(s[2 * jp], qa, b[0], b[1]);
+        mma_bf16(s[2 * jp + 1], qa, b[2], b[3]);
       }
     }
 
@@ -293,12 +284,12 @@ __global__ void __launch_bounds__(kMmaThreads, kBlocksPerSm) attention_mma_tiles
         unsigned b[4];  // keys 16ks.. x dims 16np..16np+7 (b[0..1]) and 16np+8.. (b[2..3])
         ldsm4_t(b, sV + (ks * 16 + (lane & 7) + ((lane >> 3) & 1) * 8) * VP + np * 16 +
                        (lane >> 4) * 8);
-        mma(o[2 * np], pl, b[0], b[1]);  // smallest terms first
-        mma(o[2 * np + 1], pl, b[2], b[3]);
-        mma(o[2 * np], pm, b[0], b[1]);
-        mma(o[2 * np + 1], pm, b[2], b[3]);
-        mma(o[2 * np], ph, b[0], b[1]);
-        mma(o[2 * np + 1], ph, b[2], b[3]);
+        mma_bf16(o[2 * np], pl, b[0], b[1]);  // smallest terms first
+        mma_bf16(o[2 * np + 1], pl, b[2], b[3]);
+        mma_bf16(o[2 * np], pm, b[0], b[1]);
+        mma_bf16(o[2 * np + 1], pm, b[2], b[3]);
+        mma_bf16(o[2 * np], ph, b[0], b[1]);
+        mma_bf16(o[2 * np + 1], ph, b[2], b[3]);
       }
     }
   }
