@@ -3,8 +3,9 @@
 // tests/reference/moe_test.cpp scales them), 1 and 37 tokens, the DeepSeek definitions at
 // several expert-parallel offsets (one past every expert: an all-zero output) and a routed
 // scaling factor; packed routed ids with one expert chosen several times by a token, negative
-// and out-of-range ids; and the DeepSeek-V3 geometry at its real size and the corpus's largest
-// token count (14,107), timed, with the CPU checking a slice of its tokens.
+// and out-of-range ids; the block-scaled fp8 form's tensor-core path (moe_mma.cu) held to fp32
+// precision with a float32 output; and the DeepSeek-V3 geometry at its real size and the
+// corpus's largest token count (14,107), timed, with the CPU checking a slice of its tokens.
 #include <gtest/gtest.h>
 
 #include <chrono>
