@@ -51,8 +51,7 @@ constexpr int kThreads = 32 * kWarps;
 // Picks per tile (Tok): 32 (four n8 tiles of the mma) or 64 (eight), chosen per call by the
 // picks per expert (run()): a tile's weight tiles are read once for all of its picks.
 constexpr int kK = static_cast<int>(kBlock);  // k per stage: one scale block
-constexpr int kG1Stages = 4;
-constexpr int kMaxK = 64;  // top-k slots the combining kernel orders
+constexpr int kMaxK = 64;                     // top-k slots the combining kernel orders
 // m16 tiles per warp (Shape1, Shape2): 2, each B fragment feeding twice the mmas (GEMM2: when the
 // hidden size is a multiple of its 256-column blocks). Measured against 1 on an H100 (call 2 of
 // the thirteenth session, docs/benchmarks.md): GEMM1 1-2% faster at 901 tokens, 6% at 14,107;
@@ -77,7 +76,11 @@ struct Shape1 {
   static constexpr int kX = kRows * kK;              // [Tok][kK] fp16 activations
   static constexpr int kScales = kX + Tok * kK * 2;  // [Tok] activation scales, up, gate
   static constexpr int kStage = kScales + Tok * 4 + 16;
-  static constexpr int kSmem = kG1Stages * kStage;
+  // GEMM1's stages: 3 for tiles of 32 picks, 4 for 64. Measured on an H100 (fourteenth
+  // session, call 2): at 901 tokens (tiles of 32) three stages took 0.99 ms against 1.01-1.03
+  // for four; at 14,107 (tiles of 64) 6.58-6.60 against 6.44-6.49.
+  static constexpr int kStages = Tok == 32 ? 3 : 4;
+  static constexpr int kSmem = kStages * kStage;
   static_assert(kK % kCols == 0, "a block's up (gate) rows share one scale block");
   static_assert(kStage % 16 == 0);
 };
@@ -124,6 +127,33 @@ __device__ __forceinline__ unsigned bf16x2_of_e4m3x2(unsigned pair) {
 
 using device::mma_bf16;
 using device::mma_f16;
+
+// The k loop both GEMMs share: one 128-long k block per cp.async stage, Stages stages in
+// flight. compute(st, kb) reads block kb's stage after every thread's copies into it landed;
+// block kb + Stages - 1 is loaded first, into the stage block kb - 1 used (the barrier also
+// means no warp still reads that one).
+template <int Stages, class Load, class Compute>
+__device__ __forceinline__ void staged_k_loop(int blocks, Load&& load, Compute&& compute) {
+  for (int s = 0; s < Stages - 1; ++s) {
+    if (s < blocks) load(s, s);
+    __pipeline_commit();
+  }
+  for (int kb = 0; kb < blocks; ++kb) {
+    __pipeline_wait_prior(Stages - 2);
+    __syncthreads();
+    if (kb + Stages - 1 < blocks) load((kb + Stages - 1) % Stages, kb + Stages - 1);
+    __pipeline_commit();
+    compute(kb % Stages, kb);
+  }
+  __pipeline_wait_prior(0);
+}
+
+// Four 4-byte words (16 fp8 values) of weight row `row` at 16-byte chunk `chunk` of a stage.
+__device__ __forceinline__ void fp8_words(const unsigned char* st, int row, int chunk,
+                                          unsigned (&w)[4]) {
+  const uint4 v = lds128(st + row * kK + swz8(chunk, row) * 16);
+  w[0] = v.x, w[1] = v.y, w[2] = v.z, w[3] = v.w;
+}
 
 // Each pick's row: expert e's picks at offsets[e] on (any order: every row of a product is
 // computed alone), slot_pos[slot] its row or -1.
@@ -251,16 +281,8 @@ __global__ void __launch_bounds__(kThreads, Mt == 1 ? 2 : 1) gemm1_swiglu(Gemm1 
   };
 
   float acc[Mt][kFrags][4] = {};
-  for (int s = 0; s < kG1Stages - 1; ++s) {
-    if (s < hb) load(s, s);
-    __pipeline_commit();
-  }
-  for (int kb = 0; kb < hb; ++kb) {
-    __pipeline_wait_prior(kG1Stages - 2);
-    __syncthreads();  // stage kb landed for every thread; stage kb - 1 is no longer read
-    if (kb + kG1Stages - 1 < hb) load((kb + kG1Stages - 1) % kG1Stages, kb + kG1Stages - 1);
-    __pipeline_commit();
-    const unsigned char* st = smem + (kb % kG1Stages) * S::kStage;
+  staged_k_loop<S::kStages>(hb, load, [&](int stage, int) {
+    const unsigned char* st = smem + stage * S::kStage;
     float part[Mt][kFrags][4] = {};
     // Thread t covers k in [32t, 32t + 32) of the block, 4 per mma step (the mma sums over k,
     // so any assignment of k to its slots works if both operands use it): its k pairs are one
@@ -270,11 +292,9 @@ __global__ void __launch_bounds__(kThreads, Mt == 1 ? 2 : 1) gemm1_swiglu(Gemm1 
       unsigned uw[Mt][4], gw[Mt][4];
 #pragma unroll
       for (int mt = 0; mt < Mt; ++mt) {
-        const int r_up = 8 * (Mt * warp + mt) + g, r_gate = S::kCols + r_up;
-        const uint4 au = lds128(st + r_up * kK + swz8(2 * t + half, r_up) * 16);
-        const uint4 ag = lds128(st + r_gate * kK + swz8(2 * t + half, r_gate) * 16);
-        uw[mt][0] = au.x, uw[mt][1] = au.y, uw[mt][2] = au.z, uw[mt][3] = au.w;
-        gw[mt][0] = ag.x, gw[mt][1] = ag.y, gw[mt][2] = ag.z, gw[mt][3] = ag.w;
+        const int r_up = 8 * (Mt * warp + mt) + g;
+        fp8_words(st, r_up, 2 * t + half, uw[mt]);
+        fp8_words(st, S::kCols + r_up, 2 * t + half, gw[mt]);
       }
 #pragma unroll
       for (int sp2 = 0; sp2 < 2; ++sp2) {
@@ -316,8 +336,7 @@ __global__ void __launch_bounds__(kThreads, Mt == 1 ? 2 : 1) gemm1_swiglu(Gemm1 
         acc[mt][f][3] = fmaf(part[mt][f][3], s3, acc[mt][f][3]);
       }
     }
-  }
-  __pipeline_wait_prior(0);
+  });
 
   // Rows g (up) and g + 8 (gate) of an m16 tile are the same intermediate column.
 #pragma unroll
@@ -391,27 +410,17 @@ __global__ void __launch_bounds__(kThreads, Shape2<Mt, Tok>::kBlocksPerSm) gemm2
   };
 
   float acc[Mt][kFrags][4] = {};
-  for (int s = 0; s < S::kStages - 1; ++s) {
-    if (s < ib) load(s, s);
-    __pipeline_commit();
-  }
-  for (int kb = 0; kb < ib; ++kb) {
-    __pipeline_wait_prior(S::kStages - 2);
-    __syncthreads();
-    if (kb + S::kStages - 1 < ib) load((kb + S::kStages - 1) % S::kStages, kb + S::kStages - 1);
-    __pipeline_commit();
-    const unsigned char* st = smem + (kb % S::kStages) * S::kStage;
+  staged_k_loop<S::kStages>(ib, load, [&](int stage, int) {
+    const unsigned char* st = smem + stage * S::kStage;
     float part[Mt][kFrags][4] = {};
 #pragma unroll
     for (int half = 0; half < 2; ++half) {
       unsigned w0[Mt][4], w1[Mt][4];
 #pragma unroll
       for (int mt = 0; mt < Mt; ++mt) {
-        const int r0 = 16 * (Mt * warp + mt) + g, r1 = r0 + 8;
-        const uint4 a0 = lds128(st + r0 * kK + swz8(2 * t + half, r0) * 16);
-        const uint4 a1 = lds128(st + r1 * kK + swz8(2 * t + half, r1) * 16);
-        w0[mt][0] = a0.x, w0[mt][1] = a0.y, w0[mt][2] = a0.z, w0[mt][3] = a0.w;
-        w1[mt][0] = a1.x, w1[mt][1] = a1.y, w1[mt][2] = a1.z, w1[mt][3] = a1.w;
+        const int r0 = 16 * (Mt * warp + mt) + g;
+        fp8_words(st, r0, 2 * t + half, w0[mt]);
+        fp8_words(st, r0 + 8, 2 * t + half, w1[mt]);
       }
 #pragma unroll
       for (int sp2 = 0; sp2 < 2; ++sp2) {
@@ -462,8 +471,7 @@ __global__ void __launch_bounds__(kThreads, Shape2<Mt, Tok>::kBlocksPerSm) gemm2
         for (int i = 0; i < 4; ++i) acc[mt][f][i] = fmaf(part[mt][f][i], s, acc[mt][f][i]);
       }
     }
-  }
-  __pipeline_wait_prior(0);
+  });
 
 #pragma unroll
   for (int f = 0; f < kFrags; ++f) {
