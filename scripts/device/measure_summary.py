@@ -3,7 +3,7 @@
 timed GPU work (from each run's --json summary), the harness overhead, and the run-to-run spread
 of each (solution, workload)'s reported median (latency_ms) across the runs, which share a seed
 and so the same inputs; the same spread for a central-mean estimator; for each pair over 1%,
-its median with the SM clock and temperature per run, and with three runs or more the spread of
+its median with the SM clock and die and HBM temperatures per run, each run's mean shift, and with three runs or more the spread of
 runs 2..N alone. Writes every pair's raw samples per run to OUT/samples.json."""
 import glob
 import json
@@ -27,14 +27,14 @@ def traces(run_dir):
 
 
 def clocks_of(trials):
-    """(SM MHz, temperature C, slowdown reasons) as NVML read them after each trial's timed calls
+    """(SM MHz, die C, slowdown reasons, HBM C) as NVML read them after each trial's timed calls
     (the worker reads them once the device is synchronized, before it idles)."""
     out = []
     for tr in trials:
         c = (tr or {}).get("clocks_after") or {}
         if c.get("sm_clock_mhz") is not None:
             out.append((c["sm_clock_mhz"], c.get("temperature_c"),
-                        ",".join(c.get("clock_reasons") or [])))
+                        ",".join(c.get("clock_reasons") or []), c.get("memory_temperature_c")))
     return out
 
 
@@ -160,11 +160,30 @@ def main():
             for r, (c, m) in enumerate(zip(clocks, lat), 1):
                 mhz = f"{statistics.fmean(x[0] for x in c):.0f} MHz" if c else "no clock"
                 temp = [x[1] for x in c if x[1] is not None]
+                hbm = [x[3] for x in c if x[3] is not None]
                 why = sorted({x[2] for x in c if x[2]})
                 per_run.append(f"run {r}: {1000 * m:.2f} us, {mhz}" +
                                (f", {statistics.fmean(temp):.0f} C" if temp else "") +
+                               (f", HBM {statistics.fmean(hbm):.1f} C" if hbm else "") +
                                (f", {'/'.join(why)}" if why else ""))
             print(f"  over 1%: {sol} {json.dumps(axes)} {100 * spread:.2f}%: " + "; ".join(per_run))
+    if runs >= 2 and big:
+        # Does a whole run move? Per run: the mean relative deviation of every pair of 10 us or
+        # more from its mean over the runs, beside the run's mean SM clock and die and HBM
+        # temperatures over all trials. A run-wide shift that follows the HBM temperature would
+        # point at the memory's state rather than the timer.
+        print("per run, pairs of 10 us or more: mean deviation from the pairs' means; "
+              "mean SM MHz, die C, HBM C over the trials")
+        for r in range(runs):
+            dev = [r_[6][r] / r_[2] - 1 for r_ in big if r < len(r_[6]) and r_[2] > 0]
+            cl = [x for r_ in big if r < len(r_[5]) for x in r_[5][r]]
+
+            def avg(i, fmt):
+                v = [x[i] for x in cl if x[i] is not None]
+                return format(statistics.fmean(v), fmt) if v else "-"
+
+            print(f"  run {r + 1}: {100 * statistics.fmean(dev):+.3f}%; {avg(0, '.0f')} MHz, "
+                  f"{avg(1, '.1f')} C, HBM {avg(3, '.1f')} C")
     if runs >= 3 and big:
         # Run 1 follows the build (after measure.sh's warm-up, unless WARM_SECONDS=0) and later
         # runs follow a run: the spread among runs 2..N compares like with like.

@@ -19,9 +19,31 @@ namespace {
 using nvmlReturn_t = int;  // NVML_SUCCESS = 0
 struct nvmlDevice_st;
 using nvmlDevice_t = nvmlDevice_st*;
-constexpr int kNvmlClockSm = 1;         // NVML_CLOCK_SM
-constexpr int kNvmlClockMem = 2;        // NVML_CLOCK_MEM
-constexpr int kNvmlTemperatureGpu = 0;  // NVML_TEMPERATURE_GPU
+constexpr int kNvmlClockSm = 1;                // NVML_CLOCK_SM
+constexpr int kNvmlClockMem = 2;               // NVML_CLOCK_MEM
+constexpr int kNvmlTemperatureGpu = 0;         // NVML_TEMPERATURE_GPU
+constexpr unsigned kNvmlFieldMemoryTemp = 82;  // NVML_FI_DEV_MEMORY_TEMP (HBM, degrees C)
+constexpr int kNvmlValueUnsignedInt = 1;       // NVML_VALUE_TYPE_UNSIGNED_INT
+
+// nvmlFieldValue_t, as nvml.h lays it out: the query fills valueType, nvmlReturn and value.
+struct NvmlFieldValue {
+  unsigned field_id;
+  unsigned scope_id;
+  long long timestamp;
+  long long latency_us;
+  int value_type;
+  nvmlReturn_t result;
+  union {
+    double d;
+    unsigned ui;
+    unsigned long ul;
+    unsigned long long ull;
+    long long sll;
+    int si;
+    unsigned short us;
+  } value;
+};
+static_assert(sizeof(NvmlFieldValue) == 40, "nvmlFieldValue_t is 40 bytes");
 
 using InitFn = nvmlReturn_t (*)();
 using ShutdownFn = nvmlReturn_t (*)();
@@ -31,6 +53,7 @@ using ClockInfoFn = nvmlReturn_t (*)(nvmlDevice_t, int, unsigned*);
 using TemperatureFn = nvmlReturn_t (*)(nvmlDevice_t, int, unsigned*);
 using PowerFn = nvmlReturn_t (*)(nvmlDevice_t, unsigned*);
 using ReasonsFn = nvmlReturn_t (*)(nvmlDevice_t, unsigned long long*);
+using FieldValuesFn = nvmlReturn_t (*)(nvmlDevice_t, int, NvmlFieldValue*);
 
 // The library, loaded and initialized once per process; nvmlShutdown at exit.
 class Nvml {
@@ -57,6 +80,7 @@ class Nvml {
   TemperatureFn temperature = nullptr;
   PowerFn power = nullptr;
   ReasonsFn reasons = nullptr;
+  FieldValuesFn field_values = nullptr;
   std::mutex mutex;  // NVML is thread-safe; this keeps readings of one device together
   // Handles by PCI bus id (looking one up walks NVML's device list; the timer reads every batch).
   std::map<std::string, nvmlDevice_t> handles;
@@ -77,6 +101,7 @@ class Nvml {
     clock_info = reinterpret_cast<ClockInfoFn>(sym("nvmlDeviceGetClockInfo"));
     temperature = reinterpret_cast<TemperatureFn>(sym("nvmlDeviceGetTemperature"));
     power = reinterpret_cast<PowerFn>(sym("nvmlDeviceGetPowerUsage"));
+    field_values = reinterpret_cast<FieldValuesFn>(sym("nvmlDeviceGetFieldValues"));
     // Renamed in NVML 12.2 ("throttle" reasons became "clocks event" reasons); same bits.
     reasons = reinterpret_cast<ReasonsFn>(sym("nvmlDeviceGetCurrentClocksEventReasons"));
     if (!reasons) {
@@ -159,6 +184,19 @@ ClockReading read_clocks(const DeviceInfo& device, bool reasons_only) {
     c.temperature_c = v;
   }
   if (nvml.power && nvml.power(handle, &v) == 0) c.power_watts = v * 1e-3;  // milliwatts
+  // HBM's own sensor: memory speed shifts (refresh, memory thermal slowdown) follow it, not the
+  // GPU die's temperature. Boards without one answer NOT_SUPPORTED in the field's result.
+  if (nvml.field_values) {
+    NvmlFieldValue f{};
+    f.field_id = kNvmlFieldMemoryTemp;
+    if (nvml.field_values(handle, 1, &f) == 0 && f.result == 0) {
+      if (f.value_type == kNvmlValueUnsignedInt) {
+        c.memory_temperature_c = f.value.ui;
+      } else if (f.value_type == 2 || f.value_type == 3) {  // unsigned long (long)
+        c.memory_temperature_c = static_cast<unsigned>(f.value.ull);
+      }
+    }
+  }
   return c;
 }
 
@@ -171,6 +209,7 @@ Json to_json(const ClockReading& c) {
   if (c.sm_clock_mhz) j["sm_clock_mhz"] = *c.sm_clock_mhz;
   if (c.memory_clock_mhz) j["memory_clock_mhz"] = *c.memory_clock_mhz;
   if (c.temperature_c) j["temperature_c"] = *c.temperature_c;
+  if (c.memory_temperature_c) j["memory_temperature_c"] = *c.memory_temperature_c;
   if (c.power_watts) j["power_watts"] = *c.power_watts;
   if (c.clock_reasons) {
     j["clock_reasons"] = clock_reason_names(*c.clock_reasons);

@@ -214,6 +214,25 @@ TEST(CudaTimingLogic, ClockReasonsAreNamedAndSlowdownsRecognized) {
   EXPECT_FALSE(c.slowed_down());
 }
 
+TEST(CudaTimingLogic, ReadingsBecomeJsonWithOnlyTheFieldsNvmlAnswered) {
+  ClockReading c;
+  c.available = true;
+  c.sm_clock_mhz = 1980;
+  c.temperature_c = 41;
+  c.memory_temperature_c = 48;
+  c.clock_reasons = clock_reason::kSwPowerCap;
+  Json j = to_json(c);
+  EXPECT_EQ(j["sm_clock_mhz"], 1980);
+  EXPECT_EQ(j["temperature_c"], 41);
+  EXPECT_EQ(j["memory_temperature_c"], 48);
+  EXPECT_EQ(j["clock_reasons"], Json::array({"sw_power_cap"}));
+  EXPECT_EQ(j["slowed_down"], true);
+  EXPECT_FALSE(j.contains("memory_clock_mhz"));
+  EXPECT_FALSE(j.contains("power_watts"));
+  c.memory_temperature_c.reset();  // a board without an HBM sensor
+  EXPECT_FALSE(to_json(c).contains("memory_temperature_c"));
+}
+
 TEST(CudaTimingLogic, NvmlWithoutTheDeviceLeavesFieldsMissingNotAnError) {
   DeviceInfo none;
   none.pci_bus_id = "0000:ff:1f.7";  // no GPU sits there
@@ -684,6 +703,13 @@ TEST_F(CudaTiming, NvmlReportsClocksTemperatureAndPowerOnTheGpu) {
   ASSERT_TRUE(c.power_watts.has_value());
   EXPECT_GT(*c.power_watts, 0.0);
   EXPECT_TRUE(c.clock_reasons.has_value());
+  // H100 and H200 boards carry an HBM temperature sensor (nvidia-smi's "Memory Current Temp").
+  if (info_.name.find("H100") != std::string::npos ||
+      info_.name.find("H200") != std::string::npos) {
+    ASSERT_TRUE(c.memory_temperature_c.has_value()) << info_.name;
+    EXPECT_GT(*c.memory_temperature_c, 5u);
+    EXPECT_LT(*c.memory_temperature_c, 120u);
+  }
   // A measurement records them before and after.
   Timer timer(0, s(), {});
   TimingResult r = timer.measure([](cudaStream_t st) { calibration::launch_sleep(st, 20'000); });

@@ -1,7 +1,7 @@
-// Clocks, temperature, power and clock-event (throttle) reasons of a GPU, read through NVML.
-// NVML is loaded at run time (dlopen of libnvidia-ml.so.1, the driver's copy): fib has no link
-// dependency on it, and where it is absent or does not know the device the fields are simply
-// missing (ClockReading::why_missing says why), never an error.
+// Clocks, temperatures (die and memory), power and clock-event (throttle) reasons of a GPU, read
+// through NVML. NVML is loaded at run time (dlopen of libnvidia-ml.so.1, the driver's copy): fib
+// has no link dependency on it, and where it is absent or does not know the device the fields are
+// simply missing (ClockReading::why_missing says why), never an error.
 #pragma once
 
 #include <cstdint>
@@ -38,7 +38,8 @@ struct ClockReading {
   std::string why_missing;  // when not available: "NVML not found (libnvidia-ml.so.1: ...)"
   std::optional<unsigned> sm_clock_mhz;
   std::optional<unsigned> memory_clock_mhz;
-  std::optional<unsigned> temperature_c;
+  std::optional<unsigned> temperature_c;         // the GPU die
+  std::optional<unsigned> memory_temperature_c;  // the HBM stacks (boards with such a sensor)
   std::optional<double> power_watts;
   std::optional<std::uint64_t> clock_reasons;  // clock_reason bits
   // Whether a slowdown reason (power cap, thermal, hardware slowdown) was active.
