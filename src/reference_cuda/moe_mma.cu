@@ -78,7 +78,8 @@ struct Shape1 {
   static constexpr int kStage = kScales + Tok * 4 + 16;
   // GEMM1's stages: 3 for tiles of 32 picks, 4 for 64. Measured on an H100 (fourteenth
   // session, call 2): at 901 tokens (tiles of 32) three stages took 0.99 ms against 1.01-1.03
-  // for four; at 14,107 (tiles of 64) 6.58-6.60 against 6.44-6.49.
+  // for four (alternated in one call; about the spread between machines); at 14,107 (tiles of
+  // 64) 6.58-6.60 against 6.44-6.49.
   static constexpr int kStages = Tok == 32 ? 3 : 4;
   static constexpr int kSmem = kStages * kStage;
   static_assert(kK % kCols == 0, "a block's up (gate) rows share one scale block");
