@@ -23,7 +23,11 @@ constexpr int kNvmlClockSm = 1;                // NVML_CLOCK_SM
 constexpr int kNvmlClockMem = 2;               // NVML_CLOCK_MEM
 constexpr int kNvmlTemperatureGpu = 0;         // NVML_TEMPERATURE_GPU
 constexpr unsigned kNvmlFieldMemoryTemp = 82;  // NVML_FI_DEV_MEMORY_TEMP (HBM, degrees C)
-constexpr int kNvmlValueUnsignedInt = 1;       // NVML_VALUE_TYPE_UNSIGNED_INT
+// NVML_VALUE_TYPE_UNSIGNED_INT, _UNSIGNED_LONG and _UNSIGNED_LONG_LONG: the types a temperature
+// field may come in.
+constexpr int kNvmlValueUnsignedInt = 1;
+constexpr int kNvmlValueUnsignedLong = 2;
+constexpr int kNvmlValueUnsignedLongLong = 3;
 
 // nvmlFieldValue_t, as nvml.h lays it out: the query fills valueType, nvmlReturn and value.
 struct NvmlFieldValue {
@@ -192,7 +196,8 @@ ClockReading read_clocks(const DeviceInfo& device, bool reasons_only) {
     if (nvml.field_values(handle, 1, &f) == 0 && f.result == 0) {
       if (f.value_type == kNvmlValueUnsignedInt) {
         c.memory_temperature_c = f.value.ui;
-      } else if (f.value_type == 2 || f.value_type == 3) {  // unsigned long (long)
+      } else if (f.value_type == kNvmlValueUnsignedLong ||
+                 f.value_type == kNvmlValueUnsignedLongLong) {  // both 8 bytes on Linux x86-64
         c.memory_temperature_c = static_cast<unsigned>(f.value.ull);
       }
     }
