@@ -5,7 +5,9 @@
 #include <cupti.h>
 #include <cxxabi.h>
 
+#include <algorithm>
 #include <cstdlib>
+#include <cstring>
 #include <memory>
 #include <string>
 
@@ -24,6 +26,14 @@ using KernelActivity = CUpti_ActivityKernel9;
 #endif
 
 constexpr std::size_t kBufferBytes = 8u << 20;
+// Every forced flush (one per batch of timed calls) hands CUPTI's buffer back, and the next kernel
+// launch asks for a new one. Unless told the buffer comes zeroed, CUPTI zeroes all 8 MiB of it
+// inside that launch, on the host, while the timed calls are being queued: about 0.6 ms per
+// batch on an H100 host (docs/benchmarks.md, "Fifteenth session"). So buffers are handed over
+// zeroed (CUPTI_ACTIVITY_ATTR_ZEROED_OUT_ACTIVITY_BUFFER): fresh ones from calloc, whose pages
+// the kernel maps zeroed on first touch, and delivered ones kept for reuse, up to this many, with
+// the part CUPTI wrote zeroed again on delivery.
+constexpr std::size_t kKeptBuffers = 4;
 
 struct State {
   std::mutex session;  // held by the CuptiKernelSession alive
@@ -32,6 +42,8 @@ struct State {
   std::size_t dropped = 0;
   bool callbacks_registered = false;
   std::string register_error;
+  std::mutex buffers_mutex;
+  std::vector<uint8_t*> free_buffers;  // delivered, ready for reuse
 };
 
 State& state() {
@@ -54,10 +66,33 @@ std::string demangle(const char* name) {
 }
 
 void CUPTIAPI buffer_requested(uint8_t** buffer, size_t* size, size_t* max_records) {
-  // CUPTI asks for 8-byte alignment.
-  *buffer = static_cast<uint8_t*>(std::aligned_alloc(8, kBufferBytes));
+  State& s = state();
+  *buffer = nullptr;
+  {
+    std::lock_guard<std::mutex> lock(s.buffers_mutex);
+    if (!s.free_buffers.empty()) {
+      *buffer = s.free_buffers.back();
+      s.free_buffers.pop_back();
+    }
+  }
+  // CUPTI asks for 8-byte alignment; calloc's is 16 bytes on the platforms fib builds for.
+  if (*buffer == nullptr) *buffer = static_cast<uint8_t*>(std::calloc(1, kBufferBytes));
   *size = *buffer ? kBufferBytes : 0;
   *max_records = 0;  // as many as fit
+}
+
+// Back to the pool (zeroed where CUPTI wrote, so every kept buffer is zero throughout), or freed.
+void release_buffer(uint8_t* buffer, std::size_t written) {
+  State& s = state();
+  {
+    std::lock_guard<std::mutex> lock(s.buffers_mutex);
+    if (s.free_buffers.size() < kKeptBuffers) {
+      std::memset(buffer, 0, std::min(written, kBufferBytes));
+      s.free_buffers.push_back(buffer);
+      return;
+    }
+  }
+  std::free(buffer);
 }
 
 void CUPTIAPI buffer_completed(CUcontext context, uint32_t stream_id, uint8_t* buffer,
@@ -82,7 +117,7 @@ void CUPTIAPI buffer_completed(CUcontext context, uint32_t stream_id, uint8_t* b
   }
   size_t dropped = 0;
   if (cuptiActivityGetNumDroppedRecords(context, stream_id, &dropped) != CUPTI_SUCCESS) dropped = 0;
-  std::free(buffer);
+  release_buffer(buffer, valid_size);
   std::lock_guard<std::mutex> lock(s.records_mutex);
   s.dropped += dropped;
   for (KernelRecord& r : got) s.records.push_back(std::move(r));
@@ -93,6 +128,12 @@ void CUPTIAPI buffer_completed(CUcontext context, uint32_t stream_id, uint8_t* b
 CuptiKernelSession::CuptiKernelSession() : lock_(state().session) {
   State& s = state();
   if (!s.callbacks_registered && s.register_error.empty()) {
+    // The buffers come zeroed (see kBufferBytes). Where the attribute is refused, CUPTI zeroes
+    // them itself: slower, the same records.
+    std::uint8_t zeroed = 1;
+    std::size_t zeroed_size = sizeof zeroed;
+    (void)cuptiActivitySetAttribute(CUPTI_ACTIVITY_ATTR_ZEROED_OUT_ACTIVITY_BUFFER, &zeroed_size,
+                                    &zeroed);
     const CUptiResult r = cuptiActivityRegisterCallbacks(buffer_requested, buffer_completed);
     if (r == CUPTI_SUCCESS) {
       s.callbacks_registered = true;
