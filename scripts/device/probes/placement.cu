@@ -48,6 +48,33 @@
 //                                       the buffer every 64 KiB before each timed read. Does each
 //                                       context read at its own speed, and is it the address
 //                                       translation?
+//   /tmp/placement kinds [n]            n contexts in one process (default 12), in each,
+//   interleaved
+//                                       over rounds: an empty event pair, a read of 32 MiB and one
+//                                       of 256 MiB, and an FMA loop that touches no memory, each
+//                                       after the flush: each kind's median per context. Is a
+//                                       context's shift additive (launch and events, the same us
+//                                       for every kind), proportional to the bytes read (memory
+//                                       speed), or in every kernel (clocks)?
+//   /tmp/placement clocks [n]           n contexts in one process (default 10): the FMA loop with
+//                                       its first block reading the SM's cycle counter and the
+//                                       global timer at its start and end, and the event pair
+//                                       around it: per context the medians of the events' time,
+//                                       of the block's cycles and of its nanoseconds, and the SM
+//                                       clock they imply. Does a context that runs the loop
+//                                       slower run it in more cycles, or at a lower clock?
+//   /tmp/placement smid [n]             n contexts in one process (default 8): the FMA loop with
+//                                       every block recording its multiprocessor (%smid) and its
+//                                       start and end (global timer): per context the event time,
+//                                       the blocks' span, the most blocks one multiprocessor ran,
+//                                       and whether the block-to-multiprocessor placement repeats
+//                                       from call to call and from context to context.
+//   /tmp/placement span [n]             n contexts in one process (default 10): the 32 MiB and
+//                                       256 MiB reads and the FMA loop, each block's thread 0
+//                                       folding its start and end (global timer) into the
+//                                       kernel's first start and last end: per context the
+//                                       medians of the event time and of the blocks' span. Is a
+//                                       context's shift inside the kernel or around it?
 //   /tmp/placement hold [seconds]       holds a context open, idle, that long (default 120): is
 //                                       the shift between processes the GPU waking up?
 #include <cuda.h>
@@ -94,6 +121,96 @@ __global__ void touch(const float4* __restrict__ p, size_t n, float* out) {
   if (i < n) {
     const float4 v = p[i];
     if (v.x == 12345.f) *out = v.y;
+  }
+}
+
+// A loop of dependent FMAs per thread: time on the SMs alone, no memory traffic.
+__global__ void fma_loop(int n, float* out) {
+  float a = threadIdx.x * 1e-3f, b = 1.0001f, c = 1e-4f;
+  for (int i = 0; i < n; ++i) a = fmaf(a, b, c);
+  if (a == 12345.f) *out = a;
+}
+
+// The FMA loop, its first block's thread 0 recording its cycles and nanoseconds.
+__global__ void fma_loop_timed(int n, float* out, unsigned long long* stamps) {
+  unsigned long long c0 = 0, g0 = 0;
+  if (blockIdx.x == 0 && threadIdx.x == 0) {
+    c0 = clock64();
+    asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(g0));
+  }
+  float a = threadIdx.x * 1e-3f, b = 1.0001f, c = 1e-4f;
+  for (int i = 0; i < n; ++i) a = fmaf(a, b, c);
+  if (a == 12345.f) *out = a;
+  if (blockIdx.x == 0 && threadIdx.x == 0) {
+    unsigned long long g1;
+    const unsigned long long c1 = clock64();
+    asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(g1));
+    stamps[0] = c1 - c0;
+    stamps[1] = g1 - g0;
+  }
+}
+
+// The FMA loop, each block's thread 0 recording (multiprocessor, start ns, end ns).
+__global__ void fma_loop_placed(int n, float* out, unsigned long long* rec) {
+  unsigned long long g0 = 0;
+  if (threadIdx.x == 0) asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(g0));
+  float a = threadIdx.x * 1e-3f, b = 1.0001f, c = 1e-4f;
+  for (int i = 0; i < n; ++i) a = fmaf(a, b, c);
+  if (a == 12345.f) *out = a;
+  __syncthreads();
+  if (threadIdx.x == 0) {
+    unsigned long long g1;
+    unsigned sm;
+    asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(g1));
+    asm volatile("mov.u32 %0, %%smid;" : "=r"(sm));
+    rec[3 * blockIdx.x] = sm;
+    rec[3 * blockIdx.x + 1] = g0;
+    rec[3 * blockIdx.x + 2] = g1;
+  }
+}
+
+__device__ unsigned long long now_ns() {
+  unsigned long long g;
+  asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(g));
+  return g;
+}
+
+// readsum and the FMA loop, with span[0] = the first block's start and span[1] = the last
+// block's end (span must hold {~0, 0} before the launch).
+__global__ void readsum_span(const float4* __restrict__ p, size_t n, float* out,
+                             unsigned long long* span) {
+  const unsigned long long g0 = now_ns();
+  float acc = 0;
+  for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < n;
+       i += (size_t)gridDim.x * blockDim.x) {
+    float4 v = p[i];
+    acc += v.x + v.y + v.z + v.w;
+  }
+  if (acc == 12345.f) *out = acc;
+  __syncthreads();
+  if (threadIdx.x == 0) {
+    atomicMin(&span[0], g0);
+    atomicMax(&span[1], now_ns());
+  }
+}
+
+__global__ void empty_span(unsigned long long* span) {
+  if (threadIdx.x == 0) {
+    const unsigned long long g = now_ns();
+    atomicMin(&span[0], g);
+    atomicMax(&span[1], g);
+  }
+}
+
+__global__ void fma_loop_span(int n, float* out, unsigned long long* span) {
+  const unsigned long long g0 = now_ns();
+  float a = threadIdx.x * 1e-3f, b = 1.0001f, c = 1e-4f;
+  for (int i = 0; i < n; ++i) a = fmaf(a, b, c);
+  if (a == 12345.f) *out = a;
+  __syncthreads();
+  if (threadIdx.x == 0) {
+    atomicMin(&span[0], g0);
+    atomicMax(&span[1], now_ns());
   }
 }
 
@@ -514,10 +631,251 @@ void contexts_mode(int n) {
   report("contexts, after a touch", mt);
 }
 
+// Per context, one sample of each kind per round, so drift touches every kind alike.
+void kinds_mode(int n) {
+  const char* names[] = {"empty pair", "read 32 MiB", "read 256 MiB", "fma, no memory"};
+  const int kKinds = 4, kRounds = 600;
+  std::vector<std::vector<float>> med(kKinds);
+  for (int c = 0; c < n; ++c) {
+    cudaFree(nullptr);
+    cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, 0);
+    cudaMalloc(&out, 4);
+    cudaEventCreate(&e0);
+    cudaEventCreate(&e1);
+    float4* fl = nullptr;
+    cudaMalloc(&fl, kFlush);
+    const size_t small = size_t{32} << 20, large = size_t{256} << 20;
+    std::vector<float4*> smalls = make_pool(8, small), larges = make_pool(2, large);
+    std::vector<std::vector<float>> t(kKinds);
+    for (int r = 0; r < kRounds + 3; ++r) {
+      for (int k = 0; k < kKinds; ++k) {
+        flush<<<sms * 4, 512>>>(fl, kFlush / 16);
+        cudaEventRecord(e0);
+        if (k == 1) readsum<<<sms * 4, 512>>>(smalls[r % smalls.size()], small / 16, out);
+        if (k == 2) readsum<<<sms * 4, 512>>>(larges[r % larges.size()], large / 16, out);
+        if (k == 3) fma_loop<<<sms * 4, 512>>>(4096, out);
+        cudaEventRecord(e1);
+        cudaEventSynchronize(e1);
+        float ms = 0;
+        cudaEventElapsedTime(&ms, e0, e1);
+        if (r >= 3) t[k].push_back(ms * 1000);
+      }
+    }
+    std::printf("context %2d:", c);
+    for (int k = 0; k < kKinds; ++k) {
+      med[k].push_back(median(t[k]));
+      std::printf(" %s %.3f us;", names[k], med[k].back());
+    }
+    std::printf("\n");
+    cudaDeviceReset();
+  }
+  // Each kind's deviation per context from its mean over the contexts, in us and in %, and how
+  // the contexts' deviations of each kind follow the 32 MiB read's.
+  std::vector<float> mean(kKinds, 0);
+  for (int k = 0; k < kKinds; ++k) {
+    for (float v : med[k]) mean[k] += v / n;
+    report(names[k], med[k]);
+  }
+  for (int k = 0; k < kKinds; ++k) {
+    double sxy = 0, sxx = 0, syy = 0;
+    for (int c = 0; c < n; ++c) {
+      const double x = med[1][c] - mean[1], y = med[k][c] - mean[k];
+      sxy += x * y;
+      sxx += x * x;
+      syy += y * y;
+    }
+    std::printf("%s: correlation with the 32 MiB read over contexts %.2f, slope %.2f us per us\n",
+                names[k], sxy / std::sqrt(sxx * syy + 1e-30), sxy / (sxx + 1e-30));
+  }
+}
+
+void clocks_mode(int n) {
+  const int kSamples = 400;
+  for (int c = 0; c < n; ++c) {
+    cudaFree(nullptr);
+    cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, 0);
+    cudaMalloc(&out, 4);
+    cudaEventCreate(&e0);
+    cudaEventCreate(&e1);
+    float4* fl = nullptr;
+    cudaMalloc(&fl, kFlush);
+    unsigned long long* stamps = nullptr;
+    cudaMallocHost(&stamps, 2 * sizeof(unsigned long long));
+    std::vector<float> ev, cycles, ns, mhz;
+    for (int r = 0; r < kSamples + 3; ++r) {
+      flush<<<sms * 4, 512>>>(fl, kFlush / 16);
+      cudaEventRecord(e0);
+      fma_loop_timed<<<sms * 4, 512>>>(4096, out, stamps);
+      cudaEventRecord(e1);
+      cudaEventSynchronize(e1);
+      float ms = 0;
+      cudaEventElapsedTime(&ms, e0, e1);
+      if (r < 3) continue;
+      ev.push_back(ms * 1000);
+      cycles.push_back(static_cast<float>(stamps[0]));
+      ns.push_back(static_cast<float>(stamps[1]));
+      mhz.push_back(static_cast<float>(1e3 * stamps[0] / static_cast<double>(stamps[1])));
+    }
+    std::printf(
+        "context %2d: events %.3f us; first block %.0f cycles in %.0f ns, %.1f MHz (medians)\n", c,
+        median(ev), median(cycles), median(ns), median(mhz));
+    cudaFreeHost(stamps);
+    cudaDeviceReset();
+  }
+}
+
+void smid_mode(int n) {
+  const int kSamples = 200;
+  std::vector<unsigned long long> first_placement;  // context 0's first call
+  for (int c = 0; c < n; ++c) {
+    cudaFree(nullptr);
+    cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, 0);
+    cudaMalloc(&out, 4);
+    cudaEventCreate(&e0);
+    cudaEventCreate(&e1);
+    float4* fl = nullptr;
+    cudaMalloc(&fl, kFlush);
+    const int blocks = sms * 4;
+    unsigned long long* rec = nullptr;
+    cudaMalloc(&rec, 3 * sizeof(unsigned long long) * blocks);
+    std::vector<unsigned long long> h(3 * blocks), mine;
+    std::vector<float> ev, span;
+    int same_as_own_first = 0, same_as_context0 = 0, most = 0;
+    for (int r = 0; r < kSamples + 3; ++r) {
+      flush<<<sms * 4, 512>>>(fl, kFlush / 16);
+      cudaEventRecord(e0);
+      fma_loop_placed<<<blocks, 512>>>(4096, out, rec);
+      cudaEventRecord(e1);
+      cudaEventSynchronize(e1);
+      float ms = 0;
+      cudaEventElapsedTime(&ms, e0, e1);
+      if (r < 3) continue;
+      cudaMemcpy(h.data(), rec, h.size() * sizeof(h[0]), cudaMemcpyDeviceToHost);
+      std::vector<unsigned long long> placement(blocks);
+      std::vector<int> per_sm(sms, 0);
+      unsigned long long lo = ~0ull, hi = 0;
+      for (int b = 0; b < blocks; ++b) {
+        placement[b] = h[3 * b];
+        if (h[3 * b] < static_cast<unsigned long long>(sms)) ++per_sm[h[3 * b]];
+        lo = std::min(lo, h[3 * b + 1]);
+        hi = std::max(hi, h[3 * b + 2]);
+      }
+      most = std::max(most, *std::max_element(per_sm.begin(), per_sm.end()));
+      if (mine.empty()) mine = placement;
+      if (first_placement.empty()) first_placement = placement;
+      same_as_own_first += placement == mine;
+      same_as_context0 += placement == first_placement;
+      ev.push_back(ms * 1000);
+      span.push_back((hi - lo) / 1000.f);
+    }
+    std::printf(
+        "context %d: events %.3f us, blocks' span %.3f us (medians); at most %d blocks on one "
+        "multiprocessor; placement as its own first call %d/%d, as context 0's first %d/%d; "
+        "blocks 0-3 on SMs %llu %llu %llu %llu\n",
+        c, median(ev), median(span), most, same_as_own_first, kSamples, same_as_context0, kSamples,
+        mine[0], mine[1], mine[2], mine[3]);
+    cudaFree(rec);
+    cudaDeviceReset();
+  }
+}
+
+void span_mode(int n) {
+  const char* names[] = {"read 32 MiB", "read 256 MiB", "fma, no memory", "empty kernel"};
+  const int kKinds = 4, kRounds = 400;
+  std::vector<std::vector<float>> ev_m(kKinds), span_m(kKinds);
+  for (int c = 0; c < n; ++c) {
+    cudaFree(nullptr);
+    cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, 0);
+    cudaMalloc(&out, 4);
+    cudaEventCreate(&e0);
+    cudaEventCreate(&e1);
+    float4* fl = nullptr;
+    cudaMalloc(&fl, kFlush);
+    const size_t small = size_t{32} << 20, large = size_t{256} << 20;
+    std::vector<float4*> smalls = make_pool(8, small), larges = make_pool(2, large);
+    unsigned long long* span = nullptr;
+    cudaMalloc(&span, 2 * sizeof(unsigned long long));
+    const unsigned long long init[2] = {~0ull, 0};
+    std::vector<std::vector<float>> ev(kKinds), sp(kKinds);
+    for (int r = 0; r < kRounds + 3; ++r) {
+      for (int k = 0; k < kKinds; ++k) {
+        cudaMemcpy(span, init, sizeof init, cudaMemcpyHostToDevice);
+        flush<<<sms * 4, 512>>>(fl, kFlush / 16);
+        cudaEventRecord(e0);
+        if (k == 0) readsum_span<<<sms * 4, 512>>>(smalls[r % 8], small / 16, out, span);
+        if (k == 1) readsum_span<<<sms * 4, 512>>>(larges[r % 2], large / 16, out, span);
+        if (k == 2) fma_loop_span<<<sms * 4, 512>>>(4096, out, span);
+        if (k == 3) empty_span<<<sms * 4, 512>>>(span);
+        cudaEventRecord(e1);
+        cudaEventSynchronize(e1);
+        float ms = 0;
+        cudaEventElapsedTime(&ms, e0, e1);
+        unsigned long long h[2];
+        cudaMemcpy(h, span, sizeof h, cudaMemcpyDeviceToHost);
+        if (r < 3) continue;
+        ev[k].push_back(ms * 1000);
+        sp[k].push_back((h[1] - h[0]) / 1000.f);
+      }
+    }
+    std::printf("context %2d:", c);
+    for (int k = 0; k < kKinds; ++k) {
+      ev_m[k].push_back(median(ev[k]));
+      span_m[k].push_back(median(sp[k]));
+      std::printf(" %s: events %.3f, span %.3f us;", names[k], ev_m[k].back(), span_m[k].back());
+    }
+    std::printf("\n");
+    cudaDeviceReset();
+  }
+  for (int k = 0; k < kKinds; ++k) {
+    char what[96];
+    std::snprintf(what, sizeof what, "%s, events", names[k]);
+    report(what, ev_m[k]);
+    std::snprintf(what, sizeof what, "%s, blocks' span", names[k]);
+    report(what, span_m[k]);
+  }
+  // What lies around the blocks (events less span) per context, against the empty kernel's
+  // event time: does an empty kernel of the same grid carry the context's offset?
+  for (int k = 0; k < 3; ++k) {
+    std::vector<double> x, y;
+    for (int c = 0; c < n; ++c) {
+      x.push_back(ev_m[3][c]);
+      y.push_back(ev_m[k][c] - span_m[k][c]);
+    }
+    double mx = 0, my = 0;
+    for (int c = 0; c < n; ++c) mx += x[c] / n, my += y[c] / n;
+    double sxy = 0, sxx = 0, syy = 0;
+    for (int c = 0; c < n; ++c) {
+      sxy += (x[c] - mx) * (y[c] - my);
+      sxx += (x[c] - mx) * (x[c] - mx);
+      syy += (y[c] - my) * (y[c] - my);
+    }
+    std::printf("%s: events less span %.3f us on average, per context", names[k], my);
+    for (double v : y) std::printf(" %.3f", v);
+    std::printf("; correlation with the empty kernel's time %.2f\n",
+                sxy / std::sqrt(sxx * syy + 1e-30));
+  }
+}
+
 int main(int argc, char** argv) {
   const char* mode = argc > 1 ? argv[1] : "buffer";
   if (std::strcmp(mode, "contexts") == 0) {
     contexts_mode(argc > 2 ? std::atoi(argv[2]) : 8);
+    return 0;
+  }
+  if (std::strcmp(mode, "clocks") == 0) {
+    clocks_mode(argc > 2 ? std::atoi(argv[2]) : 10);
+    return 0;
+  }
+  if (std::strcmp(mode, "span") == 0) {
+    span_mode(argc > 2 ? std::atoi(argv[2]) : 10);
+    return 0;
+  }
+  if (std::strcmp(mode, "smid") == 0) {
+    smid_mode(argc > 2 ? std::atoi(argv[2]) : 8);
+    return 0;
+  }
+  if (std::strcmp(mode, "kinds") == 0) {
+    kinds_mode(argc > 2 ? std::atoi(argv[2]) : 12);
     return 0;
   }
   if (std::strcmp(mode, "hold") == 0) {
