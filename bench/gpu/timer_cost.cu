@@ -90,16 +90,27 @@ int main(int argc, char** argv) {
                                         static_cast<long long>(bytes / 16));
       FIB_CUDA_CHECK_LAUNCH();
     };
-    // 16 launches; host time of the first and the median of the other 15, in ms.
-    auto launches = [&](double* first, double* rest) {
-      std::vector<double> t;
-      for (int i = 0; i < 16; ++i) {
-        const auto t0 = Clock::now();
-        call(stream);
-        t.push_back(ms_since(t0));
+    // `repeat` rounds of 16 launches, each followed by `after` once the stream is idle: the medians
+    // over rounds of the first launch's host time and of the other 15's median, in ms.
+    struct LaunchTimes {
+      double first = 0, rest = 0;
+    };
+    auto launch_rounds = [&](const std::function<void()>& after) {
+      std::vector<double> first, rest;
+      for (int r = 0; r < repeat; ++r) {
+        FIB_CUDA_CHECK(cudaStreamSynchronize(stream));
+        std::vector<double> t;
+        for (int i = 0; i < 16; ++i) {
+          const auto t0 = Clock::now();
+          call(stream);
+          t.push_back(ms_since(t0));
+        }
+        first.push_back(t.front());
+        rest.push_back(median(std::vector<double>(t.begin() + 1, t.end())));
+        FIB_CUDA_CHECK(cudaStreamSynchronize(stream));
+        after();
       }
-      *first = t.front();
-      *rest = median(std::vector<double>(t.begin() + 1, t.end()));
+      return LaunchTimes{median(first), median(rest)};
     };
 
     std::printf("fib_timer_cost: median wall time of %d repetitions, ms\n", repeat);
@@ -141,41 +152,29 @@ int main(int argc, char** argv) {
       CuptiKernelSession session;
       const double empty_take = median_ms(repeat, [&] { (void)session.take(); });
       std::printf("take() with no record: %.3f\n", empty_take);
-      std::vector<double> first_on, rest_on, take16;
-      for (int i = 0; i < repeat; ++i) {
-        FIB_CUDA_CHECK(cudaStreamSynchronize(stream));
-        double first = 0, rest = 0;
-        launches(&first, &rest);
-        first_on.push_back(first);
-        rest_on.push_back(rest);
-        FIB_CUDA_CHECK(cudaStreamSynchronize(stream));
+      std::vector<double> take16;
+      std::size_t wrong_count = 0;
+      const LaunchTimes on = launch_rounds([&] {
         const auto t0 = Clock::now();
         const auto records = session.take();
         take16.push_back(ms_since(t0));
-        if (records.size() != 16) {
-          std::fprintf(stderr, "fib_timer_cost: %zu records for 16 launches\n", records.size());
-          return 1;
-        }
+        if (records.size() != 16) wrong_count = records.size();
+      });
+      if (wrong_count != 0) {
+        std::fprintf(stderr, "fib_timer_cost: %zu records for 16 launches\n", wrong_count);
+        return 1;
       }
       std::printf(
           "a launch with CUPTI's kernel activity on (host time): the first after a take() "
           "%.4f, the next 15 %.4f each\n",
-          median(first_on), median(rest_on));
+          on.first, on.rest);
       std::printf("take() after 16 launches (flush, deliver, demangle): %.3f\n", median(take16));
     }
-    std::vector<double> first_off, rest_off;
-    for (int i = 0; i < repeat; ++i) {
-      FIB_CUDA_CHECK(cudaStreamSynchronize(stream));
-      double first = 0, rest = 0;
-      launches(&first, &rest);
-      first_off.push_back(first);
-      rest_off.push_back(rest);
-    }
-    FIB_CUDA_CHECK(cudaStreamSynchronize(stream));
+    const LaunchTimes off = launch_rounds([] {});
     std::printf(
         "a launch with CUPTI's kernel activity off (host time): the first %.4f, the next "
         "15 %.4f each\n",
-        median(first_off), median(rest_off));
+        off.first, off.rest);
     FIB_CUDA_CHECK(cudaStreamDestroy(stream));
     FIB_CUDA_CHECK(cudaFree(src));
     FIB_CUDA_CHECK(cudaFree(dst));

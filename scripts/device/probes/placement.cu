@@ -91,7 +91,13 @@
 #include <random>
 #include <vector>
 
-__global__ void readsum(const float4* __restrict__ p, size_t n, float* out) {
+__device__ unsigned long long now_ns() {
+  unsigned long long g;
+  asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(g));
+  return g;
+}
+
+__device__ void readsum_body(const float4* __restrict__ p, size_t n, float* out) {
   float acc = 0;
   for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < n;
        i += (size_t)gridDim.x * blockDim.x) {
@@ -99,6 +105,10 @@ __global__ void readsum(const float4* __restrict__ p, size_t n, float* out) {
     acc += v.x + v.y + v.z + v.w;
   }
   if (acc == 12345.f) *out = acc;
+}
+
+__global__ void readsum(const float4* __restrict__ p, size_t n, float* out) {
+  readsum_body(p, n, out);
 }
 
 __global__ void flush(float4* p, size_t n) {
@@ -125,26 +135,21 @@ __global__ void touch(const float4* __restrict__ p, size_t n, float* out) {
 }
 
 // A loop of dependent FMAs per thread: time on the SMs alone, no memory traffic.
-__global__ void fma_loop(int n, float* out) {
+__device__ void fma_body(int n, float* out) {
   float a = threadIdx.x * 1e-3f, b = 1.0001f, c = 1e-4f;
   for (int i = 0; i < n; ++i) a = fmaf(a, b, c);
   if (a == 12345.f) *out = a;
 }
 
+__global__ void fma_loop(int n, float* out) { fma_body(n, out); }
+
 // The FMA loop, its first block's thread 0 recording its cycles and nanoseconds.
 __global__ void fma_loop_timed(int n, float* out, unsigned long long* stamps) {
-  unsigned long long c0 = 0, g0 = 0;
-  if (blockIdx.x == 0 && threadIdx.x == 0) {
-    c0 = clock64();
-    asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(g0));
-  }
-  float a = threadIdx.x * 1e-3f, b = 1.0001f, c = 1e-4f;
-  for (int i = 0; i < n; ++i) a = fmaf(a, b, c);
-  if (a == 12345.f) *out = a;
-  if (blockIdx.x == 0 && threadIdx.x == 0) {
-    unsigned long long g1;
-    const unsigned long long c1 = clock64();
-    asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(g1));
+  const bool first = blockIdx.x == 0 && threadIdx.x == 0;
+  const unsigned long long c0 = first ? clock64() : 0, g0 = first ? now_ns() : 0;
+  fma_body(n, out);
+  if (first) {
+    const unsigned long long c1 = clock64(), g1 = now_ns();
     stamps[0] = c1 - c0;
     stamps[1] = g1 - g0;
   }
@@ -152,41 +157,21 @@ __global__ void fma_loop_timed(int n, float* out, unsigned long long* stamps) {
 
 // The FMA loop, each block's thread 0 recording (multiprocessor, start ns, end ns).
 __global__ void fma_loop_placed(int n, float* out, unsigned long long* rec) {
-  unsigned long long g0 = 0;
-  if (threadIdx.x == 0) asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(g0));
-  float a = threadIdx.x * 1e-3f, b = 1.0001f, c = 1e-4f;
-  for (int i = 0; i < n; ++i) a = fmaf(a, b, c);
-  if (a == 12345.f) *out = a;
+  const unsigned long long g0 = now_ns();
+  fma_body(n, out);
   __syncthreads();
   if (threadIdx.x == 0) {
-    unsigned long long g1;
     unsigned sm;
-    asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(g1));
     asm volatile("mov.u32 %0, %%smid;" : "=r"(sm));
     rec[3 * blockIdx.x] = sm;
     rec[3 * blockIdx.x + 1] = g0;
-    rec[3 * blockIdx.x + 2] = g1;
+    rec[3 * blockIdx.x + 2] = now_ns();
   }
 }
 
-__device__ unsigned long long now_ns() {
-  unsigned long long g;
-  asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(g));
-  return g;
-}
-
-// readsum and the FMA loop, with span[0] = the first block's start and span[1] = the last
-// block's end (span must hold {~0, 0} before the launch).
-__global__ void readsum_span(const float4* __restrict__ p, size_t n, float* out,
-                             unsigned long long* span) {
-  const unsigned long long g0 = now_ns();
-  float acc = 0;
-  for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < n;
-       i += (size_t)gridDim.x * blockDim.x) {
-    float4 v = p[i];
-    acc += v.x + v.y + v.z + v.w;
-  }
-  if (acc == 12345.f) *out = acc;
+// Folds a block that started at g0 and ends now into span = {first start, last end} (span must
+// hold {~0, 0} before the launch).
+__device__ void fold_span(unsigned long long* span, unsigned long long g0) {
   __syncthreads();
   if (threadIdx.x == 0) {
     atomicMin(&span[0], g0);
@@ -194,25 +179,20 @@ __global__ void readsum_span(const float4* __restrict__ p, size_t n, float* out,
   }
 }
 
-__global__ void empty_span(unsigned long long* span) {
-  if (threadIdx.x == 0) {
-    const unsigned long long g = now_ns();
-    atomicMin(&span[0], g);
-    atomicMax(&span[1], g);
-  }
+__global__ void readsum_span(const float4* __restrict__ p, size_t n, float* out,
+                             unsigned long long* span) {
+  const unsigned long long g0 = now_ns();
+  readsum_body(p, n, out);
+  fold_span(span, g0);
 }
 
 __global__ void fma_loop_span(int n, float* out, unsigned long long* span) {
   const unsigned long long g0 = now_ns();
-  float a = threadIdx.x * 1e-3f, b = 1.0001f, c = 1e-4f;
-  for (int i = 0; i < n; ++i) a = fmaf(a, b, c);
-  if (a == 12345.f) *out = a;
-  __syncthreads();
-  if (threadIdx.x == 0) {
-    atomicMin(&span[0], g0);
-    atomicMax(&span[1], now_ns());
-  }
+  fma_body(n, out);
+  fold_span(span, g0);
 }
+
+__global__ void empty_span(unsigned long long* span) { fold_span(span, now_ns()); }
 
 namespace {
 
@@ -606,17 +586,56 @@ void flush_mode(unsigned seed) {
   report("flush buffers", m);
 }
 
+// A fresh primary context with what every mode uses: the multiprocessor count, the scratch
+// output, the event pair, and a flush buffer (returned). The context modes end each context with
+// cudaDeviceReset, which frees all of it.
+float4* open_context() {
+  cudaFree(nullptr);
+  cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, 0);
+  cudaMalloc(&out, 4);
+  cudaEventCreate(&e0);
+  cudaEventCreate(&e1);
+  float4* fl = nullptr;
+  cudaMalloc(&fl, kFlush);
+  return fl;
+}
+
+// One sample: the flush, then `launch` between the event pair; its event time in us.
+template <class Launch>
+float flushed_sample_us(float4* fl, Launch launch) {
+  flush<<<sms * 4, 512>>>(fl, kFlush / 16);
+  cudaEventRecord(e0);
+  launch();
+  cudaEventRecord(e1);
+  cudaEventSynchronize(e1);
+  float ms = 0;
+  cudaEventElapsedTime(&ms, e0, e1);
+  return ms * 1000;
+}
+
+// Pearson's correlation of y with x, and the least-squares slope of y on x.
+struct Fit {
+  double correlation, slope;
+};
+template <class X, class Y>
+Fit fit(const std::vector<X>& x, const std::vector<Y>& y) {
+  const size_t n = x.size();
+  double mx = 0, my = 0;
+  for (size_t i = 0; i < n; ++i) mx += x[i] / double(n), my += y[i] / double(n);
+  double sxy = 0, sxx = 0, syy = 0;
+  for (size_t i = 0; i < n; ++i) {
+    sxy += (x[i] - mx) * (y[i] - my);
+    sxx += (x[i] - mx) * (x[i] - mx);
+    syy += (y[i] - my) * (y[i] - my);
+  }
+  return {sxy / std::sqrt(sxx * syy + 1e-30), sxy / (sxx + 1e-30)};
+}
+
 void contexts_mode(int n) {
   const size_t bytes = size_t{32} << 20;
   std::vector<float> m, mt;
   for (int c = 0; c < n; ++c) {
-    cudaFree(nullptr);
-    cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, 0);
-    cudaMalloc(&out, 4);
-    cudaEventCreate(&e0);
-    cudaEventCreate(&e1);
-    float4* fl = nullptr;
-    cudaMalloc(&fl, kFlush);
+    float4* fl = open_context();
     std::vector<float4*> pool = make_pool(64, bytes);
     touch_first = false;
     m.push_back(median_us(pool, bytes, fl, 3000));
@@ -637,28 +656,18 @@ void kinds_mode(int n) {
   const int kKinds = 4, kRounds = 600;
   std::vector<std::vector<float>> med(kKinds);
   for (int c = 0; c < n; ++c) {
-    cudaFree(nullptr);
-    cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, 0);
-    cudaMalloc(&out, 4);
-    cudaEventCreate(&e0);
-    cudaEventCreate(&e1);
-    float4* fl = nullptr;
-    cudaMalloc(&fl, kFlush);
+    float4* fl = open_context();
     const size_t small = size_t{32} << 20, large = size_t{256} << 20;
     std::vector<float4*> smalls = make_pool(8, small), larges = make_pool(2, large);
     std::vector<std::vector<float>> t(kKinds);
     for (int r = 0; r < kRounds + 3; ++r) {
       for (int k = 0; k < kKinds; ++k) {
-        flush<<<sms * 4, 512>>>(fl, kFlush / 16);
-        cudaEventRecord(e0);
-        if (k == 1) readsum<<<sms * 4, 512>>>(smalls[r % smalls.size()], small / 16, out);
-        if (k == 2) readsum<<<sms * 4, 512>>>(larges[r % larges.size()], large / 16, out);
-        if (k == 3) fma_loop<<<sms * 4, 512>>>(4096, out);
-        cudaEventRecord(e1);
-        cudaEventSynchronize(e1);
-        float ms = 0;
-        cudaEventElapsedTime(&ms, e0, e1);
-        if (r >= 3) t[k].push_back(ms * 1000);
+        const float us = flushed_sample_us(fl, [&] {
+          if (k == 1) readsum<<<sms * 4, 512>>>(smalls[r % smalls.size()], small / 16, out);
+          if (k == 2) readsum<<<sms * 4, 512>>>(larges[r % larges.size()], large / 16, out);
+          if (k == 3) fma_loop<<<sms * 4, 512>>>(4096, out);
+        });
+        if (r >= 3) t[k].push_back(us);
       }
     }
     std::printf("context %2d:", c);
@@ -669,49 +678,28 @@ void kinds_mode(int n) {
     std::printf("\n");
     cudaDeviceReset();
   }
-  // Each kind's deviation per context from its mean over the contexts, in us and in %, and how
-  // the contexts' deviations of each kind follow the 32 MiB read's.
-  std::vector<float> mean(kKinds, 0);
+  // Each kind's spread over the contexts, and how its per-context medians follow the 32 MiB
+  // read's.
+  for (int k = 0; k < kKinds; ++k) report(names[k], med[k]);
   for (int k = 0; k < kKinds; ++k) {
-    for (float v : med[k]) mean[k] += v / n;
-    report(names[k], med[k]);
-  }
-  for (int k = 0; k < kKinds; ++k) {
-    double sxy = 0, sxx = 0, syy = 0;
-    for (int c = 0; c < n; ++c) {
-      const double x = med[1][c] - mean[1], y = med[k][c] - mean[k];
-      sxy += x * y;
-      sxx += x * x;
-      syy += y * y;
-    }
+    const Fit f = fit(med[1], med[k]);
     std::printf("%s: correlation with the 32 MiB read over contexts %.2f, slope %.2f us per us\n",
-                names[k], sxy / std::sqrt(sxx * syy + 1e-30), sxy / (sxx + 1e-30));
+                names[k], f.correlation, f.slope);
   }
 }
 
 void clocks_mode(int n) {
   const int kSamples = 400;
   for (int c = 0; c < n; ++c) {
-    cudaFree(nullptr);
-    cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, 0);
-    cudaMalloc(&out, 4);
-    cudaEventCreate(&e0);
-    cudaEventCreate(&e1);
-    float4* fl = nullptr;
-    cudaMalloc(&fl, kFlush);
+    float4* fl = open_context();
     unsigned long long* stamps = nullptr;
     cudaMallocHost(&stamps, 2 * sizeof(unsigned long long));
     std::vector<float> ev, cycles, ns, mhz;
     for (int r = 0; r < kSamples + 3; ++r) {
-      flush<<<sms * 4, 512>>>(fl, kFlush / 16);
-      cudaEventRecord(e0);
-      fma_loop_timed<<<sms * 4, 512>>>(4096, out, stamps);
-      cudaEventRecord(e1);
-      cudaEventSynchronize(e1);
-      float ms = 0;
-      cudaEventElapsedTime(&ms, e0, e1);
+      const float us =
+          flushed_sample_us(fl, [&] { fma_loop_timed<<<sms * 4, 512>>>(4096, out, stamps); });
       if (r < 3) continue;
-      ev.push_back(ms * 1000);
+      ev.push_back(us);
       cycles.push_back(static_cast<float>(stamps[0]));
       ns.push_back(static_cast<float>(stamps[1]));
       mhz.push_back(static_cast<float>(1e3 * stamps[0] / static_cast<double>(stamps[1])));
@@ -728,13 +716,7 @@ void smid_mode(int n) {
   const int kSamples = 200;
   std::vector<unsigned long long> first_placement;  // context 0's first call
   for (int c = 0; c < n; ++c) {
-    cudaFree(nullptr);
-    cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, 0);
-    cudaMalloc(&out, 4);
-    cudaEventCreate(&e0);
-    cudaEventCreate(&e1);
-    float4* fl = nullptr;
-    cudaMalloc(&fl, kFlush);
+    float4* fl = open_context();
     const int blocks = sms * 4;
     unsigned long long* rec = nullptr;
     cudaMalloc(&rec, 3 * sizeof(unsigned long long) * blocks);
@@ -742,13 +724,8 @@ void smid_mode(int n) {
     std::vector<float> ev, span;
     int same_as_own_first = 0, same_as_context0 = 0, most = 0;
     for (int r = 0; r < kSamples + 3; ++r) {
-      flush<<<sms * 4, 512>>>(fl, kFlush / 16);
-      cudaEventRecord(e0);
-      fma_loop_placed<<<blocks, 512>>>(4096, out, rec);
-      cudaEventRecord(e1);
-      cudaEventSynchronize(e1);
-      float ms = 0;
-      cudaEventElapsedTime(&ms, e0, e1);
+      const float us =
+          flushed_sample_us(fl, [&] { fma_loop_placed<<<blocks, 512>>>(4096, out, rec); });
       if (r < 3) continue;
       cudaMemcpy(h.data(), rec, h.size() * sizeof(h[0]), cudaMemcpyDeviceToHost);
       std::vector<unsigned long long> placement(blocks);
@@ -765,7 +742,7 @@ void smid_mode(int n) {
       if (first_placement.empty()) first_placement = placement;
       same_as_own_first += placement == mine;
       same_as_context0 += placement == first_placement;
-      ev.push_back(ms * 1000);
+      ev.push_back(us);
       span.push_back((hi - lo) / 1000.f);
     }
     std::printf(
@@ -784,13 +761,7 @@ void span_mode(int n) {
   const int kKinds = 4, kRounds = 400;
   std::vector<std::vector<float>> ev_m(kKinds), span_m(kKinds);
   for (int c = 0; c < n; ++c) {
-    cudaFree(nullptr);
-    cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, 0);
-    cudaMalloc(&out, 4);
-    cudaEventCreate(&e0);
-    cudaEventCreate(&e1);
-    float4* fl = nullptr;
-    cudaMalloc(&fl, kFlush);
+    float4* fl = open_context();
     const size_t small = size_t{32} << 20, large = size_t{256} << 20;
     std::vector<float4*> smalls = make_pool(8, small), larges = make_pool(2, large);
     unsigned long long* span = nullptr;
@@ -800,20 +771,16 @@ void span_mode(int n) {
     for (int r = 0; r < kRounds + 3; ++r) {
       for (int k = 0; k < kKinds; ++k) {
         cudaMemcpy(span, init, sizeof init, cudaMemcpyHostToDevice);
-        flush<<<sms * 4, 512>>>(fl, kFlush / 16);
-        cudaEventRecord(e0);
-        if (k == 0) readsum_span<<<sms * 4, 512>>>(smalls[r % 8], small / 16, out, span);
-        if (k == 1) readsum_span<<<sms * 4, 512>>>(larges[r % 2], large / 16, out, span);
-        if (k == 2) fma_loop_span<<<sms * 4, 512>>>(4096, out, span);
-        if (k == 3) empty_span<<<sms * 4, 512>>>(span);
-        cudaEventRecord(e1);
-        cudaEventSynchronize(e1);
-        float ms = 0;
-        cudaEventElapsedTime(&ms, e0, e1);
+        const float us = flushed_sample_us(fl, [&] {
+          if (k == 0) readsum_span<<<sms * 4, 512>>>(smalls[r % 8], small / 16, out, span);
+          if (k == 1) readsum_span<<<sms * 4, 512>>>(larges[r % 2], large / 16, out, span);
+          if (k == 2) fma_loop_span<<<sms * 4, 512>>>(4096, out, span);
+          if (k == 3) empty_span<<<sms * 4, 512>>>(span);
+        });
         unsigned long long h[2];
         cudaMemcpy(h, span, sizeof h, cudaMemcpyDeviceToHost);
         if (r < 3) continue;
-        ev[k].push_back(ms * 1000);
+        ev[k].push_back(us);
         sp[k].push_back((h[1] - h[0]) / 1000.f);
       }
     }
@@ -836,47 +803,36 @@ void span_mode(int n) {
   // What lies around the blocks (events less span) per context, against the empty kernel's
   // event time: does an empty kernel of the same grid carry the context's offset?
   for (int k = 0; k < 3; ++k) {
-    std::vector<double> x, y;
+    std::vector<double> around;
+    double mean = 0;
     for (int c = 0; c < n; ++c) {
-      x.push_back(ev_m[3][c]);
-      y.push_back(ev_m[k][c] - span_m[k][c]);
+      around.push_back(ev_m[k][c] - span_m[k][c]);
+      mean += around.back() / n;
     }
-    double mx = 0, my = 0;
-    for (int c = 0; c < n; ++c) mx += x[c] / n, my += y[c] / n;
-    double sxy = 0, sxx = 0, syy = 0;
-    for (int c = 0; c < n; ++c) {
-      sxy += (x[c] - mx) * (y[c] - my);
-      sxx += (x[c] - mx) * (x[c] - mx);
-      syy += (y[c] - my) * (y[c] - my);
-    }
-    std::printf("%s: events less span %.3f us on average, per context", names[k], my);
-    for (double v : y) std::printf(" %.3f", v);
+    std::printf("%s: events less span %.3f us on average, per context", names[k], mean);
+    for (double v : around) std::printf(" %.3f", v);
     std::printf("; correlation with the empty kernel's time %.2f\n",
-                sxy / std::sqrt(sxx * syy + 1e-30));
+                fit(ev_m[3], around).correlation);
   }
 }
 
 int main(int argc, char** argv) {
   const char* mode = argc > 1 ? argv[1] : "buffer";
-  if (std::strcmp(mode, "contexts") == 0) {
-    contexts_mode(argc > 2 ? std::atoi(argv[2]) : 8);
-    return 0;
-  }
-  if (std::strcmp(mode, "clocks") == 0) {
-    clocks_mode(argc > 2 ? std::atoi(argv[2]) : 10);
-    return 0;
-  }
-  if (std::strcmp(mode, "span") == 0) {
-    span_mode(argc > 2 ? std::atoi(argv[2]) : 10);
-    return 0;
-  }
-  if (std::strcmp(mode, "smid") == 0) {
-    smid_mode(argc > 2 ? std::atoi(argv[2]) : 8);
-    return 0;
-  }
-  if (std::strcmp(mode, "kinds") == 0) {
-    kinds_mode(argc > 2 ? std::atoi(argv[2]) : 12);
-    return 0;
+  // The modes that make their own contexts, with their default context counts.
+  const struct {
+    const char* name;
+    void (*run)(int);
+    int contexts;
+  } context_modes[] = {{"contexts", contexts_mode, 8},
+                       {"kinds", kinds_mode, 12},
+                       {"clocks", clocks_mode, 10},
+                       {"smid", smid_mode, 8},
+                       {"span", span_mode, 10}};
+  for (const auto& m : context_modes) {
+    if (std::strcmp(mode, m.name) == 0) {
+      m.run(argc > 2 ? std::atoi(argv[2]) : m.contexts);
+      return 0;
+    }
   }
   if (std::strcmp(mode, "hold") == 0) {
     cudaFree(nullptr);
