@@ -87,7 +87,10 @@ void release_buffer(uint8_t* buffer, std::size_t written) {
   {
     std::lock_guard<std::mutex> lock(s.buffers_mutex);
     if (s.free_buffers.size() < kKeptBuffers) {
-      std::memset(buffer, 0, std::min(written, kBufferBytes));
+      // Past the valid bytes too, by a margin: a record CUPTI began but did not count must not
+      // be left for the next fill to find.
+      constexpr std::size_t kMargin = 4096;
+      std::memset(buffer, 0, std::min(written + kMargin, kBufferBytes));
       s.free_buffers.push_back(buffer);
       return;
     }
