@@ -62,6 +62,9 @@ std::vector<DefinitionSummary> summarize_run(const std::vector<Trace>& traces, c
 }  // namespace detail
 
 namespace {
+// Below this, event-timed medians repeat across runs only within a few percent.
+constexpr double kShortKernelMs = 0.010;
+
 std::string status_cell(const SolutionSummary& s) {
   std::vector<std::string> parts;
   for (const auto& [k, v] : s.statuses) parts.push_back(fmt::format("{} {}", k, v));
@@ -126,6 +129,28 @@ std::string render_summary(const RunResult& r) {
             ? 100.0 * r.timed_seconds / ((r.wall_seconds - r.build_seconds) * lanes)
             : 0.0,
         r.build_seconds, r.warmup_seconds, r.reference_seconds, r.inputs_wait_seconds);
+  }
+  if (r.gpu) {
+    // Event times carry each run's launch offset (up to about 0.16 us on an H100,
+    // docs/gpu-timing.md): on kernels of a few microseconds that moves medians by percents
+    // between runs, which CUPTI's kernel times do not. Say so where it matters.
+    std::size_t event_timed = 0, short_ones = 0;
+    for (const Trace& t : r.traces) {
+      if (!t.passed() || !t.evaluation->performance) continue;
+      const Performance& perf = *t.evaluation->performance;
+      const std::string method =
+          perf.extra.is_object() ? perf.extra.value("method", std::string()) : std::string();
+      if (method != "cuda_events" && method != "cuda_events_raw") continue;
+      ++event_timed;
+      if (perf.latency_ms < kShortKernelMs) ++short_ones;
+    }
+    if (short_ones > 0) {
+      out += fmt::format(
+          "timer: CUDA events; {} of {} passed evaluations measured under {} us, where event "
+          "medians move by a few percent from run to run (each run's launch offset): to compare "
+          "them across runs, use --gpu-timer cupti (docs/gpu-timing.md)\n",
+          short_ones, event_timed, 1000 * kShortKernelMs);
+    }
   }
   out += fmt::format(
       "speedup: geometric mean over passed workloads of reference latency / solution latency "
