@@ -571,10 +571,14 @@ class Moe final : public Kernel {
     }
 
     DeviceTensor output = make_output(ctx, "output");
-    if (output.numel() == 0) {
+    // The call's one result, at every exit.
+    auto result = [&output] {
       DeviceOutputs o;
       o.emplace("output", std::move(output));
       return o;
+    };
+    if (output.numel() == 0) {
+      return result();
     }
     const std::int64_t slots = t_count * k;
     // The corpus's block-scaled fp8 form runs on the tensor cores (moe_mma.cu); every other
@@ -649,9 +653,7 @@ class Moe final : public Kernel {
                            output.raw(),
                            device::code(output.dtype())};
         moe_mma::run(in, stream);
-        DeviceOutputs o;
-        o.emplace("output", std::move(output));
-        return o;
+        return result();
       }
       const int max_rank = host.back();
       std::int64_t picks = 0, n_max = 0;
@@ -675,16 +677,12 @@ class Moe final : public Kernel {
     }
     if (block_scaled) {  // no picks at all: the output is 0
       FIB_CUDA_CHECK(cudaMemsetAsync(output.raw(), 0, output.nbytes(), stream));
-      DeviceOutputs o;
-      o.emplace("output", std::move(output));
-      return o;
+      return result();
     }
     round_output<<<grid_for(output.numel()), 256, 0, stream>>>(
         acc.as<float>(), output.raw(), device::code(output.dtype()), output.numel());
     FIB_CUDA_CHECK_LAUNCH();
-    DeviceOutputs o;
-    o.emplace("output", std::move(output));
-    return o;
+    return result();
   }
 
  private:
