@@ -75,6 +75,27 @@
 //                                       kernel's first start and last end: per context the
 //                                       medians of the event time and of the blocks' span. Is a
 //                                       context's shift inside the kernel or around it?
+//   /tmp/placement streams [n]          n contexts in one process (default 6), in each 4 streams
+//                                       and 3 sets of 8 event pairs: batches of 8 queued samples
+//                                       (the 32 MiB read with its blocks' span, and the FMA loop)
+//                                       for every (stream, event set) in turn, 40 rounds. Is the
+//                                       launch offset a context's, or a stream's or an event's,
+//                                       which a timer could average by rotating them?
+//   /tmp/placement calib [n]            n contexts in one process (default 12): in each, the
+//                                       launch margin (events less the blocks' span of the 32 MiB
+//                                       read, queued batches of 8) at the start and at the end,
+//                                       and between them five other calls (a full-grid FMA loop,
+//                                       a small-grid one, a single block, a read + FMA pair, an
+//                                       8 MiB read). Across contexts: does subtracting each
+//                                       context's margin take the context's offset out of the
+//                                       other calls' event times?
+//   /tmp/placement scratch [n] [k]      n primary contexts in one process (default 8), in each:
+//                                       its launch margin (as calib), then k scratch contexts
+//                                       (default 8, cuCtxCreate through the runtime's driver
+//                                       entry points, as a worker could) each measuring its own
+//                                       margin, then calib's five calls. Does the primary's
+//                                       margin less the scratch contexts' median correct the
+//                                       calls' event times across primaries, and at what cost?
 //   /tmp/placement hold [seconds]       holds a context open, idle, that long (default 120): is
 //                                       the shift between processes the GPU waking up?
 #include <cuda.h>
@@ -823,6 +844,312 @@ void span_mode(int n) {
   }
 }
 
+// Per context: streams x event sets, each cell a batch of kBatch queued samples (flush, start
+// event, kernel, end event), so launches are queued as in fib's timer. Reports each cell's median
+// event time and events-less-span (read kernel), then compares the spread over streams and over
+// event sets inside a context with the spread of the context means.
+void streams_mode(int n) {
+  const int kStreams = 4, kSets = 3, kBatch = 8, kRounds = 40;
+  const char* names[] = {"read 32 MiB", "fma, no memory"};
+  const size_t small = size_t{32} << 20;
+  // [kind][context][stream][set] medians; for the read also events less span.
+  std::vector<float> cell(2 * n * kStreams * kSets), around(n * kStreams * kSets);
+  auto at = [&](int k, int c, int s, int e) { return ((k * n + c) * kStreams + s) * kSets + e; };
+  for (int c = 0; c < n; ++c) {
+    float4* fl = open_context();
+    std::vector<float4*> smalls = make_pool(8, small);
+    std::vector<cudaStream_t> streams(kStreams);
+    for (auto& st : streams) cudaStreamCreateWithFlags(&st, cudaStreamNonBlocking);
+    std::vector<cudaEvent_t> ev(2 * kBatch * kSets);
+    for (auto& e : ev) cudaEventCreate(&e);
+    unsigned long long* spans = nullptr;  // per sample of a batch: {first start, last end}
+    cudaMalloc(&spans, 2 * kBatch * sizeof(unsigned long long));
+    std::vector<unsigned long long> init(2 * kBatch), h(2 * kBatch);
+    for (int b = 0; b < kBatch; ++b) init[2 * b] = ~0ull, init[2 * b + 1] = 0;
+    std::vector<std::vector<float>> t(2 * kStreams * kSets), a(kStreams * kSets);
+    for (int r = 0; r < kRounds + 1; ++r) {
+      for (int k = 0; k < 2; ++k) {
+        for (int s = 0; s < kStreams; ++s) {
+          for (int e = 0; e < kSets; ++e) {
+            cudaStream_t st = streams[s];
+            cudaMemcpyAsync(spans, init.data(), init.size() * sizeof(init[0]),
+                            cudaMemcpyHostToDevice, st);
+            for (int b = 0; b < kBatch; ++b) {
+              flush<<<sms * 4, 512, 0, st>>>(fl, kFlush / 16);
+              cudaEventRecord(ev[2 * (e * kBatch + b)], st);
+              if (k == 0) {
+                readsum_span<<<sms * 4, 512, 0, st>>>(smalls[(r + b) % 8], small / 16, out,
+                                                      spans + 2 * b);
+              } else {
+                fma_loop<<<sms * 4, 512, 0, st>>>(4096, out);
+              }
+              cudaEventRecord(ev[2 * (e * kBatch + b) + 1], st);
+            }
+            cudaMemcpyAsync(h.data(), spans, h.size() * sizeof(h[0]), cudaMemcpyDeviceToHost, st);
+            cudaStreamSynchronize(st);
+            if (r == 0) continue;  // the warmup round
+            for (int b = 0; b < kBatch; ++b) {
+              float ms = 0;
+              cudaEventElapsedTime(&ms, ev[2 * (e * kBatch + b)], ev[2 * (e * kBatch + b) + 1]);
+              t[(k * kStreams + s) * kSets + e].push_back(ms * 1000);
+              if (k == 0)
+                a[s * kSets + e].push_back(ms * 1000 - (h[2 * b + 1] - h[2 * b]) / 1000.f);
+            }
+          }
+        }
+      }
+    }
+    std::printf("context %d:", c);
+    for (int k = 0; k < 2; ++k) {
+      std::printf(" %s [", names[k]);
+      for (int s = 0; s < kStreams; ++s) {
+        for (int e = 0; e < kSets; ++e) {
+          cell[at(k, c, s, e)] = median(t[(k * kStreams + s) * kSets + e]);
+          std::printf(" %.3f", cell[at(k, c, s, e)]);
+        }
+        std::printf(s + 1 < kStreams ? " |" : " ]");
+      }
+    }
+    std::printf(" around the read's blocks [");
+    for (int s = 0; s < kStreams; ++s)
+      for (int e = 0; e < kSets; ++e) {
+        around[(c * kStreams + s) * kSets + e] = median(a[s * kSets + e]);
+        std::printf(" %.3f", around[(c * kStreams + s) * kSets + e]);
+      }
+    std::printf(" ] us\n");
+    cudaDeviceReset();
+  }
+  // Spreads in us: of the context means; within each context, of the stream means (over event
+  // sets) and of the event-set means (over streams); all as a percentage of the kind's median.
+  for (int k = 0; k < 3; ++k) {
+    auto v = [&](int c, int s, int e) {
+      return k < 2 ? cell[at(k, c, s, e)] : around[(c * kStreams + s) * kSets + e];
+    };
+    std::vector<float> ctx;
+    float worst_stream = 0, worst_set = 0, mean_stream = 0, mean_set = 0;
+    for (int c = 0; c < n; ++c) {
+      float sum = 0;
+      std::vector<float> sm(kStreams, 0), em(kSets, 0);
+      for (int s = 0; s < kStreams; ++s)
+        for (int e = 0; e < kSets; ++e) {
+          sum += v(c, s, e);
+          sm[s] += v(c, s, e) / kSets;
+          em[e] += v(c, s, e) / kStreams;
+        }
+      ctx.push_back(sum / (kStreams * kSets));
+      const float ds =
+          *std::max_element(sm.begin(), sm.end()) - *std::min_element(sm.begin(), sm.end());
+      const float de =
+          *std::max_element(em.begin(), em.end()) - *std::min_element(em.begin(), em.end());
+      worst_stream = std::max(worst_stream, ds), worst_set = std::max(worst_set, de);
+      mean_stream += ds / n, mean_set += de / n;
+    }
+    const float dc =
+        *std::max_element(ctx.begin(), ctx.end()) - *std::min_element(ctx.begin(), ctx.end());
+    std::printf(
+        "%s: context means spread %.3f us; within a context, stream means spread %.3f us on "
+        "average (at most %.3f), event-set means %.3f us (at most %.3f)\n",
+        k < 2 ? names[k] : "around the read's blocks", dc, mean_stream, worst_stream, mean_set,
+        worst_set);
+  }
+}
+
+// Queued samples on the legacy stream: rounds of prepare(), then kBatch x (flush, start event,
+// launch(b), end event), synchronized per batch; event times in us appended to `t`.
+// `after(b, us)` runs once the batch is done (to read what the kernels recorded).
+template <class Prepare, class Launch, class After>
+void queued_samples(float4* fl, int rounds, Prepare prepare, Launch launch, After after,
+                    std::vector<float>& t) {
+  constexpr int kBatch = 8;
+  std::vector<cudaEvent_t> ev(2 * kBatch);
+  for (auto& e : ev) cudaEventCreate(&e);
+  for (int r = 0; r < rounds + 1; ++r) {
+    prepare();
+    for (int b = 0; b < kBatch; ++b) {
+      flush<<<sms * 4, 512>>>(fl, kFlush / 16);
+      cudaEventRecord(ev[2 * b]);
+      launch(b);
+      cudaEventRecord(ev[2 * b + 1]);
+    }
+    cudaDeviceSynchronize();
+    if (r == 0) continue;  // warmup
+    for (int b = 0; b < kBatch; ++b) {
+      float ms = 0;
+      cudaEventElapsedTime(&ms, ev[2 * b], ev[2 * b + 1]);
+      t.push_back(ms * 1000);
+      after(b, ms * 1000);
+    }
+  }
+  for (auto e : ev) cudaEventDestroy(e);
+}
+
+// A context's launch margin: the median of (event time less the blocks' span) of the 32 MiB
+// read over `pool` (8 buffers), in queued batches of 8 after the flush; us.
+float launch_margin(float4* fl, const std::vector<float4*>& pool, int rounds) {
+  const size_t bytes = size_t{32} << 20;
+  unsigned long long* spans = nullptr;  // per sample of a batch: {first start, last end}
+  cudaMalloc(&spans, 16 * sizeof(unsigned long long));
+  unsigned long long init[16], h[16];
+  for (int b = 0; b < 8; ++b) init[2 * b] = ~0ull, init[2 * b + 1] = 0;
+  std::vector<float> t, a;
+  queued_samples(
+      fl, rounds, [&] { cudaMemcpy(spans, init, sizeof init, cudaMemcpyHostToDevice); },
+      [&](int b) { readsum_span<<<sms * 4, 512>>>(pool[b], bytes / 16, out, spans + 2 * b); },
+      [&](int b, float us) {
+        if (b == 0) cudaMemcpy(h, spans, sizeof h, cudaMemcpyDeviceToHost);
+        a.push_back(us - (h[2 * b + 1] - h[2 * b]) / 1000.f);
+      },
+      t);
+  cudaFree(spans);
+  return median(a);
+}
+
+// The calls calib and scratch modes time: (name, launch of sample b).
+const char* kVictimNames[] = {"fma, full grid", "fma, 8 blocks", "fma, 1 thread", "read + fma",
+                              "read 8 MiB"};
+constexpr int kVictims = 5;
+void launch_victim(int k, int b, const std::vector<float4*>& smalls,
+                   const std::vector<float4*>& tinies) {
+  const size_t small = size_t{32} << 20, tiny = size_t{8} << 20;
+  if (k == 0) fma_loop<<<sms * 4, 512>>>(4096, out);
+  if (k == 1) fma_loop<<<8, 128>>>(8192, out);
+  if (k == 2) fma_loop<<<1, 1>>>(8192, out);
+  if (k == 3) {
+    readsum<<<sms * 4, 512>>>(smalls[b], small / 16, out);
+    fma_loop<<<8, 128>>>(4096, out);
+  }
+  if (k == 4) readsum<<<sms * 4, 512>>>(tinies[b], tiny / 16, out);
+}
+
+// Each victim's median over `rounds` x 5 batches, the victims interleaved.
+std::vector<float> victim_medians(float4* fl, int rounds, const std::vector<float4*>& smalls,
+                                  const std::vector<float4*>& tinies) {
+  std::vector<std::vector<float>> t(kVictims);
+  for (int r = 0; r < rounds; ++r)
+    for (int k = 0; k < kVictims; ++k)
+      queued_samples(
+          fl, 5, [] {}, [&](int b) { launch_victim(k, b, smalls, tinies); }, [](int, float) {},
+          t[k]);
+  std::vector<float> m;
+  for (auto& x : t) m.push_back(median(x));
+  return m;
+}
+
+void calib_mode(int n) {
+  const char** names = kVictimNames;
+  const int kRounds = 50;
+  std::vector<float> m0, m1;                    // margins per context, start and end
+  std::vector<std::vector<float>> v(kVictims);  // victims' medians per context
+  for (int c = 0; c < n; ++c) {
+    float4* fl = open_context();
+    std::vector<float4*> smalls = make_pool(8, size_t{32} << 20),
+                         tinies = make_pool(8, size_t{8} << 20);
+    auto margin = [&] { return launch_margin(fl, smalls, kRounds); };
+    m0.push_back(margin());
+    const std::vector<float> vm = victim_medians(fl, kRounds / 5, smalls, tinies);
+    m1.push_back(margin());
+    std::printf("context %2d: margin %.3f us, at the end %.3f;", c, m0.back(), m1.back());
+    for (int k = 0; k < kVictims; ++k) {
+      v[k].push_back(vm[k]);
+      std::printf(" %s %.3f;", names[k], v[k].back());
+    }
+    std::printf("\n");
+    cudaDeviceReset();
+  }
+  report("margin at the start", m0);
+  report("margin at the end", m1);
+  std::printf("margin, end less start: correlation over contexts %.2f\n", fit(m0, m1).correlation);
+  for (int k = 0; k < kVictims; ++k) {
+    std::vector<float> corrected;
+    for (int c = 0; c < n; ++c) corrected.push_back(v[k][c] - m0[c]);
+    const auto mm = std::minmax_element(v[k].begin(), v[k].end());
+    const auto cm = std::minmax_element(corrected.begin(), corrected.end());
+    const Fit f = fit(m0, v[k]);
+    std::printf(
+        "%s: medians spread %.3f us (%.2f%%), less the context's margin %.3f us (%.2f%%); "
+        "correlation with the margin %.2f, slope %.2f\n",
+        names[k], *mm.second - *mm.first, 100 * (*mm.second - *mm.first) / median(v[k]),
+        *cm.second - *cm.first, 100 * (*cm.second - *cm.first) / median(v[k]), f.correlation,
+        f.slope);
+  }
+}
+
+// The driver's context calls through the runtime's entry points (no link to libcuda).
+struct DriverContexts {
+  using Create = CUresult (*)(CUcontext*, unsigned, CUdevice);
+  using Destroy = CUresult (*)(CUcontext);
+  Create create = nullptr;
+  Destroy destroy = nullptr;
+  DriverContexts() {
+    cudaDriverEntryPointQueryResult q;
+    cudaGetDriverEntryPointByVersion("cuCtxCreate", reinterpret_cast<void**>(&create), 3020,
+                                     cudaEnableDefault, &q);
+    cudaGetDriverEntryPointByVersion("cuCtxDestroy", reinterpret_cast<void**>(&destroy), 4000,
+                                     cudaEnableDefault, &q);
+  }
+};
+
+void scratch_mode(int n, int k) {
+  const int kRounds = 50;
+  DriverContexts drv;
+  std::vector<float> mp, delta, cost;
+  std::vector<std::vector<float>> v(kVictims);
+  for (int c = 0; c < n; ++c) {
+    float4* fl = open_context();
+    std::vector<float4*> smalls = make_pool(8, size_t{32} << 20),
+                         tinies = make_pool(8, size_t{8} << 20);
+    mp.push_back(launch_margin(fl, smalls, kRounds));
+    float* own_out = out;
+    const auto t0 = std::chrono::steady_clock::now();
+    std::vector<float> ms;
+    for (int j = 0; j < k; ++j) {
+      CUcontext ctx = nullptr;
+      if (!drv.create || drv.create(&ctx, 0, 0) != CUDA_SUCCESS) {
+        std::printf("cuCtxCreate failed\n");
+        return;
+      }
+      cudaMalloc(&out, 4);
+      float4* sfl = nullptr;
+      cudaMalloc(&sfl, kFlush);
+      ms.push_back(launch_margin(sfl, make_pool(8, size_t{32} << 20), 25));
+      drv.destroy(ctx);  // frees its memory and pops it: the primary is current again
+    }
+    out = own_out;
+    cost.push_back(std::chrono::duration<float>(std::chrono::steady_clock::now() - t0).count());
+    delta.push_back(mp.back() - median(ms));
+    const std::vector<float> vm = victim_medians(fl, kRounds / 5, smalls, tinies);
+    std::printf("primary %d: margin %.3f us; scratch margins", c, mp.back());
+    for (float x : ms) std::printf(" %.3f", x);
+    std::printf(" (%.2f s); correction %.3f us;", cost.back(), delta.back());
+    for (int i = 0; i < kVictims; ++i) {
+      v[i].push_back(vm[i]);
+      std::printf(" %s %.3f;", kVictimNames[i], vm[i]);
+    }
+    std::printf("\n");
+    cudaDeviceReset();
+  }
+  report("primary margins", mp);
+  float mean_mp = 0;
+  for (float x : mp) mean_mp += x / n;
+  auto spread = [](std::vector<float> x) {
+    const auto mm = std::minmax_element(x.begin(), x.end());
+    return *mm.second - *mm.first;
+  };
+  for (int i = 0; i < kVictims; ++i) {
+    std::vector<float> corr, oracle;
+    for (int c = 0; c < n; ++c) {
+      corr.push_back(v[i][c] - delta[c]);
+      oracle.push_back(v[i][c] - (mp[c] - mean_mp));
+    }
+    const float med = median(v[i]);
+    std::printf(
+        "%s: spread over primaries %.3f us (%.2f%%); corrected by the scratch median %.3f us "
+        "(%.2f%%); by the primaries' mean margin %.3f us (%.2f%%)\n",
+        kVictimNames[i], spread(v[i]), 100 * spread(v[i]) / med, spread(corr),
+        100 * spread(corr) / med, spread(oracle), 100 * spread(oracle) / med);
+  }
+}
+
 int main(int argc, char** argv) {
   const char* mode = argc > 1 ? argv[1] : "buffer";
   // The modes that make their own contexts, with their default context counts.
@@ -830,11 +1157,14 @@ int main(int argc, char** argv) {
     const char* name;
     void (*run)(int);
     int contexts;
-  } context_modes[] = {{"contexts", contexts_mode, 8},
-                       {"kinds", kinds_mode, 12},
-                       {"clocks", clocks_mode, 10},
-                       {"smid", smid_mode, 8},
-                       {"span", span_mode, 10}};
+  } context_modes[] = {{"contexts", contexts_mode, 8}, {"kinds", kinds_mode, 12},
+                       {"clocks", clocks_mode, 10},    {"smid", smid_mode, 8},
+                       {"span", span_mode, 10},        {"streams", streams_mode, 6},
+                       {"calib", calib_mode, 12}};
+  if (std::strcmp(mode, "scratch") == 0) {
+    scratch_mode(argc > 2 ? std::atoi(argv[2]) : 8, argc > 3 ? std::atoi(argv[3]) : 8);
+    return 0;
+  }
   for (const auto& m : context_modes) {
     if (std::strcmp(mode, m.name) == 0) {
       m.run(argc > 2 ? std::atoi(argv[2]) : m.contexts);
