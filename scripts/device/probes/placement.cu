@@ -96,6 +96,14 @@
 //                                       margin, then calib's five calls. Does the primary's
 //                                       margin less the scratch contexts' median correct the
 //                                       calls' event times across primaries, and at what cost?
+//   /tmp/placement steps [seconds]      for that long (default 60), in 10 s cycles of 5 s busy (a
+//                                       4.4 ms FMA load between samples) and 5 s light (5 ms host
+//                                       sleeps): per half second, the median event time of the
+//                                       load and of the 44 us FMA loop, the SM clock the loop's
+//                                       first block implies (cycles over global-timer ns), and
+//                                       NVML's SM clock, power and temperature. Do kernel times
+//                                       step with the SMs' effective clock while NVML reads the
+//                                       same clock? (link with -ldl)
 //   /tmp/placement hold [seconds]       holds a context open, idle, that long (default 120): is
 //                                       the shift between processes the GPU waking up?
 #include <cuda.h>
@@ -1150,6 +1158,63 @@ void scratch_mode(int n, int k) {
   }
 }
 
+void steps_mode(double seconds) {
+  Nvml nvml;
+  if (!nvml.open()) std::printf("(NVML not available: no clocks or temperatures)\n");
+  unsigned long long* stamps = nullptr;
+  cudaMallocHost(&stamps, 2 * sizeof(unsigned long long));
+  cudaEvent_t l0, l1;
+  cudaEventCreate(&l0);
+  cudaEventCreate(&l1);
+  std::vector<float> win_loop, win_mhz, win_load;
+  std::printf("   t  phase  load us  loop us  implied MHz  nvml MHz   W  gpu C\n");
+  const auto start = std::chrono::steady_clock::now();
+  auto elapsed = [&] {
+    return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  };
+  for (double w = 0.5; w <= seconds; w += 0.5) {
+    const bool busy = std::fmod(w - 0.25, 10.0) < 5.0;
+    std::vector<float> loop, mhz, load;
+    while (elapsed() < w) {
+      if (busy) {
+        cudaEventRecord(l0);
+        fma_loop<<<sms * 4, 512>>>(409600, out);
+        cudaEventRecord(l1);
+      } else {
+        struct timespec ts = {0, 5000000};
+        nanosleep(&ts, nullptr);
+      }
+      for (int i = 0; i < 4; ++i) {
+        cudaEventRecord(e0);
+        fma_loop_timed<<<sms * 4, 512>>>(4096, out, stamps);
+        cudaEventRecord(e1);
+        cudaEventSynchronize(e1);
+        float ms = 0;
+        cudaEventElapsedTime(&ms, e0, e1);
+        loop.push_back(ms * 1000);
+        mhz.push_back(static_cast<float>(1e3 * stamps[0] / static_cast<double>(stamps[1])));
+      }
+      if (busy) {
+        float ms = 0;
+        cudaEventElapsedTime(&ms, l0, l1);
+        load.push_back(ms * 1000);
+      }
+    }
+    unsigned v[5];
+    nvml.read(v);
+    win_loop.push_back(median(loop));
+    win_mhz.push_back(median(mhz));
+    if (busy) win_load.push_back(median(load));
+    std::printf("%5.1f  %-5s %8.1f %8.3f %12.1f %9u %3u %5u\n", w, busy ? "busy" : "light",
+                busy ? median(load) : 0.f, win_loop.back(), win_mhz.back(), v[0], v[4], v[2]);
+  }
+  report("44 us loop, half-second medians", win_loop);
+  report("4.4 ms load, half-second medians", win_load);
+  const Fit f = fit(win_mhz, win_loop);
+  std::printf("loop time against implied MHz over windows: correlation %.2f, slope %.4f us/MHz\n",
+              f.correlation, f.slope);
+}
+
 int main(int argc, char** argv) {
   const char* mode = argc > 1 ? argv[1] : "buffer";
   // The modes that make their own contexts, with their default context counts.
@@ -1184,6 +1249,10 @@ int main(int argc, char** argv) {
   cudaMalloc(&out, 4);
   cudaEventCreate(&e0);
   cudaEventCreate(&e1);
+  if (std::strcmp(mode, "steps") == 0) {
+    steps_mode(argc > 2 ? std::atof(argv[2]) : 60);
+    return 0;
+  }
   if (std::strcmp(mode, "flush") == 0) {
     flush_mode(argc > 2 ? std::atoi(argv[2]) : 1);
     return 0;
