@@ -852,12 +852,58 @@ void span_mode(int n) {
   }
 }
 
+constexpr int kBatch = 8;  // samples queued per batch by queued_batch
+
+// One batch on stream `st`: kBatch x (flush, start event, launch(b), end event) with the event
+// pairs ev[2b], ev[2b + 1], then `finish()` enqueued (a copy back of what the kernels recorded)
+// and the stream synchronized; the event times in us are appended to `t`.
+template <class Launch, class Finish>
+void queued_batch(float4* fl, cudaStream_t st, const cudaEvent_t* ev, Launch launch, Finish finish,
+                  std::vector<float>& t) {
+  for (int b = 0; b < kBatch; ++b) {
+    flush<<<sms * 4, 512, 0, st>>>(fl, kFlush / 16);
+    cudaEventRecord(ev[2 * b], st);
+    launch(b);
+    cudaEventRecord(ev[2 * b + 1], st);
+  }
+  finish();
+  cudaStreamSynchronize(st);
+  for (int b = 0; b < kBatch; ++b) {
+    float ms = 0;
+    cudaEventElapsedTime(&ms, ev[2 * b], ev[2 * b + 1]);
+    t.push_back(ms * 1000);
+  }
+}
+
+// Queued samples on the legacy stream: rounds of prepare(), then a batch, the first round a
+// warmup left out; event times in us appended to `t`. `after(b, us)` runs once each kept batch
+// is done (to read what the kernels recorded).
+template <class Prepare, class Launch, class After>
+void queued_samples(float4* fl, int rounds, Prepare prepare, Launch launch, After after,
+                    std::vector<float>& t) {
+  std::vector<cudaEvent_t> ev(2 * kBatch);
+  for (auto& e : ev) cudaEventCreate(&e);
+  std::vector<float> batch;
+  for (int r = 0; r < rounds + 1; ++r) {
+    prepare();
+    batch.clear();
+    queued_batch(
+        fl, 0, ev.data(), launch, [] {}, batch);
+    if (r == 0) continue;  // warmup
+    for (int b = 0; b < kBatch; ++b) {
+      t.push_back(batch[b]);
+      after(b, batch[b]);
+    }
+  }
+  for (auto e : ev) cudaEventDestroy(e);
+}
+
 // Per context: streams x event sets, each cell a batch of kBatch queued samples (flush, start
 // event, kernel, end event), so launches are queued as in fib's timer. Reports each cell's median
 // event time and events-less-span (read kernel), then compares the spread over streams and over
 // event sets inside a context with the spread of the context means.
 void streams_mode(int n) {
-  const int kStreams = 4, kSets = 3, kBatch = 8, kRounds = 40;
+  const int kStreams = 4, kSets = 3, kRounds = 40;
   const char* names[] = {"read 32 MiB", "fma, no memory"};
   const size_t small = size_t{32} << 20;
   // [kind][context][stream][set] medians; for the read also events less span.
@@ -875,6 +921,7 @@ void streams_mode(int n) {
     std::vector<unsigned long long> init(2 * kBatch), h(2 * kBatch);
     for (int b = 0; b < kBatch; ++b) init[2 * b] = ~0ull, init[2 * b + 1] = 0;
     std::vector<std::vector<float>> t(2 * kStreams * kSets), a(kStreams * kSets);
+    std::vector<float> batch;
     for (int r = 0; r < kRounds + 1; ++r) {
       for (int k = 0; k < 2; ++k) {
         for (int s = 0; s < kStreams; ++s) {
@@ -882,26 +929,26 @@ void streams_mode(int n) {
             cudaStream_t st = streams[s];
             cudaMemcpyAsync(spans, init.data(), init.size() * sizeof(init[0]),
                             cudaMemcpyHostToDevice, st);
-            for (int b = 0; b < kBatch; ++b) {
-              flush<<<sms * 4, 512, 0, st>>>(fl, kFlush / 16);
-              cudaEventRecord(ev[2 * (e * kBatch + b)], st);
-              if (k == 0) {
-                readsum_span<<<sms * 4, 512, 0, st>>>(smalls[(r + b) % 8], small / 16, out,
-                                                      spans + 2 * b);
-              } else {
-                fma_loop<<<sms * 4, 512, 0, st>>>(4096, out);
-              }
-              cudaEventRecord(ev[2 * (e * kBatch + b) + 1], st);
-            }
-            cudaMemcpyAsync(h.data(), spans, h.size() * sizeof(h[0]), cudaMemcpyDeviceToHost, st);
-            cudaStreamSynchronize(st);
+            batch.clear();
+            queued_batch(
+                fl, st, &ev[2 * kBatch * e],
+                [&](int b) {
+                  if (k == 0) {
+                    readsum_span<<<sms * 4, 512, 0, st>>>(smalls[(r + b) % 8], small / 16, out,
+                                                          spans + 2 * b);
+                  } else {
+                    fma_loop<<<sms * 4, 512, 0, st>>>(4096, out);
+                  }
+                },
+                [&] {
+                  cudaMemcpyAsync(h.data(), spans, h.size() * sizeof(h[0]), cudaMemcpyDeviceToHost,
+                                  st);
+                },
+                batch);
             if (r == 0) continue;  // the warmup round
             for (int b = 0; b < kBatch; ++b) {
-              float ms = 0;
-              cudaEventElapsedTime(&ms, ev[2 * (e * kBatch + b)], ev[2 * (e * kBatch + b) + 1]);
-              t[(k * kStreams + s) * kSets + e].push_back(ms * 1000);
-              if (k == 0)
-                a[s * kSets + e].push_back(ms * 1000 - (h[2 * b + 1] - h[2 * b]) / 1000.f);
+              t[(k * kStreams + s) * kSets + e].push_back(batch[b]);
+              if (k == 0) a[s * kSets + e].push_back(batch[b] - (h[2 * b + 1] - h[2 * b]) / 1000.f);
             }
           }
         }
@@ -960,35 +1007,6 @@ void streams_mode(int n) {
         k < 2 ? names[k] : "around the read's blocks", dc, mean_stream, worst_stream, mean_set,
         worst_set);
   }
-}
-
-// Queued samples on the legacy stream: rounds of prepare(), then kBatch x (flush, start event,
-// launch(b), end event), synchronized per batch; event times in us appended to `t`.
-// `after(b, us)` runs once the batch is done (to read what the kernels recorded).
-template <class Prepare, class Launch, class After>
-void queued_samples(float4* fl, int rounds, Prepare prepare, Launch launch, After after,
-                    std::vector<float>& t) {
-  constexpr int kBatch = 8;
-  std::vector<cudaEvent_t> ev(2 * kBatch);
-  for (auto& e : ev) cudaEventCreate(&e);
-  for (int r = 0; r < rounds + 1; ++r) {
-    prepare();
-    for (int b = 0; b < kBatch; ++b) {
-      flush<<<sms * 4, 512>>>(fl, kFlush / 16);
-      cudaEventRecord(ev[2 * b]);
-      launch(b);
-      cudaEventRecord(ev[2 * b + 1]);
-    }
-    cudaDeviceSynchronize();
-    if (r == 0) continue;  // warmup
-    for (int b = 0; b < kBatch; ++b) {
-      float ms = 0;
-      cudaEventElapsedTime(&ms, ev[2 * b], ev[2 * b + 1]);
-      t.push_back(ms * 1000);
-      after(b, ms * 1000);
-    }
-  }
-  for (auto e : ev) cudaEventDestroy(e);
 }
 
 // A context's launch margin: the median of (event time less the blocks' span) of the 32 MiB
