@@ -18,7 +18,7 @@ REPS=${FIB_BENCH_REPETITIONS:-5}
 
 cmake -S . -B "$BUILD_DIR" -G Ninja -DCMAKE_BUILD_TYPE=Release -DFIB_BUILD_BENCHMARKS=ON >/dev/null
 cmake --build "$BUILD_DIR" --target bench_dataset
-bin="$BUILD_DIR/bench/bench_dataset"
+bin="$BUILD_DIR/benchmarks/bench_dataset"
 results="$BUILD_DIR/bench-results"
 rm -rf "$results"
 mkdir -p "$results"

@@ -17,7 +17,7 @@ cd "$(dirname "$0")/../.."
 OUT=${OUT:-/tmp/fib-out}
 mkdir -p "$OUT"
 build=${FIB_DEVICE_BUILD:-build-device}
-exe="$build/bench/gpu/fib_timing_check"
+exe="$build/benchmarks/gpu/fib_timing_check"
 reps=${NCU_REPS:-20}
 if [ ! -x "$exe" ]; then
   echo "ncu-check: $exe not built (run gpu-check.sh with the fib_timing_check target first)"
