@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Measures `fib run` itself (docs/benchmarks.md, "fib run"):
+# Measures `fib run` itself (docs/benchmarks.md, "fib run on the CPU"):
 #  1. harness overhead per (solution, workload) evaluation once built: wall time of the
 #     evaluation minus the time inside its timed calls, from the run's own accounting, on the
 #     example's correct solutions with the default trial settings (warm build cache);

@@ -1,8 +1,8 @@
-// What fib's GPU timer costs in wall time, per mode (docs/benchmarks.md, "Fifteenth session").
+// What fib's GPU timer costs in wall time, per mode (docs/benchmarks.md, "GPU timer cost").
 //
-// fib run's CUPTI timer spent about 80 ms of worker time per evaluation against 45 ms for the
-// event timer. This program times the pieces on a short kernel (a 2 MiB copy, a few us), each
-// repeated, and prints the median wall time of each:
+// CUPTI mode costs more host time per trial than event mode, and where that time goes decides
+// whether `fib run --gpu-timer cupti` keeps the GPU busy. This program times the pieces on a short
+// kernel (a 2 MiB copy, a few us), each repeated, and prints the median wall time of each:
 //   - measure(): one trial as fib run's worker makes it (a first trial with 3 warmup calls, then
 //     warm trials; 30 timed calls, no early stop), in events and in CUPTI mode;
 //   - the CUPTI session alone: opening it (activity enabled) and closing it (disabled, flushed);

@@ -1,7 +1,7 @@
 // Keeps the GPU busy with device-memory copies for the given seconds (default 25), so that a
 // measurement that follows starts on a GPU in the state later ones find it in: measure.sh's
 // first `fib run` otherwise starts on a GPU idle since the build, and its memory-bound medians
-// stood apart from the later runs' (docs/benchmarks.md, "Warm start").
+// stood apart from the later runs' (docs/benchmarks.md, "fib run on a GPU").
 #include <cuda_runtime.h>
 
 #include <chrono>
