@@ -1,7 +1,7 @@
 // Kernels of known cost, for checking timers: a kernel that waits a given wall time on the GPU's
 // global timer, an empty kernel, and a read-only pass over a buffer. Used by the timing tests
-// and the Nsight Compute agreement check (benchmarks/gpu). Their names start with "fib_calib_" (plain
-// extern "C" names, so profilers and CUPTI show them as written).
+// and the Nsight Compute agreement check (benchmarks/gpu). Their names start with "fib_calib_"
+// (plain extern "C" names, so profilers and CUPTI show them as written).
 #pragma once
 
 #include <cstddef>
