@@ -1,6 +1,5 @@
 // run_benchmark: sets a run up (devices, evaluation settings, seed, lanes), plans it, runs the
 // plan on the lanes and summarizes what they recorded.
-#include <fmt/format.h>
 
 #include <chrono>
 #include <random>
