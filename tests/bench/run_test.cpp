@@ -395,9 +395,12 @@ FIB_EXPORT_SOLUTION(run, run_);
                /*dps=*/false);
   const RunResult r = run({"static_buffer"});
   ASSERT_EQ(r.traces.size(), 2u);
-  EXPECT_EQ(r.traces[0].evaluation->status, EvaluationStatus::kRuntimeError);
-  EXPECT_NE(r.traces[0].evaluation->log.find("was not allocated with fib::allocate"),
-            std::string::npos);
+  EXPECT_NE(r.traces[0].workload.uuid, r.traces[1].workload.uuid);
+  for (const Trace& t : r.traces) {
+    EXPECT_EQ(t.evaluation->status, EvaluationStatus::kRuntimeError) << t.workload.uuid;
+    EXPECT_NE(t.evaluation->log.find("was not allocated with fib::allocate"), std::string::npos)
+        << t.evaluation->log;
+  }
 }
 
 TEST_F(RunCheats, AnEntryPointOfTheWrongArityIsACompileError) {
@@ -407,13 +410,16 @@ FIB_EXPORT_SOLUTION(run, run_);
 )");
   const RunResult r = run({"two_params"});
   ASSERT_EQ(r.traces.size(), 2u);
-  EXPECT_EQ(r.traces[0].evaluation->status, EvaluationStatus::kCompileError);
-  EXPECT_NE(r.traces[0].evaluation->log.find(
-                "the entry point takes 2 parameters and returns 0 tensors, but a "
-                "destination-passing solution of rmsnorm_h2048 is called with 3 "
-                "(hidden_states, weight, output)"),
-            std::string::npos)
-      << r.traces[0].evaluation->log;
+  EXPECT_NE(r.traces[0].workload.uuid, r.traces[1].workload.uuid);
+  for (const Trace& t : r.traces) {
+    EXPECT_EQ(t.evaluation->status, EvaluationStatus::kCompileError) << t.workload.uuid;
+    EXPECT_NE(
+        t.evaluation->log.find("the entry point takes 2 parameters and returns 0 tensors, but a "
+                               "destination-passing solution of rmsnorm_h2048 is called with 3 "
+                               "(hidden_states, weight, output)"),
+        std::string::npos)
+        << t.evaluation->log;
+  }
 }
 
 TEST(RunOptionsErrors, UnknownDeviceAndMissingDatasetAreErrors) {
