@@ -326,23 +326,45 @@ FIB_EXPORT_SOLUTION(run, run_);
 
 TEST_F(RunCheats, InterposingTheClockDoesNotChangeTimings) {
   // Defines clock_gettime returning a frozen time: with RTLD_LOCAL loading it cannot replace
-  // the clock fib reads, so latencies stay positive and close to the honest solution's.
-  add_solution("frozen_clock", std::string(kRmsnorm) + R"(
-#include <time.h>
-extern "C" __attribute__((visibility("default"))) int clock_gettime(clockid_t, struct timespec* t) {
-  t->tv_sec = 0; t->tv_nsec = 0; return 0;
-}
+  // the clock fib reads, so its timings are those of the same work without the definition.
+  const std::string body = R"(
 static void run_(fib::TensorView x, fib::TensorView w, fib::TensorView y) {
   rms(x.data_ptr<const std::uint16_t>(), w.data_ptr<const std::uint16_t>(),
       y.data_ptr<std::uint16_t>(), x.size(0), x.size(1));
 }
 FIB_EXPORT_SOLUTION(run, run_);
-)");
-  const RunResult r = run({"frozen_clock"});
-  ASSERT_EQ(r.traces.size(), 2u);
+)";
+  add_solution("frozen_clock", std::string(kRmsnorm) + R"(
+#include <time.h>
+extern "C" __attribute__((visibility("default"))) int clock_gettime(clockid_t, struct timespec* t) {
+  t->tv_sec = 0; t->tv_nsec = 0; return 0;
+}
+)" + body);
+  add_solution("honest", std::string(kRmsnorm) + body);
+  const RunResult r = run({"honest", "frozen_clock"});
+  ASSERT_EQ(r.traces.size(), 4u);
+  // Median of all timed samples, by workload then solution.
+  std::map<std::string, std::map<std::string, double>> median_ms;
   for (const Trace& t : r.traces) {
     ASSERT_EQ(t.evaluation->status, EvaluationStatus::kPassed) << t.evaluation->log;
-    EXPECT_GT(t.evaluation->performance->extra["solution"]["min_ms"].get<double>(), 0.0);
+    median_ms[t.workload.uuid][*t.solution] =
+        t.evaluation->performance->extra["solution"]["median_ms"].get<double>();
+  }
+  ASSERT_EQ(median_ms.size(), 2u);
+  // Had the frozen clock replaced fib's, both reads around each call would return 0 and every
+  // sample would be 0 ms; a clock slowed (or sped up) to flatter the solution would scale its
+  // samples by that factor. Identical code on the same machine, timed in the same run, gives
+  // medians (of 12 single calls each) within a small factor of each other even on a loaded
+  // 2-core machine (0.8 to 1.6 on both workloads over 6 runs while other builds ran): a ratio
+  // outside [1/4, 4] is the solution's clock, not noise.
+  constexpr double kFactor = 4.0;
+  for (const auto& [workload, by_solution] : median_ms) {
+    ASSERT_EQ(by_solution.size(), 2u) << workload;
+    const double honest = by_solution.at("honest");
+    const double interposing = by_solution.at("frozen_clock");
+    ASSERT_GT(honest, 0.0) << workload;
+    EXPECT_GT(interposing, honest / kFactor) << workload << ": honest " << honest << " ms";
+    EXPECT_LT(interposing, honest * kFactor) << workload << ": honest " << honest << " ms";
   }
 }
 
@@ -395,9 +417,12 @@ FIB_EXPORT_SOLUTION(run, run_);
                /*dps=*/false);
   const RunResult r = run({"static_buffer"});
   ASSERT_EQ(r.traces.size(), 2u);
-  EXPECT_EQ(r.traces[0].evaluation->status, EvaluationStatus::kRuntimeError);
-  EXPECT_NE(r.traces[0].evaluation->log.find("was not allocated with fib::allocate"),
-            std::string::npos);
+  EXPECT_NE(r.traces[0].workload.uuid, r.traces[1].workload.uuid);
+  for (const Trace& t : r.traces) {
+    EXPECT_EQ(t.evaluation->status, EvaluationStatus::kRuntimeError) << t.workload.uuid;
+    EXPECT_NE(t.evaluation->log.find("was not allocated with fib::allocate"), std::string::npos)
+        << t.evaluation->log;
+  }
 }
 
 TEST_F(RunCheats, AnEntryPointOfTheWrongArityIsACompileError) {
@@ -407,13 +432,16 @@ FIB_EXPORT_SOLUTION(run, run_);
 )");
   const RunResult r = run({"two_params"});
   ASSERT_EQ(r.traces.size(), 2u);
-  EXPECT_EQ(r.traces[0].evaluation->status, EvaluationStatus::kCompileError);
-  EXPECT_NE(r.traces[0].evaluation->log.find(
-                "the entry point takes 2 parameters and returns 0 tensors, but a "
-                "destination-passing solution of rmsnorm_h2048 is called with 3 "
-                "(hidden_states, weight, output)"),
-            std::string::npos)
-      << r.traces[0].evaluation->log;
+  EXPECT_NE(r.traces[0].workload.uuid, r.traces[1].workload.uuid);
+  for (const Trace& t : r.traces) {
+    EXPECT_EQ(t.evaluation->status, EvaluationStatus::kCompileError) << t.workload.uuid;
+    EXPECT_NE(
+        t.evaluation->log.find("the entry point takes 2 parameters and returns 0 tensors, but a "
+                               "destination-passing solution of rmsnorm_h2048 is called with 3 "
+                               "(hidden_states, weight, output)"),
+        std::string::npos)
+        << t.evaluation->log;
+  }
 }
 
 TEST(RunOptionsErrors, UnknownDeviceAndMissingDatasetAreErrors) {

@@ -1,7 +1,7 @@
 // CUDA gdn (decode, mtp, prefill) against the CPU reference: every corpus definition on
 // synthesized inputs, edge cases (a batch of one, a zero-length prefill sequence and rows no
 // sequence covers, prefill without an initial state, a negative mtp pool index, an index past
-// the pool), and a full-size timing.
+// the pool), and full-size timings with their outputs checked.
 #include <gtest/gtest.h>
 
 #include <filesystem>
@@ -108,20 +108,22 @@ TEST(CudaReferenceGdn, MtpPoolIndices) {
 }
 
 TEST(CudaReferenceGdn, FullSizeWorkloadsTakeWellUnderASecond) {
-  // A 16k-token prefill in one sequence (the recurrence is sequential over tokens), and a
-  // decode batch of 256.
+  // A 16k-token prefill in one sequence (the recurrence is sequential over tokens) and in 16,
+  // and a decode batch of 256: each timed, then its outputs on synthesized inputs checked
+  // against the CPU reference on the whole shape (~1e10 multiply-adds, seconds on the CPU; the
+  // recurrence leaves no row to sample alone).
   FIB_REQUIRE_GPU();
   FIB_REQUIRE_CORPUS(corpus);
   const Definition prefill = corpus_definition(corpus, "gdn", "gdn_prefill_qk16_v32_d128_k_last");
-  EXPECT_LT(time_full_size(
-                prefill, {{"total_seq_len", 16384}, {"num_seqs", 1}, {"len_cu_seqlens", 2}}, 0x3c),
-            1.0);
-  EXPECT_LT(
-      time_full_size(prefill, {{"total_seq_len", 16384}, {"num_seqs", 16}, {"len_cu_seqlens", 17}},
-                     0x3c),
-      1.0);
+  const AxisValues one = {{"total_seq_len", 16384}, {"num_seqs", 1}, {"len_cu_seqlens", 2}};
+  const AxisValues many = {{"total_seq_len", 16384}, {"num_seqs", 16}, {"len_cu_seqlens", 17}};
+  EXPECT_LT(time_full_size(prefill, one, 0x3c), 1.0);
+  expect_full_size_matches_cpu(prefill, one, 650, kTol);
+  EXPECT_LT(time_full_size(prefill, many, 0x3c), 1.0);
+  expect_full_size_matches_cpu(prefill, many, 651, kTol);
   const Definition decode = corpus_definition(corpus, "gdn", "gdn_decode_qk16_v32_d128_k_last");
   EXPECT_LT(time_full_size(decode, {{"batch_size", 256}}, 0x3c), 1.0);
+  expect_full_size_matches_cpu(decode, {{"batch_size", 256}}, 652, kTol);
 }
 
 }  // namespace

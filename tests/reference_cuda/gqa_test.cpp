@@ -2,7 +2,7 @@
 // reference: every corpus definition on synthesized inputs (short and long sequences, so both
 // the split-keys decode path and the one-split prefill path run), hand-made edge cases (empty
 // sequences, partial and zero-length last pages, rows no sequence covers, causal rows that see
-// no key), inputs the CPU reference rejects, and full-size timings.
+// no key), inputs the CPU reference rejects, and full-size timings with their outputs checked.
 #include <gtest/gtest.h>
 
 #include <filesystem>
@@ -239,39 +239,37 @@ TEST(CudaReferenceGqa, RejectedIndicesPoisonTheOutputs) {
 }
 
 TEST(CudaReferenceGqa, FullSizeWorkloadsTakeWellUnderASecond) {
-  // The largest shapes of the corpus's gqa workloads, and a 16k-token single-sequence prefill.
+  // The largest shapes of the corpus's gqa workloads, and a 16k-token single-sequence prefill:
+  // each timed, then its outputs on synthesized inputs checked against the CPU reference. Whole
+  // where the CPU reference takes seconds (~1e11 multiply-adds at most, the 33 sequences of
+  // random lengths); the single 16k-token sequence (~1e12, minutes on the CPU) on its last 64
+  // query rows, the ones that see every key.
   FIB_REQUIRE_GPU();
   FIB_REQUIRE_CORPUS(corpus);
   const Definition decode =
       corpus_definition(corpus, "gqa_paged", "gqa_paged_decode_h32_kv4_d128_ps1");
-  EXPECT_LT(
-      time_full_size(
-          decode,
-          {{"batch_size", 64}, {"num_pages", 61535}, {"len_indptr", 65}, {"num_kv_indices", 61519}},
-          0x3c),
-      1.0);
-  EXPECT_LT(
-      time_full_size(
-          decode,
-          {{"batch_size", 1}, {"num_pages", 61535}, {"len_indptr", 2}, {"num_kv_indices", 61519}},
-          0x3c),
-      1.0);
+  const AxisValues decode_batch = {
+      {"batch_size", 64}, {"num_pages", 61535}, {"len_indptr", 65}, {"num_kv_indices", 61519}};
+  const AxisValues decode_one = {
+      {"batch_size", 1}, {"num_pages", 61535}, {"len_indptr", 2}, {"num_kv_indices", 61519}};
+  EXPECT_LT(time_full_size(decode, decode_batch, 0x3c), 1.0);
+  expect_full_size_matches_cpu(decode, decode_batch, 250, kTol);
+  EXPECT_LT(time_full_size(decode, decode_one, 0x3c), 1.0);
+  expect_full_size_matches_cpu(decode, decode_one, 251, kTol);
   const Definition paged =
       corpus_definition(corpus, "gqa_paged", "gqa_paged_prefill_causal_h32_kv8_d128_ps1");
-  EXPECT_LT(
-      time_full_size(
-          paged,
-          {{"len_indptr", 18}, {"total_q", 3478}, {"num_kv_indices", 2560}, {"num_pages", 716370}},
-          0x3c),
-      1.0);
+  const AxisValues paged_axes = {
+      {"len_indptr", 18}, {"total_q", 3478}, {"num_kv_indices", 2560}, {"num_pages", 716370}};
+  EXPECT_LT(time_full_size(paged, paged_axes, 0x3c), 1.0);
+  expect_full_size_matches_cpu(paged, paged_axes, 252, kTol);
   const Definition ragged =
       corpus_definition(corpus, "gqa_ragged", "gqa_ragged_prefill_causal_h32_kv4_d128");
-  EXPECT_LT(
-      time_full_size(ragged, {{"len_indptr", 34}, {"total_q", 16294}, {"total_kv", 16294}}, 0x3c),
-      1.0);
-  EXPECT_LT(
-      time_full_size(ragged, {{"len_indptr", 2}, {"total_q", 16384}, {"total_kv", 16384}}, 0x3c),
-      1.0);
+  const AxisValues ragged_many = {{"len_indptr", 34}, {"total_q", 16294}, {"total_kv", 16294}};
+  const AxisValues ragged_one = {{"len_indptr", 2}, {"total_q", 16384}, {"total_kv", 16384}};
+  EXPECT_LT(time_full_size(ragged, ragged_many, 0x3c), 1.0);
+  expect_full_size_matches_cpu(ragged, ragged_many, 253, kTol);
+  EXPECT_LT(time_full_size(ragged, ragged_one, 0x3c), 1.0);
+  expect_last_query_rows_match_cpu(ragged, ragged_one, 64, 254, kTol);
 }
 
 }  // namespace

@@ -1,7 +1,7 @@
 // CUDA mla_paged (decode and causal prefill, page sizes 1 and 64) and mla_ragged against the CPU
 // reference: every corpus definition on synthesized inputs (short and long sequences), edge
 // cases (empty sequences, a partial last page, causal rows that see no key), inputs the CPU
-// reference rejects, and full-size timings.
+// reference rejects, and full-size timings with their outputs checked.
 #include <gtest/gtest.h>
 
 #include <filesystem>
@@ -171,26 +171,24 @@ TEST(CudaReferenceMla, RejectedIndicesPoisonTheOutputs) {
 }
 
 TEST(CudaReferenceMla, FullSizeWorkloadsTakeWellUnderASecond) {
-  // The largest shapes of the corpus's mla_paged workloads (a ~1M-page cache).
+  // The largest shapes of the corpus's mla_paged workloads (a ~1M-page cache): each timed, then
+  // its outputs on synthesized inputs checked against the CPU reference. The decode whole (~1e9
+  // multiply-adds); the 16k-token single-sequence prefill (~2e12 multiply-adds, minutes on the CPU)
+  // on its last 32 query rows, the ones that see every key.
   FIB_REQUIRE_GPU();
   FIB_REQUIRE_CORPUS(corpus);
   const Definition decode =
       corpus_definition(corpus, "mla_paged", "mla_paged_decode_h16_ckv512_kpe64_ps1");
-  EXPECT_LT(time_full_size(decode,
-                           {{"batch_size", 64},
-                            {"num_pages", 989669},
-                            {"len_indptr", 65},
-                            {"num_kv_indices", 75145}},
-                           0x3c),
-            1.0);
+  const AxisValues decode_axes = {
+      {"batch_size", 64}, {"num_pages", 989669}, {"len_indptr", 65}, {"num_kv_indices", 75145}};
+  EXPECT_LT(time_full_size(decode, decode_axes, 0x3c), 1.0);
+  expect_full_size_matches_cpu(decode, decode_axes, 450, kTol);
   const Definition prefill =
       corpus_definition(corpus, "mla_paged", "mla_paged_prefill_causal_h16_ckv512_kpe64_ps1");
-  EXPECT_LT(
-      time_full_size(
-          prefill,
-          {{"total_q", 16384}, {"num_pages", 989669}, {"len_indptr", 2}, {"num_kv_indices", 16387}},
-          0x3c),
-      1.0);
+  const AxisValues prefill_axes = {
+      {"total_q", 16384}, {"num_pages", 989669}, {"len_indptr", 2}, {"num_kv_indices", 16387}};
+  EXPECT_LT(time_full_size(prefill, prefill_axes, 0x3c), 1.0);
+  expect_last_query_rows_match_cpu(prefill, prefill_axes, 32, 451, kTol);
 }
 
 }  // namespace
