@@ -1,6 +1,6 @@
 // What the worker's request handlers share (internal to fib_bench): request parsing, the call
-// schedule, solution libraries, the input sets of the workload in hand and the worker's state.
-// The CPU loop is in worker_main.cpp, the CUDA one in gpu_worker.cpp.
+// schedule, the input sets of the workload in hand and the worker's state. Calling a solution is
+// call/; the CPU loop is in worker_main.cpp, the CUDA one in gpu_worker.cpp.
 #pragma once
 
 #include <cstdint>
@@ -10,13 +10,12 @@
 #include <utility>
 #include <vector>
 
+#include "bench/worker/call/call_backend.h"
 #include "bench/worker/input_sets.h"
 #include "fib/bench/timing.h"
 #include "fib/tensor/tensor.h"
 #include "fib/trace/definition.h"
 #include "fib/trace/json_reader.h"
-#define FIB_SOLUTION_C_API_ONLY
-#include "fib/solution.h"
 
 namespace fib::bench::detail {
 
@@ -24,25 +23,6 @@ using InputSets = std::shared_ptr<const std::vector<InputSet>>;
 
 Definition parse_definition(const Json& j);
 AxisValues parse_axes(const Json& j);
-
-// A row-major view of `data` for the solution ABI (host memory unless `device_type` says CUDA).
-fib_tensor contiguous_view(void* data, DType dtype, const Shape& shape,
-                           std::int32_t device_type = FIB_DEVICE_CPU, std::int32_t device_id = 0);
-
-// The ABI value of scalar input `spec` from a set's scalars (FIB_VALUE_ABSENT when not given):
-// bools as bools, integers as integers (and as floats where the input is a float), doubles.
-fib_value scalar_value(const TensorSpec& spec,
-                       const std::map<std::string, Scalar, std::less<>>& scalars);
-
-// The poison of call `k` for an output of `dtype`: a `width`-byte little-endian pattern
-// repeated over the buffer (NaN payloads for floats, alternating bytes for integers), and the
-// integer sentinel it reads as (0 for float formats), for "never written" messages.
-struct Poison {
-  std::uint32_t pattern = 0;
-  int width = 1;
-  std::int64_t sentinel = 0;
-};
-Poison poison_for(DType dtype, std::uint64_t k);
 
 // ---- Schedules ------------------------------------------------------------------------------
 struct TrialPlan {
@@ -82,23 +62,10 @@ struct Failure {
 };
 Json failure_json(const Failure& f);
 
-struct LoadedLibrary {
-  void* handle = nullptr;
-  fib_entry_fn entry = nullptr;
-  std::string signature;
-  // The CUDA runtime the solution links (libcudart.so, a runtime instance apart from fib's own):
-  // its cudaGetLastError, cudaGetErrorName and cudaGetErrorString, found through the library's
-  // dependencies; null for CPU solutions. A launch error the solution left unchecked is visible
-  // only there (and would otherwise surface in the next solution loaded in this process).
-  int (*cuda_get_last_error)() = nullptr;
-  const char* (*cuda_error_name)(int) = nullptr;
-  const char* (*cuda_error_string)(int) = nullptr;
-};
-
 class GpuWorker;  // gpu_worker.cpp (CUDA builds)
 
 struct WorkerState {
-  std::map<std::string, LoadedLibrary> libraries;
+  SolutionLibraries libraries;
   // The input sets of the workload being evaluated, kept for the next request on it.
   std::string sets_path;
   InputSets sets;
@@ -107,8 +74,6 @@ struct WorkerState {
   bool exit_after_reply = false;
 };
 
-LoadedLibrary load_library(WorkerState& st, const std::string& path, const std::string& symbol,
-                           std::string* error);
 InputSets load_sets(WorkerState& st, const Json& j);
 
 // Writes the outputs of a checked call where the orchestrator reads them once (scratch: no
