@@ -1,4 +1,4 @@
-// Names, errors and JSON of GPU timing results (include/fib/cuda/timing.h).
+// Names, descriptions, errors and JSON of GPU timing (include/fib/cuda/timing.h).
 #include "fib/cuda/timing.h"
 
 namespace fib::cuda {
@@ -41,6 +41,35 @@ std::string_view timing_error_kind_name(TimingError::Kind kind) {
       return "not_capturable";
   }
   return "unknown";
+}
+
+std::string describe(const TimingOptions& options) {
+  std::string text;
+  switch (options.mode) {
+    case TimingMode::kEvents:
+      text = "CUDA events around each call";
+      break;
+    case TimingMode::kCupti:
+      text =
+          "CUPTI kernel activity of every kernel each call launches, on any stream, from the "
+          "first kernel's start to the last kernel's end";
+      break;
+    case TimingMode::kGraph:
+      text = "CUDA events around launches of the call captured once into a CUDA graph";
+      break;
+  }
+  if (options.blocking_kernel) text += ", queued behind a blocking kernel";
+  if (options.l2_flush) {
+    text +=
+        ", the L2 flushed (2x its size, write then read) and persisting lines reset before each "
+        "call";
+  }
+  // CUPTI reads the kernels' own timestamps: no event pair is around the call.
+  if (options.mode != TimingMode::kCupti) {
+    text += options.subtract_event_overhead ? "; the empty event pair's cost subtracted"
+                                            : "; the empty event pair's cost not subtracted";
+  }
+  return text;
 }
 
 TimingError::TimingError(Kind kind, std::string message)

@@ -113,6 +113,8 @@ TEST(GpuRun, ExampleSolutionsPassAndTheRedTeamIsCaught) {
     EXPECT_NE(e.environment.hardware.find("NVIDIA"), std::string::npos);
     const Performance& perf = *e.performance;
     EXPECT_EQ(perf.extra["method"], "cuda_events");
+    EXPECT_NE(e.environment.extra["timer"].get<std::string>().find("event pair's cost subtracted"),
+              std::string::npos);
     EXPECT_GT(perf.latency_ms, 0);
     EXPECT_LT(perf.latency_ms, 5.0);  // a 2048-wide RMSNorm of a few rows
     EXPECT_GT(perf.reference_latency_ms, 0);
@@ -262,6 +264,10 @@ TEST(GpuRun, TheCuptiTimerTimesEveryKernelOfACall) {
     ASSERT_TRUE(t.passed()) << t.evaluation->log;
     const Json& extra = t.evaluation->performance->extra;
     EXPECT_EQ(extra["method"], "cupti");
+    // The trace's timer text is the CUPTI timer's, not the event timer's.
+    const std::string timer = t.evaluation->environment.extra["timer"].get<std::string>();
+    EXPECT_NE(timer.find("CUPTI"), std::string::npos) << timer;
+    EXPECT_EQ(timer.find("event pair"), std::string::npos) << timer;
     const Json& method = extra["gpu_timing"][0]["method"];
     EXPECT_EQ(method["mode"], "cupti");
     // The solution's one kernel per call; the worker's own kernels are not the call's.

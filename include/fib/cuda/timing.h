@@ -92,6 +92,10 @@ struct TimingOptions {
   // row (then its samples are kept, and TimingMethod::slowdown_note says so). 0: keep everything.
   int max_slowed_batch_retries = 3;
 };
+// What a timer with these options measures, in words, as a trace records it: the clock (CUDA
+// events, CUPTI kernel activity or graph launches), the blocking kernel, the L2 flush and, for
+// event timing, whether the empty event pair's cost is subtracted.
+std::string describe(const TimingOptions& options);
 
 // How a result was measured, as the trace records it.
 struct TimingMethod {

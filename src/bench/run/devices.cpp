@@ -1,0 +1,146 @@
+#include "bench/run/devices.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+
+#include "bench/run/environment.h"
+#include "fib/bench/build.h"
+#include "fib/trace/diagnostics.h"
+#ifdef FIB_HAVE_CUDA
+#include "fib/cuda/runtime.h"
+#endif
+
+namespace fib::bench::detail {
+
+namespace {
+
+std::vector<std::string> split_device_list(const std::string& text) {
+  std::vector<std::string> parts;
+  std::string part;
+  for (char ch : text + ",") {
+    if (ch == ',') {
+      if (!part.empty()) parts.push_back(part);
+      part.clear();
+    } else if (ch != ' ') {
+      part += ch;
+    }
+  }
+  return parts;
+}
+
+Error not_a_device(const std::string& p) {
+  return Error("--device", fmt::format("'{}' is not a device", p),
+               "use cpu, cuda:N, a list such as cuda:0,cuda:1, or cuda:all");
+}
+
+// The first ordinal `p` names ("cuda" and "cuda:all" start at 0).
+int first_ordinal(const std::string& p) {
+  if (p == "cpu") throw Error("--device", "cpu and CUDA devices cannot be mixed in one run");
+  if (p == "cuda" || p == "cuda:all") return 0;  // cuda:all: every visible one (checked later)
+  if (p.rfind("cuda:", 0) != 0) throw not_a_device(p);
+  std::size_t used = 0;
+  int n = 0;
+  try {
+    n = std::stoi(p.substr(5), &used);
+  } catch (const std::exception&) {
+    throw not_a_device(p);
+  }
+  if (used != p.size() - 5 || n < 0) throw not_a_device(p);
+  return n;
+}
+
+}  // namespace
+
+DeviceChoice parse_devices(const std::string& text) {
+  DeviceChoice c;
+  if (text == "cpu") return c;
+  c.gpu = true;
+  int visible = -1;
+  std::string why = "this fib was built without the CUDA path (configure with -DFIB_CUDA=ON)";
+#ifdef FIB_HAVE_CUDA
+  why.clear();
+  visible = cuda::device_count(&why);
+#endif
+  for (const std::string& p : split_device_list(text)) {
+    const int n = first_ordinal(p);
+    if (visible < 0) {
+      throw Error("--device", fmt::format("device '{}' is not available: {}", p, why),
+                  "use --device cpu");
+    }
+    if (n >= visible) {
+      throw Error("--device",
+                  visible == 0 ? fmt::format("no CUDA device is visible ({})", why)
+                               : fmt::format("{}: only {} CUDA device(s) visible", p, visible),
+                  "use --device cpu, or a device below the count nvidia-smi shows");
+    }
+    for (int d = n; d < (p == "cuda:all" ? visible : n + 1); ++d) {
+      if (std::find(c.cuda.begin(), c.cuda.end(), d) == c.cuda.end()) c.cuda.push_back(d);
+    }
+  }
+  if (c.cuda.empty()) throw not_a_device(text);
+  return c;
+}
+
+Worker& Lane::solution_worker(const WorkerSpec& spec) {
+  if (!solution || !solution->alive()) solution = std::make_unique<Worker>(spec);
+  return *solution;
+}
+
+Worker& Lane::reference_worker(const WorkerSpec& spec) {
+  if (!reference || !reference->alive()) reference = std::make_unique<Worker>(spec);
+  return *reference;
+}
+
+std::vector<std::unique_ptr<Lane>> make_lanes(const DeviceChoice& devices) {
+  std::vector<std::unique_ptr<Lane>> lanes;
+  if (!devices.gpu) {
+    auto lane = std::make_unique<Lane>();
+    lane->device = "cpu";
+    lane->hardware = cpu_model();
+    lanes.push_back(std::move(lane));
+  }
+#ifdef FIB_HAVE_CUDA
+  for (int d : devices.cuda) {
+    const cuda::DeviceInfo info = cuda::device_info(d);
+    auto lane = std::make_unique<Lane>();
+    lane->device = fmt::format("cuda:{}", d);
+    lane->hardware = info.name;
+    lane->cuda_architectures = {cuda_architecture_for(info.major, info.minor)};
+    lane->peaks = cuda::device_peaks(info.name, info.peak_dram_bytes_per_second());
+    lane->device_json = Json{{"ordinal", d},
+                             {"name", info.name},
+                             {"compute_capability", fmt::format("{}.{}", info.major, info.minor)},
+                             {"sm_count", info.sm_count},
+                             {"l2_bytes", info.l2_bytes},
+                             {"memory_bytes", info.global_memory_bytes},
+                             {"pci_bus_id", info.pci_bus_id},
+                             {"driver_version", info.driver_version},
+                             {"runtime_version", info.runtime_version},
+                             {"cpu", cpu_model()}};
+    lanes.push_back(std::move(lane));
+  }
+#endif
+  return lanes;
+}
+
+std::string lane_label(const Lane& lane) {
+  return lane.device == "cpu" ? lane.device : fmt::format("{} ({})", lane.device, lane.hardware);
+}
+
+WorkerSpec worker_spec(const RunOptions& o, bool gpu, const std::filesystem::path& home,
+                       const std::string& role) {
+  WorkerSpec s;
+  s.executable = o.worker_executable;
+  s.role = role;
+  // CUDA reserves far more address space than it uses (a context alone reserves tens of GiB),
+  // so an address-space limit breaks GPU workers; they run without one.
+  s.memory_limit_bytes = gpu                        ? 0
+                         : o.memory_limit_bytes > 0 ? o.memory_limit_bytes
+                                                    : physical_memory() / 2;
+  s.home = home;
+  s.threads = o.threads;
+  return s;
+}
+
+}  // namespace fib::bench::detail

@@ -1,0 +1,59 @@
+// The devices a run evaluates on (`--device`), one lane each: a lane's evaluations run one at a
+// time (each timed evaluation has the device to itself); lanes run in parallel.
+#pragma once
+
+#include <deque>
+#include <filesystem>
+#include <future>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "fib/bench/run.h"
+#include "fib/bench/worker.h"
+#include "fib/trace/json_reader.h"
+#ifdef FIB_HAVE_CUDA
+#include "fib/cuda/roofline.h"
+#endif
+
+namespace fib::bench::detail {
+
+// `--device`: "cpu", or CUDA devices "cuda:0,cuda:1" ("cuda" alone: cuda:0, "cuda:all": every
+// visible one).
+struct DeviceChoice {
+  bool gpu = false;
+  std::vector<int> cuda;  // ordinals
+};
+// Throws fib::Error for text that names no device, or a device this build or host lacks.
+DeviceChoice parse_devices(const std::string& text);
+
+// One device's workers and what its traces record about it.
+struct Lane {
+  std::string device;  // "cpu" or "cuda:N"
+  std::string hardware;
+  Json device_json;  // recorded in traces
+  std::vector<std::string> cuda_architectures;
+#ifdef FIB_HAVE_CUDA
+  cuda::DevicePeaks peaks;  // for the roofline of passed evaluations
+#endif
+  std::unique_ptr<Worker> solution, reference;
+  // GPU lanes: judgements running on the host beside the lane's next evaluations, oldest
+  // first. Each records its trace after the one before it, so a lane's traces are recorded in
+  // the order it ran them.
+  std::deque<std::shared_future<void>> judging;
+
+  // The lane's worker of that role, started anew when there is none or it died.
+  Worker& solution_worker(const WorkerSpec& spec);
+  Worker& reference_worker(const WorkerSpec& spec);
+};
+
+// A lane per chosen device: the CPU, or each CUDA device with its properties.
+std::vector<std::unique_ptr<Lane>> make_lanes(const DeviceChoice& devices);
+// How RunResult::devices names a lane: "cpu", or "cuda:0 (NVIDIA H200)".
+std::string lane_label(const Lane& lane);
+
+// How a worker of `role` ("solution" or "reference") is started; its HOME is `home`.
+WorkerSpec worker_spec(const RunOptions& o, bool gpu, const std::filesystem::path& home,
+                       const std::string& role);
+
+}  // namespace fib::bench::detail

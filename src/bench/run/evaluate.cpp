@@ -1,0 +1,365 @@
+#include "bench/run/evaluate.h"
+
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
+#include <algorithm>
+#include <chrono>
+#include <vector>
+
+#include "bench/run/judge.h"
+#include "bench/run/op_rules.h"
+#include "bench/run/timer.h"
+#include "bench/run/trial_timing.h"
+#include "bench/run/worker_messages.h"
+
+namespace fib::bench::detail {
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+double ms_since(Clock::time_point t0) {
+  return std::chrono::duration<double, std::milli>(Clock::now() - t0).count();
+}
+
+Outcome failed(EvaluationStatus status, std::string log) {
+  Outcome o;
+  o.status = status;
+  o.log = std::move(log);
+  return o;
+}
+
+// The environment.extra entries of the evaluation: how it was timed, against what, and the
+// build it ran.
+Json evaluation_environment(const EvaluationJob& job, const RunOptions& o, bool gpu) {
+  return Json{{"timer", timer_description(gpu, o.gpu_timer)},
+              {"reference", "native:" + job.reference.kernel},
+              {"reference_threads", o.threads},
+              {"build", Json{{"key", job.build.key},
+                             {"toolchain", job.build.toolchain},
+                             {"flags", job.build.flags}}},
+              {"distinct_input_sets", job.prepared.trials + job.prepared.pool}};
+}
+
+// The lane's solution worker; a fresh one with --isolated. Starting one (the first evaluation,
+// after a crash, or every one with --isolated) is counted apart from the evaluation's overhead.
+Worker* start_solution_worker(Lane& lane, const EvaluateSettings& settings, EvaluationCosts& costs,
+                              std::string* error) {
+  const bool isolated = settings.options.isolated;
+  try {
+    const bool starting = !lane.solution || !lane.solution->alive() || isolated;
+    if (isolated) lane.solution.reset();
+    const auto start0 = Clock::now();
+    Worker* worker = &lane.solution_worker(settings.worker);
+    if (starting) {
+      costs.worker_started = true;
+      costs.worker_start_ms = ms_since(start0);
+    }
+    return worker;
+  } catch (const Error& e) {
+    *error = e.what();
+    return nullptr;
+  }
+}
+
+std::string output_log_of(const CapturedOutput& out) {
+  if (out.total_bytes == 0) return {};
+  return fmt::format(
+      "\n--- solution output ({} bytes{}) ---\n{}", out.total_bytes,
+      out.total_bytes > out.head.size() + out.tail.size() ? ", head and tail kept" : "",
+      out.text());
+}
+
+// A worker that timed out or died: the evaluation's outcome.
+std::optional<Outcome> worker_failure(const Worker::Reply& r, const CapturedOutput& out,
+                                      const std::string& output_log, double timeout_seconds) {
+  if (r.kind == Worker::ReplyKind::kTimeout) {
+    return failed(EvaluationStatus::kTimeout,
+                  fmt::format("no result within the {} s timeout; the worker was killed{}",
+                              timeout_seconds, output_log));
+  }
+  if (r.kind != Worker::ReplyKind::kDied) return std::nullopt;
+  std::string how = r.died_how;
+  // The worker's fault handler names an input the solution wrote to (inputs are read-only).
+  const std::string said = out.text();
+  if (auto at = said.rfind("fib: the solution modified its input"); at != std::string::npos) {
+    const auto end = said.find('\n', at);
+    const std::string line = said.substr(at + 5, end == std::string::npos ? end : end - at - 5);
+    return failed(
+        EvaluationStatus::kRuntimeError,
+        fmt::format("{}: the worker was stopped by the fault ({}){}", line, how, output_log));
+  }
+  if (r.signal == 9)
+    how +=
+        "; a SIGKILL fib did not send usually means the kernel killed it for being out of memory";
+  return failed(EvaluationStatus::kRuntimeError,
+                fmt::format("the worker running the solution {}{}", how, output_log));
+}
+
+// A reply that says the solution could not run: not loaded, the worker failed, or an entry point
+// that does not match the definition.
+std::optional<Outcome> reply_failure(const EvaluateReply& reply, const Definition& def,
+                                     const Solution& s, const std::string& output_log) {
+  if (reply.load_error)
+    return failed(EvaluationStatus::kCompileError, *reply.load_error + output_log);
+  if (!reply.ok) {
+    return failed(EvaluationStatus::kRuntimeError,
+                  "the worker failed: " + reply.error + output_log);
+  }
+  if (std::string m = signature_mismatch(def, s, reply.signature); !m.empty()) {
+    return failed(EvaluationStatus::kCompileError, std::move(m));
+  }
+  return std::nullopt;
+}
+
+std::vector<CheckedCall> checked_calls(const EvaluateReply& reply, const PreparedWorkload& p) {
+  std::vector<CheckedCall> calls;
+  for (std::size_t t = 0; t < reply.trials.size(); ++t) {
+    const TrialReport& trial = reply.trials[t];
+    if (!trial.checked_file) continue;
+    CheckedCall cc;
+    cc.trial = static_cast<int>(t);
+    cc.seed = p.set_seeds.at(t);
+    cc.solution_outputs = *trial.checked_file;
+    cc.reference_outputs = p.reference_outputs.at(t);
+    cc.inputs = p.inputs_file;
+    cc.poison = trial.checked_poison;
+    calls.push_back(std::move(cc));
+  }
+  return calls;
+}
+
+// The verdict still to make on a solution that ran to the end: from here on nothing needs the
+// lane's workers or the workload's preparation (the checked-output files stay until it is
+// made).
+struct PendingJudgement {
+  const Definition* def = nullptr;
+  const Workload* workload = nullptr;
+  const Solution* solution = nullptr;
+  const Lane* lane = nullptr;
+  const RunOptions* options = nullptr;
+  const EvalConfigFile* builtin = nullptr;
+  const EvalConfigFile* user = nullptr;
+  std::function<void(const std::string&)> warn;
+  std::vector<CheckedCall> calls;
+  std::optional<std::string> sampling_file;
+  Json environment;
+  std::string output_log;
+  Timing timing, reference;
+  std::string reference_kernel;
+  Json gpu_timing = Json::array();  // per trial
+  Json worker_phases_ms;
+};
+
+Performance passed_performance(const PendingJudgement& j, double judge_ms) {
+  const bool gpu = j.lane->device != "cpu";
+  Performance perf;
+  perf.latency_ms = j.timing.latency_ms;
+  perf.reference_latency_ms = j.reference.latency_ms;
+  perf.speedup_factor = j.timing.latency_ms > 0 ? j.reference.latency_ms / j.timing.latency_ms : 0;
+  perf.extra = Json{{"method", timing_method_name(gpu, j.options->gpu_timer)},
+                    {"solution", j.timing.detail},
+                    {"reference", j.reference.detail},
+                    {"judge_ms", judge_ms}};
+  if (!gpu) return perf;
+#ifdef FIB_HAVE_CUDA
+  // Achieved rates against the device's peaks; faster than the hardware allows is flagged.
+  const cuda::RooflineInput rin = roofline_input(*j.def, *j.workload, j.timing.latency_ms);
+  if (rin.bytes || rin.flops) {
+    const cuda::Roofline rl = cuda::roofline(rin, j.lane->peaks);
+    perf.extra["roofline"] = cuda::to_json(rl);
+    if (!rl.plausible && j.warn) {
+      j.warn(fmt::format("warning: {} on {} workload {}: {}", j.solution->name, j.def->name,
+                         short_uuid(j.workload->uuid), rl.note));
+    }
+  }
+#endif
+  perf.extra["worker_phases_ms"] = j.worker_phases_ms;
+  perf.extra["gpu_timing"] = j.gpu_timing;
+  return perf;
+}
+
+Outcome judge_outcome(const PendingJudgement& j) {
+  const auto judge0 = Clock::now();
+  const Judgement verdict =
+      judge(*j.def, *j.builtin, j.user, j.options->cli, j.calls, j.sampling_file);
+  const double judge_ms = ms_since(judge0);
+  Outcome o;
+  o.status = verdict.status;
+  o.log = verdict.log;
+  if (verdict.status == EvaluationStatus::kPassed) {
+    std::vector<std::string> seeds;
+    for (const auto& c : j.calls) seeds.push_back(std::to_string(c.seed));
+    o.log = fmt::format("passed {} checked calls (input seeds {}) against native:{}{}",
+                        j.calls.size(), fmt::join(seeds, ", "), j.reference_kernel,
+                        j.sampling_file ? "; sampling distribution check passed" : "");
+  }
+  o.log += j.output_log;
+  o.environment = j.environment;
+  o.correctness = verdict.correctness;
+  if (verdict.status == EvaluationStatus::kPassed) o.performance = passed_performance(j, judge_ms);
+  return o;
+}
+
+// The solution's run, up to the judgement: a failure, or the judgement to make.
+struct Attempt {
+  std::optional<Outcome> failure;
+  std::optional<PendingJudgement> judgement;
+};
+
+Attempt failed_attempt(Outcome o, const Json& environment) {
+  o.environment = environment;
+  return Attempt{std::move(o), std::nullopt};
+}
+
+Attempt run_solution(Lane& lane, const EvaluationJob& job, const EvaluateSettings& settings,
+                     EvaluationCosts& costs) {
+  const RunOptions& o = settings.options;
+  const PreparedWorkload& p = job.prepared;
+  Json env = evaluation_environment(job, o, lane.device != "cpu");
+  std::optional<std::string> sampling_file;
+  if (p.sampling) sampling_file = (p.dir / (job.name + "-draws.safetensors")).string();
+  const Json request = make_evaluate_request(
+      EvaluateRequest{.def = job.def,
+                      .workload = job.workload,
+                      .solution = job.solution,
+                      .build = job.build,
+                      .inputs_file = p.inputs_file,
+                      .schedule = with_check_outputs(p.schedule, p.dir, job.name),
+                      .device = lane.device,
+                      .gpu_timer = o.gpu_timer,
+                      .sampling_output = sampling_file,
+                      .sampling_draws = sampling_draws(p.eval.extra)});
+  std::string start_error;
+  Worker* worker = start_solution_worker(lane, settings, costs, &start_error);
+  if (worker == nullptr) {
+    return failed_attempt(failed(EvaluationStatus::kRuntimeError,
+                                 "the solution worker could not start: " + start_error),
+                          env);
+  }
+  const Worker::Reply r =
+      worker->call(request, Clock::now() + std::chrono::duration_cast<Clock::duration>(
+                                               std::chrono::duration<double>(o.timeout_seconds)));
+  const CapturedOutput out = worker->take_output();
+  const std::string output_log = output_log_of(out);
+  if (auto f = worker_failure(r, out, output_log, o.timeout_seconds)) {
+    return failed_attempt(std::move(*f), env);
+  }
+  const EvaluateReply reply = read_evaluate_reply(r.body);
+  if (auto f = reply_failure(reply, job.def, job.solution, output_log)) {
+    return failed_attempt(std::move(*f), env);
+  }
+  costs.input_load_ms = reply.load_inputs_ms;
+  costs.worker_schedule_ms = reply.schedule_ms;
+  costs.cache_flush_ms = reply.cache_flush_ms;
+  const Timing timing = timing_from_trials(reply.trials);
+  costs.timed_ms = timing.timed_ms;
+  costs.warmup_ms = timing.warmup_ms;
+  if (reply.window_audit) env["window_audit"] = *reply.window_audit;
+  if (reply.failure) {
+    std::string replaced;
+    if (reply.fatal) {
+      // A sticky CUDA error: the worker exits after answering; the next evaluation gets a new one.
+      worker->kill();
+      replaced = "; the worker process was replaced";
+    }
+    return failed_attempt(failed(EvaluationStatus::kRuntimeError,
+                                 fmt::format("call #{}: {}{}{}", reply.failure->call,
+                                             reply.failure->message, replaced, output_log)),
+                          env);
+  }
+  PendingJudgement j;
+  j.def = &job.def;
+  j.workload = &job.workload;
+  j.solution = &job.solution;
+  j.lane = &lane;
+  j.options = &o;
+  j.builtin = &settings.builtin;
+  j.user = settings.user;
+  j.warn = settings.warn;
+  j.calls = checked_calls(reply, p);
+  j.sampling_file = sampling_file;
+  j.environment = std::move(env);
+  j.output_log = output_log;
+  j.timing = timing;
+  j.reference = job.reference.timing;
+  j.reference_kernel = job.reference.kernel;
+  for (const TrialReport& t : reply.trials) j.gpu_timing.push_back(t.gpu);
+  j.worker_phases_ms = reply.worker_phases_ms;
+  return Attempt{std::nullopt, std::move(j)};
+}
+
+// Closes the lane's part of an evaluation: its overhead (when the solution's calls ran) and,
+// with --isolated, its worker. Returns what a passed trace's performance.extra records of it.
+Json close_evaluation(Lane& lane, const RunOptions& o, Clock::time_point t0, Evaluated& e) {
+  const EvaluationCosts& c = e.costs;
+  const double calls_ms = c.timed_ms + c.warmup_ms;
+  Json extra = Json::object();
+  if (calls_ms > 0) {
+    e.overhead_ms =
+        ms_since(t0) - calls_ms - c.input_load_ms - c.worker_start_ms - c.cache_flush_ms;
+    extra = Json{
+        {"harness_overhead_ms", e.overhead_ms},
+        {"input_load_ms", c.input_load_ms},
+        {"worker_start_ms", c.worker_start_ms},
+        // Of the overhead, what the worker spent around the calls (preparing,
+        // checking, writing the checked outputs); the rest is messaging and, unless
+        // it ran beside the next evaluation, the orchestrator's judgement.
+        {"worker_overhead_ms", std::max(0.0, c.worker_schedule_ms - calls_ms - c.cache_flush_ms)},
+        {"cache_flush_ms", c.cache_flush_ms}};
+  }
+  if (o.isolated) lane.solution.reset();
+  return extra;
+}
+
+Outcome with_overhead(Outcome o, const Json& extra) {
+  if (o.performance) {
+    for (const auto& [k, v] : extra.items()) o.performance->extra[k] = v;
+  }
+  return o;
+}
+
+}  // namespace
+
+Evaluated evaluate(Lane& lane, const EvaluationJob& job, const EvaluateSettings& settings,
+                   bool judge_later) {
+  const auto t0 = Clock::now();
+  Evaluated e;
+  Attempt attempt = run_solution(lane, job, settings, e.costs);
+  if (attempt.failure || !judge_later) {
+    Outcome o = attempt.failure ? std::move(*attempt.failure) : judge_outcome(*attempt.judgement);
+    const Json extra = close_evaluation(lane, settings.options, t0, e);
+    e.outcome = with_overhead(std::move(o), extra);
+    return e;
+  }
+  const Json extra = close_evaluation(lane, settings.options, t0, e);
+  e.judge = [j = std::move(*attempt.judgement), extra] {
+    return with_overhead(judge_outcome(j), extra);
+  };
+  return e;
+}
+
+std::string signature_mismatch(const Definition& def, const Solution& s, const std::string& sig) {
+  if (sig.empty()) return {};
+  const auto gt = sig.find('>');
+  if (gt == std::string::npos) return {};
+  const std::size_t params = gt;
+  const std::size_t returns = sig.size() - gt - 1;
+  const bool dps = s.spec.dps();
+  const std::size_t want_params = def.inputs.size() + (dps ? def.outputs.size() : 0);
+  const std::size_t want_returns = dps ? 0 : def.outputs.size();
+  if (params == want_params && returns == want_returns) return {};
+  std::vector<std::string> names;
+  for (const auto& i : def.inputs) names.push_back(i.name);
+  if (dps) {
+    for (const auto& out : def.outputs) names.push_back(out.name);
+  }
+  return fmt::format(
+      "the entry point takes {} parameters and returns {} tensors, but a {} solution of {} is "
+      "called with {} ({}) and returns {}",
+      params, returns, dps ? "destination-passing" : "value-returning", def.name, want_params,
+      fmt::join(names, ", "), want_returns);
+}
+
+}  // namespace fib::bench::detail

@@ -1,0 +1,343 @@
+#include "bench/run/lanes.h"
+
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
+#include <chrono>
+#include <exception>
+#include <functional>
+#include <map>
+#include <span>
+#include <string>
+#include <thread>
+
+#include "bench/run/evaluate.h"
+#include "bench/run/inputs_ahead.h"
+#include "bench/run/outcome.h"
+#include "bench/run/prepare.h"
+
+namespace fib::bench::detail {
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+double seconds_since(Clock::time_point t0) {
+  return std::chrono::duration<double>(Clock::now() - t0).count();
+}
+
+// Judgements a lane lets run beside its evaluations: enough that a run of short evaluations
+// does not wait on the judge, few enough not to crowd the host's cores.
+constexpr std::size_t kJudgementsInFlight = 4;
+
+// The workload's folder (inputs, checked outputs) goes once nothing reads it any more: when
+// its item is done and its last judgement, which may run beside the next item, is made.
+struct RemoveWhenDone {
+  explicit RemoveWhenDone(std::filesystem::path d) : dir(std::move(d)) {}
+  RemoveWhenDone(const RemoveWhenDone&) = delete;  // one owner: only the last holder removes
+  RemoveWhenDone& operator=(const RemoveWhenDone&) = delete;
+  ~RemoveWhenDone() {
+    std::error_code ec;
+    std::filesystem::remove_all(dir, ec);
+  }
+  std::filesystem::path dir;
+};
+
+// A workload ready for its solutions: inputs made, the reference run on them.
+struct ReadyWorkload {
+  PreparedWorkload prepared;
+  ReferenceRun reference;
+  std::shared_ptr<RemoveWhenDone> files;
+};
+
+class LaneLoop {
+ public:
+  LaneLoop(RunState& run, std::vector<std::unique_ptr<Lane>>& lanes,
+           const std::vector<WorkItem>& items, TraceSet& set)
+      : run_(run),
+        lanes_(lanes),
+        items_(items),
+        set_(set),
+        inputs_(PrepareSettings{run.options, run.builtin, run.user ? &*run.user : nullptr, run.seed,
+                                run.gpu},
+                run.scratch->root(), items, run.gpu && run.options.prepare_ahead) {}
+
+  void go();
+
+ private:
+  void loop(Lane& lane);
+  void run_item(Lane& lane, std::size_t k);
+  std::optional<ReadyWorkload> ready_workload(Lane& lane, const WorkItem& item, std::size_t k);
+  bool skipped_after_timeout(const Solution& s, const Definition& def, const Workload& w);
+  const BuildResult& build_for(const Lane& lane, const Solution& s);
+  void evaluate_solution(Lane& lane, const WorkItem& item, const Solution& s, ReadyWorkload& ready);
+  void count(const Evaluated& e, const Solution& s, const Workload& w);
+  void judge_beside(Lane& lane, const WorkItem& item, const Solution& s,
+                    std::shared_ptr<RemoveWhenDone> files, std::function<Outcome()> judge);
+  void settle(Lane& lane, std::size_t keep = 0);
+  void record(Trace t, const Definition& def, const Solution& s);
+  EvaluateSettings evaluate_settings();
+
+  RunState& run_;
+  std::vector<std::unique_ptr<Lane>>& lanes_;
+  const std::vector<WorkItem>& items_;
+  TraceSet& set_;
+  InputMaker inputs_;
+  // Under run_.mu:
+  std::map<std::string, BuildResult> builds_;        // solution@architectures -> its build
+  std::map<std::string, std::string> timed_out_on_;  // solution -> workload uuid
+  std::size_t evaluation_counter_ = 0;               // names scratch files uniquely across lanes
+  std::size_t next_ = 0;                             // the next item a free lane takes
+  std::exception_ptr failure_;
+};
+
+void LaneLoop::go() {
+  if (lanes_.size() == 1) {
+    loop(*lanes_.front());
+  } else {
+    std::vector<std::thread> threads;
+    for (auto& lane : lanes_) threads.emplace_back([this, &lane] { loop(*lane); });
+    for (auto& t : threads) t.join();
+  }
+  inputs_.wait_all();  // left over when a lane failed: their files go with the scratch
+  for (auto& lane : lanes_) {
+    lane->solution.reset();
+    lane->reference.reset();
+  }
+  if (failure_) std::rethrow_exception(failure_);
+}
+
+void LaneLoop::loop(Lane& lane) {
+  try {
+    while (true) {
+      std::size_t k;
+      {
+        std::lock_guard<std::recursive_mutex> lock(run_.mu);
+        if (next_ >= items_.size() || failure_) break;
+        k = next_++;
+        // As many items ahead as there are lanes, plus three: slow workloads (a naive GEMM
+        // takes seconds) leave time to make inputs for a run of short ones after them, which
+        // a lane gets through faster than one item's inputs are made.
+        for (std::size_t a = next_; a < next_ + lanes_.size() + 3; ++a) inputs_.prepare_ahead(a);
+      }
+      run_item(lane, k);
+    }
+    settle(lane);
+  } catch (...) {
+    std::lock_guard<std::recursive_mutex> lock(run_.mu);
+    if (!failure_) failure_ = std::current_exception();
+  }
+  // After a failure: the judgements in flight still read scratch files and record traces.
+  while (!lane.judging.empty()) {
+    try {
+      settle(lane);
+    } catch (...) {
+    }
+  }
+}
+
+void LaneLoop::run_item(Lane& lane, std::size_t k) {
+  const WorkItem& item = items_[k];
+  std::optional<ReadyWorkload> ready = ready_workload(lane, item, k);
+  if (!ready) {
+    std::lock_guard<std::recursive_mutex> lock(run_.mu);
+    run_.done += item.pending.size();
+    return;
+  }
+  for (const Solution* s : item.pending) {
+    if (skipped_after_timeout(*s, *item.def, item.workload->workload)) continue;
+    evaluate_solution(lane, item, *s, *ready);
+  }
+}
+
+// Inputs made and written, then the reference run on them: once per workload, shared by every
+// solution (workload_setup_seconds, reported apart from per-evaluation overhead).
+std::optional<ReadyWorkload> LaneLoop::ready_workload(Lane& lane, const WorkItem& item,
+                                                      std::size_t k) {
+  const Definition& def = *item.def;
+  const Workload& w = item.workload->workload;
+  const auto setup0 = Clock::now();
+  InputMaker::Taken taken = inputs_.take(k);
+  {
+    std::lock_guard<std::recursive_mutex> lock(run_.mu);
+    run_.result.inputs_seconds += taken.item.seconds;
+    run_.result.inputs_made_ahead += taken.was_ready ? 1 : 0;
+    run_.result.inputs_wait_seconds += seconds_since(setup0);
+  }
+  if (!taken.item.workload) {
+    std::lock_guard<std::recursive_mutex> lock(run_.mu);
+    ++run_.result.reference_failures;
+    run_.message(fmt::format("warning: {} workload {}: cannot materialize inputs: {}", def.name,
+                             short_uuid(w.uuid), taken.item.error));
+    return std::nullopt;
+  }
+  ReadyWorkload ready{std::move(*taken.item.workload), {}, nullptr};
+  ready.files = std::make_shared<RemoveWhenDone>(ready.prepared.dir);
+  const auto reference0 = Clock::now();
+  ready.reference =
+      run_reference(lane, worker_spec(run_.options, run_.gpu, run_.scratch->root(), "reference"),
+                    run_.options, def, w, ready.prepared);
+  std::lock_guard<std::recursive_mutex> lock(run_.mu);
+  run_.result.reference_seconds += seconds_since(reference0);
+  const ReferenceRun& ref = ready.reference;
+  if (!ref.ok) {
+    ++run_.result.reference_failures;
+    run_.message(
+        fmt::format("warning: {} workload {}: reference failed: {}; its evaluations are skipped",
+                    def.name, short_uuid(w.uuid), ref.error));
+    return std::nullopt;
+  }
+  run_.result.timed_seconds += ref.timing.timed_ms / 1000.0;
+  run_.result.warmup_seconds += ref.timing.warmup_ms / 1000.0;
+  run_.result.workload_setup_seconds +=
+      seconds_since(setup0) - (ref.timing.timed_ms + ref.timing.warmup_ms) / 1000.0;
+  ++run_.result.workloads_prepared;
+  return ready;
+}
+
+// A solution that timed out earlier in the run is not run again (--resume runs it later).
+bool LaneLoop::skipped_after_timeout(const Solution& s, const Definition& def, const Workload& w) {
+  std::lock_guard<std::recursive_mutex> lock(run_.mu);
+  const auto it = timed_out_on_.find(s.name);
+  if (it == timed_out_on_.end()) return false;
+  ++run_.skipped[s.name];
+  ++run_.done;
+  run_.message(
+      fmt::format("{} on {} workload {}: not run (timed out on workload {} earlier in this run); "
+                  "--resume runs it later",
+                  s.name, def.name, short_uuid(w.uuid), short_uuid(it->second)));
+  return true;
+}
+
+// Builds are cached per solution and architecture set; one lane builds while the others wait
+// for it (build_solution itself is safe across processes).
+const BuildResult& LaneLoop::build_for(const Lane& lane, const Solution& s) {
+  std::lock_guard<std::recursive_mutex> lock(run_.mu);
+  const std::string key = s.name + "@" + fmt::format("{}", fmt::join(lane.cuda_architectures, ","));
+  auto it = builds_.find(key);
+  if (it == builds_.end()) {
+    BuildOptions bo = run_.build;
+    bo.cuda_architectures = lane.cuda_architectures;
+    BuildResult built = build_solution(s, bo);
+    run_.result.build_seconds += built.seconds;
+    it = builds_.emplace(key, std::move(built)).first;
+  }
+  return it->second;
+}
+
+EvaluateSettings LaneLoop::evaluate_settings() {
+  return EvaluateSettings{run_.options, run_.builtin, run_.user ? &*run_.user : nullptr,
+                          worker_spec(run_.options, run_.gpu, run_.scratch->root(), "solution"),
+                          [this](const std::string& m) { run_.message(m); }};
+}
+
+void LaneLoop::evaluate_solution(Lane& lane, const WorkItem& item, const Solution& s,
+                                 ReadyWorkload& ready) {
+  const Definition& def = *item.def;
+  const Workload& w = item.workload->workload;
+  const BuildResult& b = build_for(lane, s);
+  if (!b.ok()) {
+    Outcome failed;
+    failed.status = EvaluationStatus::kCompileError;
+    failed.log = fmt::format("{}\n{}", b.message, b.log);
+    failed.environment = Json{{"build", Json{{"key", b.key}, {"toolchain", b.toolchain}}}};
+    record(make_trace(run_.trace_context(), lane, def, w, s, std::move(failed)), def, s);
+    return;
+  }
+  std::string name;
+  {
+    std::lock_guard<std::recursive_mutex> lock(run_.mu);
+    name = fmt::format("solution-{}", run_.done + (evaluation_counter_++ << 20));
+  }
+  // GPU lanes judge on the host while the GPU runs the next evaluation (or the next
+  // workload's reference): the judge is host work, and the GPU would otherwise idle.
+  Evaluated e = evaluate(lane, EvaluationJob{def, w, s, b, ready.prepared, ready.reference, name},
+                         evaluate_settings(),
+                         /*judge_later=*/run_.options.judge_beside.value_or(run_.gpu));
+  count(e, s, w);
+  if (e.outcome) {
+    settle(lane);  // the judgements before it first: traces are recorded in the order they ran
+    record(make_trace(run_.trace_context(), lane, def, w, s, std::move(*e.outcome)), def, s);
+    return;
+  }
+  judge_beside(lane, item, s, ready.files, std::move(e.judge));
+}
+
+// The evaluation's share of the run's totals; a timeout keeps its solution from later items.
+void LaneLoop::count(const Evaluated& e, const Solution& s, const Workload& w) {
+  std::lock_guard<std::recursive_mutex> lock(run_.mu);
+  RunResult& r = run_.result;
+  const EvaluationCosts& c = e.costs;
+  if (c.worker_started) {
+    r.worker_start_seconds += c.worker_start_ms / 1000.0;
+    ++r.worker_starts;
+  }
+  r.timed_seconds += c.timed_ms / 1000.0;
+  r.warmup_seconds += c.warmup_ms / 1000.0;
+  if (e.overhead_ms >= 0) {  // evaluations that ran to the end (not killed at a deadline)
+    r.overhead_seconds += e.overhead_ms / 1000.0;
+    ++r.overhead_evaluations;
+    r.cache_flush_seconds += c.cache_flush_ms / 1000.0;
+    r.workload_setup_seconds += c.input_load_ms / 1000.0;
+  }
+  if (e.outcome && e.outcome->status == EvaluationStatus::kTimeout) timed_out_on_[s.name] = w.uuid;
+}
+
+void LaneLoop::judge_beside(Lane& lane, const WorkItem& item, const Solution& s,
+                            std::shared_ptr<RemoveWhenDone> files, std::function<Outcome()> judge) {
+  settle(lane, kJudgementsInFlight - 1);
+  std::shared_future<void> before =
+      lane.judging.empty() ? std::shared_future<void>() : lane.judging.back();
+  const Definition* def = item.def;
+  const Workload* w = &item.workload->workload;
+  lane.judging.push_back(
+      std::async(std::launch::async, [this, &lane, def, w, &s, before, files = std::move(files),
+                                      judge = std::move(judge)] {
+        Trace t = make_trace(run_.trace_context(), lane, *def, *w, s, judge());
+        if (before.valid()) before.wait();  // recorded in the order they ran
+        record(std::move(t), *def, s);
+      }).share());
+}
+
+// Waits until at most `keep` of the lane's judgements are in flight (the oldest first; their
+// traces are then recorded). Rethrows what a judgement threw.
+void LaneLoop::settle(Lane& lane, std::size_t keep) {
+  while (lane.judging.size() > keep) {
+    const auto t0 = Clock::now();
+    lane.judging.front().wait();
+    {
+      std::lock_guard<std::recursive_mutex> lock(run_.mu);
+      run_.result.judge_wait_seconds += seconds_since(t0);
+    }
+    const std::shared_future<void> done = std::move(lane.judging.front());
+    lane.judging.pop_front();
+    done.get();
+  }
+}
+
+void LaneLoop::record(Trace t, const Definition& def, const Solution& s) {
+  std::lock_guard<std::recursive_mutex> lock(run_.mu);
+  if (run_.options.save_traces) append_traces(set_, std::span<const Trace>(&t, 1));
+  ++run_.done;
+  ++run_.result.evaluations;
+  run_.result.traces.push_back(std::move(t));
+  if (run_.callbacks.on_evaluation) {
+    EvaluationEvent e;
+    e.done = run_.done;
+    e.total = run_.total;
+    e.trace = &run_.result.traces.back();
+    e.definition = def.name;
+    e.solution = s.name;
+    e.workload = run_.result.traces.back().workload.uuid;
+    run_.callbacks.on_evaluation(e);
+  }
+}
+
+}  // namespace
+
+void run_lanes(RunState& run, std::vector<std::unique_ptr<Lane>>& lanes,
+               const std::vector<WorkItem>& items, TraceSet& set) {
+  LaneLoop(run, lanes, items, set).go();
+}
+
+}  // namespace fib::bench::detail

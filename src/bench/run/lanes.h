@@ -1,0 +1,22 @@
+// The lanes at work: each lane takes the next work item when it is free and, for it, takes its
+// inputs, runs the reference, then evaluates every pending solution, one evaluation at a time
+// (a timed call has its device to itself). Traces are recorded (and appended to the dataset
+// when saving) in the order each lane ran them.
+#pragma once
+
+#include <memory>
+#include <vector>
+
+#include "bench/run/devices.h"
+#include "bench/run/plan.h"
+#include "bench/run/run_state.h"
+#include "fib/dataset/trace_set.h"
+
+namespace fib::bench::detail {
+
+// Runs every item of the plan on the lanes, then stops their workers. Rethrows the first
+// failure a lane met (after every lane stopped and its judgements in flight were made).
+void run_lanes(RunState& run, std::vector<std::unique_ptr<Lane>>& lanes,
+               const std::vector<WorkItem>& items, TraceSet& set);
+
+}  // namespace fib::bench::detail

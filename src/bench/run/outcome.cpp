@@ -1,0 +1,37 @@
+#include "bench/run/outcome.h"
+
+#include "bench/run/environment.h"
+#include "fib/version.h"
+
+namespace fib::bench::detail {
+
+std::string short_uuid(const std::string& uuid) { return uuid.substr(0, 8); }
+
+Trace make_trace(const TraceContext& context, const Lane& lane, const Definition& def,
+                 const Workload& w, const Solution& s, Outcome outcome) {
+  Trace t;
+  t.definition = def.name;
+  t.workload = w;
+  t.solution = s.name;
+  Evaluation e;
+  e.status = outcome.status;
+  e.environment.hardware = lane.hardware;
+  e.environment.libs = {{"fib", std::string(kVersion)}};
+  Json extra = context.host;
+  extra["device"] = lane.device;
+  if (!lane.device_json.is_null()) extra["gpu"] = lane.device_json;
+  extra["seed"] = context.seed;
+  extra["worker"] = context.isolated ? "isolated" : "persistent";
+  for (auto it = outcome.environment.begin(); it != outcome.environment.end(); ++it) {
+    extra[it.key()] = *it;
+  }
+  e.environment.extra = extra;
+  e.timestamp = iso_timestamp();
+  e.log = std::move(outcome.log);
+  e.correctness = std::move(outcome.correctness);
+  e.performance = std::move(outcome.performance);
+  t.evaluation = std::move(e);
+  return t;
+}
+
+}  // namespace fib::bench::detail

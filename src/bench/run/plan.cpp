@@ -1,0 +1,131 @@
+#include "bench/run/plan.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <set>
+#include <tuple>
+
+#include "fib/reference/reference.h"
+#include "fib/trace/suggest.h"
+#ifdef FIB_HAVE_CUDA
+#include "fib/reference_cuda/reference_cuda.h"
+#endif
+
+namespace fib::bench::detail {
+
+namespace {
+
+using Message = std::function<void(const std::string&)>;
+using Finished = std::set<std::tuple<std::string, std::string, std::string>>;
+
+bool selected(const std::vector<std::string>& allow, const std::string& name) {
+  return allow.empty() || std::find(allow.begin(), allow.end(), name) != allow.end();
+}
+
+// Unknown names in the allow-lists are warned about, with suggestions.
+void warn_unknown_names(const TraceSet& set, const RunOptions& o, const Message& message) {
+  std::vector<std::string> def_names, sol_names;
+  for (const auto& d : set.definitions()) def_names.push_back(d.value.name);
+  for (const auto& d : set.definitions()) {
+    for (const auto& s : set.solutions(d.value.name)) sol_names.push_back(s.value.name);
+  }
+  for (const auto& n : o.definitions) {
+    if (std::find(def_names.begin(), def_names.end(), n) == def_names.end()) {
+      message(fmt::format("warning: no definition named '{}' ({})", n, suggest(n, def_names)));
+    }
+  }
+  for (const auto& n : o.solutions) {
+    if (std::find(sol_names.begin(), sol_names.end(), n) == sol_names.end()) {
+      message(fmt::format("warning: no solution named '{}' ({})", n, suggest(n, sol_names)));
+    }
+  }
+}
+
+// Finished (definition, workload, solution) triples for --resume.
+Finished finished_evaluations(const TraceSet& set) {
+  Finished finished;
+  for (const auto& d : set.definitions()) {
+    for (const auto& t : set.traces(d.value.name)) {
+      if (t.value.solution) {
+        finished.emplace(d.value.name, t.value.workload.uuid, *t.value.solution);
+      }
+    }
+  }
+  return finished;
+}
+
+// The definition's selected solutions that can run here.
+std::vector<const Solution*> runnable_solutions(const TraceSet& set, const Definition& def,
+                                                const RunOptions& o, const BuildOptions& build,
+                                                bool gpu, const Message& message) {
+  std::vector<const Solution*> solutions;
+  for (const auto& sr : set.solutions(def.name)) {
+    const Solution& s = sr.value;
+    if (!selected(o.solutions, s.name)) continue;
+    std::string unsupported, error;
+    if (!select_toolchain(s, build, &unsupported, &error) && !unsupported.empty()) {
+      message(fmt::format("warning: skipping solution {} ({}): {}", s.name, def.name, unsupported));
+      continue;
+    }
+    // A solution runs where its code runs: GPU solutions get device pointers and a stream,
+    // CPU ones host memory.
+    if (solution_targets_gpu(s) != gpu) {
+      message(fmt::format(
+          "warning: skipping solution {} ({}): {}", s.name, def.name,
+          gpu ? "it targets the CPU (target_hardware cpu); run it with --device cpu"
+              : "it targets a GPU; run it with --device cuda:0 (or a list of devices)"));
+      continue;
+    }
+    solutions.push_back(&s);
+  }
+  return solutions;
+}
+
+bool has_native_reference(const Definition& def, bool gpu, std::string* why) {
+#ifdef FIB_HAVE_CUDA
+  if (gpu) return reference_cuda::find_kernel(def, why) != nullptr;
+#else
+  (void)gpu;
+#endif
+  return reference::find_kernel(def, why) != nullptr;
+}
+
+}  // namespace
+
+Plan plan_run(const TraceSet& set, const RunOptions& o, const BuildOptions& build, bool gpu,
+              const Message& message) {
+  warn_unknown_names(set, o, message);
+  const Finished finished = o.resume ? finished_evaluations(set) : Finished{};
+  Plan plan;
+  for (const auto& d : set.definitions()) {
+    const Definition& def = d.value;
+    if (!selected(o.definitions, def.name)) continue;
+    const std::vector<const Solution*> solutions =
+        runnable_solutions(set, def, o, build, gpu, message);
+    if (solutions.empty()) continue;
+    std::string why_no_ref;
+    if (!has_native_reference(def, gpu, &why_no_ref)) {
+      message(
+          fmt::format("warning: {} has no native reference{} ({}); its solutions are not evaluated",
+                      def.name, gpu ? " on CUDA" : "", why_no_ref));
+      ++plan.reference_failures;
+      continue;
+    }
+    for (const auto& wr : set.workloads(def.name)) {
+      WorkItem item{&def, &wr.value, {}};
+      for (const Solution* s : solutions) {
+        if (finished.count({def.name, wr.value.workload.uuid, s->name})) {
+          ++plan.resumed;
+        } else {
+          item.pending.push_back(s);
+          ++plan.evaluations;
+        }
+      }
+      if (!item.pending.empty()) plan.items.push_back(std::move(item));
+    }
+  }
+  return plan;
+}
+
+}  // namespace fib::bench::detail

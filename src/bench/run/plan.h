@@ -1,0 +1,36 @@
+// What a run will do: the (definition, workload) items the options select, each with the
+// solutions still to evaluate on it (with --resume, those without a trace yet).
+#pragma once
+
+#include <cstddef>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "fib/bench/build.h"
+#include "fib/bench/run.h"
+#include "fib/dataset/trace_set.h"
+
+namespace fib::bench::detail {
+
+// One (definition, workload) and the solutions still to evaluate on it.
+struct WorkItem {
+  const Definition* def;
+  const Trace* workload;
+  std::vector<const Solution*> pending;
+};
+
+struct Plan {
+  std::vector<WorkItem> items;
+  std::size_t evaluations = 0;  // pending, over all items
+  std::size_t resumed = 0;      // found finished in the dataset (--resume)
+  // Definitions left out because no native reference can check them.
+  std::size_t reference_failures = 0;
+};
+
+// `message` receives the warnings: unknown names in the allow-lists, solutions skipped (no
+// toolchain, or built for the other kind of device), definitions without a native reference.
+Plan plan_run(const TraceSet& set, const RunOptions& o, const BuildOptions& build, bool gpu,
+              const std::function<void(const std::string&)>& message);
+
+}  // namespace fib::bench::detail

@@ -1,0 +1,184 @@
+#include "bench/run/prepare.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <exception>
+#include <mutex>
+#include <random>
+#include <thread>
+
+#include "bench/run/op_rules.h"
+#include "bench/run/worker_messages.h"
+#include "bench/worker/input_sets.h"
+#include "fib/tensor/inputs.h"
+#include "fib/tensor/random.h"
+
+namespace fib::bench::detail {
+
+namespace fs = std::filesystem;
+using Clock = std::chrono::steady_clock;
+
+namespace {
+
+std::uint64_t tensor_bytes(const MaterializedInputs& in) {
+  std::uint64_t n = 0;
+  for (const auto& [k, t] : in.tensors) n += t.nbytes();
+  return n;
+}
+
+// Appends sets [first, first + count) to `sets`, each from its own seed (appended to `seeds`):
+// made in parallel (random inputs of a large workload are hundreds of MiB), stored in order.
+void make_input_sets(const Definition& def, const Workload& w, const fs::path& dataset,
+                     std::uint64_t base, int first, int count, int max_threads,
+                     std::vector<MaterializedInputs>& sets, std::vector<std::uint64_t>& seeds) {
+  const std::size_t at = sets.size();
+  sets.resize(at + static_cast<std::size_t>(count));
+  std::vector<std::uint64_t> own(static_cast<std::size_t>(count));
+  for (int i = 0; i < count; ++i) {
+    own[static_cast<std::size_t>(i)] = Rng::derive(base, fmt::format("set{}", first + i));
+  }
+  std::atomic<int> next{0};
+  std::exception_ptr error;
+  std::mutex error_mutex;
+  auto work = [&] {
+    for (int i = next++; i < count; i = next++) {
+      try {
+        MaterializeOptions mo;
+        mo.seed = own[static_cast<std::size_t>(i)];
+        mo.dataset_root = dataset;
+        sets[at + static_cast<std::size_t>(i)] = materialize_inputs(def, w, mo);
+      } catch (...) {
+        std::lock_guard<std::mutex> lock(error_mutex);
+        if (!error) error = std::current_exception();
+      }
+    }
+  };
+  const int threads = std::clamp(max_threads, 1, std::min(count, 16));
+  std::vector<std::thread> pool;
+  for (int t = 1; t < threads; ++t) pool.emplace_back(work);
+  work();
+  for (auto& t : pool) t.join();
+  if (error) std::rethrow_exception(error);
+  seeds.insert(seeds.end(), own.begin(), own.end());
+}
+
+// Per trial, warmup calls then timed calls over the pool (sets trials .. trials + pool - 1),
+// with the trial's checked set at a position drawn here (the worker learns it only with the
+// request; the solution never).
+std::vector<TrialCalls> plan_trials(int trials, int pool, int warmup, int iterations,
+                                    int min_samples, std::uint64_t seed) {
+  std::mt19937_64 rng(seed);
+  std::vector<TrialCalls> plan;
+  int next = 0;
+  auto pool_index = [&] { return trials + (next++ % pool); };
+  for (int t = 0; t < trials; ++t) {
+    TrialCalls calls;
+    // Only the first trial warms up (module load, lazy setup, clocks up). Later trials run
+    // right after it in the same worker, and every timed call starts from flushed caches
+    // anyway, so a warmup call there would change nothing but the wall time.
+    const int trial_warmup = t == 0 ? warmup : 0;
+    for (int i = 0; i < trial_warmup; ++i) calls.warmup.push_back(pool_index());
+    calls.check_position = static_cast<int>(rng() % static_cast<std::uint64_t>(min_samples));
+    for (int i = 0; i < iterations; ++i) {
+      calls.timed.push_back(i == calls.check_position ? t : pool_index());
+    }
+    plan.push_back(std::move(calls));
+  }
+  return plan;
+}
+
+}  // namespace
+
+PreparedWorkload prepare_workload(const PrepareSettings& settings, const Definition& def,
+                                  const Workload& w, const fs::path& dir, int max_threads) {
+  const RunOptions& o = settings.options;
+  PreparedWorkload p;
+  p.eval = resolve_eval(settings.builtin, settings.user, o.cli, def, "");
+  const ResolvedEval& cfg = p.eval;
+  p.dir = dir;
+  p.trials = std::max(1, cfg.num_trials);
+  p.sampling = checks_sampling_distribution(def);
+  fs::create_directories(dir);
+  const int warmup = std::max(0, cfg.warmup_runs);
+  const int iterations = std::max(1, cfg.iterations);
+  const std::uint64_t base = Rng::derive(settings.seed, def.name + "/" + w.uuid);
+
+  std::vector<MaterializedInputs> sets;
+  make_input_sets(def, w, o.dataset, base, 0, p.trials, max_threads, sets, p.set_seeds);
+  p.notes = sets.front().notes;
+  const std::uint64_t set_bytes = tensor_bytes(sets.front());
+  // Distinct input sets for the unchecked calls too, up to the memory budget, so an output
+  // cache keyed on the inputs never hits (and a solution cannot tell checked calls apart).
+  const std::uint64_t calls =
+      static_cast<std::uint64_t>(p.trials) * static_cast<std::uint64_t>(warmup + iterations - 1);
+  // On GPU lanes each worker makes the pool on its device from the checked sets (their
+  // floating-point tensors permuted, gpu_checks.h): hundreds of MiB of host-made random inputs
+  // per large workload were most of a workload's setup. Their seeds are drawn all the same.
+  const std::uint64_t pool_budget = settings.gpu ? o.device_pool_bytes : o.input_pool_bytes;
+  const std::uint64_t budget_sets =
+      set_bytes > 0 ? std::max<std::uint64_t>(1, pool_budget / set_bytes) : calls;
+  p.pool = static_cast<int>(std::clamp<std::uint64_t>(std::min(calls, budget_sets), 1, 1024));
+  if (settings.gpu) {
+    for (int i = 0; i < p.pool; ++i) {
+      p.set_seeds.push_back(Rng::derive(base, fmt::format("set{}", p.trials + i)));
+    }
+  } else {
+    make_input_sets(def, w, o.dataset, base, p.trials, p.pool, max_threads, sets, p.set_seeds);
+  }
+  p.inputs_file = (dir / "inputs.safetensors").string();
+  detail::write_input_sets(p.inputs_file, def, sets, Rng::derive(base, "layout"));
+
+  const int min_samples = std::min(iterations, 10);
+  std::optional<DevicePool> device_pool;
+  if (settings.gpu) device_pool = DevicePool{p.trials, p.pool, Rng::derive(base, "device_pool")};
+  p.schedule = make_schedule(
+      plan_trials(p.trials, p.pool, warmup, iterations, min_samples, Rng::derive(base, "schedule")),
+      min_samples, o, device_pool);
+  return p;
+}
+
+ReferenceRun run_reference(Lane& lane, const WorkerSpec& spec, const RunOptions& o,
+                           const Definition& def, const Workload& w, PreparedWorkload& p) {
+  const Json schedule = with_check_outputs(p.schedule, p.dir, "reference");
+  const Json request = make_reference_request(ReferenceRequest{.def = def,
+                                                               .workload = w,
+                                                               .inputs_file = p.inputs_file,
+                                                               .set_seeds = p.set_seeds,
+                                                               .threads = o.threads,
+                                                               .eval_extra = p.eval.extra,
+                                                               .schedule = schedule,
+                                                               .device = lane.device});
+  ReferenceRun run;
+  Worker::Reply r;
+  try {
+    r = lane.reference_worker(spec).call(
+        request,
+        Clock::now() + std::chrono::duration_cast<Clock::duration>(
+                           std::chrono::duration<double>(std::max(60.0, o.timeout_seconds))));
+  } catch (const Error& e) {
+    if (lane.reference) lane.reference->kill();
+    run.error = e.what();
+    return run;
+  }
+  if (r.kind != Worker::ReplyKind::kOk) {
+    run.error = r.kind == Worker::ReplyKind::kTimeout ? "the reference timed out"
+                                                      : "the reference worker " + r.died_how;
+    return run;
+  }
+  const ReferenceReply reply = read_reference_reply(r.body);
+  if (!reply.ok) {
+    if (lane.reference) lane.reference->kill();  // a fresh one for the next workload
+    run.error = reply.error;
+    return run;
+  }
+  run.ok = true;
+  run.kernel = reply.kernel;
+  run.timing = timing_from_trials(reply.trials);
+  p.reference_outputs = check_output_files(schedule);
+  return run;
+}
+
+}  // namespace fib::bench::detail

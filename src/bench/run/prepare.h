@@ -1,0 +1,63 @@
+// A workload made ready for its solutions: its input sets (the checked ones and, on the CPU, the
+// timing pool) written to one file, the schedule every solution runs, and the reference's
+// outputs and latency on it.
+#pragma once
+
+#include <cstdint>
+#include <filesystem>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "bench/run/devices.h"
+#include "bench/run/trial_timing.h"
+#include "fib/bench/eval_config.h"
+#include "fib/bench/run.h"
+#include "fib/trace/definition.h"
+#include "fib/trace/json_reader.h"
+#include "fib/trace/workload.h"
+
+namespace fib::bench::detail {
+
+struct PreparedWorkload {
+  std::filesystem::path dir;
+  std::string inputs_file;  // every input set (bench/worker/input_sets.h)
+  std::vector<std::uint64_t> set_seeds;
+  int trials = 0;
+  int pool = 0;
+  Json schedule;                               // shared by the reference and every solution
+  std::vector<std::string> reference_outputs;  // per trial
+  std::vector<std::string> notes;              // input materialization notes
+  bool sampling = false;
+  ResolvedEval eval;  // the definition-wide settings (trial counts, policy extras)
+};
+
+// What preparing a workload depends on besides the workload.
+struct PrepareSettings {
+  const RunOptions& options;
+  const EvalConfigFile& builtin;
+  const EvalConfigFile* user;
+  std::uint64_t seed = 0;  // the run's; each workload derives its own from it
+  bool gpu = false;        // GPU lanes make the timing pool on the device
+};
+
+// Makes the input sets (up to `max_threads` at once) into `dir` and the schedule. Throws
+// fib::Error when the inputs cannot be made.
+PreparedWorkload prepare_workload(const PrepareSettings& settings, const Definition& def,
+                                  const Workload& w, const std::filesystem::path& dir,
+                                  int max_threads);
+
+// The reference's run on a prepared workload.
+struct ReferenceRun {
+  bool ok = false;
+  std::string error;   // why not ok
+  std::string kernel;  // the native reference's id
+  Timing timing;
+};
+// Runs the reference in the lane's reference worker (started with `spec` when needed); on
+// success the workload's reference_outputs name its checked outputs. A reference worker that
+// answered with a failure is killed, so the next workload gets a fresh one.
+ReferenceRun run_reference(Lane& lane, const WorkerSpec& spec, const RunOptions& o,
+                           const Definition& def, const Workload& w, PreparedWorkload& p);
+
+}  // namespace fib::bench::detail
