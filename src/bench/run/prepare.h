@@ -9,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "bench/protocol/messages.h"
 #include "bench/run/devices.h"
 #include "bench/run/trial_timing.h"
 #include "fib/bench/eval_config.h"
@@ -25,7 +26,7 @@ struct PreparedWorkload {
   std::vector<std::uint64_t> set_seeds;
   int trials = 0;
   int pool = 0;
-  Json schedule;                               // shared by the reference and every solution
+  protocol::Schedule schedule;                 // shared by the reference and every solution
   std::vector<std::string> reference_outputs;  // per trial
   std::vector<std::string> notes;              // input materialization notes
   bool sampling = false;

@@ -27,6 +27,12 @@ std::string stop_name(cu::StopReason r) {
   return "iterations";
 }
 
+Json timing_json(const cu::TimingResult& r) {
+  Json j = cu::to_json(r);
+  j.erase("samples_ms");  // the trial's samples_ms holds them
+  return j;
+}
+
 }  // namespace
 
 CallOrder order_of(const TrialPlan& plan, bool first_trial) {
@@ -75,16 +81,16 @@ cu::TimingOptions timing_options(const Schedule& s, const TrialPlan& plan, const
   return o;
 }
 
-Json timing_json(const cu::TimingResult& r) {
-  Json j = cu::to_json(r);
-  j.erase("samples_ms");  // the trial's samples_ms holds them
-  return j;
-}
-
-Json trial_json(const cu::TimingResult& r, Json checked) {
-  return Json{{"samples_ms", r.samples_ms},      {"warmup_ms", 1000.0 * r.method.warmup_seconds},
-              {"warmup_calls", r.method.warmup}, {"stopped_by", stop_name(r.method.stop)},
-              {"checked", std::move(checked)},   {"gpu", timing_json(r)}};
+protocol::TrialResult trial_result(const cu::TimingResult& r,
+                                   std::optional<protocol::CheckedCall> checked) {
+  protocol::TrialResult t;
+  t.samples_ms = r.samples_ms;
+  t.warmup_ms = 1000.0 * r.method.warmup_seconds;
+  t.warmup_calls = r.method.warmup;
+  t.stopped_by = stop_name(r.method.stop);
+  t.checked = std::move(checked);
+  t.gpu = timing_json(r);
+  return t;
 }
 
 Failure cuda_failure(const cu::CudaError& e, std::uint64_t call, WorkerState& st) {

@@ -38,7 +38,8 @@ cuda::TimingOptions timing_options(const Schedule& s, const TrialPlan& plan, con
                                    const std::string& timer);
 
 // One trial of a reply, for the solution and the reference alike.
-Json trial_json(const cuda::TimingResult& r, Json checked);
+protocol::TrialResult trial_result(const cuda::TimingResult& r,
+                                   std::optional<protocol::CheckedCall> checked);
 
 // A failed call inside a measurement.
 struct CallFailed : std::runtime_error {

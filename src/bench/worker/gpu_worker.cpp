@@ -55,7 +55,7 @@ std::optional<Failure> settled(DeviceTarget& target) {
 
 // The solution's trials: each measured, checked, and its checked outputs queued for writing.
 struct SolutionTrials {
-  Json trials = Json::array();
+  std::vector<protocol::TrialResult> trials;
   // Where the worker's time goes, beside the timed calls: reported as worker_phases_ms.
   double measure_ms = 0, outputs_ms = 0;
   double call_ms = 0;  // the last trial's median: sizes the window audit
@@ -74,17 +74,15 @@ std::optional<Failure> run_solution_trials(WorkerState& st, GpuWorker& g, Device
     if (failure) return failure;
     out->measure_ms += ms_since(trial_t0);
     const auto outputs_t0 = Clock::now();
-    Json checked = nullptr;
+    std::optional<protocol::CheckedCall> checked;
     if (!plan.check_output.empty()) {
       // Copied and written while the next trial runs; complete before the reply.
       g.writer().submit(plan.check_output, target.staged(), {}, g.stream());
-      checked = Json{{"call", runner.staged_call()},
-                     {"file", plan.check_output},
-                     {"poison", runner.staged_poison()}};
+      checked = protocol::CheckedCall{runner.staged_call(), runner.staged_poison()};
     }
     out->outputs_ms += ms_since(outputs_t0);
     if (!result.samples_ms.empty()) out->call_ms = summarize(result.samples_ms).median;
-    out->trials.push_back(trial_json(result, std::move(checked)));
+    out->trials.push_back(trial_result(result, std::move(checked)));
   }
   return std::nullopt;
 }
@@ -108,12 +106,12 @@ Json audit_json(const cu::WindowAudit& audit) {
 // where they would take more than 50 ms (one 300 ms GEMM call shows escaping work as well as
 // three).
 std::optional<Failure> run_window_audit(WorkerState& st, DeviceRunner& runner, DeviceTarget& target,
-                                        const Schedule& schedule, double call_ms, Json* reply) {
+                                        const Schedule& schedule, double call_ms, Json* report) {
   return guarded(st, runner, [&]() -> std::optional<Failure> {
     const std::size_t audit_calls =
         call_ms > 0 ? std::clamp<std::size_t>(static_cast<std::size_t>(50.0 / call_ms), 1, 3) : 3;
     const cu::WindowAudit audit = runner.audit_window(schedule.trials.front(), audit_calls);
-    (*reply)["window_audit"] = audit_json(audit);
+    *report = audit_json(audit);
     if (!audit.escape) return settled(target);
     return Failure{
         "side_stream",
@@ -126,20 +124,16 @@ std::optional<Failure> run_window_audit(WorkerState& st, DeviceRunner& runner, D
 // Sampling: many draws on one set for the distribution check.
 std::optional<Failure> run_draws(WorkerState& st, DeviceRunner& runner,
                                  DeviceSolutionTarget& target, const Definition& def,
-                                 const Json& sp, Json* reply) {
-  const int draws = sp.at("draws").get<int>();
+                                 const protocol::SamplingRequest& sp, int* written) {
   std::vector<std::vector<Tensor>> per_output(def.outputs.size());
   auto failure = guarded(st, runner, [&]() -> std::optional<Failure> {
     Failure f;
-    if (!draw_samples(target, sp.at("set").get<int>(), draws, runner.call_counter(), &per_output,
-                      &f)) {
-      return f;
-    }
+    if (!draw_samples(target, sp.set, sp.draws, runner.call_counter(), &per_output, &f)) return f;
     return settled(target);
   });
-  if (!failure && draws > 0) {
-    write_stacked_draws(sp.at("output").get<std::string>(), def, per_output, draws);
-    (*reply)["sampling"] = Json{{"file", sp.at("output")}, {"draws", draws}};
+  if (!failure && sp.draws > 0) {
+    write_stacked_draws(sp.output, def, per_output, sp.draws);
+    *written = sp.draws;
   }
   return failure;
 }
@@ -157,36 +151,36 @@ Json gpu_json(GpuWorker& g) {
 }  // namespace
 
 // ---- A solution on the device -----------------------------------------------------------------
-Json gpu_evaluate(WorkerState& st, const Json& req) {
-  const Definition def = parse_definition(req.at("definition"));
-  const AxisValues var = parse_axes(req.at("var_axes"));
-  const Json& sol = req.at("solution");
-  std::string error;
-  GpuWorker& g = gpu_state(st, req.value("device", std::string("cuda:0")));
-  const SolutionLibrary lib = load_library(st.libraries, sol.at("library").get<std::string>(),
-                                           sol.at("symbol").get<std::string>(), &error);
-  if (lib.entry == nullptr) return Json{{"ok", false}, {"load_error", error}};
+protocol::EvaluateReply gpu_evaluate(WorkerState& st, const protocol::EvaluateRequest& req) {
+  const Definition& def = req.definition;
+  GpuWorker& g = gpu_state(st, req.device);
+  protocol::EvaluateReply reply;
+  const SolutionLibrary lib =
+      load_library(st.libraries, req.solution.library, req.solution.symbol, &reply.load_error);
+  if (lib.entry == nullptr) {
+    reply.ok = false;
+    return reply;
+  }
   FibAbiBackend backend(lib);
-  double upload_ms = 0;
-  const InputSets host = load_sets(st, req.at("sets"));
-  const Schedule schedule = parse_schedule(req.at("schedule"));
+  const InputSets host = load_sets(st, req.sets);
   const std::vector<DeviceSet>& sets =
-      g.sets(req.at("sets").get<std::string>(), host, schedule.device_pool, &upload_ms);
-  DeviceSolutionTarget target(g, def, var, sets, host, backend, sol.value("dps", true));
+      g.sets(req.sets, host, req.schedule.device_pool, &reply.load_inputs_ms);
+  DeviceSolutionTarget target(g, def, req.var_axes, sets, host, backend, req.solution.dps);
   DeviceRunner runner(g, target);
-  const std::string timer =
-      req.value("gpu_timing", Json::object()).value("timer", std::string("events"));
+  reply.signature = lib.signature;
 
-  Json reply{{"ok", true}, {"signature", lib.signature}, {"load_inputs_ms", upload_ms}};
   const auto schedule_t0 = Clock::now();
   SolutionTrials trials;
   std::optional<Failure> failure =
-      run_solution_trials(st, g, runner, target, schedule, timer, &trials);
+      run_solution_trials(st, g, runner, target, req.schedule, req.gpu_timer, &trials);
   const auto audit_t0 = Clock::now();
-  if (!failure) failure = run_window_audit(st, runner, target, schedule, trials.call_ms, &reply);
+  if (!failure) {
+    failure =
+        run_window_audit(st, runner, target, req.schedule, trials.call_ms, &reply.window_audit);
+  }
   const double audit_ms = ms_since(audit_t0);
-  if (!failure && req.contains("sampling")) {
-    failure = run_draws(st, runner, target, def, req["sampling"], &reply);
+  if (!failure && req.sampling) {
+    failure = run_draws(st, runner, target, def, *req.sampling, &reply.sampling_draws);
   }
   // Every checked output is in its file before the reply names it. After a failure the files
   // are not read (and after a sticky error the copies cannot complete): errors then are moot.
@@ -195,45 +189,39 @@ Json gpu_evaluate(WorkerState& st, const Json& req) {
   } catch (const std::exception&) {
     if (!failure) throw;
   }
-  reply["trials"] = trials.trials;
-  reply["schedule_ms"] = ms_since(schedule_t0);
-  reply["cache_flush_ms"] = 0.0;  // the L2 flush runs on the GPU, between the timed windows
-  reply["worker_phases_ms"] = Json{{"trials", trials.measure_ms},
-                                   {"checked_outputs", trials.outputs_ms},
-                                   {"window_audit", audit_ms}};
-  reply["gpu"] = gpu_json(g);
-  if (failure) {
-    reply["failure"] = failure_json(*failure);
-    if (st.exit_after_reply) reply["fatal"] = true;
-  }
+  reply.trials = std::move(trials.trials);
+  reply.schedule_ms = ms_since(schedule_t0);
+  reply.cache_flush_ms = 0.0;  // the L2 flush runs on the GPU, between the timed windows
+  reply.worker_phases_ms = Json{{"trials", trials.measure_ms},
+                                {"checked_outputs", trials.outputs_ms},
+                                {"window_audit", audit_ms}};
+  reply.gpu = gpu_json(g);
+  reply.failure = std::move(failure);
+  reply.fatal = reply.failure && st.exit_after_reply;
   return reply;
 }
 
 // ---- The CUDA reference ----------------------------------------------------------------------
-Json gpu_reference(WorkerState& st, const Json& req) {
-  const Definition def = parse_definition(req.at("definition"));
-  const AxisValues var = parse_axes(req.at("var_axes"));
-  std::string why;
-  const reference_cuda::Kernel* k = reference_cuda::find_kernel(def, &why);
-  if (k == nullptr) return Json{{"ok", false}, {"error", why}};
-  GpuWorker& g = gpu_state(st, req.value("device", std::string("cuda:0")));
-  const InputSets host = load_sets(st, req.at("sets"));
-  const Schedule schedule = parse_schedule(req.at("schedule"));
-  double upload_ms = 0;
+// The trials' errors end the request (ok false), a sticky CUDA error the worker too.
+protocol::ReferenceReply gpu_reference(WorkerState& st, const protocol::ReferenceRequest& req) {
+  protocol::ReferenceReply reply;
+  const reference_cuda::Kernel* k = reference_cuda::find_kernel(req.definition, &reply.error);
+  if (k == nullptr) {
+    reply.ok = false;
+    return reply;
+  }
+  reply.kernel = std::string(k->id());
+  GpuWorker& g = gpu_state(st, req.device);
+  const InputSets host = load_sets(st, req.sets);
   const std::vector<DeviceSet>& sets =
-      g.sets(req.at("sets").get<std::string>(), host, schedule.device_pool, &upload_ms);
-  DeviceReferenceTarget target(g, def, var, sets,
-                               req.at("seeds").get<std::vector<std::uint64_t>>());
+      g.sets(req.sets, host, req.schedule.device_pool, &reply.load_inputs_ms);
+  DeviceReferenceTarget target(g, req.definition, req.var_axes, sets, req.seeds);
   DeviceRunner runner(g, target);
-  const Json eval_extra = req.value("eval_extra", Json::object());
-
-  Json reply{{"ok", true}, {"kernel", std::string(k->id())}, {"load_inputs_ms", upload_ms}};
-  Json trials = Json::array();
-  for (const TrialPlan& plan : schedule.trials) {
-    const bool first = &plan == &schedule.trials.front();
+  for (const TrialPlan& plan : req.schedule.trials) {
+    const bool first = &plan == &req.schedule.trials.front();
     cu::TimingResult result;
     try {
-      result = runner.measure_trial(schedule, plan, first, "events");
+      result = runner.measure_trial(req.schedule, plan, first, "events");
       Failure unused;
       target.settle(&unused);
     } catch (const std::exception& e) {
@@ -242,26 +230,24 @@ Json gpu_reference(WorkerState& st, const Json& req) {
         g.writer().finish();  // the earlier trials' files are not read: their errors are moot
       } catch (const std::exception&) {
       }
-      reply["ok"] = false;
-      reply["error"] = e.what();
+      reply.ok = false;
+      reply.error = e.what();
       return reply;
     }
-    Json checked = nullptr;
+    std::optional<protocol::CheckedCall> checked;
     if (!plan.check_output.empty()) {
       // Copied and written while the next trial runs; complete before the reply. The target
       // keeps the staged buffers alive until the next trial replaces them, and later work on
       // them is queued after the copy on the same stream.
       std::vector<std::pair<std::string, Tensor>> extra;
-      append_sampling_expectation(
-          def, host->at(static_cast<std::size_t>(order_of(plan, first).check_set)), eval_extra,
-          &extra);
+      const auto check_set = static_cast<std::size_t>(order_of(plan, first).check_set);
+      append_sampling_expectation(req.definition, host->at(check_set), req.eval_extra, &extra);
       g.writer().submit(plan.check_output, target.staged(), std::move(extra), g.stream());
-      checked = Json{{"file", plan.check_output}};
+      checked = protocol::CheckedCall{runner.staged_call(), {}};
     }
-    trials.push_back(trial_json(result, std::move(checked)));
+    reply.trials.push_back(trial_result(result, std::move(checked)));
   }
   g.writer().finish();
-  reply["trials"] = trials;
   return reply;
 }
 

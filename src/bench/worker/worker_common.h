@@ -10,8 +10,9 @@
 #include <utility>
 #include <vector>
 
-#include "bench/worker/call/call_backend.h"
 #include "bench/worker/input_sets.h"
+#include "bench/protocol/messages.h"
+#include "bench/worker/call/call_backend.h"
 #include "fib/bench/timing.h"
 #include "fib/tensor/tensor.h"
 #include "fib/trace/definition.h"
@@ -21,46 +22,11 @@ namespace fib::bench::detail {
 
 using InputSets = std::shared_ptr<const std::vector<InputSet>>;
 
-Definition parse_definition(const Json& j);
-AxisValues parse_axes(const Json& j);
-
-// ---- Schedules ------------------------------------------------------------------------------
-struct TrialPlan {
-  std::vector<int> warmup;        // set indices
-  std::vector<int> timed;         // set indices, in call order
-  int check_position = -1;        // index into `timed` whose outputs are saved
-  std::string check_output;       // where they go
-  double max_seconds = 0;         // 0: no time cap
-  double max_warmup_seconds = 0;  // 0: every warmup call; else the warmup's time cap
-};
-
-// GPU lanes: sets [first, first + count) are made on the device from the file's sets (set
-// first + i from file set i % first, its floating-point tensors permuted), not read from the file.
-struct DevicePool {
-  int first = 0;
-  int count = 0;
-  std::uint64_t seed = 0;
-  bool operator==(const DevicePool&) const = default;
-};
-
-struct Schedule {
-  std::vector<TrialPlan> trials;
-  NoiseCriterion noise;
-  bool fixed_iterations = false;
-  bool flush_caches = true;
-  DevicePool device_pool;  // count 0: every set is in the file
-};
-
-Schedule parse_schedule(const Json& j);
-
-// What went wrong in a call, reported to the orchestrator (which decides the status).
-struct Failure {
-  // "error", "guard", "input_modified", "results", "cuda_error", "side_stream"
-  std::string kind;
-  std::string message;
-  std::uint64_t call = 0;
-};
-Json failure_json(const Failure& f);
+// The message types the handlers use (bench/protocol/messages.h).
+using protocol::DevicePool;
+using protocol::Failure;
+using protocol::Schedule;
+using protocol::TrialPlan;
 
 class GpuWorker;  // gpu_worker.cpp (CUDA builds)
 
@@ -74,7 +40,8 @@ struct WorkerState {
   bool exit_after_reply = false;
 };
 
-InputSets load_sets(WorkerState& st, const Json& j);
+// The input sets in the file at `path` (mapped once while requests name the same file).
+InputSets load_sets(WorkerState& st, const std::string& path);
 
 // Writes the outputs of a checked call where the orchestrator reads them once (scratch: no
 // fsync; a rerun remakes it).
@@ -92,9 +59,9 @@ void write_stacked_draws(const std::string& path, const Definition& def,
                          const std::vector<std::vector<Tensor>>& per_output, int draws);
 
 #ifdef FIB_HAVE_CUDA
-// The CUDA side of `evaluate` and `reference` requests (a "device": "cuda:N" field).
-Json gpu_evaluate(WorkerState& st, const Json& req);
-Json gpu_reference(WorkerState& st, const Json& req);
+// The CUDA side of `evaluate` and `reference` requests (device "cuda:N").
+protocol::EvaluateReply gpu_evaluate(WorkerState& st, const protocol::EvaluateRequest& req);
+protocol::ReferenceReply gpu_reference(WorkerState& st, const protocol::ReferenceRequest& req);
 #endif
 
 }  // namespace fib::bench::detail

@@ -12,6 +12,7 @@
 #include <chrono>
 #include <optional>
 
+#include "bench/protocol/messages.h"
 #include "bench/worker/cpu_targets.h"
 #include "bench/worker/protocol.h"
 #include "bench/worker/worker_common.h"
@@ -24,154 +25,172 @@ namespace fib::bench {
 namespace {
 using Clock = std::chrono::steady_clock;
 using namespace detail;
+using protocol::CheckedCall;
+using protocol::TrialResult;
 
-Json run_schedule(Target& target, const Schedule& s, std::optional<Failure>* failure) {
-  Json trials = Json::array();
-  std::uint64_t call = 0;
-  auto one_call = [&](int set, double* ms, bool flush) -> bool {
-    target.prepare(set, call, flush && s.flush_caches);
+double ms_since(Clock::time_point t0) {
+  return std::chrono::duration<double, std::milli>(Clock::now() - t0).count();
+}
+
+// The CPU schedule: each call timed on the host clock between prepare and verify.
+class CpuSchedule {
+ public:
+  CpuSchedule(Target& target, const Schedule& s) : target_(target), s_(s) {}
+
+  // Every trial, until a call fails (*failure set; the trials before it are returned).
+  std::vector<TrialResult> run(std::optional<Failure>* failure) {
+    std::vector<TrialResult> trials;
+    for (const TrialPlan& plan : s_.trials) {
+      TrialResult t;
+      if (!run_trial(plan, &t)) {
+        *failure = failure_;
+        break;
+      }
+      trials.push_back(std::move(t));
+    }
+    return trials;
+  }
+
+ private:
+  bool one_call(int set, double* ms, bool flush) {
+    target_.prepare(set, call_, flush && s_.flush_caches);
     Failure f;
     const auto t0 = Clock::now();
-    const bool ok = target.call(call, &f);
+    const bool ok = target_.call(call_, &f);
     const auto t1 = Clock::now();
-    if (ok && !target.verify(call, &f)) {
-      *failure = f;
+    if (!ok || !target_.verify(call_, &f)) {
+      failure_ = f;
       return false;
     }
-    if (!ok) {
-      *failure = f;
-      return false;
-    }
-    if (ms) *ms = std::chrono::duration<double, std::milli>(t1 - t0).count();
-    ++call;
+    *ms = std::chrono::duration<double, std::milli>(t1 - t0).count();
+    ++call_;
     return true;
-  };
-  for (const TrialPlan& plan : s.trials) {
-    double warmup_ms = 0;
-    int warmup_calls = 0;
+  }
+
+  bool run_trial(const TrialPlan& plan, TrialResult* out) {
     for (int set : plan.warmup) {
       double ms = 0;
       // Warmup calls are not timed, so their caches need no flushing.
-      if (!one_call(set, &ms, /*flush=*/false)) return trials;
-      warmup_ms += ms;
-      ++warmup_calls;
-      if (plan.max_warmup_seconds > 0 && warmup_ms >= 1000 * plan.max_warmup_seconds) break;
+      if (!one_call(set, &ms, /*flush=*/false)) return false;
+      out->warmup_ms += ms;
+      ++out->warmup_calls;
+      if (plan.max_warmup_seconds > 0 && out->warmup_ms >= 1000 * plan.max_warmup_seconds) break;
     }
-    std::vector<double> samples;
-    std::string stopped_by = "iterations";
-    Json checked = nullptr;
+    out->stopped_by = "iterations";
     const auto start = Clock::now();
     const std::size_t must_reach = std::max<std::size_t>(
-        s.noise.min_samples, static_cast<std::size_t>(plan.check_position + 1));
+        s_.noise.min_samples, static_cast<std::size_t>(plan.check_position + 1));
     for (std::size_t i = 0; i < plan.timed.size(); ++i) {
       double ms = 0;
-      if (!one_call(plan.timed[i], &ms, /*flush=*/true)) return trials;
-      samples.push_back(ms);
+      if (!one_call(plan.timed[i], &ms, /*flush=*/true)) return false;
+      out->samples_ms.push_back(ms);
       if (static_cast<int>(i) == plan.check_position && !plan.check_output.empty()) {
-        write_checked_outputs(plan.check_output, target.outputs());
-        checked =
-            Json{{"call", call - 1}, {"file", plan.check_output}, {"poison", target.poison()}};
+        write_checked_outputs(plan.check_output, target_.outputs());
+        out->checked = CheckedCall{call_ - 1, target_.poison()};
       }
-      if (s.fixed_iterations || samples.size() < must_reach) continue;
-      if (precise_enough(samples, s.noise)) {
-        stopped_by = "noise";
+      if (s_.fixed_iterations || out->samples_ms.size() < must_reach) continue;
+      if (precise_enough(out->samples_ms, s_.noise)) {
+        out->stopped_by = "noise";
         break;
       }
       if (plan.max_seconds > 0 &&
           std::chrono::duration<double>(Clock::now() - start).count() > plan.max_seconds) {
-        stopped_by = "time_cap";
+        out->stopped_by = "time_cap";
         break;
       }
     }
-    trials.push_back(Json{{"samples_ms", samples},
-                          {"warmup_ms", warmup_ms},
-                          {"warmup_calls", warmup_calls},
-                          {"stopped_by", stopped_by},
-                          {"checked", checked}});
+    return true;
   }
-  return trials;
-}
 
-Json handle_evaluate(WorkerState& st, const Json& req) {
-  const Definition def = parse_definition(req.at("definition"));
-  const AxisValues var = parse_axes(req.at("var_axes"));
-  const Json& sol = req.at("solution");
-  std::string error;
-  const SolutionLibrary lib = load_library(st.libraries, sol.at("library").get<std::string>(),
-                                           sol.at("symbol").get<std::string>(), &error);
-  if (lib.entry == nullptr) return Json{{"ok", false}, {"load_error", error}};
+  Target& target_;
+  const Schedule& s_;
+  std::uint64_t call_ = 0;
+  Failure failure_;
+};
+
+protocol::EvaluateReply handle_evaluate(WorkerState& st, const protocol::EvaluateRequest& req) {
+  const Definition& def = req.definition;
+  protocol::EvaluateReply reply;
+  const SolutionLibrary lib =
+      load_library(st.libraries, req.solution.library, req.solution.symbol, &reply.load_error);
+  if (lib.entry == nullptr) {
+    reply.ok = false;
+    return reply;
+  }
   FibAbiBackend backend(lib);
+  reply.signature = lib.signature;
   install_input_fault_handler();
   const auto load_t0 = Clock::now();
-  HostSolutionTarget target(def, var, load_sets(st, req.at("sets")), backend,
-                            sol.value("dps", true));
-  Json reply{{"ok", true}, {"signature", lib.signature}};
-  reply["load_inputs_ms"] =
-      std::chrono::duration<double, std::milli>(Clock::now() - load_t0).count();
-  const Schedule schedule = parse_schedule(req.at("schedule"));
-  std::optional<Failure> failure;
+  HostSolutionTarget target(def, req.var_axes, load_sets(st, req.sets), backend, req.solution.dps);
+  reply.load_inputs_ms = ms_since(load_t0);
   const auto schedule_t0 = Clock::now();
-  reply["trials"] = run_schedule(target, schedule, &failure);
-  reply["schedule_ms"] =
-      std::chrono::duration<double, std::milli>(Clock::now() - schedule_t0).count();
-  reply["cache_flush_ms"] = target.cache_flush_ms();
-  if (!failure && req.contains("sampling")) {
+  reply.trials = CpuSchedule(target, req.schedule).run(&reply.failure);
+  reply.schedule_ms = ms_since(schedule_t0);
+  reply.cache_flush_ms = target.cache_flush_ms();
+  if (!reply.failure && req.sampling) {
     // Many draws on one input set: the distribution check needs them.
-    const Json& sp = req["sampling"];
-    const int draws = sp.at("draws").get<int>();
+    const protocol::SamplingRequest& sp = *req.sampling;
     std::vector<std::vector<Tensor>> per_output(def.outputs.size());
     Failure f;
     std::uint64_t call = std::uint64_t{1} << 30;
-    if (!draw_samples(target, sp.at("set").get<int>(), draws, &call, &per_output, &f)) {
-      failure = f;
-    } else if (draws > 0) {
-      write_stacked_draws(sp.at("output").get<std::string>(), def, per_output, draws);
-      reply["sampling"] = Json{{"file", sp.at("output")}, {"draws", draws}};
+    if (!draw_samples(target, sp.set, sp.draws, &call, &per_output, &f)) {
+      reply.failure = f;
+    } else if (sp.draws > 0) {
+      write_stacked_draws(sp.output, def, per_output, sp.draws);
+      reply.sampling_draws = sp.draws;
     }
   }
-  if (failure) reply["failure"] = failure_json(*failure);
   return reply;
 }
 
-Json handle_reference(WorkerState& st, const Json& req) {
-  const Definition def = parse_definition(req.at("definition"));
-  const AxisValues var = parse_axes(req.at("var_axes"));
-  std::string why;
-  const reference::Kernel* k = reference::find_kernel(def, &why);
-  if (k == nullptr) return Json{{"ok", false}, {"error", why}};
-  InputSets sets = load_sets(st, req.at("sets"));
-  std::vector<std::uint64_t> seeds = req.at("seeds").get<std::vector<std::uint64_t>>();
-  HostReferenceTarget target(def, var, std::move(sets), req.value("threads", 0u), std::move(seeds),
-                             req.value("eval_extra", Json::object()));
+protocol::ReferenceReply handle_reference(WorkerState& st, const protocol::ReferenceRequest& req) {
+  protocol::ReferenceReply reply;
+  const reference::Kernel* k = reference::find_kernel(req.definition, &reply.error);
+  if (k == nullptr) {
+    reply.ok = false;
+    return reply;
+  }
+  reply.kernel = std::string(k->id());
+  HostReferenceTarget target(req.definition, req.var_axes, load_sets(st, req.sets), req.threads,
+                             req.seeds, req.eval_extra);
   std::optional<Failure> failure;
-  Json reply{{"ok", true}, {"kernel", std::string(k->id())}};
-  reply["trials"] = run_schedule(target, parse_schedule(req.at("schedule")), &failure);
+  reply.trials = CpuSchedule(target, req.schedule).run(&failure);
   if (failure) {
-    reply["ok"] = false;
-    reply["error"] = failure->message;
+    reply.ok = false;
+    reply.error = failure->message;
   }
   return reply;
 }
 
-// Whether a request is for a CUDA device ("device": "cuda:N"); CPU otherwise.
-bool on_gpu(const Json& req) {
-  return req.value("device", std::string("cpu")).rfind("cuda", 0) == 0;
+// Whether a request is for a CUDA device ("cuda:N"); CPU otherwise.
+bool on_gpu(const std::string& device) { return device.rfind("cuda", 0) == 0; }
+
+Json evaluate(WorkerState& st, const Json& j) {
+  const auto req = protocol::from_json<protocol::EvaluateRequest>(j);
+  if (!on_gpu(req.device)) return to_json(handle_evaluate(st, req));
+#ifdef FIB_HAVE_CUDA
+  return to_json(gpu_evaluate(st, req));
+#else
+  return protocol::error_reply("this fib was built without the CUDA path");
+#endif
+}
+
+Json reference(WorkerState& st, const Json& j) {
+  const auto req = protocol::from_json<protocol::ReferenceRequest>(j);
+  if (!on_gpu(req.device)) return to_json(handle_reference(st, req));
+#ifdef FIB_HAVE_CUDA
+  return to_json(gpu_reference(st, req));
+#else
+  return protocol::error_reply("this fib was built without the CUDA path");
+#endif
 }
 
 Json handle(WorkerState& st, const Json& req) {
-  const std::string cmd = req.value("cmd", std::string());
-  if (cmd == "hello")
-    return Json{{"ok", true}, {"pid", ::getpid()}, {"abi", FIB_SOLUTION_ABI_VERSION}};
-  if ((cmd == "evaluate" || cmd == "reference") && on_gpu(req)) {
-#ifdef FIB_HAVE_CUDA
-    return cmd == "evaluate" ? gpu_evaluate(st, req) : gpu_reference(st, req);
-#else
-    return Json{{"ok", false}, {"error", "this fib was built without the CUDA path"}};
-#endif
-  }
-  if (cmd == "evaluate") return handle_evaluate(st, req);
-  if (cmd == "reference") return handle_reference(st, req);
-  return Json{{"ok", false}, {"error", fmt::format("unknown command '{}'", cmd)}};
+  const std::string cmd = protocol::command_of(req);
+  if (cmd == "hello") return to_json(protocol::HelloReply{::getpid(), FIB_SOLUTION_ABI_VERSION});
+  if (cmd == "evaluate") return evaluate(st, req);
+  if (cmd == "reference") return reference(st, req);
+  return protocol::error_reply(fmt::format("unknown command '{}'", cmd));
 }
 }  // namespace
 
@@ -186,14 +205,14 @@ int worker_main(int channel_fd) {
   while (detail::read_message(fd, &text) == detail::ReadResult::kMessage) {
     const Json req = Json::parse(text, nullptr, false);
     if (req.is_discarded()) return 4;
-    if (req.value("cmd", std::string()) == "exit") return 0;
+    if (protocol::command_of(req) == "exit") return 0;
     Json reply;
     try {
       reply = handle(state, req);
     } catch (const std::bad_alloc&) {
-      reply = Json{{"ok", false}, {"error", "out of memory in the worker"}, {"oom", true}};
+      reply = protocol::error_reply("out of memory in the worker", /*oom=*/true);
     } catch (const std::exception& e) {
-      reply = Json{{"ok", false}, {"error", e.what()}};
+      reply = protocol::error_reply(e.what());
     }
     try {
       detail::write_message(fd, reply.dump());
