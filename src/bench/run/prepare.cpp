@@ -10,7 +10,7 @@
 #include <random>
 #include <thread>
 
-#include "bench/worker/input_sets.h"
+#include "bench/inputs/input_set_file.h"
 #include "bench/run/op_rules.h"
 #include "bench/run/worker_messages.h"
 #include "fib/tensor/inputs.h"

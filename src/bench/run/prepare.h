@@ -22,7 +22,7 @@ namespace fib::bench::detail {
 
 struct PreparedWorkload {
   std::filesystem::path dir;
-  std::string inputs_file;  // every input set (bench/worker/input_sets.h)
+  std::string inputs_file;  // every input set (bench/inputs/input_set_file.h)
   std::vector<std::uint64_t> set_seeds;
   int trials = 0;
   int pool = 0;

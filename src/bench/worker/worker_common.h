@@ -10,7 +10,7 @@
 #include <utility>
 #include <vector>
 
-#include "bench/worker/input_sets.h"
+#include "bench/inputs/input_set_file.h"
 #include "bench/protocol/messages.h"
 #include "bench/worker/call/call_backend.h"
 #include "fib/bench/timing.h"
