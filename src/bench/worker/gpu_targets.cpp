@@ -229,7 +229,7 @@ std::string DeviceSolutionTarget::modified_input(int index, std::string* where) 
 std::optional<Failure> DeviceSolutionTarget::check_failure(const gpu::CheckFailure& f) {
   if (f.kind == gpu::kCheckOk) return std::nullopt;
   if (f.kind == gpu::kCheckGuard) {
-    const GuardedBuffer b = guarded().at(static_cast<std::size_t>(f.index));
+    const GuardedBuffer b = call_.guarded_at(static_cast<std::size_t>(f.index));
     const std::int64_t offset =
         f.offset < 0 ? f.offset : static_cast<std::int64_t>(b.buffer->bytes()) + f.offset;
     return Failure{"guard", guard_message(b, offset), f.call};

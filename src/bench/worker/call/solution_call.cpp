@@ -155,6 +155,14 @@ std::vector<GuardedBuffer> SolutionCall::guarded() const {
   return list;
 }
 
+GuardedBuffer SolutionCall::guarded_at(std::size_t i) const {
+  if (i < outputs_.size()) {
+    return {fmt::format("output '{}'", def_.outputs[i].name), outputs_[i].get()};
+  }
+  const std::size_t k = i - outputs_.size();
+  return {fmt::format("allocation #{}", k + 1), &allocator_.buffer(k)};
+}
+
 ProducedOutput SolutionCall::produced(std::size_t o) const {
   if (dps_) {
     const OutputBuffer& b = *outputs_[o];

@@ -67,7 +67,9 @@ class ValueAllocator {
   void end_call() { used_last_call_ = used_; }
   // The buffers handed out during the current call, in order.
   std::size_t used() const { return used_; }
-  const OutputBuffer& buffer(std::size_t i) const { return *buffers_[i]; }
+  // Every buffer handed out so far (those of the current call first).
+  std::size_t size() const { return buffers_.size(); }
+  const OutputBuffer& buffer(std::size_t i) const { return *buffers_.at(i); }
 
  private:
   static int thunk(void* self, std::int32_t dtype, const std::int64_t* shape, std::int32_t ndim,
@@ -128,6 +130,9 @@ class SolutionCall {
 
   // The outputs, then this call's allocations: what a check of guards covers.
   std::vector<GuardedBuffer> guarded() const;
+  // Guarded buffer `i` in that order, also among allocations an earlier call made beyond the
+  // current call's (a check that reports on an earlier call names its buffer).
+  GuardedBuffer guarded_at(std::size_t i) const;
   std::size_t allocations() const { return allocator_.used(); }
   ProducedOutput produced(std::size_t o) const;
   // The poison sentinels of the call begun last (poison_sentinels).
