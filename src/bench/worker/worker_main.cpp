@@ -14,7 +14,7 @@
 
 #include "bench/protocol/messages.h"
 #include "bench/worker/cpu_targets.h"
-#include "bench/worker/protocol.h"
+#include "bench/worker/framing.h"
 #include "bench/worker/worker_common.h"
 #include "fib/bench/timing.h"
 #include "fib/bench/worker.h"

@@ -14,7 +14,7 @@
 #include <cstring>
 
 #include "bench/protocol/messages.h"
-#include "bench/worker/protocol.h"
+#include "bench/worker/framing.h"
 #include "fib/bench/worker.h"
 #include "fib/trace/diagnostics.h"
 
