@@ -99,10 +99,11 @@ std::optional<Outcome> worker_failure(const Worker::Reply& r, const CapturedOutp
 
 // A reply that says the solution could not run: not loaded, the worker failed, or an entry point
 // that does not match the definition.
-std::optional<Outcome> reply_failure(const EvaluateReply& reply, const Definition& def,
+std::optional<Outcome> reply_failure(const protocol::EvaluateReply& reply, const Definition& def,
                                      const Solution& s, const std::string& output_log) {
-  if (reply.load_error)
-    return failed(EvaluationStatus::kCompileError, *reply.load_error + output_log);
+  if (!reply.load_error.empty()) {
+    return failed(EvaluationStatus::kCompileError, reply.load_error + output_log);
+  }
   if (!reply.ok) {
     return failed(EvaluationStatus::kRuntimeError,
                   "the worker failed: " + reply.error + output_log);
@@ -113,18 +114,21 @@ std::optional<Outcome> reply_failure(const EvaluateReply& reply, const Definitio
   return std::nullopt;
 }
 
-std::vector<CheckedCall> checked_calls(const EvaluateReply& reply, const PreparedWorkload& p) {
+// The checked calls the reply reports, their outputs in the files the request named.
+std::vector<CheckedCall> checked_calls(const protocol::EvaluateRequest& request,
+                                       const protocol::EvaluateReply& reply,
+                                       const PreparedWorkload& p) {
   std::vector<CheckedCall> calls;
   for (std::size_t t = 0; t < reply.trials.size(); ++t) {
-    const TrialReport& trial = reply.trials[t];
-    if (!trial.checked_file) continue;
+    const protocol::TrialResult& trial = reply.trials[t];
+    if (!trial.checked) continue;
     CheckedCall cc;
     cc.trial = static_cast<int>(t);
     cc.seed = p.set_seeds.at(t);
-    cc.solution_outputs = *trial.checked_file;
+    cc.solution_outputs = request.schedule.trials.at(t).check_output;
     cc.reference_outputs = p.reference_outputs.at(t);
     cc.inputs = p.inputs_file;
-    cc.poison = trial.checked_poison;
+    cc.poison = trial.checked->poison;
     calls.push_back(std::move(cc));
   }
   return calls;
@@ -220,17 +224,17 @@ Attempt run_solution(Lane& lane, const EvaluationJob& job, const EvaluateSetting
   Json env = evaluation_environment(job, o, lane.device != "cpu");
   std::optional<std::string> sampling_file;
   if (p.sampling) sampling_file = (p.dir / (job.name + "-draws.safetensors")).string();
-  const Json request = make_evaluate_request(
-      EvaluateRequest{.def = job.def,
-                      .workload = job.workload,
-                      .solution = job.solution,
-                      .build = job.build,
-                      .inputs_file = p.inputs_file,
-                      .schedule = with_check_outputs(p.schedule, p.dir, job.name),
-                      .device = lane.device,
-                      .gpu_timer = o.gpu_timer,
-                      .sampling_output = sampling_file,
-                      .sampling_draws = sampling_draws(p.eval.extra)});
+  const protocol::EvaluateRequest request = make_evaluate_request(
+      EvaluationCall{.def = job.def,
+                     .workload = job.workload,
+                     .solution = job.solution,
+                     .build = job.build,
+                     .inputs_file = p.inputs_file,
+                     .schedule = with_check_outputs(p.schedule, p.dir, job.name),
+                     .device = lane.device,
+                     .gpu_timer = o.gpu_timer,
+                     .sampling_output = sampling_file,
+                     .sampling_draws = sampling_draws(p.eval.extra)});
   std::string start_error;
   Worker* worker = start_solution_worker(lane, settings, costs, &start_error);
   if (worker == nullptr) {
@@ -238,15 +242,24 @@ Attempt run_solution(Lane& lane, const EvaluationJob& job, const EvaluateSetting
                                  "the solution worker could not start: " + start_error),
                           env);
   }
-  const Worker::Reply r =
-      worker->call(request, Clock::now() + std::chrono::duration_cast<Clock::duration>(
-                                               std::chrono::duration<double>(o.timeout_seconds)));
+  const Worker::Reply r = worker->call(
+      to_json(request), Clock::now() + std::chrono::duration_cast<Clock::duration>(
+                                           std::chrono::duration<double>(o.timeout_seconds)));
   const CapturedOutput out = worker->take_output();
   const std::string output_log = output_log_of(out);
   if (auto f = worker_failure(r, out, output_log, o.timeout_seconds)) {
     return failed_attempt(std::move(*f), env);
   }
-  const EvaluateReply reply = read_evaluate_reply(r.body);
+  protocol::EvaluateReply reply;
+  try {
+    reply = read_reply(request, r.body);
+  } catch (const protocol::ProtocolError& e) {
+    worker->kill();  // what it sent cannot be trusted: the next evaluation gets a new one
+    return failed_attempt(failed(EvaluationStatus::kRuntimeError,
+                                 fmt::format("the worker's reply is not one fib can take: {}{}",
+                                             e.what(), output_log)),
+                          env);
+  }
   if (auto f = reply_failure(reply, job.def, job.solution, output_log)) {
     return failed_attempt(std::move(*f), env);
   }
@@ -256,7 +269,7 @@ Attempt run_solution(Lane& lane, const EvaluationJob& job, const EvaluateSetting
   const Timing timing = timing_from_trials(reply.trials);
   costs.timed_ms = timing.timed_ms;
   costs.warmup_ms = timing.warmup_ms;
-  if (reply.window_audit) env["window_audit"] = *reply.window_audit;
+  if (!reply.window_audit.is_null()) env["window_audit"] = reply.window_audit;
   if (reply.failure) {
     std::string replaced;
     if (reply.fatal) {
@@ -278,15 +291,15 @@ Attempt run_solution(Lane& lane, const EvaluationJob& job, const EvaluateSetting
   j.builtin = &settings.builtin;
   j.user = settings.user;
   j.warn = settings.warn;
-  j.calls = checked_calls(reply, p);
+  j.calls = checked_calls(request, reply, p);
   j.sampling_file = sampling_file;
   j.environment = std::move(env);
   j.output_log = output_log;
   j.timing = timing;
   j.reference = job.reference.timing;
   j.reference_kernel = job.reference.kernel;
-  for (const TrialReport& t : reply.trials) j.gpu_timing.push_back(t.gpu);
-  j.worker_phases_ms = reply.worker_phases_ms;
+  for (const protocol::TrialResult& t : reply.trials) j.gpu_timing.push_back(t.gpu);
+  j.worker_phases_ms = reply.worker_phases_ms.is_null() ? Json::object() : reply.worker_phases_ms;
   return Attempt{std::nullopt, std::move(j)};
 }
 

@@ -7,7 +7,7 @@
 #include <limits>
 #include <thread>
 
-#include "bench/worker/input_sets.h"
+#include "bench/inputs/input_set_file.h"
 #include "fib/bench/compare.h"
 #include "fib/tensor/safetensors.h"
 

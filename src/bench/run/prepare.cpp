@@ -10,9 +10,9 @@
 #include <random>
 #include <thread>
 
+#include "bench/inputs/input_set_file.h"
 #include "bench/run/op_rules.h"
 #include "bench/run/worker_messages.h"
-#include "bench/worker/input_sets.h"
 #include "fib/tensor/inputs.h"
 #include "fib/tensor/random.h"
 
@@ -132,8 +132,10 @@ PreparedWorkload prepare_workload(const PrepareSettings& settings, const Definit
   detail::write_input_sets(p.inputs_file, def, sets, Rng::derive(base, "layout"));
 
   const int min_samples = std::min(iterations, 10);
-  std::optional<DevicePool> device_pool;
-  if (settings.gpu) device_pool = DevicePool{p.trials, p.pool, Rng::derive(base, "device_pool")};
+  std::optional<protocol::DevicePool> device_pool;
+  if (settings.gpu) {
+    device_pool = protocol::DevicePool{p.trials, p.pool, Rng::derive(base, "device_pool")};
+  }
   p.schedule = make_schedule(
       plan_trials(p.trials, p.pool, warmup, iterations, min_samples, Rng::derive(base, "schedule")),
       min_samples, o, device_pool);
@@ -142,20 +144,20 @@ PreparedWorkload prepare_workload(const PrepareSettings& settings, const Definit
 
 ReferenceRun run_reference(Lane& lane, const WorkerSpec& spec, const RunOptions& o,
                            const Definition& def, const Workload& w, PreparedWorkload& p) {
-  const Json schedule = with_check_outputs(p.schedule, p.dir, "reference");
-  const Json request = make_reference_request(ReferenceRequest{.def = def,
-                                                               .workload = w,
-                                                               .inputs_file = p.inputs_file,
-                                                               .set_seeds = p.set_seeds,
-                                                               .threads = o.threads,
-                                                               .eval_extra = p.eval.extra,
-                                                               .schedule = schedule,
-                                                               .device = lane.device});
+  const protocol::ReferenceRequest request = make_reference_request(
+      ReferenceCall{.def = def,
+                    .workload = w,
+                    .inputs_file = p.inputs_file,
+                    .set_seeds = p.set_seeds,
+                    .threads = o.threads,
+                    .eval_extra = p.eval.extra,
+                    .schedule = with_check_outputs(p.schedule, p.dir, "reference"),
+                    .device = lane.device});
   ReferenceRun run;
   Worker::Reply r;
   try {
     r = lane.reference_worker(spec).call(
-        request,
+        to_json(request),
         Clock::now() + std::chrono::duration_cast<Clock::duration>(
                            std::chrono::duration<double>(std::max(60.0, o.timeout_seconds))));
   } catch (const Error& e) {
@@ -168,16 +170,22 @@ ReferenceRun run_reference(Lane& lane, const WorkerSpec& spec, const RunOptions&
                                                       : "the reference worker " + r.died_how;
     return run;
   }
-  const ReferenceReply reply = read_reference_reply(r.body);
+  protocol::ReferenceReply reply;
+  try {
+    reply = read_reply(request, r.body);
+  } catch (const protocol::ProtocolError& e) {
+    reply.ok = false;
+    reply.error = fmt::format("the reference worker's reply is not one fib can take: {}", e.what());
+  }
   if (!reply.ok) {
     if (lane.reference) lane.reference->kill();  // a fresh one for the next workload
-    run.error = reply.error;
+    run.error = reply.error.empty() ? "failed" : reply.error;
     return run;
   }
   run.ok = true;
   run.kernel = reply.kernel;
   run.timing = timing_from_trials(reply.trials);
-  p.reference_outputs = check_output_files(schedule);
+  p.reference_outputs = check_output_files(request.schedule);
   return run;
 }
 

@@ -9,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "bench/protocol/messages.h"
 #include "bench/run/devices.h"
 #include "bench/run/trial_timing.h"
 #include "fib/bench/eval_config.h"
@@ -21,11 +22,11 @@ namespace fib::bench::detail {
 
 struct PreparedWorkload {
   std::filesystem::path dir;
-  std::string inputs_file;  // every input set (bench/worker/input_sets.h)
+  std::string inputs_file;  // every input set (bench/inputs/input_set_file.h)
   std::vector<std::uint64_t> set_seeds;
   int trials = 0;
   int pool = 0;
-  Json schedule;                               // shared by the reference and every solution
+  protocol::Schedule schedule;                 // shared by the reference and every solution
   std::vector<std::string> reference_outputs;  // per trial
   std::vector<std::string> notes;              // input materialization notes
   bool sampling = false;

@@ -4,12 +4,12 @@
 
 namespace fib::bench::detail {
 
-Timing timing_from_trials(const std::vector<TrialReport>& trials) {
+Timing timing_from_trials(const std::vector<protocol::TrialResult>& trials) {
   Timing t;
   std::vector<double> all, medians;
   Json raw = Json::array(), stops = Json::array(), warmups = Json::array(),
        warmup_ms = Json::array();
-  for (const TrialReport& tr : trials) {
+  for (const protocol::TrialResult& tr : trials) {
     const std::vector<double>& s = tr.samples_ms;
     if (s.empty()) continue;
     medians.push_back(summarize(s).median);

@@ -3,7 +3,7 @@
 
 #include <vector>
 
-#include "bench/run/worker_messages.h"
+#include "bench/protocol/messages.h"
 #include "fib/trace/json_reader.h"
 
 namespace fib::bench::detail {
@@ -17,6 +17,6 @@ struct Timing {
 };
 
 // Trials without samples are left out.
-Timing timing_from_trials(const std::vector<TrialReport>& trials);
+Timing timing_from_trials(const std::vector<protocol::TrialResult>& trials);
 
 }  // namespace fib::bench::detail

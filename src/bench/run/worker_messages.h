@@ -1,6 +1,7 @@
-// The messages the run loop exchanges with its workers (bench/worker/ holds the other side): the
-// schedule of calls, the reference and evaluate requests, and what their replies carry. Every
-// key of the protocol on this side is spelled in worker_messages.cpp.
+// The run loop's side of the worker messages (bench/protocol/messages.h defines them, for both
+// sides): the schedule of calls, the requests the run sends, and the replies it takes. A reply
+// is parsed strictly and held against its request; the checked outputs and sampling draws are
+// read from the files the request named, never from a path a worker hands back.
 #pragma once
 
 #include <cstdint>
@@ -9,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "bench/protocol/messages.h"
 #include "fib/bench/build.h"
 #include "fib/bench/run.h"
 #include "fib/trace/definition.h"
@@ -25,89 +27,53 @@ struct TrialCalls {
   std::vector<int> warmup, timed;
   int check_position = 0;
 };
-// GPU lanes: the timing input sets each worker makes on its device from the checked ones.
-struct DevicePool {
-  int first = 0, count = 0;
-  std::uint64_t seed = 0;
-};
 // The schedule the reference and every solution of a workload run; the trials' caps come from
-// the run's options.
-Json make_schedule(const std::vector<TrialCalls>& trials, int min_samples, const RunOptions& o,
-                   const std::optional<DevicePool>& device_pool);
+// the run's options. GPU lanes: `device_pool` is the timing input sets each worker makes on its
+// device from the checked ones.
+protocol::Schedule make_schedule(const std::vector<TrialCalls>& trials, int min_samples,
+                                 const RunOptions& o,
+                                 const std::optional<protocol::DevicePool>& device_pool);
 // The schedule with a file per trial for the checked call's outputs: `dir`/`who`-trialN.
-Json with_check_outputs(Json schedule, const std::filesystem::path& dir, const std::string& who);
+protocol::Schedule with_check_outputs(protocol::Schedule schedule, const std::filesystem::path& dir,
+                                      const std::string& who);
 // Those files, per trial.
-std::vector<std::string> check_output_files(const Json& schedule);
-
-// ---- Replies' trials ---------------------------------------------------------------------------
-// One trial as a worker reports it.
-struct TrialReport {
-  std::vector<double> samples_ms;  // the timed calls
-  double warmup_ms = 0;            // wall time of the warmup calls
-  int warmup_calls = 0;
-  std::string stopped_by;  // why sampling stopped
-  // The checked call's outputs (the file the schedule named) and its integer poison sentinels;
-  // absent when the trial did not get to it.
-  std::optional<std::string> checked_file;
-  Json checked_poison = Json::object();
-  Json gpu;  // GPU lanes: the trial's timing method, clocks and kernels; null on the CPU
-};
+std::vector<std::string> check_output_files(const protocol::Schedule& schedule);
 
 // ---- The reference -----------------------------------------------------------------------------
-struct ReferenceRequest {
+// What a reference request is made of.
+struct ReferenceCall {
   const Definition& def;
   const Workload& workload;
   std::string inputs_file;
   std::vector<std::uint64_t> set_seeds;
   unsigned threads = 0;
   Json eval_extra;
-  Json schedule;  // with check outputs
+  protocol::Schedule schedule;  // with check outputs
   std::string device;
 };
-Json make_reference_request(const ReferenceRequest& r);
-
-struct ReferenceReply {
-  bool ok = false;
-  std::string error;   // when not ok
-  std::string kernel;  // the native reference's id
-  std::vector<TrialReport> trials;
-};
-ReferenceReply read_reference_reply(const Json& body);
+protocol::ReferenceRequest make_reference_request(const ReferenceCall& r);
 
 // ---- A solution's evaluation -------------------------------------------------------------------
-struct EvaluateRequest {
+// What an evaluate request is made of.
+struct EvaluationCall {
   const Definition& def;
   const Workload& workload;
   const Solution& solution;
   const BuildResult& build;
   std::string inputs_file;
-  Json schedule;  // with check outputs
+  protocol::Schedule schedule;  // with check outputs
   std::string device;
   std::string gpu_timer;
   // The sampling distribution check: this many draws on set 0, written to `sampling_output`.
   std::optional<std::string> sampling_output;
   int sampling_draws = 0;
 };
-Json make_evaluate_request(const EvaluateRequest& r);
+protocol::EvaluateRequest make_evaluate_request(const EvaluationCall& r);
 
-struct EvaluateReply {
-  std::optional<std::string> load_error;  // the solution's library could not be loaded
-  bool ok = false;
-  std::string error;      // when not ok
-  std::string signature;  // the entry point's, as the library exports it ("TTf>T")
-  // Where the worker's time went: loading the workload's input sets, the whole schedule, and
-  // the cache flushes of cold-cache timing within it.
-  double load_inputs_ms = 0, schedule_ms = 0, cache_flush_ms = 0;
-  std::vector<TrialReport> trials;
-  std::optional<Json> window_audit;  // GPU: whether every kernel ran inside its call's window
-  struct CallFailure {
-    int call = 0;
-    std::string message;
-  };
-  std::optional<CallFailure> failure;  // a call failed (the trials before it are kept)
-  bool fatal = false;                  // the worker exits after this reply (a sticky CUDA error)
-  Json worker_phases_ms = Json::object();
-};
-EvaluateReply read_evaluate_reply(const Json& body);
+// ---- Replies -----------------------------------------------------------------------------------
+// The reply to `request`: parsed strictly and held against the request. Throws
+// protocol::ProtocolError when it is not a reply fib can take.
+protocol::ReferenceReply read_reply(const protocol::ReferenceRequest& request, const Json& body);
+protocol::EvaluateReply read_reply(const protocol::EvaluateRequest& request, const Json& body);
 
 }  // namespace fib::bench::detail

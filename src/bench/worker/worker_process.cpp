@@ -13,7 +13,8 @@
 #include <cerrno>
 #include <cstring>
 
-#include "bench/worker/protocol.h"
+#include "bench/protocol/messages.h"
+#include "bench/worker/framing.h"
 #include "fib/bench/worker.h"
 #include "fib/trace/diagnostics.h"
 
@@ -160,7 +161,7 @@ Worker::Worker(WorkerSpec spec) : spec_(std::move(spec)) {
   set_nonblocking(channel_);
   set_nonblocking(output_);
 
-  const Reply hello = call(Json{{"cmd", "hello"}}, Clock::now() + spec_.startup_timeout);
+  const Reply hello = call(protocol::hello_request(), Clock::now() + spec_.startup_timeout);
   if (hello.kind != ReplyKind::kOk) {
     const std::string why =
         hello.kind == ReplyKind::kTimeout ? "did not answer in time" : hello.died_how;

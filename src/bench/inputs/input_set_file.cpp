@@ -1,4 +1,4 @@
-#include "bench/worker/input_sets.h"
+#include "bench/inputs/input_set_file.h"
 
 #include <fcntl.h>
 #include <fmt/format.h>

@@ -1,4 +1,4 @@
-#include "bench/worker/protocol.h"
+#include "bench/worker/framing.h"
 
 #include <fmt/format.h>
 #include <unistd.h>

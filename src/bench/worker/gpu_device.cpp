@@ -1,0 +1,170 @@
+// The CUDA worker's device state (bench/worker/gpu_device.h).
+#ifdef FIB_HAVE_CUDA
+
+#include "bench/worker/gpu_device.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <chrono>
+
+#include "bench/worker/device_pool.h"
+
+namespace fib::bench::detail {
+
+namespace cu = fib::cuda;
+using Clock = std::chrono::steady_clock;
+
+cu::DeviceTensor device_bytes(std::size_t n) {
+  return cu::DeviceTensor(DType::kUInt8, {static_cast<std::int64_t>(n)});
+}
+
+GpuWorker::GpuWorker(int device) : device_(device) {
+  cu::set_device(device);
+  cu::enable_allocation_cache();  // no cudaMalloc/cudaFree (which synchronize) between calls
+  stream_ = std::make_unique<cu::Stream>();
+  timer_ = std::make_unique<cu::Timer>(device, stream_->get());
+  writer_ = std::make_unique<CheckedOutputWriter>(device);
+  counter_ = device_bytes(sizeof(unsigned int));
+  failure_ = device_bytes(sizeof(gpu::CheckFailure));
+  FIB_CUDA_CHECK(cudaMemsetAsync(counter_.raw(), 0, counter_.nbytes(), stream_->get()));
+  clear_failure();
+}
+
+const std::vector<DeviceSet>& GpuWorker::sets(const std::string& path, const InputSets& host,
+                                              const DevicePool& pool, double* upload_ms) {
+  *upload_ms = 0;
+  if (path == sets_path_ && pool == sets_pool_ && !sets_dirty_ && !sets_.empty()) return sets_;
+  if (pool.count > 0 && static_cast<std::size_t>(pool.first) != host->size()) {
+    throw Error("request.schedule.device_pool.first",
+                fmt::format("{}, but the input-set file holds {} sets (the pool follows them)",
+                            pool.first, host->size()));
+  }
+  const auto t0 = Clock::now();
+  sets_.clear();
+  sets_path_.clear();
+  for (const InputSet& in : *host) {
+    DeviceSet d;
+    d.args.scalars = in.scalars;
+    for (const auto& [name, t] : in.tensors) {
+      d.names.push_back(name);
+      d.args.tensors.emplace(name, cu::to_device(t, stream()));
+    }
+    sets_.push_back(finish_set(std::move(d)));
+  }
+  for (int j = 0; j < pool.count; ++j) {
+    const DeviceSet& from = sets_.at(static_cast<std::size_t>(j) % host->size());
+    DeviceSet d;
+    d.args.scalars = from.args.scalars;
+    for (std::size_t k = 0; k < from.names.size(); ++k) {
+      const cu::DeviceTensor& src = from.args.tensors.at(from.names[k]);
+      cu::DeviceTensor dst(src.dtype(), src.shape());
+      const PoolPermutation how = pool_permutation(src.dtype(), src.shape(), pool.seed,
+                                                   pool.first + j, static_cast<int>(k));
+      if (how.permuted) {
+        gpu::launch_permute(src.raw(), dst.raw(), how.rows, how.middle, how.cols, how.unit,
+                            stream());
+      } else if (src.nbytes() > 0) {
+        FIB_CUDA_CHECK(cudaMemcpyAsync(dst.raw(), src.raw(), src.nbytes(), cudaMemcpyDeviceToDevice,
+                                       stream()));
+      }
+      d.names.push_back(from.names[k]);
+      d.args.tensors.emplace(from.names[k], std::move(dst));
+    }
+    sets_.push_back(finish_set(std::move(d)));
+  }
+  FIB_CUDA_CHECK(cudaStreamSynchronize(stream()));
+  sets_path_ = path;
+  sets_pool_ = pool;
+  sets_dirty_ = false;
+  *upload_ms = std::chrono::duration<double, std::milli>(Clock::now() - t0).count();
+  return sets_;
+}
+
+gpu::CheckPlan GpuWorker::plan(const DeviceSet& d, const std::vector<gpu::GuardRegion>& guards) {
+  gpu::CheckPlan p;
+  p.inputs = static_cast<gpu::CheckedInput*>(d.table.raw());
+  p.num_inputs = static_cast<int>(d.names.size());
+  p.chunk_starts = static_cast<unsigned long long*>(d.chunk_starts.raw());
+  p.total_chunks = d.total_chunks;
+  p.partial = static_cast<unsigned long long*>(d.partial.raw());
+  p.counter = static_cast<unsigned int*>(counter_.raw());
+  p.num_guards = static_cast<int>(std::min<std::size_t>(guards.size(), gpu::kMaxGuards));
+  for (int i = 0; i < p.num_guards; ++i) p.guards[i] = guards[static_cast<std::size_t>(i)];
+  p.failure = static_cast<gpu::CheckFailure*>(failure_.raw());
+  p.max_blocks = 4 * timer_->device().sm_count;
+  return p;
+}
+
+gpu::CheckFailure GpuWorker::take_failure() {
+  gpu::CheckFailure f{};
+  FIB_CUDA_CHECK(cudaMemcpyAsync(&f, failure_.raw(), sizeof f, cudaMemcpyDeviceToHost, stream()));
+  FIB_CUDA_CHECK(cudaStreamSynchronize(stream()));
+  clear_failure();
+  return f;
+}
+
+DeviceSet GpuWorker::finish_set(DeviceSet d) {
+  std::vector<gpu::CheckedInput> table;
+  std::vector<unsigned long long> starts{0};
+  for (const std::string& name : d.names) {
+    const cu::DeviceTensor& dt = d.args.tensors.at(name);
+    table.push_back({dt.raw(), static_cast<unsigned long long>(dt.nbytes()), 0});
+    starts.push_back(starts.back() +
+                     (dt.nbytes() + gpu::kHashChunkBytes - 1) / gpu::kHashChunkBytes);
+  }
+  d.total_chunks = starts.back();
+  d.table = upload(table.data(), table.size() * sizeof(gpu::CheckedInput));
+  d.chunk_starts = upload(starts.data(), starts.size() * sizeof(unsigned long long));
+  d.partial = device_bytes(std::max<std::size_t>(1, table.size()) * sizeof(unsigned long long));
+  FIB_CUDA_CHECK(cudaMemsetAsync(d.partial.raw(), 0, d.partial.nbytes(), stream()));
+  gpu::launch_check(plan(d, {}), 0, /*store_expected=*/true, stream());
+  return d;
+}
+
+cu::DeviceTensor GpuWorker::upload(const void* data, std::size_t bytes) {
+  cu::DeviceTensor t = device_bytes(std::max<std::size_t>(bytes, 1));
+  FIB_CUDA_CHECK(cudaMemcpyAsync(t.raw(), data, bytes, cudaMemcpyHostToDevice, stream()));
+  FIB_CUDA_CHECK(cudaStreamSynchronize(stream()));
+  return t;
+}
+
+void GpuWorker::clear_failure() {
+  FIB_CUDA_CHECK(cudaMemsetAsync(failure_.raw(), 0, failure_.nbytes(), stream()));
+}
+
+namespace {
+
+int parse_device(const std::string& device) {
+  // "cuda:N" (or "cuda": device 0)
+  if (device == "cuda") return 0;
+  try {
+    std::size_t used = 0;
+    const int n = std::stoi(device.substr(5), &used);
+    if (used == device.size() - 5 && n >= 0) return n;
+  } catch (const std::exception&) {
+  }
+  throw Error("request.device", fmt::format("'{}' is not a CUDA device (cuda:N)", device));
+}
+
+}  // namespace
+
+GpuWorker& gpu_state(WorkerState& st, const std::string& name) {
+  const int device = parse_device(name);
+  if (!st.gpu) {
+    std::string why;
+    if (cu::device_count(&why) <= device) {
+      throw Error("request.device",
+                  fmt::format("no CUDA device {} ({})", device, why.empty() ? "not visible" : why));
+    }
+    st.gpu = std::make_shared<GpuWorker>(device);
+  } else if (st.gpu->device() != device) {
+    throw Error("request.device",
+                fmt::format("this worker serves cuda:{}, not cuda:{}", st.gpu->device(), device));
+  }
+  return *st.gpu;
+}
+
+}  // namespace fib::bench::detail
+
+#endif  // FIB_HAVE_CUDA

@@ -1,0 +1,83 @@
+// The CUDA worker's device state (CUDA builds): the device, its stream and timer, the checked-
+// output writer, and the workload's input sets on the device (uploaded once per workload, the
+// pool's timing sets made there), each with the table the check kernel hashes.
+#pragma once
+
+#ifdef FIB_HAVE_CUDA
+
+#include <cuda_runtime.h>
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "bench/worker/checked_writer.h"
+#include "bench/worker/gpu_checks.h"
+#include "bench/worker/worker_common.h"
+#include "fib/cuda/runtime.h"
+#include "fib/cuda/timing.h"
+#include "fib/reference_cuda/reference_cuda.h"
+
+namespace fib::bench::detail {
+
+// Raw device bytes (a DeviceTensor of uint8).
+cuda::DeviceTensor device_bytes(std::size_t n);
+
+// One input set on the device, with the table the check kernel hashes.
+struct DeviceSet {
+  reference_cuda::DeviceArguments args;  // tensors on the device, scalars on the host
+  std::vector<std::string> names;        // inputs in check-table order
+  cuda::DeviceTensor table, chunk_starts, partial;
+  unsigned long long total_chunks = 0;
+};
+
+class GpuWorker {
+ public:
+  explicit GpuWorker(int device);
+
+  int device() const { return device_; }
+  cudaStream_t stream() const { return stream_->get(); }
+  cuda::Timer& timer() { return *timer_; }
+  // Writes checked outputs while the next trial runs (its staging memory kept across requests).
+  CheckedOutputWriter& writer() { return *writer_; }
+
+  // The device copies of `host` (uploaded when the workload changes, or after a solution
+  // modified one), then the pool's sets made from them on the device, with their hashes.
+  const std::vector<DeviceSet>& sets(const std::string& path, const InputSets& host,
+                                     const DevicePool& pool, double* upload_ms);
+  // Sets [0, file_sets) came from the file (the host holds them); the rest were made here.
+  std::size_t file_sets() const {
+    return sets_.size() - static_cast<std::size_t>(sets_pool_.count);
+  }
+  void mark_sets_dirty() { sets_dirty_ = true; }
+
+  // The check of a call on set `d` with these guard regions.
+  gpu::CheckPlan plan(const DeviceSet& d, const std::vector<gpu::GuardRegion>& guards);
+  // The first failure the check kernel recorded since the last take (synchronizes).
+  gpu::CheckFailure take_failure();
+
+ private:
+  // The check table of a set whose tensors are on the device (in d.names order), and its
+  // inputs' hashes, stored as the expected ones.
+  DeviceSet finish_set(DeviceSet d);
+  cuda::DeviceTensor upload(const void* data, std::size_t bytes);
+  void clear_failure();
+
+  int device_;
+  std::unique_ptr<cuda::Stream> stream_;
+  std::unique_ptr<cuda::Timer> timer_;
+  std::unique_ptr<CheckedOutputWriter> writer_;
+  cuda::DeviceTensor counter_, failure_;
+  std::string sets_path_;
+  DevicePool sets_pool_;
+  bool sets_dirty_ = false;
+  std::vector<DeviceSet> sets_;
+};
+
+// The worker's device for a request's "device" ("cuda:N"), started on first use; a worker serves
+// one device.
+GpuWorker& gpu_state(WorkerState& st, const std::string& device);
+
+}  // namespace fib::bench::detail
+
+#endif  // FIB_HAVE_CUDA
