@@ -83,7 +83,7 @@ std::vector<std::string> worker_environment(const WorkerSpec& spec) {
   // MoE reference, whose per-expert GEMMs vary with the routing, synchronizes in every call and
   // is timed without the blocking kernel. Eager loading made the reference's first cuBLAS call
   // load all of cuBLAS: 2.6 s of a 35 s run on an H100, against 0.2 s lazily
-  // (docs/benchmarks.md, "Ninth session").
+  // (docs/benchmarks.md, "fib run on a GPU").
   if (spec.role != "reference") env.push_back("CUDA_MODULE_LOADING=EAGER");
   return env;
 }
