@@ -40,7 +40,7 @@ Definition gemm_def(const std::string& dtype) {
 
 Definition outputs_only(const std::string& op_type, const std::vector<TensorSpec>& outputs) {
   Definition d;
-  d.name = "x";
+  d.name = op_type + "_x";
   d.op_type = op_type;
   d.outputs = outputs;
   return d;
