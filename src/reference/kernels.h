@@ -11,17 +11,18 @@
 
 namespace fib::reference::detail {
 
-// Factories, one per family file (src/reference/<family>.cpp).
+// Factories, each in the file of its op type (src/reference/<op_type>.cpp, the attention op
+// types' in src/reference/attention/<op_type>.cpp).
 std::unique_ptr<Kernel> make_gemm();
 std::unique_ptr<Kernel> make_rmsnorm();  // rmsnorm and fused_add_rmsnorm
-// Attention families (src/reference/attention/*.cpp).
-std::unique_ptr<Kernel> make_gqa_paged();   // decode and causal prefill, any page size
-std::unique_ptr<Kernel> make_gqa_ragged();  // causal prefill
-std::unique_ptr<Kernel> make_mla_paged();   // decode and causal prefill
-std::unique_ptr<Kernel> make_mla_ragged();  // causal prefill
-std::unique_ptr<Kernel> make_dsa_sparse_attention();
-std::unique_ptr<Kernel> make_dsa_topk_indexer();
-// Other families.
+// Attention op types (their shared core: attention/attention_core.cpp, ragged_prefill.cpp).
+std::unique_ptr<Kernel> make_gqa_paged();             // decode and causal prefill, any page size
+std::unique_ptr<Kernel> make_gqa_ragged();            // causal prefill
+std::unique_ptr<Kernel> make_mla_paged();             // decode and causal prefill
+std::unique_ptr<Kernel> make_mla_ragged();            // causal prefill
+std::unique_ptr<Kernel> make_dsa_sparse_attention();  // dsa_paged.cpp: both dsa_paged
+std::unique_ptr<Kernel> make_dsa_topk_indexer();      // interfaces
+// Other op types.
 std::unique_ptr<Kernel> make_moe();  // every moe variant of the corpus
 std::unique_ptr<Kernel> make_gdn();  // decode, mtp, prefill
 std::unique_ptr<Kernel> make_mamba_ssu();

@@ -59,13 +59,13 @@ struct Problem {
   const DeviceTensor* sparse_indices = nullptr;  // kSparse: [sequences, topk]
 };
 
-// The paged-KV part of a problem (gqa_paged, mla_paged; attention_gqa.cpp): kv_indptr,
+// The paged-KV part of a problem (gqa_paged, mla_paged; gqa_paged.cpp): kv_indptr,
 // kv_indices, kv_last_page_len (when given), page_size and num_pages, decode (one query row per
 // sequence) or prefill (qo_indptr) from the definition, and the checks the CPU reference's
 // PagedKv makes on counts. Needs p.rows set.
 void paged_keys(const CallContext& ctx, const DeviceArguments& args, Problem& p);
 
-// The operands of absorbed MLA (mla_paged, dsa sparse attention; attention_mla.cpp): q_nope .
+// The operands of absorbed MLA (mla_paged, dsa sparse attention; mla_paged.cpp): q_nope .
 // ckv + q_pe . kpe, one latent kv head, ckv also the value; sets rows, heads and sm_scale too.
 void mla_operands(const CallContext& ctx, const DeviceArguments& args, Problem& p);
 
@@ -80,5 +80,10 @@ inline constexpr std::int64_t kMaxValueDim = 512;
 // the definition; inconsistent index data poisons the outputs (see attn_support.h).
 void attend(const Problem& p, const DeviceTensor& out, const DeviceTensor& lse,
             cudaStream_t stream);
+
+// The causal ragged prefill kernel (ragged_prefill.cpp) of `op_type`, whose query/key head dim is
+// axis `qk_axis` and value head dim axis `vo_axis`.
+std::unique_ptr<Kernel> make_ragged_prefill(std::string_view op_type, std::string qk_axis,
+                                            std::string vo_axis);
 
 }  // namespace fib::reference_cuda::detail::attention

@@ -1,4 +1,5 @@
-// Internal to the CUDA references: the two family lists, and helpers every family uses.
+// Internal to the CUDA references: the factory of each op type's kernels, and helpers every
+// kernel uses.
 #pragma once
 
 #include <cuda_runtime.h>
@@ -15,10 +16,21 @@ namespace fib::reference_cuda::detail {
 
 using KernelList = std::vector<std::unique_ptr<Kernel>>;
 
-// Matrix products, norms, RoPE, sampling and MoE (families_core.cpp).
-void add_core_kernels(KernelList& out);
-// Attention and recurrent-state families: GQA, MLA, DSA, GDN, Mamba (families_attention.cpp).
-void add_attention_kernels(KernelList& out);
+// Factories, each in the file of its op type (src/reference_cuda/<op_type>.cpp or .cu); the
+// attention op types share attention_core.cu and ragged_prefill.cpp.
+std::unique_ptr<Kernel> make_rmsnorm();               // rmsnorm and fused_add_rmsnorm
+std::unique_ptr<Kernel> make_gemm();                  // C = A @ B^T through cuBLAS, fp32 sums
+std::unique_ptr<Kernel> make_rope();                  // NeoX and GPT-J pairs, as the CPU kernel
+std::unique_ptr<Kernel> make_sampling();              // top_k, top_p, top_k_top_p
+std::unique_ptr<Kernel> make_moe();                   // every moe variant the CPU kernel covers
+std::unique_ptr<Kernel> make_gqa_paged();             // decode and causal prefill
+std::unique_ptr<Kernel> make_gqa_ragged();            // causal prefill
+std::unique_ptr<Kernel> make_mla_paged();             // decode and causal prefill
+std::unique_ptr<Kernel> make_mla_ragged();            // causal prefill
+std::unique_ptr<Kernel> make_dsa_sparse_attention();  // dsa_paged.cpp
+std::unique_ptr<Kernel> make_dsa_topk_indexer();      // dsa_paged_indexer.cu
+std::unique_ptr<Kernel> make_gdn();                   // decode, mtp, prefill
+std::unique_ptr<Kernel> make_mamba_ssu();
 
 // A CUDA kernel covers exactly the definitions the CPU reference of the same family covers
 // (same math, same constants read from the reference text), so `supports` asks that one.

@@ -12,9 +12,21 @@ namespace fib::reference_cuda {
 
 const std::vector<std::unique_ptr<Kernel>>& kernels() {
   static const detail::KernelList list = [] {
+    // In lookup order: the first kernel that supports a definition runs it.
     detail::KernelList k;
-    detail::add_core_kernels(k);
-    detail::add_attention_kernels(k);
+    k.push_back(detail::make_rmsnorm());
+    k.push_back(detail::make_gemm());
+    k.push_back(detail::make_rope());
+    k.push_back(detail::make_sampling());
+    k.push_back(detail::make_moe());
+    k.push_back(detail::make_gqa_paged());
+    k.push_back(detail::make_gqa_ragged());
+    k.push_back(detail::make_mla_paged());
+    k.push_back(detail::make_mla_ragged());
+    k.push_back(detail::make_dsa_sparse_attention());
+    k.push_back(detail::make_dsa_topk_indexer());
+    k.push_back(detail::make_gdn());
+    k.push_back(detail::make_mamba_ssu());
     return k;
   }();
   return list;

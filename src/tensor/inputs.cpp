@@ -24,12 +24,21 @@ struct RecipeEntry {
   std::string_view op_type;
   recipes::Recipe recipe;
 };
+// Every op type fib knows, with its structure-aware recipe; null where plain random values are
+// right (every input independent).
 constexpr RecipeEntry kRecipes[] = {
-    {"gqa_paged", recipes::attention}, {"gqa_ragged", recipes::attention},
-    {"mla_paged", recipes::attention}, {"mla_ragged", recipes::attention},
-    {"dsa_paged", recipes::attention}, {"gdn", recipes::gdn},
-    {"mamba_ssu", recipes::mamba_ssu}, {"moe", recipes::moe},
-    {"sampling", recipes::sampling},   {"rope", recipes::rope},
+    {"dsa_paged", recipes::dsa_paged},
+    {"gdn", recipes::gdn},
+    {"gemm", nullptr},
+    {"gqa_paged", recipes::gqa_paged},
+    {"gqa_ragged", recipes::gqa_ragged},
+    {"mamba_ssu", recipes::mamba_ssu},
+    {"mla_paged", recipes::mla_paged},
+    {"mla_ragged", recipes::mla_ragged},
+    {"moe", recipes::moe},
+    {"rmsnorm", nullptr},
+    {"rope", recipes::rope},
+    {"sampling", recipes::sampling},
 };
 
 recipes::Recipe find_recipe(std::string_view op_type) {
@@ -94,7 +103,10 @@ std::string_view input_origin_name(InputOrigin o) {
   return "?";
 }
 
-bool has_input_recipe(std::string_view op_type) { return find_recipe(op_type) != nullptr; }
+bool has_input_recipe(std::string_view op_type) {
+  return std::any_of(std::begin(kRecipes), std::end(kRecipes),
+                     [&](const RecipeEntry& e) { return e.op_type == op_type; });
+}
 
 MaterializedInputs materialize_inputs(const Definition& def, const Workload& w,
                                       const MaterializeOptions& options) {

@@ -305,7 +305,7 @@ TEST(EvalCompare, SeveralOutputs) {
   EXPECT_EQ(v.extra["mismatches"], 1);
 }
 
-TEST(EvalPolicy, ChosenByOpTypeAndName) {
+TEST(EvalPolicy, ChosenByOpTypeAndInterface) {
   const auto kind = [](const std::string& name, const std::string& op) {
     return policy_for(def(name, op, {spec("out", DType::kInt32)})).kind;
   };
@@ -313,12 +313,14 @@ TEST(EvalPolicy, ChosenByOpTypeAndName) {
   EXPECT_EQ(kind("dsa_topk_indexer_fp8_h64_d128_topk2048_ps64", "dsa_paged"), PolicyKind::kTopkSet);
   EXPECT_EQ(kind("moe_fp8_block_scale_renorm_topk8_e128_h2048_i768", "moe"),
             PolicyKind::kMatchedRatio);
-  EXPECT_EQ(kind("moe_fp8_block_scale_custom", "fused_moe"), PolicyKind::kMatchedRatio);
+  // The name does not choose: an op type fib does not know is elementwise.
+  EXPECT_EQ(kind("moe_fp8_block_scale_custom", "fused_moe"), PolicyKind::kElementwise);
   EXPECT_EQ(kind("gemm_n128_k2048", "gemm"), PolicyKind::kElementwise);
   EXPECT_EQ(policy_name(PolicyKind::kTopkSet), "topk_set");
 
+  // dsa_paged: the interface decides (the indexer's integer outputs), whatever the name.
   const EvalPolicy topk =
-      policy_for(def("dsa_topk_indexer_x", "dsa_paged", {spec("topk_indices", DType::kInt32)}));
+      policy_for(def("indexer_x", "dsa_paged", {spec("topk_indices", DType::kInt32)}));
   EXPECT_EQ(topk.set_outputs, std::vector<std::string>{"topk_indices"});
   const Definition sparse = def("dsa_sparse_attention_h16_ckv512_kpe64_topk2048_ps1", "dsa_paged",
                                 {spec("output", DType::kFloat32), spec("lse", DType::kFloat32)});
@@ -331,8 +333,7 @@ TEST(EvalPolicy, ChosenByOpTypeAndName) {
   EXPECT_EQ(compare_outputs(sparse, sp, evals, ref, {{"output", f32({1})}}).status, kPass);
 
   // The matched-ratio policy supplies upstream's 0.95 when the config has none.
-  const Definition moe =
-      def("moe_fp8_block_scale_x", "fused_moe", {spec("output", DType::kFloat32)});
+  const Definition moe = def("moe_fp8_block_scale_x", "moe", {spec("output", DType::kFloat32)});
   std::vector<double> r(100, 1.0), g(100, 1.0);
   g[0] = 2;
   const CallVerdict v = compare_outputs(moe, policy_for(moe), {{"output", cfg(1e-2, 1e-2, {}, 1)}},

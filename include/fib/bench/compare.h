@@ -42,13 +42,11 @@ struct EvalPolicy {
   std::optional<double> default_matched_ratio;
 };
 
-// The one place that maps a definition to its policy (op_type first, then name):
-//   op_type "sampling"                                      -> kSampling
-//   op_type "dsa_paged", name "dsa_topk_indexer*"           -> kTopkSet on every int output
-//   op_type "dsa_paged", name "dsa_sparse_attention*"       -> kElementwise, `lse` optional
-//   op_type "moe", or a name containing "moe_fp8_block_scale" or "fp4_block_scale"
-//                                                           -> kMatchedRatio (default 0.95)
-//   anything else                                           -> kElementwise
+// The policy of a definition: its op type's entry in the op family registry decides
+// (fib/bench/op_family.h; src/bench/eval/families/<op_type>.cpp). Today: sampling -> kSampling;
+// dsa_paged's top-k indexer (integer outputs) -> kTopkSet on its integer outputs, its sparse
+// attention -> kElementwise with `lse` optional; moe -> kMatchedRatio (default 0.95); every
+// other op type, known or not -> kElementwise.
 EvalPolicy policy_for(const Definition& def);
 
 // ---- Verdicts ----------------------------------------------------------------------------
@@ -117,8 +115,8 @@ CallVerdict compare_topk_sets(std::string_view name, const ResolvedEval& cfg,
 
 // The score the DSA top-k indexer ranks by (sum_h relu(q[b,h] . K[token]) * weights[b,h], in
 // double), for global token indices (page * page_size + offset) reachable through row b's
-// block_table and seq_lens; NaN for any other index. Throws fib::Error when `def` is not a
-// dsa_topk_indexer definition or an input is missing.
+// block_table and seq_lens; NaN for any other index. Throws fib::Error when `def` is not
+// dsa_paged's top-k indexer (dsa_interface) or an input is missing.
 RowScorer dsa_topk_indexer_scorer(const Definition& def, const reference::Arguments& args);
 
 // ---- Trials ------------------------------------------------------------------------------

@@ -57,7 +57,8 @@ MaterializedInputs materialize_inputs(const Definition& def, const Workload& w,
 std::vector<std::string> check_input_constraints(const Definition& def, const Workload& w,
                                                  const MaterializedInputs& inputs);
 
-// Whether an op family has a structure-aware recipe.
+// Whether fib knows how to make the op type's inputs: a structure-aware recipe
+// (src/tensor/recipes/<op_type>.cpp), or plain random values being right for it (gemm, rmsnorm).
 bool has_input_recipe(std::string_view op_type);
 
 }  // namespace fib

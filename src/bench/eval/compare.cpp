@@ -1,4 +1,4 @@
-// Correctness verdicts: the policy table, structural checks, the elementwise comparison and
+// Correctness verdicts: structural checks, the elementwise comparison and
 // the merging of trials. Top-k sets are in topk_set.cpp, sampling in sampling.cpp.
 #include "fib/bench/compare.h"
 
@@ -11,6 +11,7 @@
 #include <thread>
 #include <vector>
 
+#include "fib/bench/op_family.h"
 #include "fib/tensor/numeric.h"
 #include "fib/trace/suggest.h"
 
@@ -21,8 +22,6 @@ namespace {
 constexpr double kInf = std::numeric_limits<double>::infinity();
 // The denominator floor of the relative error, as upstream's compute_error_stats.
 constexpr double kRelFloor = 1e-8;
-
-bool starts_with(std::string_view s, std::string_view p) { return s.substr(0, p.size()) == p; }
 
 bool contains(const std::vector<std::string>& v, std::string_view s) {
   return std::find(v.begin(), v.end(), s) != v.end();
@@ -327,24 +326,7 @@ std::string_view policy_name(PolicyKind k) {
   return "elementwise";
 }
 
-EvalPolicy policy_for(const Definition& def) {
-  EvalPolicy p;
-  const std::string_view name = def.name;
-  if (def.op_type == "sampling") {
-    p.kind = PolicyKind::kSampling;
-  } else if (def.op_type == "dsa_paged" && starts_with(name, "dsa_topk_indexer")) {
-    p.kind = PolicyKind::kTopkSet;
-    for (const auto& o : def.outputs)
-      if (dtype_is_integer(o.dtype)) p.set_outputs.push_back(o.name);
-  } else if (def.op_type == "dsa_paged" && starts_with(name, "dsa_sparse_attention")) {
-    if (def.output("lse") != nullptr) p.optional_outputs.push_back("lse");
-  } else if (def.op_type == "moe" || name.find("moe_fp8_block_scale") != std::string_view::npos ||
-             name.find("fp4_block_scale") != std::string_view::npos) {
-    p.kind = PolicyKind::kMatchedRatio;
-    p.default_matched_ratio = 0.95;
-  }
-  return p;
-}
+EvalPolicy policy_for(const Definition& def) { return op_family(def).policy(def); }
 
 // ---- Structure ---------------------------------------------------------------------------
 

@@ -14,6 +14,7 @@
 #include <set>
 #include <sstream>
 
+#include "fib/bench/op_family.h"
 #include "fib/trace/dtype.h"
 #include "fib/trace/suggest.h"
 
@@ -384,20 +385,10 @@ EvalConfigFile builtin_eval_config() {
   c.dtype["float4_e2m1"].rtol = 0.5;
   c.dtype["float4_e2m1"].atol = 0.5;
 
-  EvalSettings& moe = c.op_type["moe"];
-  moe.required_matched_ratio = 0.95;
-  moe.max_nmse = 0.1;
-
-  EvalSettings& sampling = c.op_type["sampling"];
-  sampling.extra["sampling_validation_trials"] = 100;
-  sampling.extra["sampling_tvd_threshold"] = 0.2;
-  sampling.extra["sampling_draws_per_row"] = 100000;
-  sampling.extra["sampling_chi2_alpha"] = 1e-6;
-  sampling.extra["sampling_top_p_epsilon"] = 1e-3;
-
-  EvalSettings& dsa = c.op_type["dsa_paged"];
-  dsa.extra["topk_score_rtol"] = 1e-2;
-  dsa.extra["topk_score_atol"] = 1e-6;
+  for (const OpFamily* f : op_families()) {
+    EvalSettings layer = f->builtin_eval();
+    if (!layer.empty()) c.op_type.emplace(std::string(f->op_type), std::move(layer));
+  }
   return c;
 }
 

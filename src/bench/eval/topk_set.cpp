@@ -12,6 +12,7 @@
 #include <unordered_map>
 
 #include "fib/bench/compare.h"
+#include "fib/bench/op_family.h"
 #include "fib/tensor/numeric.h"
 
 namespace fib::bench {
@@ -222,7 +223,7 @@ CallVerdict compare_topk_sets(std::string_view name, const ResolvedEval& cfg,
 }
 
 RowScorer dsa_topk_indexer_scorer(const Definition& def, const reference::Arguments& args) {
-  if (def.op_type != "dsa_paged" || def.name.rfind("dsa_topk_indexer", 0) != 0)
+  if (def.op_type != "dsa_paged" || dsa_interface(def) != DsaInterface::kTopkIndexer)
     throw Error(def.name, "dsa_topk_indexer_scorer needs a dsa_topk_indexer definition");
   const Tensor& q = args.tensor("q_index_fp8");
   const Tensor& cache = args.tensor("k_index_cache_fp8");

@@ -110,4 +110,9 @@ bool has_scalar(const Definition& def, std::string_view name);
 // Whether the dtype is one the core reads (bfloat16, float16, float32).
 bool float_dtype_ok(const TensorSpec* spec);
 
+// The causal ragged prefill kernel (ragged_prefill.cpp) of `op_type`, whose query/key head dim
+// is axis `qk_axis` and value head dim axis `vo_axis`.
+std::unique_ptr<Kernel> make_ragged_prefill(std::string_view op_type, std::string qk_axis,
+                                            std::string vo_axis);
+
 }  // namespace fib::reference::detail::attention

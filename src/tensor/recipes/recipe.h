@@ -73,12 +73,31 @@ std::vector<std::int64_t> sample_indices(Rng& rng, std::int64_t count, std::int6
 // Exclusive prefix sums with a leading 0: {2, 3} -> {0, 2, 5}.
 std::vector<std::int64_t> offsets(const std::vector<std::int64_t>& lengths);
 
-// Recipes by op family (src/tensor/recipes/<family>.cpp).
-void attention(RecipeContext& ctx);  // gqa_paged, gqa_ragged, mla_paged, mla_ragged, dsa_paged
+// Fills a float input with N(mean, stddev) / U[lo, hi) values, if the definition wants it.
+void fill_normal(RecipeContext& ctx, std::string_view name, double mean, double stddev);
+void fill_uniform(RecipeContext& ctx, std::string_view name, double lo, double hi);
+// Distinct slots of a pool of `pool` for each entry of `name` (repeats only when the pool is
+// smaller, with a note).
+void fill_slots(RecipeContext& ctx, std::string_view name, std::int64_t pool);
+
+// The attention layouts (attention_layout.cpp): sm_scale from the description or the head
+// dimension; a paged cache's indptr, indices, last-page lengths and query offsets; ragged
+// key and query offsets.
+void set_sm_scale(RecipeContext& ctx);
+void paged_attention(RecipeContext& ctx);
+void ragged_attention(RecipeContext& ctx);
+
+// Recipes by op type (src/tensor/recipes/<op_type>.cpp). gemm and rmsnorm have none: every
+// input of theirs is independent, and plain random values are right for them.
+void dsa_paged(RecipeContext& ctx);
 void gdn(RecipeContext& ctx);
+void gqa_paged(RecipeContext& ctx);
+void gqa_ragged(RecipeContext& ctx);
 void mamba_ssu(RecipeContext& ctx);
+void mla_paged(RecipeContext& ctx);
+void mla_ragged(RecipeContext& ctx);
 void moe(RecipeContext& ctx);
-void sampling(RecipeContext& ctx);
 void rope(RecipeContext& ctx);
+void sampling(RecipeContext& ctx);
 
 }  // namespace fib::recipes

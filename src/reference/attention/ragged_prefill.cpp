@@ -1,5 +1,5 @@
-// Causal prefill over ragged q/k/v, for gqa_ragged and mla_ragged. Sequence b has the query
-// rows [qo_indptr[b], qo_indptr[b+1]) and the key/value rows [kv_indptr[b], kv_indptr[b+1]);
+// Causal prefill over ragged q/k/v, shared by gqa_ragged.cpp and mla_ragged.cpp. Sequence b has the
+// query rows [qo_indptr[b], qo_indptr[b+1]) and the key/value rows [kv_indptr[b], kv_indptr[b+1]);
 // logits = sm_scale * q.k in fp32 (qo head h reads kv head h / (num_qo_heads / num_kv_heads)),
 // bottom-right causal mask, output = softmax @ V rounded once to the output dtype, lse =
 // logsumexp / ln 2. The two families differ only in their dims: gqa_ragged has one head_dim;
@@ -72,11 +72,9 @@ class RaggedPrefill final : public Kernel {
 
 }  // namespace
 
-std::unique_ptr<Kernel> make_gqa_ragged() {
-  return std::make_unique<RaggedPrefill>("gqa_ragged", "head_dim", "head_dim");
-}
-std::unique_ptr<Kernel> make_mla_ragged() {
-  return std::make_unique<RaggedPrefill>("mla_ragged", "qk_dim", "vo_dim");
+std::unique_ptr<Kernel> attention::make_ragged_prefill(std::string_view op_type,
+                                                       std::string qk_axis, std::string vo_axis) {
+  return std::make_unique<RaggedPrefill>(op_type, std::move(qk_axis), std::move(vo_axis));
 }
 
 }  // namespace fib::reference::detail

@@ -1,6 +1,6 @@
 // cuda:dsa_paged.sparse_attention (DeepSeek-V3.2): absorbed MLA where every token attends its own
 // list of KV tokens, sparse_indices[t, :] — the math of
-// src/reference/attention/dsa_sparse_attention.cpp on the attention core (attention_core.cu).
+// src/reference/attention/dsa_paged.cpp on the attention core (attention_core.cu).
 // An index is a token of the cache flattened to [num_pages * page_size]; -1 entries are padding
 // and are dropped, every other entry is used as given (a repeated index counts twice); a token
 // with no valid index gets output 0 and lse -inf. An index that is neither -1 nor a token of the

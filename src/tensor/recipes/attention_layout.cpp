@@ -1,6 +1,6 @@
-// Inputs of the attention families: valid indptr/indices/last-page lengths for paged caches,
+// Layouts the attention recipes share: valid indptr/indices/last-page lengths for paged caches,
 // per-sequence query and key lengths that keep causal rows non-empty where the axes allow it,
-// DSA sparse indices with -1 padding, and the DSA indexer's page table and fp8 key cache.
+// and sm_scale.
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -98,7 +98,9 @@ std::int64_t batch_of(RecipeContext& ctx) {
   return 1;
 }
 
-void sm_scale(RecipeContext& ctx) {
+}  // namespace
+
+void set_sm_scale(RecipeContext& ctx) {
   const TensorSpec* spec = ctx.definition().input("sm_scale");
   if (!spec || !ctx.wants("sm_scale")) return;
   if (auto s = described_inverse_sqrt(*spec)) {
@@ -114,7 +116,7 @@ void sm_scale(RecipeContext& ctx) {
   }
 }
 
-void ragged(RecipeContext& ctx) {
+void ragged_attention(RecipeContext& ctx) {
   const std::int64_t batch = batch_of(ctx);
   std::vector<std::int64_t> kv_lens;
   if (ctx.has_tensor("kv_indptr")) {
@@ -131,84 +133,10 @@ void ragged(RecipeContext& ctx) {
   query_offsets(ctx, kv_lens, batch);
 }
 
-// DSA sparse attention: each token attends to a random set of distinct cache slots (token
-// index = page * page_size + offset), padded with -1.
-void dsa_sparse(RecipeContext& ctx) {
-  if (!ctx.wants("sparse_indices")) return;
-  const Shape shape = ctx.shape_of("sparse_indices");
-  const std::int64_t tokens = shape[0], topk = shape[1];
-  const std::int64_t slots = ctx.axis("num_pages") * ctx.maybe_axis("page_size").value_or(1);
-  Rng rng = ctx.rng("sparse_indices");
-  std::vector<std::int64_t> v(static_cast<std::size_t>(tokens * topk), -1);
-  for (std::int64_t t = 0; t < tokens; ++t) {
-    const std::int64_t valid = slots == 0 ? 0 : rng.randint(1, std::min(topk, slots) + 1);
-    const auto chosen = sample_indices(rng, valid, slots);
-    std::copy(chosen.begin(), chosen.end(), v.begin() + t * topk);
-  }
-  ctx.put_ints("sparse_indices", v);
-}
-
-// DSA top-k indexer: sequence lengths, a page table of distinct pages, and the key cache in the
-// deep_gemm layout: per page, page_size*128 fp8 bytes then page_size fp32 scales.
-void dsa_indexer(RecipeContext& ctx) {
-  const std::int64_t batch = ctx.axis("batch_size");
-  const std::int64_t max_pages = ctx.axis("max_num_pages");
-  const std::int64_t n_pages = ctx.axis("num_pages");
-  const std::int64_t page_size = ctx.axis("page_size");
-  std::vector<std::int64_t> lens;
-  if (ctx.has_tensor("seq_lens")) {
-    lens = ctx.ints("seq_lens");
-  } else if (ctx.wants("seq_lens")) {
-    Rng rng = ctx.rng("seq_lens");
-    const std::int64_t cap = std::min(max_pages, n_pages) * page_size;
-    for (std::int64_t b = 0; b < batch; ++b) lens.push_back(cap == 0 ? 0 : rng.randint(1, cap + 1));
-    ctx.put_ints("seq_lens", lens);
-  }
-  if (ctx.wants("block_table")) {
-    Rng rng = ctx.rng("block_table");
-    std::vector<std::int64_t> table(static_cast<std::size_t>(batch * max_pages), 0);
-    for (std::int64_t b = 0; b < batch; ++b) {
-      const auto pages = sample_indices(rng, std::min(max_pages, n_pages), n_pages);
-      std::copy(pages.begin(), pages.end(), table.begin() + b * max_pages);
-    }
-    ctx.put_ints("block_table", table);
-  }
-  if (ctx.wants("k_index_cache_fp8")) {
-    const Shape shape = ctx.shape_of("k_index_cache_fp8");
-    Tensor t(DType::kInt8, shape);
-    const std::int64_t head_dim = shape[3] - 4;
-    auto* bytes = reinterpret_cast<unsigned char*>(t.raw());
-    Rng rng = ctx.rng("k_index_cache_fp8");
-    for (std::int64_t p = 0; p < shape[0]; ++p) {
-      unsigned char* page = bytes + p * page_size * shape[3];
-      for (std::int64_t i = 0; i < page_size * head_dim; ++i) {
-        page[i] =
-            numeric::float_to_fp8_e4m3fn(static_cast<float>(std::clamp(rng.normal(), -2.0, 2.0)));
-      }
-      for (std::int64_t s = 0; s < page_size; ++s) {
-        const float scale = static_cast<float>(rng.uniform(0.5, 1.5) / 16.0);
-        std::memcpy(page + page_size * head_dim + s * 4, &scale, 4);
-      }
-    }
-    ctx.put_tensor("k_index_cache_fp8", std::move(t));
-  }
-}
-
-}  // namespace
-
-void attention(RecipeContext& ctx) {
-  const Definition& def = ctx.definition();
-  sm_scale(ctx);
-  if (def.op_type == "gqa_ragged" || def.op_type == "mla_ragged") {
-    ragged(ctx);
-  } else if (def.op_type == "dsa_paged") {
-    if (def.input("sparse_indices")) dsa_sparse(ctx);
-    if (def.input("block_table")) dsa_indexer(ctx);
-  } else {  // gqa_paged, mla_paged
-    const std::int64_t batch = batch_of(ctx);
-    const PagedLayout layout = paged_layout(ctx, batch);
-    if (def.input("qo_indptr")) query_offsets(ctx, layout.kv_lens, batch);
-  }
+void paged_attention(RecipeContext& ctx) {
+  const std::int64_t batch = batch_of(ctx);
+  const PagedLayout layout = paged_layout(ctx, batch);
+  if (ctx.definition().input("qo_indptr")) query_offsets(ctx, layout.kv_lens, batch);
 }
 
 }  // namespace fib::recipes

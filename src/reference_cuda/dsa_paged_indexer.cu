@@ -1,5 +1,5 @@
 // cuda:dsa_paged.topk_indexer (DeepSeek-V3.2 "lightning indexer", fp8, deep_gemm cache layout) —
-// the math of src/reference/attention/dsa_topk_indexer.cpp.
+// the math of src/reference/attention/dsa_paged.cpp.
 //
 // Each page of the key cache is page_size * head_dim fp8 e4m3fn values, token-major, followed by
 // page_size little-endian float32 scales; K[token] = fp8 * scale. For batch element b with

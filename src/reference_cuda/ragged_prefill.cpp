@@ -1,5 +1,6 @@
-// cuda:gqa_ragged and cuda:mla_ragged: causal prefill over ragged q/k/v — the math of
-// src/reference/attention/ragged.cpp on the attention core (attention_core.cu). Sequence b has
+// Causal prefill over ragged q/k/v, shared by cuda:gqa_ragged and cuda:mla_ragged (gqa_ragged.cpp,
+// mla_ragged.cpp) — the math of src/reference/attention/ragged_prefill.cpp on the attention core
+// (attention_core.cu). Sequence b has
 // the query rows [qo_indptr[b], qo_indptr[b+1]) and the key/value rows [kv_indptr[b],
 // kv_indptr[b+1]); the two families differ only in their dims (mla_ragged's query/key dim is
 // wider than its value dim).
@@ -63,11 +64,10 @@ class RaggedPrefill final : public Kernel {
 
 }  // namespace
 
-std::unique_ptr<Kernel> make_gqa_ragged() {
-  return std::make_unique<RaggedPrefill>("gqa_ragged", "cuda:gqa_ragged", "head_dim", "head_dim");
-}
-std::unique_ptr<Kernel> make_mla_ragged() {
-  return std::make_unique<RaggedPrefill>("mla_ragged", "cuda:mla_ragged", "qk_dim", "vo_dim");
+std::unique_ptr<Kernel> attention::make_ragged_prefill(std::string_view op_type,
+                                                       std::string qk_axis, std::string vo_axis) {
+  return std::make_unique<RaggedPrefill>(op_type, fmt::format("cuda:{}", op_type),
+                                         std::move(qk_axis), std::move(vo_axis));
 }
 
 }  // namespace fib::reference_cuda::detail

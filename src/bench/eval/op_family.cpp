@@ -1,0 +1,129 @@
+// The registry of op families (families/<op_type>.cpp hold the entries), the rules entries share,
+// and the calls the run and the workers make through it.
+#include "fib/bench/op_family.h"
+
+#include <algorithm>
+#include <array>
+
+#include "bench/eval/families/families.h"
+
+namespace fib::bench {
+
+namespace families {
+
+EvalPolicy elementwise_policy(const Definition& /*def*/) { return {}; }
+
+EvalSettings no_builtin_eval() { return {}; }
+
+std::optional<double> whole_input_bytes(const Definition& def, const AxisValues& bound) {
+  double bytes = 0;
+  for (const auto& spec : def.inputs) {
+    if (spec.is_scalar()) continue;
+    const auto shape = def.concrete_shape(spec, bound);
+    if (!shape) return std::nullopt;
+    std::uint64_t n = 1;
+    for (auto d : *shape) n *= static_cast<std::uint64_t>(d);
+    bytes += static_cast<double>(dtype_storage_bytes(spec.dtype, n).value_or(0));
+  }
+  return bytes;
+}
+
+namespace {
+// Op types fib does not know: elementwise, the defaults, no roofline demand.
+const OpFamily& unknown() {
+  static const OpFamily f{
+      .op_type = "", .policy = elementwise_policy, .builtin_eval = no_builtin_eval};
+  return f;
+}
+}  // namespace
+
+}  // namespace families
+
+std::span<const OpFamily* const> op_families() {
+  static const std::array<const OpFamily*, 12> list = [] {
+    std::array<const OpFamily*, 12> l = {
+        &families::dsa_paged(), &families::gdn(),        &families::gemm(),
+        &families::gqa_paged(), &families::gqa_ragged(), &families::mamba_ssu(),
+        &families::mla_paged(), &families::mla_ragged(), &families::moe(),
+        &families::rmsnorm(),   &families::rope(),       &families::sampling()};
+    std::sort(l.begin(), l.end(),
+              [](const OpFamily* a, const OpFamily* b) { return a->op_type < b->op_type; });
+    return l;
+  }();
+  return list;
+}
+
+const OpFamily* find_op_family(std::string_view op_type) {
+  for (const OpFamily* f : op_families()) {
+    if (f->op_type == op_type) return f;
+  }
+  return nullptr;
+}
+
+const OpFamily& op_family(const Definition& def) {
+  const OpFamily* f = find_op_family(def.op_type);
+  return f != nullptr ? *f : families::unknown();
+}
+
+RooflineDemand roofline_demand(const Definition& def, const Workload& w) {
+  const OpFamily& f = op_family(def);
+  if (f.roofline == nullptr) return {};
+  const auto bound = def.bind_axes(w.axes);
+  if (!bound) return {};
+  return f.roofline(def, *bound);
+}
+
+#ifdef FIB_HAVE_CUDA
+namespace {
+cuda::MathKind to_math_kind(RooflineMath m) {
+  switch (m) {
+    case RooflineMath::kBf16Tensor:
+      return cuda::MathKind::kBf16Tensor;
+    case RooflineMath::kFp16Tensor:
+      return cuda::MathKind::kFp16Tensor;
+    case RooflineMath::kFp8Tensor:
+      return cuda::MathKind::kFp8Tensor;
+    case RooflineMath::kTf32Tensor:
+      return cuda::MathKind::kTf32Tensor;
+    case RooflineMath::kFp32:
+      return cuda::MathKind::kFp32;
+  }
+  return cuda::MathKind::kBf16Tensor;
+}
+}  // namespace
+
+cuda::RooflineInput roofline_input_for(const Definition& def, const Workload& w, double median_ms) {
+  const RooflineDemand d = roofline_demand(def, w);
+  cuda::RooflineInput in;
+  in.median_ms = median_ms;
+  in.bytes = d.bytes;
+  in.flops = d.flops;
+  in.math = to_math_kind(d.math);
+  return in;
+}
+#endif
+
+void append_reference_extras(const Definition& def, const reference::Arguments& args,
+                             const Json& eval_extra, NamedTensors* outputs) {
+  const OpFamily& f = op_family(def);
+  if (f.reference_extras != nullptr) f.reference_extras(def, args, eval_extra, outputs);
+}
+
+SamplingExpectation take_sampling_expectation(Outputs& reference_outputs) {
+  SamplingExpectation e;
+  e.distribution = reference_outputs.at(std::string(kDistributionOutput));
+  if (auto it = reference_outputs.find(kAllowedOutput); it != reference_outputs.end()) {
+    e.allowed = it->second;
+  }
+  reference_outputs.erase(std::string(kDistributionOutput));
+  reference_outputs.erase(std::string(kAllowedOutput));
+  return e;
+}
+
+DsaInterface dsa_interface(const Definition& def) {
+  const bool indices = std::any_of(def.outputs.begin(), def.outputs.end(),
+                                   [](const TensorSpec& o) { return dtype_is_integer(o.dtype); });
+  return indices ? DsaInterface::kTopkIndexer : DsaInterface::kSparseAttention;
+}
+
+}  // namespace fib::bench

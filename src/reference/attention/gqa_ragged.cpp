@@ -1,0 +1,11 @@
+// gqa_ragged: causal prefill over ragged q/k/v (ragged_prefill.cpp), one head_dim for queries, keys
+// and values.
+#include "reference/attention/attention_core.h"
+
+namespace fib::reference::detail {
+
+std::unique_ptr<Kernel> make_gqa_ragged() {
+  return attention::make_ragged_prefill("gqa_ragged", "head_dim", "head_dim");
+}
+
+}  // namespace fib::reference::detail

@@ -1,0 +1,11 @@
+// Inputs of mla_paged: sm_scale and the paged compressed-KV cache's layout (attention_layout.cpp).
+#include "tensor/recipes/recipe.h"
+
+namespace fib::recipes {
+
+void mla_paged(RecipeContext& ctx) {
+  set_sm_scale(ctx);
+  paged_attention(ctx);
+}
+
+}  // namespace fib::recipes

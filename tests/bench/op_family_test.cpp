@@ -1,0 +1,200 @@
+// The op family registry: every op type onboarding knows has an input recipe and a correctness
+// policy (a native reference stays optional), families are found by op_type and dsa_paged's by
+// interface, and the rules the run and the workers take from it (roofline demand, reference
+// extras, the top-k scorer) give what each op type declares.
+#include "fib/bench/op_family.h"
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <string>
+#include <vector>
+
+#include "fib/onboard/generators.h"
+#include "fib/tensor/inputs.h"
+
+namespace fib::bench {
+namespace {
+
+Definition parse_def(Json j) {
+  Diagnostics diag;
+  const ReadContext ctx{"def.json", &diag};
+  auto d = definition_from_json(j, ctx);
+  if (!d) throw Error(diag);
+  return *d;
+}
+
+Definition gemm_def(const std::string& dtype) {
+  Json j = Json::parse(R"({"name": "gemm_n256_k128", "op_type": "gemm",
+    "axes": {"M": {"type": "var"}, "N": {"type": "const", "value": 256},
+             "K": {"type": "const", "value": 128}},
+    "inputs": {"A": {"shape": ["M", "K"], "dtype": "bfloat16"},
+               "B": {"shape": ["N", "K"], "dtype": "bfloat16"}},
+    "outputs": {"C": {"shape": ["M", "N"], "dtype": "bfloat16"}},
+    "reference": "def run(A, B):\n    pass\n"})");
+  j["inputs"]["A"]["dtype"] = dtype;
+  j["inputs"]["B"]["dtype"] = dtype;
+  return parse_def(j);
+}
+
+Definition outputs_only(const std::string& op_type, const std::vector<TensorSpec>& outputs) {
+  Definition d;
+  d.name = op_type + "_x";
+  d.op_type = op_type;
+  d.outputs = outputs;
+  return d;
+}
+
+TensorSpec spec(const std::string& name, DType dtype) {
+  TensorSpec s;
+  s.name = name;
+  s.shape = std::vector<std::string>{"n"};
+  s.dtype = dtype;
+  return s;
+}
+
+Workload with_axes(AxisValues axes) {
+  Workload w;
+  w.axes = std::move(axes);
+  return w;
+}
+
+TEST(OpFamily, EveryOnboardedOpTypeHasAnInputRecipeAndAPolicy) {
+  const std::vector<std::string> ops = onboard::generated_op_types();
+  ASSERT_FALSE(ops.empty());
+  for (const std::string& op : ops) {
+    EXPECT_TRUE(has_input_recipe(op)) << op << " has no entry in the input recipes";
+    const OpFamily* f = find_op_family(op);
+    ASSERT_NE(f, nullptr) << op << " has no op family (src/bench/eval/families/" << op << ".cpp)";
+    EXPECT_EQ(f->op_type, op);
+    EXPECT_NE(f->policy, nullptr) << op;
+    EXPECT_NE(f->builtin_eval, nullptr) << op;
+  }
+  // And no family for an op type onboarding does not make.
+  for (const OpFamily* f : op_families()) {
+    EXPECT_NE(std::find(ops.begin(), ops.end(), f->op_type), ops.end()) << f->op_type;
+  }
+}
+
+TEST(OpFamily, FoundByOpTypeNotByName) {
+  EXPECT_EQ(find_op_family("fused_moe"), nullptr);
+  const Definition unknown = outputs_only("fused_moe", {spec("output", DType::kFloat32)});
+  EXPECT_EQ(op_family(unknown).op_type, "");
+  EXPECT_EQ(op_family(unknown).policy(unknown).kind, PolicyKind::kElementwise);
+  const Definition moe = outputs_only("moe", {spec("output", DType::kBFloat16)});
+  EXPECT_EQ(op_family(moe).op_type, "moe");
+  const EvalPolicy p = op_family(moe).policy(moe);
+  EXPECT_EQ(p.kind, PolicyKind::kMatchedRatio);
+  // The policy's default ratio and the built-in layer's are the same number.
+  EXPECT_EQ(p.default_matched_ratio, op_family(moe).builtin_eval().required_matched_ratio);
+  EXPECT_TRUE(op_family(outputs_only("sampling", {})).samples);
+  EXPECT_FALSE(op_family(moe).samples);
+}
+
+TEST(OpFamily, DsaPagedInterfaceDecidesItsPolicy) {
+  const Definition indexer = outputs_only("dsa_paged", {spec("topk_indices", DType::kInt32)});
+  const Definition sparse =
+      outputs_only("dsa_paged", {spec("output", DType::kBFloat16), spec("lse", DType::kFloat32)});
+  EXPECT_EQ(dsa_interface(indexer), DsaInterface::kTopkIndexer);
+  EXPECT_EQ(dsa_interface(sparse), DsaInterface::kSparseAttention);
+  EXPECT_EQ(policy_for(indexer).kind, PolicyKind::kTopkSet);
+  EXPECT_EQ(policy_for(indexer).set_outputs, std::vector<std::string>{"topk_indices"});
+  EXPECT_EQ(policy_for(sparse).kind, PolicyKind::kElementwise);
+  EXPECT_EQ(policy_for(sparse).optional_outputs, std::vector<std::string>{"lse"});
+  // Sparse attention has no scorer; an indexer whose inputs cannot be scored has none either.
+  const OpFamily& f = op_family(sparse);
+  ASSERT_NE(f.row_scorer, nullptr);
+  EXPECT_FALSE(f.row_scorer(sparse, {}).has_value());
+  reference::Arguments bad;
+  for (const char* name : {"q_index_fp8", "k_index_cache_fp8", "weights", "seq_lens"})
+    bad.tensors.emplace(name, Tensor(DType::kFloat32, {2}));
+  bad.tensors.emplace("block_table", Tensor(DType::kInt32, {2}));
+  EXPECT_FALSE(f.row_scorer(indexer, bad).has_value());
+}
+
+TEST(OpFamily, GemmRooflineDemandIsItsInputsAndTwoMnkFlops) {
+  const RooflineDemand d = roofline_demand(gemm_def("bfloat16"), with_axes({{"M", 64}}));
+  ASSERT_TRUE(d.bytes && d.flops);
+  EXPECT_EQ(*d.bytes, (64.0 * 128 + 256.0 * 128) * 2);
+  EXPECT_EQ(*d.flops, 2.0 * 64 * 256 * 128);
+  EXPECT_EQ(d.math, RooflineMath::kBf16Tensor);
+  EXPECT_EQ(roofline_demand(gemm_def("float32"), with_axes({{"M", 1}})).math, RooflineMath::kFp32);
+  EXPECT_EQ(roofline_demand(gemm_def("float8_e4m3fn"), with_axes({{"M", 1}})).math,
+            RooflineMath::kFp8Tensor);
+  EXPECT_EQ(roofline_demand(gemm_def("float16"), with_axes({{"M", 1}})).math,
+            RooflineMath::kFp16Tensor);
+  // An unbound var axis: nothing declared.
+  const RooflineDemand unbound = roofline_demand(gemm_def("bfloat16"), with_axes({}));
+  EXPECT_FALSE(unbound.bytes || unbound.flops);
+}
+
+TEST(OpFamily, RmsnormDemandsItsInputBytesAndPagedAttentionNothing) {
+  const Definition rms = parse_def(Json::parse(R"({"name": "rmsnorm_h64", "op_type": "rmsnorm",
+    "axes": {"batch_size": {"type": "var"}, "hidden_size": {"type": "const", "value": 64}},
+    "inputs": {"hidden_states": {"shape": ["batch_size", "hidden_size"], "dtype": "bfloat16"},
+               "weight": {"shape": ["hidden_size"], "dtype": "bfloat16"}},
+    "outputs": {"output": {"shape": ["batch_size", "hidden_size"], "dtype": "bfloat16"}},
+    "reference": "def run(hidden_states, weight):\n    pass\n"})"));
+  const RooflineDemand d = roofline_demand(rms, with_axes({{"batch_size", 3}}));
+  ASSERT_TRUE(d.bytes);
+  EXPECT_EQ(*d.bytes, (3.0 * 64 + 64) * 2);
+  EXPECT_FALSE(d.flops);
+  Definition paged = rms;
+  paged.op_type = "gqa_paged";
+  const RooflineDemand none = roofline_demand(paged, with_axes({{"batch_size", 3}}));
+  EXPECT_FALSE(none.bytes || none.flops);
+}
+
+TEST(OpFamily, SamplingReferenceExtrasAreTheExpectationTheJudgeTakesBack) {
+  const Definition def = parse_def(Json::parse(R"({"name": "top_k_sampling_from_probs_v4",
+    "op_type": "sampling",
+    "axes": {"batch_size": {"type": "var"}, "vocab_size": {"type": "const", "value": 4}},
+    "inputs": {"probs": {"shape": ["batch_size", "vocab_size"], "dtype": "float32"},
+               "top_k": {"shape": ["batch_size"], "dtype": "int32"}},
+    "outputs": {"samples": {"shape": ["batch_size"], "dtype": "int64"}},
+    "reference": "def run(probs, top_k):\n    pass\n"})"));
+  reference::Arguments args;
+  Tensor probs(DType::kFloat32, {1, 4});
+  for (std::int64_t i = 0; i < 4; ++i) probs.set(i, 0.1 * static_cast<double>(i + 1));
+  Tensor k(DType::kInt32, {1});
+  k.set(0, 2);
+  args.tensors.emplace("probs", probs);
+  args.tensors.emplace("top_k", k);
+  const Json extra = builtin_eval_config().op_type.at("sampling").extra;
+
+  NamedTensors outputs;
+  append_reference_extras(def, args, extra, &outputs);
+  ASSERT_FALSE(outputs.empty());
+  EXPECT_EQ(outputs.front().first, kDistributionOutput);
+  Outputs by_name;
+  for (auto& [name, t] : outputs) by_name.emplace(name, t);
+  by_name.emplace("samples", Tensor(DType::kInt64, {1}));
+  const SamplingExpectation e = take_sampling_expectation(by_name);
+  EXPECT_EQ(by_name.size(), 1u);  // only the solution-shaped output is left
+  ASSERT_EQ(e.distribution.numel(), 4);
+  // top_k 2 keeps 0.3 and 0.4, renormalised.
+  EXPECT_EQ(e.distribution.get(0), 0);
+  EXPECT_EQ(e.distribution.get(1), 0);
+  EXPECT_NEAR(e.distribution.get(2), 0.3 / 0.7, 1e-6);
+  EXPECT_NEAR(e.distribution.get(3), 0.4 / 0.7, 1e-6);
+
+  // Other op types add nothing.
+  NamedTensors none;
+  append_reference_extras(gemm_def("bfloat16"), args, extra, &none);
+  EXPECT_TRUE(none.empty());
+}
+
+TEST(OpFamily, BuiltinConfigHasALayerOnlyForFamiliesThatSetOne) {
+  const EvalConfigFile b = builtin_eval_config();
+  for (const OpFamily* f : op_families()) {
+    EXPECT_EQ(b.op_type.contains(f->op_type), !f->builtin_eval().empty()) << f->op_type;
+  }
+  EXPECT_TRUE(b.op_type.contains("moe"));
+  EXPECT_TRUE(b.op_type.contains("sampling"));
+  EXPECT_TRUE(b.op_type.contains("dsa_paged"));
+  EXPECT_FALSE(b.op_type.contains("gemm"));
+}
+
+}  // namespace
+}  // namespace fib::bench
