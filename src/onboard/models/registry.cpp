@@ -50,8 +50,9 @@ std::optional<std::vector<int>> read_sizes(const Json& j, const JsonPath& path,
 }
 
 fs::path source_tree_models() {
-  // This file lives at <repo>/src/onboard/models/registry.cpp.
-  return fs::path(__FILE__).parent_path().parent_path().parent_path().parent_path() / "models";
+  // The build names the source tree (src/CMakeLists.txt): __FILE__ may be relative to the build
+  // folder (compiler caches rewrite it), which would make the path depend on the working folder.
+  return fs::path(FIB_SOURCE_DIR) / "models";
 }
 
 }  // namespace
