@@ -8,10 +8,10 @@
 #include <vector>
 
 #include "bench/run/judge.h"
-#include "bench/run/op_rules.h"
 #include "bench/run/timer.h"
 #include "bench/run/trial_timing.h"
 #include "bench/run/worker_messages.h"
+#include "fib/bench/op_family.h"
 
 namespace fib::bench::detail {
 
@@ -169,7 +169,7 @@ Performance passed_performance(const PendingJudgement& j, double judge_ms) {
   if (!gpu) return perf;
 #ifdef FIB_HAVE_CUDA
   // Achieved rates against the device's peaks; faster than the hardware allows is flagged.
-  const cuda::RooflineInput rin = roofline_input(*j.def, *j.workload, j.timing.latency_ms);
+  const cuda::RooflineInput rin = roofline_input_for(*j.def, *j.workload, j.timing.latency_ms);
   if (rin.bytes || rin.flops) {
     const cuda::Roofline rl = cuda::roofline(rin, j.lane->peaks);
     perf.extra["roofline"] = cuda::to_json(rl);
@@ -234,7 +234,7 @@ Attempt run_solution(Lane& lane, const EvaluationJob& job, const EvaluateSetting
                      .device = lane.device,
                      .gpu_timer = o.gpu_timer,
                      .sampling_output = sampling_file,
-                     .sampling_draws = sampling_draws(p.eval.extra)});
+                     .sampling_draws = p.sampling_draws});
   std::string start_error;
   Worker* worker = start_solution_worker(lane, settings, costs, &start_error);
   if (worker == nullptr) {

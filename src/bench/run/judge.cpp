@@ -9,6 +9,7 @@
 
 #include "bench/inputs/input_set_file.h"
 #include "fib/bench/compare.h"
+#include "fib/bench/op_family.h"
 #include "fib/tensor/safetensors.h"
 
 namespace fib::bench::detail {
@@ -32,16 +33,6 @@ Tensor draws_by_row(const Tensor& stacked) {
   return t;
 }
 
-SamplingExpectation expectation_from(Outputs& reference_file) {
-  SamplingExpectation e;
-  e.distribution = reference_file.at("__distribution");
-  if (auto it = reference_file.find("__allowed"); it != reference_file.end()) {
-    e.allowed = it->second;
-  }
-  reference_file.erase("__distribution");
-  reference_file.erase("__allowed");
-  return e;
-}
 }  // namespace
 
 Judgement judge(const Definition& def, const EvalConfigFile& builtin, const EvalConfigFile* user,
@@ -59,7 +50,7 @@ Judgement judge(const Definition& def, const EvalConfigFile& builtin, const Eval
     tv.trial = c.trial;
     tv.seed = c.seed;
     if (policy.kind == PolicyKind::kSampling) {
-      SamplingExpectation e = expectation_from(expected);
+      SamplingExpectation e = take_sampling_expectation(expected);
       const std::string& name = def.outputs.front().name;
       auto it = got.find(name);
       if (it == got.end()) {
@@ -85,12 +76,9 @@ Judgement judge(const Definition& def, const EvalConfigFile& builtin, const Eval
     std::optional<RowScorer> scorer;
     if (policy.kind == PolicyKind::kTopkSet && !c.inputs.empty()) {
       args = read_input_set(c.inputs, c.trial);
-      try {
-        scorer = dsa_topk_indexer_scorer(def, *args);
-        opt.scorer = &*scorer;
-      } catch (const Error&) {
-        // No scorer for this definition: sets must match exactly.
-      }
+      // No scorer for the definition: sets must match exactly.
+      if (const auto make = op_family(def).row_scorer) scorer = make(def, *args);
+      if (scorer) opt.scorer = &*scorer;
     }
     tv.verdict = compare_outputs(def, policy, evals, expected, got, opt);
   };

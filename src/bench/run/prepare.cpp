@@ -11,8 +11,8 @@
 #include <thread>
 
 #include "bench/inputs/input_set_file.h"
-#include "bench/run/op_rules.h"
 #include "bench/run/worker_messages.h"
+#include "fib/bench/op_family.h"
 #include "fib/tensor/inputs.h"
 #include "fib/tensor/random.h"
 
@@ -100,7 +100,9 @@ PreparedWorkload prepare_workload(const PrepareSettings& settings, const Definit
   const ResolvedEval& cfg = p.eval;
   p.dir = dir;
   p.trials = std::max(1, cfg.num_trials);
-  p.sampling = checks_sampling_distribution(def);
+  p.sampling = op_family(def).samples;
+  // The sampling family's built-in layer always sets it; a user layer may raise or lower it.
+  if (p.sampling) p.sampling_draws = cfg.extra.at("sampling_validation_trials").get<int>();
   fs::create_directories(dir);
   const int warmup = std::max(0, cfg.warmup_runs);
   const int iterations = std::max(1, cfg.iterations);

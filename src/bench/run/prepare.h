@@ -30,7 +30,8 @@ struct PreparedWorkload {
   std::vector<std::string> reference_outputs;  // per trial
   std::vector<std::string> notes;              // input materialization notes
   bool sampling = false;
-  ResolvedEval eval;  // the definition-wide settings (trial counts, policy extras)
+  int sampling_draws = 0;  // draws of the distribution check (sampling op types)
+  ResolvedEval eval;       // the definition-wide settings (trial counts, policy extras)
 };
 
 // What preparing a workload depends on besides the workload.

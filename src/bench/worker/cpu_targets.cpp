@@ -288,7 +288,7 @@ bool HostReferenceTarget::call(std::uint64_t, Failure* failure) {
 std::vector<std::pair<std::string, Tensor>> HostReferenceTarget::outputs() {
   std::vector<std::pair<std::string, Tensor>> out;
   for (const auto& spec : def_.outputs) out.emplace_back(spec.name, out_.at(spec.name));
-  append_sampling_expectation(def_, sets_->at(static_cast<std::size_t>(set_)), sampling_extra_,
+  append_set_reference_extras(def_, sets_->at(static_cast<std::size_t>(set_)), sampling_extra_,
                               &out);
   return out;
 }

@@ -241,7 +241,7 @@ protocol::ReferenceReply gpu_reference(WorkerState& st, const protocol::Referenc
       // them is queued after the copy on the same stream.
       std::vector<std::pair<std::string, Tensor>> extra;
       const auto check_set = static_cast<std::size_t>(order_of(plan, first).check_set);
-      append_sampling_expectation(req.definition, host->at(check_set), req.eval_extra, &extra);
+      append_set_reference_extras(req.definition, host->at(check_set), req.eval_extra, &extra);
       g.writer().submit(plan.check_output, target.staged(), std::move(extra), g.stream());
       checked = protocol::CheckedCall{runner.staged_call(), {}};
     }

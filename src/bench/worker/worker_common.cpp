@@ -6,6 +6,7 @@
 #include <cstring>
 
 #include "fib/bench/compare.h"
+#include "fib/bench/op_family.h"
 #include "fib/tensor/safetensors.h"
 #include "fib/trace/diagnostics.h"
 
@@ -29,17 +30,13 @@ void write_checked_outputs(const std::string& path,
   write_safetensors(path, outputs, {}, scratch);
 }
 
-void append_sampling_expectation(const Definition& def, const InputSet& in, const Json& eval_extra,
+void append_set_reference_extras(const Definition& def, const InputSet& in, const Json& eval_extra,
                                  std::vector<std::pair<std::string, Tensor>>* outputs) {
-  if (def.op_type != "sampling") return;
+  if (op_family(def).reference_extras == nullptr) return;
   reference::Arguments args;
   args.tensors = in.tensors;
   args.scalars = in.scalars;
-  ResolvedEval cfg;
-  cfg.extra = eval_extra;
-  SamplingExpectation e = sampling_expectation(def, args, cfg);
-  outputs->emplace_back("__distribution", std::move(e.distribution));
-  if (e.allowed.defined()) outputs->emplace_back("__allowed", std::move(e.allowed));
+  append_reference_extras(def, args, eval_extra, outputs);
 }
 
 void write_stacked_draws(const std::string& path, const Definition& def,

@@ -48,10 +48,10 @@ InputSets load_sets(WorkerState& st, const std::string& path);
 void write_checked_outputs(const std::string& path,
                            const std::vector<std::pair<std::string, Tensor>>& outputs);
 
-// For a sampling definition, appends "__distribution" (and "__allowed" where the policy has one)
-// computed from input set `in`: the exact distribution the solution's samples are checked
-// against. Other op types: nothing.
-void append_sampling_expectation(const Definition& def, const InputSet& in, const Json& eval_extra,
+// Appends what the op family's reference side adds for the judge, computed from input set `in`
+// (sampling: the exact distribution the solution's draws are checked against); nothing for op
+// types without such extras (fib/bench/op_family.h).
+void append_set_reference_extras(const Definition& def, const InputSet& in, const Json& eval_extra,
                                  std::vector<std::pair<std::string, Tensor>>* outputs);
 
 // Many draws of a sampling solution on one set, stacked per output ([draws, ...]) into `path`.
