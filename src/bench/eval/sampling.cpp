@@ -160,6 +160,220 @@ SamplingExpectation sampling_expectation(const Definition& def, const reference:
   return out;
 }
 
+namespace {
+
+// How many draws each row holds, and the thresholds every row is judged by.
+struct SamplingLimits {
+  std::int64_t draws = 0;
+  double n = 0;  // draws, as the statistics use it
+  double alpha = 0;
+  // alpha split over the rows (Bonferroni): a correct sampler fails the call at rate <= alpha.
+  double row_alpha = 0;
+  double tvd_floor = 0;
+};
+
+// Draws that no correct sampler can give, and the first of them described.
+struct InvalidDraws {
+  std::int64_t count = 0;
+  Json first;
+  std::string text;
+};
+
+// Fills `v` and returns true when the draws are not [batch] or [batch, draws] of an integer
+// dtype: without that layout no draw can be read.
+bool reject_layout(CallVerdict& v, const std::string& out_name, std::int64_t batch,
+                   const Tensor& samples) {
+  const bool shape_ok =
+      (samples.rank() == 1 || samples.rank() == 2) && samples.defined() && samples.dim(0) == batch;
+  if (!shape_ok) {
+    v.status = EvaluationStatus::kIncorrectShape;
+    v.max_abs_error = v.max_rel_error = kInf;
+    v.log = fmt::format("output '{}': draws of shape {}, expected [{}, draws]", out_name,
+                        shape_to_string(samples.shape()), batch);
+    return true;
+  }
+  if (!dtype_is_integer(samples.dtype())) {
+    v.status = EvaluationStatus::kIncorrectDtype;
+    v.max_abs_error = v.max_rel_error = kInf;
+    v.log = fmt::format("output '{}': dtype {}, expected an integer dtype", out_name,
+                        dtype_name(samples.dtype()));
+    return true;
+  }
+  return false;
+}
+
+SamplingLimits sampling_limits(const ResolvedEval& cfg, std::int64_t batch, const Tensor& samples) {
+  SamplingLimits lim;
+  lim.draws = samples.rank() == 2 ? samples.dim(1) : 1;
+  lim.n = static_cast<double>(lim.draws);
+  lim.alpha = cfg.extra_number("sampling_chi2_alpha", 1e-6);
+  lim.row_alpha = lim.alpha / static_cast<double>(std::max<std::int64_t>(batch, 1));
+  lim.tvd_floor = cfg.extra_number("sampling_tvd_threshold", 0.2);
+  return lim;
+}
+
+// The row's distribution scaled to sum to 1 (all zeros when it has no mass).
+void normalize_row(const float* drow, std::vector<double>& p) {
+  const auto vocab = static_cast<std::int64_t>(p.size());
+  double total = 0;
+  for (std::int64_t t = 0; t < vocab; ++t) total += static_cast<double>(drow[t]);
+  for (std::int64_t t = 0; t < vocab; ++t)
+    p[static_cast<std::size_t>(t)] = total > 0 ? static_cast<double>(drow[t]) / total : 0.0;
+}
+
+// Counts row r's draws per token into `counts` and records the invalid ones. Returns how many
+// draws fell on tokens outside the distribution's support that `allowed_row` tolerates.
+std::int64_t count_row_draws(const Tensor& samples, std::int64_t r, std::int64_t draws,
+                             const float* drow, const std::uint8_t* allowed_row,
+                             std::vector<std::int64_t>& counts, InvalidDraws& invalid) {
+  const auto vocab = static_cast<std::int64_t>(counts.size());
+  std::int64_t extra_allowed = 0;
+  for (std::int64_t j = 0; j < draws; ++j) {
+    const double raw = samples.get(r * draws + j);
+    const auto t = static_cast<std::int64_t>(raw);
+    std::string why;
+    if (t < 0 || t >= vocab) {
+      why = fmt::format("token {} is outside the vocabulary [0, {})", num(raw), vocab);
+    } else if (allowed_row ? allowed_row[t] == 0 : drow[t] <= 0) {
+      why = fmt::format("token {} has expected probability 0 (outside the top_k/top_p support)", t);
+    } else {
+      ++counts[static_cast<std::size_t>(t)];
+      if (drow[t] <= 0) ++extra_allowed;
+      continue;
+    }
+    if (invalid.count++ == 0) {
+      invalid.first = {{"row", r}, {"draw", j}, {"token", static_cast<std::int64_t>(raw)}};
+      invalid.text = fmt::format("row {}, draw {}: {}", r, j, why);
+    }
+  }
+  return extra_allowed;
+}
+
+// Total variation against the distribution, and what a correct sampler's TVD would be.
+void measure_tvd(const std::vector<double>& p, const std::vector<std::int64_t>& counts,
+                 const SamplingLimits& lim, RowOutcome& o) {
+  const double n = lim.n;
+  double mad_sum = 0, var_sum = 0;
+  for (std::size_t t = 0; t < p.size(); ++t) {
+    const double pt = p[t];
+    const double f = static_cast<double>(counts[t]) / n;
+    const double diff = std::fabs(f - pt);
+    o.tvd += diff;
+    o.max_abs = std::max(o.max_abs, diff);
+    if (pt > 0) {
+      o.max_rel = std::max(o.max_rel, diff / pt);
+      const double mad = binomial_mad(n, pt) / n;
+      mad_sum += mad;
+      var_sum += std::max(0.0, pt * (1 - pt) / n - mad * mad);
+    }
+  }
+  o.tvd *= 0.5;
+  o.expected_tvd = 0.5 * mad_sum;
+  // sqrt(sum var / 2) = sqrt(2) * (0.5 sqrt(sum var)): sum_t |D_t| double-counts (the positive
+  // and negative deviations are equal), which correlates the terms; sqrt(2) covers the worst
+  // case (two tokens).
+  o.sd = std::sqrt(0.5 * var_sum);
+  o.bound = std::max(lim.tvd_floor, o.expected_tvd + kTvdSigmas * o.sd);
+}
+
+// Bins of about equal expected mass over the support, in descending probability; a last bin
+// too small for the chi-square approximation joins the one before it. Tolerated draws outside
+// the support count in the least probable bin.
+std::vector<Bin> chi_square_bins(const float* drow, const std::vector<double>& p,
+                                 const std::vector<std::int64_t>& counts, double n,
+                                 std::int64_t extra_allowed) {
+  std::vector<std::int64_t> support;
+  for (std::size_t t = 0; t < p.size(); ++t)
+    if (p[t] > 0) support.push_back(static_cast<std::int64_t>(t));
+  support = sorted_tokens(drow, std::move(support));
+  const int target_bins = static_cast<int>(
+      std::clamp(std::floor(n / kMinBinExpected), 1.0, static_cast<double>(kMaxBins)));
+  const double bin_mass = 1.0 / target_bins;
+  std::vector<Bin> bins;
+  Bin cur;
+  for (std::size_t i = 0; i < support.size(); ++i) {
+    const auto t = static_cast<std::size_t>(support[i]);
+    if (cur.mass == 0) cur.first_rank = static_cast<std::int64_t>(i) + 1;
+    cur.mass += p[t];
+    cur.observed += static_cast<double>(counts[t]);
+    cur.last_rank = static_cast<std::int64_t>(i) + 1;
+    if (cur.mass >= bin_mass * (1 - 1e-9)) {
+      bins.push_back(cur);
+      cur = Bin{};
+    }
+  }
+  if (cur.mass > 0) bins.push_back(cur);
+  if (bins.size() >= 2 && bins.back().mass * n < kMinBinExpected) {
+    Bin last = bins.back();
+    bins.pop_back();
+    bins.back().mass += last.mass;
+    bins.back().observed += last.observed;
+    bins.back().last_rank = last.last_rank;
+  }
+  if (!bins.empty()) bins.back().observed += static_cast<double>(extra_allowed);
+  return bins;
+}
+
+// Pearson's chi-square over the bins; a single bin leaves no degree of freedom to test.
+void measure_chi_square(const std::vector<Bin>& bins, double n, RowOutcome& o) {
+  if (bins.size() < 2) return;
+  double worst_term = -1;
+  for (const Bin& b : bins) {
+    const double e = b.mass * n;
+    const double term = (b.observed - e) * (b.observed - e) / e;
+    o.chi2 += term;
+    if (term > worst_term) {
+      worst_term = term;
+      o.worst = b;
+    }
+  }
+  o.dof = static_cast<int>(bins.size()) - 1;
+  o.pvalue = chi_square_survival(o.chi2, o.dof);
+}
+
+RowOutcome judge_row(const float* drow, const std::vector<double>& p,
+                     const std::vector<std::int64_t>& counts, std::int64_t extra_allowed,
+                     const SamplingLimits& lim) {
+  RowOutcome o;
+  measure_tvd(p, counts, lim, o);
+  measure_chi_square(chi_square_bins(drow, p, counts, lim.n, extra_allowed), lim.n, o);
+  return o;
+}
+
+// Marks `v` failed and says why: the invalid draws, then the first row whose draws do not
+// follow the distribution (`worst`, null when every row does).
+void report_failure(CallVerdict& v, const std::string& head, std::int64_t batch,
+                    const SamplingLimits& lim, const InvalidDraws& invalid, std::int64_t worst_row,
+                    const RowOutcome* worst) {
+  v.status = EvaluationStatus::kIncorrectNumerical;
+  if (invalid.count > 0) {
+    v.max_abs_error = v.max_rel_error = kInf;
+    v.log = fmt::format("{}: {} of {} draws are not tokens the distribution can give\n  first: {}",
+                        head, invalid.count, batch * lim.draws, invalid.text);
+  }
+  if (worst == nullptr) return;
+  const RowOutcome& o = *worst;
+  if (!v.log.empty()) v.log += '\n';
+  v.log += fmt::format("{}: row {} does not follow the expected distribution", head, worst_row);
+  if (o.dof > 0) {
+    v.log += fmt::format(
+        "\n  chi-square {} with {} degrees of freedom: p-value {} (fails below {} = alpha {} / "
+        "{} rows)",
+        num(o.chi2), o.dof, num(o.pvalue), num(lim.row_alpha), num(lim.alpha), batch);
+  }
+  v.log += fmt::format("\n  total variation {} (bound {}: a correct sampler gives {} +- {})",
+                       num(o.tvd), num(o.bound), num(o.expected_tvd), num(o.sd));
+  if (o.dof > 0) {
+    v.log += fmt::format(
+        "\n  most off: tokens ranked {}-{} by probability (mass {}): expected {:.0f} draws, got "
+        "{:.0f}",
+        o.worst.first_rank, o.worst.last_rank, num(o.worst.mass), o.worst.mass * lim.n,
+        o.worst.observed);
+  }
+}
+
+}  // namespace
+
 CallVerdict check_sampling(const Definition& def, const ResolvedEval& cfg,
                            const SamplingExpectation& expected, const Tensor& samples) {
   const Tensor& dist_t = expected.distribution;
@@ -172,35 +386,14 @@ CallVerdict check_sampling(const Definition& def, const ResolvedEval& cfg,
 
   CallVerdict v;
   v.extra["policy"] = "sampling";
-  const bool shape_ok =
-      (samples.rank() == 1 || samples.rank() == 2) && samples.defined() && samples.dim(0) == batch;
-  if (!shape_ok) {
-    v.status = EvaluationStatus::kIncorrectShape;
-    v.max_abs_error = v.max_rel_error = kInf;
-    v.log = fmt::format("output '{}': draws of shape {}, expected [{}, draws]", out_name,
-                        shape_to_string(samples.shape()), batch);
-    return v;
-  }
-  if (!dtype_is_integer(samples.dtype())) {
-    v.status = EvaluationStatus::kIncorrectDtype;
-    v.max_abs_error = v.max_rel_error = kInf;
-    v.log = fmt::format("output '{}': dtype {}, expected an integer dtype", out_name,
-                        dtype_name(samples.dtype()));
-    return v;
-  }
-  const std::int64_t draws = samples.rank() == 2 ? samples.dim(1) : 1;
-  const double n = static_cast<double>(draws);
-  const double alpha = cfg.extra_number("sampling_chi2_alpha", 1e-6);
-  const double row_alpha = alpha / static_cast<double>(std::max<std::int64_t>(batch, 1));
-  const double tvd_floor = cfg.extra_number("sampling_tvd_threshold", 0.2);
+  if (reject_layout(v, out_name, batch, samples)) return v;
+  const SamplingLimits lim = sampling_limits(cfg, batch, samples);
 
   const float* dist = dist_t.data<float>();
   const std::uint8_t* allowed =
       expected.allowed.defined() ? expected.allowed.data<std::uint8_t>() : nullptr;
 
-  std::int64_t invalid = 0;
-  Json first_invalid;
-  std::string invalid_text;
+  InvalidDraws invalid;
   std::vector<std::int64_t> counts(static_cast<std::size_t>(vocab));
   std::vector<double> p(static_cast<std::size_t>(vocab));
   Json tvds = Json::array();
@@ -210,100 +403,11 @@ CallVerdict check_sampling(const Definition& def, const ResolvedEval& cfg,
   for (std::int64_t r = 0; r < batch; ++r) {
     std::fill(counts.begin(), counts.end(), 0);
     const float* drow = dist + r * vocab;
-    double total = 0;
-    for (std::int64_t t = 0; t < vocab; ++t) total += static_cast<double>(drow[t]);
-    for (std::int64_t t = 0; t < vocab; ++t)
-      p[static_cast<std::size_t>(t)] = total > 0 ? static_cast<double>(drow[t]) / total : 0.0;
-    std::int64_t extra_allowed = 0;  // draws of tolerated tokens outside the support
-    for (std::int64_t j = 0; j < draws; ++j) {
-      const double raw = samples.get(r * draws + j);
-      const auto t = static_cast<std::int64_t>(raw);
-      std::string why;
-      if (t < 0 || t >= vocab) {
-        why = fmt::format("token {} is outside the vocabulary [0, {})", num(raw), vocab);
-      } else if (allowed ? allowed[r * vocab + t] == 0 : drow[t] <= 0) {
-        why =
-            fmt::format("token {} has expected probability 0 (outside the top_k/top_p support)", t);
-      } else {
-        ++counts[static_cast<std::size_t>(t)];
-        if (drow[t] <= 0) ++extra_allowed;
-        continue;
-      }
-      if (invalid++ == 0) {
-        first_invalid = {{"row", r}, {"draw", j}, {"token", static_cast<std::int64_t>(raw)}};
-        invalid_text = fmt::format("row {}, draw {}: {}", r, j, why);
-      }
-    }
-
-    RowOutcome o;
-    // Total variation against the distribution, and what a correct sampler's TVD would be.
-    double mad_sum = 0, var_sum = 0;
-    for (std::int64_t t = 0; t < vocab; ++t) {
-      const double pt = p[static_cast<std::size_t>(t)];
-      const double f = static_cast<double>(counts[static_cast<std::size_t>(t)]) / n;
-      const double diff = std::fabs(f - pt);
-      o.tvd += diff;
-      o.max_abs = std::max(o.max_abs, diff);
-      if (pt > 0) {
-        o.max_rel = std::max(o.max_rel, diff / pt);
-        const double mad = binomial_mad(n, pt) / n;
-        mad_sum += mad;
-        var_sum += std::max(0.0, pt * (1 - pt) / n - mad * mad);
-      }
-    }
-    o.tvd *= 0.5;
-    o.expected_tvd = 0.5 * mad_sum;
-    // sqrt(sum var / 2) = sqrt(2) * (0.5 sqrt(sum var)): sum_t |D_t| double-counts (the positive
-    // and negative deviations are equal), which correlates the terms; sqrt(2) covers the worst
-    // case (two tokens).
-    o.sd = std::sqrt(0.5 * var_sum);
-    o.bound = std::max(tvd_floor, o.expected_tvd + kTvdSigmas * o.sd);
-
-    // Chi-square on bins of about equal expected mass, in descending probability.
-    std::vector<std::int64_t> support;
-    for (std::int64_t t = 0; t < vocab; ++t)
-      if (p[static_cast<std::size_t>(t)] > 0) support.push_back(t);
-    support = sorted_tokens(drow, std::move(support));
-    const int target_bins = static_cast<int>(
-        std::clamp(std::floor(n / kMinBinExpected), 1.0, static_cast<double>(kMaxBins)));
-    const double bin_mass = 1.0 / target_bins;
-    std::vector<Bin> bins;
-    Bin cur;
-    for (std::size_t i = 0; i < support.size(); ++i) {
-      const auto t = static_cast<std::size_t>(support[i]);
-      if (cur.mass == 0) cur.first_rank = static_cast<std::int64_t>(i) + 1;
-      cur.mass += p[t];
-      cur.observed += static_cast<double>(counts[t]);
-      cur.last_rank = static_cast<std::int64_t>(i) + 1;
-      if (cur.mass >= bin_mass * (1 - 1e-9)) {
-        bins.push_back(cur);
-        cur = Bin{};
-      }
-    }
-    if (cur.mass > 0) bins.push_back(cur);
-    if (bins.size() >= 2 && bins.back().mass * n < kMinBinExpected) {
-      Bin last = bins.back();
-      bins.pop_back();
-      bins.back().mass += last.mass;
-      bins.back().observed += last.observed;
-      bins.back().last_rank = last.last_rank;
-    }
-    if (!bins.empty()) bins.back().observed += static_cast<double>(extra_allowed);
-    if (bins.size() >= 2) {
-      double worst_term = -1;
-      for (const Bin& b : bins) {
-        const double e = b.mass * n;
-        const double term = (b.observed - e) * (b.observed - e) / e;
-        o.chi2 += term;
-        if (term > worst_term) {
-          worst_term = term;
-          o.worst = b;
-        }
-      }
-      o.dof = static_cast<int>(bins.size()) - 1;
-      o.pvalue = chi_square_survival(o.chi2, o.dof);
-    }
-    const bool bad = o.pvalue < row_alpha || o.tvd > o.bound;
+    normalize_row(drow, p);
+    const std::int64_t extra_allowed = count_row_draws(
+        samples, r, lim.draws, drow, allowed ? allowed + r * vocab : nullptr, counts, invalid);
+    const RowOutcome o = judge_row(drow, p, counts, extra_allowed, lim);
+    const bool bad = o.pvalue < lim.row_alpha || o.tvd > o.bound;
     if (bad && worst_row < 0) worst_row = r;
     max_tvd = std::max(max_tvd, o.tvd);
     min_pvalue = std::min(min_pvalue, o.pvalue);
@@ -315,47 +419,23 @@ CallVerdict check_sampling(const Definition& def, const ResolvedEval& cfg,
 
   Json& x = v.extra;
   x["rows"] = batch;
-  x["draws_per_row"] = draws;
+  x["draws_per_row"] = lim.draws;
   x["tvd"] = max_tvd;
   x["tvds_per_batch"] = tvds;
   x["chi2_pvalue"] = min_pvalue;
-  x["invalid_samples"] = invalid;
-  if (invalid > 0) x["first_invalid"] = first_invalid;
-  if (worst_row >= 0) {
-    const RowOutcome& o = outcomes[static_cast<std::size_t>(worst_row)];
-    x["first_mismatch"] = {{"output", out_name},     {"row", worst_row}, {"tvd", o.tvd},
-                           {"tvd_bound", o.bound},   {"chi2", o.chi2},   {"dof", o.dof},
-                           {"chi2_pvalue", o.pvalue}};
+  x["invalid_samples"] = invalid.count;
+  if (invalid.count > 0) x["first_invalid"] = invalid.first;
+  const RowOutcome* worst =
+      worst_row >= 0 ? &outcomes[static_cast<std::size_t>(worst_row)] : nullptr;
+  if (worst != nullptr) {
+    x["first_mismatch"] = {{"output", out_name},          {"row", worst_row},
+                           {"tvd", worst->tvd},           {"tvd_bound", worst->bound},
+                           {"chi2", worst->chi2},         {"dof", worst->dof},
+                           {"chi2_pvalue", worst->pvalue}};
   }
-  if (invalid == 0 && worst_row < 0) return v;
-
-  v.status = EvaluationStatus::kIncorrectNumerical;
-  const std::string head = fmt::format("output '{}' ({} rows x {} draws)", out_name, batch, draws);
-  if (invalid > 0) {
-    v.max_abs_error = v.max_rel_error = kInf;
-    v.log = fmt::format("{}: {} of {} draws are not tokens the distribution can give\n  first: {}",
-                        head, invalid, batch * draws, invalid_text);
-  }
-  if (worst_row >= 0) {
-    const RowOutcome& o = outcomes[static_cast<std::size_t>(worst_row)];
-    if (!v.log.empty()) v.log += '\n';
-    v.log += fmt::format("{}: row {} does not follow the expected distribution", head, worst_row);
-    if (o.dof > 0) {
-      v.log += fmt::format(
-          "\n  chi-square {} with {} degrees of freedom: p-value {} (fails below {} = alpha {} / "
-          "{} rows)",
-          num(o.chi2), o.dof, num(o.pvalue), num(row_alpha), num(alpha), batch);
-    }
-    v.log += fmt::format("\n  total variation {} (bound {}: a correct sampler gives {} +- {})",
-                         num(o.tvd), num(o.bound), num(o.expected_tvd), num(o.sd));
-    if (o.dof > 0) {
-      v.log += fmt::format(
-          "\n  most off: tokens ranked {}-{} by probability (mass {}): expected {:.0f} draws, got "
-          "{:.0f}",
-          o.worst.first_rank, o.worst.last_rank, num(o.worst.mass), o.worst.mass * n,
-          o.worst.observed);
-    }
-  }
+  if (invalid.count == 0 && worst == nullptr) return v;
+  report_failure(v, fmt::format("output '{}' ({} rows x {} draws)", out_name, batch, lim.draws),
+                 batch, lim, invalid, worst_row, worst);
   return v;
 }
 
