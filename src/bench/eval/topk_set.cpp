@@ -55,6 +55,134 @@ struct RowResult {
   bool scores_differ = false;       // scored pairs exist but one differs beyond tolerance
 };
 
+// A scored tie is accepted when the returned index scores within atol + rtol * |missing score|.
+struct ScoreTolerance {
+  double rtol = 0, atol = 0;
+};
+
+// Reads row r of both outputs: the expected indices into `e_row`, the returned ones into
+// `g_row` (-1 is padding on both sides; values below -1 are invalid). Returns how many entries
+// still hold the poison value where the expected index differs.
+std::int64_t read_row(const Tensor& expected, const Tensor& got, std::int64_t r, std::int64_t k,
+                      std::optional<double> poison, std::vector<std::int64_t>& e_row,
+                      std::vector<std::int64_t>& g_row, RowResult& rr) {
+  std::int64_t unwritten = 0;
+  e_row.clear();
+  g_row.clear();
+  for (std::int64_t j = 0; j < k; ++j) {
+    const auto e = static_cast<std::int64_t>(expected.get(r * k + j));
+    const double graw = got.get(r * k + j);
+    const auto g = static_cast<std::int64_t>(graw);
+    if (poison && graw == *poison && static_cast<double>(e) != graw) ++unwritten;
+    if (e != -1) e_row.push_back(e);
+    if (g < -1)
+      rr.invalid.push_back(g);
+    else if (g != -1)
+      g_row.push_back(g);
+  }
+  return unwritten;
+}
+
+// Sorts both rows, records the returned indices given more than once, leaves `g_row` without
+// repeats, and fills the indices missing from and extra in the returned set.
+void diff_row_sets(std::vector<std::int64_t>& e_row, std::vector<std::int64_t>& g_row,
+                   RowResult& rr) {
+  std::sort(e_row.begin(), e_row.end());
+  std::sort(g_row.begin(), g_row.end());
+  for (std::size_t i = 1; i < g_row.size(); ++i)
+    if (g_row[i] == g_row[i - 1] && (rr.duplicates.empty() || rr.duplicates.back() != g_row[i]))
+      rr.duplicates.push_back(g_row[i]);
+  g_row.erase(std::unique(g_row.begin(), g_row.end()), g_row.end());
+  std::set_difference(e_row.begin(), e_row.end(), g_row.begin(), g_row.end(),
+                      std::back_inserter(rr.missing));
+  std::set_difference(g_row.begin(), g_row.end(), e_row.begin(), e_row.end(),
+                      std::back_inserter(rr.extra));
+}
+
+// Reorders indices and their scores together by descending score (NaN last), so that the i-th
+// missing index pairs with the i-th extra one.
+void sort_by_score(std::vector<std::int64_t>& idx, std::vector<double>& sc) {
+  std::vector<std::size_t> order(idx.size());
+  for (std::size_t i = 0; i < order.size(); ++i) order[i] = i;
+  std::stable_sort(order.begin(), order.end(), [&](std::size_t a, std::size_t b) {
+    if (std::isnan(sc[a]) != std::isnan(sc[b])) return !std::isnan(sc[a]);
+    return sc[a] > sc[b];
+  });
+  std::vector<std::int64_t> i2;
+  std::vector<double> s2;
+  for (auto o : order) i2.push_back(idx[o]), s2.push_back(sc[o]);
+  idx.swap(i2);
+  sc.swap(s2);
+}
+
+// Accepts row r (rr.ok) when every extra index scores like the missing index it pairs with:
+// the kernel broke a tie differently. `selected` and `expected` are the row's set sizes.
+void judge_ties(const RowScorer& scorer, std::int64_t r, const ScoreTolerance& tol,
+                std::size_t selected, std::size_t expected, RowResult& rr) {
+  for (auto m : rr.missing) rr.missing_scores.push_back(scorer(r, m));
+  for (auto x : rr.extra) rr.extra_scores.push_back(scorer(r, x));
+  sort_by_score(rr.missing, rr.missing_scores);
+  sort_by_score(rr.extra, rr.extra_scores);
+  if (rr.missing.size() != rr.extra.size()) {
+    rr.why = fmt::format("{} indices selected, expected {}", selected, expected);
+    return;
+  }
+  for (std::size_t i = 0; i < rr.missing.size(); ++i) {
+    const double m = rr.missing_scores[i], x = rr.extra_scores[i];
+    if (std::isnan(x)) {
+      rr.why = fmt::format("index {} is not a candidate of this row", rr.extra[i]);
+      return;
+    }
+    const double abs = std::fabs(x - m);
+    const double rel = abs / (std::fabs(m) + 1e-8);
+    rr.max_abs = std::max(rr.max_abs, abs);
+    rr.max_rel = std::max(rr.max_rel, rel);
+    if (!(abs <= tol.atol + tol.rtol * std::fabs(m))) {
+      rr.scores_differ = true;
+      rr.why = fmt::format(
+          "index {} scores {:.6g} where the missing {} scores {:.6g} (beyond atol={} + "
+          "rtol={})",
+          rr.extra[i], x, rr.missing[i], m, tol.atol, tol.rtol);
+      return;
+    }
+  }
+  rr.ok = true;
+  rr.ties = static_cast<std::int64_t>(rr.extra.size());
+}
+
+// The log of a failed comparison: the count of rows that differ, then how the first one does.
+std::string mismatch_log(std::string_view name, const Tensor& expected, std::int64_t rows_bad,
+                         std::int64_t rows, std::int64_t first_bad, const RowResult& first,
+                         std::int64_t unwritten, std::optional<double> poison,
+                         const RowScorer* scorer) {
+  std::string log = fmt::format("output '{}' {}: {} of {} rows select a different set of indices",
+                                name, shape_to_string(expected.shape()), rows_bad, rows);
+  log += fmt::format("\n  row {}:", first_bad);
+  if (!first.invalid.empty()) log += fmt::format(" invalid values {};", list_text(first.invalid));
+  if (!first.duplicates.empty())
+    log += fmt::format(" duplicated indices {};", list_text(first.duplicates));
+  if (!first.missing.empty()) {
+    log += fmt::format(" missing {}", list_text(first.missing));
+    if (!first.missing_scores.empty())
+      log += fmt::format(" (scores {})", scores_text(first.missing_scores));
+    log += ";";
+  }
+  if (!first.extra.empty()) {
+    log += fmt::format(" extra {}", list_text(first.extra));
+    if (!first.extra_scores.empty())
+      log += fmt::format(" (scores {})", scores_text(first.extra_scores));
+    log += ";";
+  }
+  if (log.back() == ';') log.pop_back();
+  if (!first.why.empty()) log += fmt::format("\n  {}", first.why);
+  if (unwritten > 0) {
+    log += fmt::format("\n  never written (still the poison value {}): {}",
+                       static_cast<std::int64_t>(*poison), unwritten);
+  }
+  if (scorer == nullptr) log += "\n  (no scorer: ties cannot be told from wrong picks)";
+  return log;
+}
+
 }  // namespace
 
 CallVerdict compare_topk_sets(std::string_view name, const ResolvedEval& cfg,
@@ -65,8 +193,9 @@ CallVerdict compare_topk_sets(std::string_view name, const ResolvedEval& cfg,
                 fmt::format("compare_topk_sets needs equal shapes of rank >= 1 ({} vs {})",
                             shape_to_string(expected.shape()), shape_to_string(got.shape())));
   }
-  const double score_rtol = cfg.extra_number("topk_score_rtol", 1e-2);
-  const double score_atol = cfg.extra_number("topk_score_atol", 1e-6);
+  ScoreTolerance tol;
+  tol.rtol = cfg.extra_number("topk_score_rtol", 1e-2);
+  tol.atol = cfg.extra_number("topk_score_atol", 1e-6);
   const std::int64_t k = expected.shape().back();
   const std::int64_t rows = k > 0 ? expected.numel() / k : 0;
 
@@ -77,85 +206,16 @@ CallVerdict compare_topk_sets(std::string_view name, const ResolvedEval& cfg,
   std::vector<std::int64_t> e_row, g_row;
   for (std::int64_t r = 0; r < rows; ++r) {
     RowResult rr;
-    e_row.clear();
-    g_row.clear();
-    for (std::int64_t j = 0; j < k; ++j) {
-      const auto e = static_cast<std::int64_t>(expected.get(r * k + j));
-      const double graw = got.get(r * k + j);
-      const auto g = static_cast<std::int64_t>(graw);
-      if (poison && graw == *poison && static_cast<double>(e) != graw) ++unwritten;
-      if (e != -1) e_row.push_back(e);
-      if (g < -1)
-        rr.invalid.push_back(g);
-      else if (g != -1)
-        g_row.push_back(g);
-    }
-    std::sort(e_row.begin(), e_row.end());
-    std::sort(g_row.begin(), g_row.end());
-    for (std::size_t i = 1; i < g_row.size(); ++i)
-      if (g_row[i] == g_row[i - 1] && (rr.duplicates.empty() || rr.duplicates.back() != g_row[i]))
-        rr.duplicates.push_back(g_row[i]);
-    g_row.erase(std::unique(g_row.begin(), g_row.end()), g_row.end());
-    std::set_difference(e_row.begin(), e_row.end(), g_row.begin(), g_row.end(),
-                        std::back_inserter(rr.missing));
-    std::set_difference(g_row.begin(), g_row.end(), e_row.begin(), e_row.end(),
-                        std::back_inserter(rr.extra));
+    unwritten += read_row(expected, got, r, k, poison, e_row, g_row, rr);
+    diff_row_sets(e_row, g_row, rr);
     expected_total += static_cast<std::int64_t>(e_row.size());
     found_total += static_cast<std::int64_t>(e_row.size() - rr.missing.size());
 
     const bool structural = !rr.invalid.empty() || !rr.duplicates.empty();
     if (!structural && rr.missing.empty() && rr.extra.empty()) continue;
     rr.ok = false;
-    if (!structural && scorer != nullptr) {
-      for (auto m : rr.missing) rr.missing_scores.push_back((*scorer)(r, m));
-      for (auto x : rr.extra) rr.extra_scores.push_back((*scorer)(r, x));
-      // Pair both sides by descending score (NaN last), and keep the indices in that order.
-      auto by_score = [](std::vector<std::int64_t>& idx, std::vector<double>& sc) {
-        std::vector<std::size_t> order(idx.size());
-        for (std::size_t i = 0; i < order.size(); ++i) order[i] = i;
-        std::stable_sort(order.begin(), order.end(), [&](std::size_t a, std::size_t b) {
-          if (std::isnan(sc[a]) != std::isnan(sc[b])) return !std::isnan(sc[a]);
-          return sc[a] > sc[b];
-        });
-        std::vector<std::int64_t> i2;
-        std::vector<double> s2;
-        for (auto o : order) i2.push_back(idx[o]), s2.push_back(sc[o]);
-        idx.swap(i2);
-        sc.swap(s2);
-      };
-      by_score(rr.missing, rr.missing_scores);
-      by_score(rr.extra, rr.extra_scores);
-      if (rr.missing.size() == rr.extra.size()) {
-        bool all = true;
-        for (std::size_t i = 0; i < rr.missing.size(); ++i) {
-          const double m = rr.missing_scores[i], x = rr.extra_scores[i];
-          if (std::isnan(x)) {
-            all = false;
-            rr.why = fmt::format("index {} is not a candidate of this row", rr.extra[i]);
-            break;
-          }
-          const double abs = std::fabs(x - m);
-          const double rel = abs / (std::fabs(m) + 1e-8);
-          rr.max_abs = std::max(rr.max_abs, abs);
-          rr.max_rel = std::max(rr.max_rel, rel);
-          if (!(abs <= score_atol + score_rtol * std::fabs(m))) {
-            all = false;
-            rr.scores_differ = true;
-            rr.why = fmt::format(
-                "index {} scores {:.6g} where the missing {} scores {:.6g} (beyond atol={} + "
-                "rtol={})",
-                rr.extra[i], x, rr.missing[i], m, score_atol, score_rtol);
-            break;
-          }
-        }
-        if (all) {
-          rr.ok = true;
-          rr.ties = static_cast<std::int64_t>(rr.extra.size());
-        }
-      } else {
-        rr.why = fmt::format("{} indices selected, expected {}", g_row.size(), e_row.size());
-      }
-    }
+    if (!structural && scorer != nullptr)
+      judge_ties(*scorer, r, tol, g_row.size(), e_row.size(), rr);
     v.max_abs_error = std::max(v.max_abs_error, rr.max_abs);
     v.max_rel_error = std::max(v.max_rel_error, rr.max_rel);
     if (rr.ok) {
@@ -193,32 +253,7 @@ CallVerdict compare_topk_sets(std::string_view name, const ResolvedEval& cfg,
                          {"row", first_bad},
                          {"missing", head_json(first.missing)},
                          {"extra", head_json(first.extra)}};
-  std::string& log = v.log;
-  log = fmt::format("output '{}' {}: {} of {} rows select a different set of indices", name,
-                    shape_to_string(expected.shape()), rows_bad, rows);
-  log += fmt::format("\n  row {}:", first_bad);
-  if (!first.invalid.empty()) log += fmt::format(" invalid values {};", list_text(first.invalid));
-  if (!first.duplicates.empty())
-    log += fmt::format(" duplicated indices {};", list_text(first.duplicates));
-  if (!first.missing.empty()) {
-    log += fmt::format(" missing {}", list_text(first.missing));
-    if (!first.missing_scores.empty())
-      log += fmt::format(" (scores {})", scores_text(first.missing_scores));
-    log += ";";
-  }
-  if (!first.extra.empty()) {
-    log += fmt::format(" extra {}", list_text(first.extra));
-    if (!first.extra_scores.empty())
-      log += fmt::format(" (scores {})", scores_text(first.extra_scores));
-    log += ";";
-  }
-  if (log.back() == ';') log.pop_back();
-  if (!first.why.empty()) log += fmt::format("\n  {}", first.why);
-  if (unwritten > 0) {
-    log += fmt::format("\n  never written (still the poison value {}): {}",
-                       static_cast<std::int64_t>(*poison), unwritten);
-  }
-  if (scorer == nullptr) log += "\n  (no scorer: ties cannot be told from wrong picks)";
+  v.log = mismatch_log(name, expected, rows_bad, rows, first_bad, first, unwritten, poison, scorer);
   return v;
 }
 
