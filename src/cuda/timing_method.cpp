@@ -1,7 +1,19 @@
 // Names, descriptions, errors and JSON of GPU timing (include/fib/cuda/timing.h).
 #include "fib/cuda/timing.h"
 
+#include <algorithm>
+
 namespace fib::cuda {
+
+std::optional<TimingOptions> gpu_timer_options(std::string_view name) {
+  if (std::find(kGpuTimerNames.begin(), kGpuTimerNames.end(), name) == kGpuTimerNames.end()) {
+    return std::nullopt;
+  }
+  TimingOptions o;
+  o.mode = name == "cupti" ? TimingMode::kCupti : TimingMode::kEvents;
+  o.subtract_event_overhead = name == "events";
+  return o;
+}
 
 std::string_view timing_mode_name(TimingMode mode) {
   switch (mode) {

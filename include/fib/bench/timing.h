@@ -39,6 +39,9 @@ void flush_fence();
 // The size of the largest CPU cache (sysconf, else /sys; 32 MiB when neither says).
 std::size_t last_level_cache_bytes();
 
+// How the CPU worker times a call, in words, as a trace records it.
+std::string cpu_timer_description();
+
 // What the trace records about how a latency was measured.
 Json stats_to_json(const SampleStats& s);
 

@@ -17,6 +17,7 @@
 // thrown as TimingError with a kind and a message that says what happened.
 #pragma once
 
+#include <array>
 #include <cstddef>
 #include <cstdint>
 #include <functional>
@@ -96,6 +97,14 @@ struct TimingOptions {
 // events, CUPTI kernel activity or graph launches), the blocking kernel, the L2 flush and, for
 // event timing, whether the empty event pair's cost is subtracted.
 std::string describe(const TimingOptions& options);
+
+// The GPU timers `fib run --gpu-timer` names: "events" (CUDA events, the empty event pair's cost
+// subtracted), "events-raw" (not subtracted) and "cupti" (every kernel the call launches, on any
+// stream).
+inline constexpr std::array<std::string_view, 3> kGpuTimerNames = {"events", "events-raw", "cupti"};
+// The options of the named timer, as far as they change what is measured (the mode and the
+// event-pair subtraction; the rest stays at its defaults); nullopt for an unknown name.
+std::optional<TimingOptions> gpu_timer_options(std::string_view name);
 
 // How a result was measured, as the trace records it.
 struct TimingMethod {

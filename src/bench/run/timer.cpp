@@ -2,9 +2,10 @@
 
 #include <fmt/format.h>
 
-#include <algorithm>
+#include <optional>
 #include <vector>
 
+#include "fib/bench/timing.h"
 #include "fib/trace/diagnostics.h"
 #include "fib/trace/suggest.h"
 #ifdef FIB_HAVE_CUDA
@@ -13,42 +14,26 @@
 
 namespace fib::bench::detail {
 
-namespace {
-
-// The CPU worker's timer (bench/worker/worker_main.cpp, fib/bench/timing.h's cache flush).
-constexpr const char* kCpuTimer =
-    "steady_clock around each call (CLOCK_MONOTONIC); inputs and outputs evicted from the caches "
-    "(clflushopt) before every call";
-
-#ifdef FIB_HAVE_CUDA
-// The options the GPU worker times with, as far as they change what is measured: "events"
-// subtracts the empty event pair's cost, "events-raw" does not, "cupti" reads kernel activity;
-// every timed call starts from a flushed L2, behind the blocking kernel.
-cuda::TimingOptions gpu_timer_options(const std::string& gpu_timer) {
-  cuda::TimingOptions o;
-  o.mode = gpu_timer == "cupti" ? cuda::TimingMode::kCupti : cuda::TimingMode::kEvents;
-  o.subtract_event_overhead = gpu_timer == "events";
-  o.l2_flush = true;
-  o.blocking_kernel = true;
-  return o;
-}
-#endif
-
-}  // namespace
-
 void check_gpu_timer(const std::string& gpu_timer) {
-  const std::vector<std::string> known{"events", "events-raw", "cupti"};
-  if (std::find(known.begin(), known.end(), gpu_timer) == known.end()) {
-    throw Error("--gpu-timer", fmt::format("unknown GPU timer '{}'", gpu_timer),
-                suggest(gpu_timer, known));
-  }
+#ifdef FIB_HAVE_CUDA
+  if (cuda::gpu_timer_options(gpu_timer)) return;
+  const std::vector<std::string> known(cuda::kGpuTimerNames.begin(), cuda::kGpuTimerNames.end());
+  throw Error("--gpu-timer", fmt::format("unknown GPU timer '{}'", gpu_timer),
+              suggest(gpu_timer, known));
+#else
+  // Without the CUDA path only the default names a timer (CPU lanes do not use it).
+  if (gpu_timer == "events") return;
+  throw Error("--gpu-timer", fmt::format("the GPU timer '{}' needs the CUDA path", gpu_timer),
+              "this fib was built without it (configure with -DFIB_CUDA=ON)");
+#endif
 }
 
 std::string timer_description(bool gpu, const std::string& gpu_timer) {
-  if (!gpu) return kCpuTimer;
+  if (!gpu) return cpu_timer_description();
 #ifdef FIB_HAVE_CUDA
-  return cuda::describe(gpu_timer_options(gpu_timer)) +
-         " (performance.extra has the method per trial)";
+  const std::optional<cuda::TimingOptions> options = cuda::gpu_timer_options(gpu_timer);
+  if (!options) check_gpu_timer(gpu_timer);  // throws, naming the closest timer
+  return cuda::describe(*options) + " (performance.extra has the method per trial)";
 #else
   throw Error("--gpu-timer", fmt::format("the GPU timer '{}' needs the CUDA path", gpu_timer),
               "this fib was built without it (configure with -DFIB_CUDA=ON)");

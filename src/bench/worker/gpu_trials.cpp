@@ -57,13 +57,9 @@ CallOrder order_of(const TrialPlan& plan, bool first_trial) {
 
 cu::TimingOptions timing_options(const Schedule& s, const TrialPlan& plan, const CallOrder& order,
                                  const std::string& timer) {
-  cu::TimingOptions o;
-  if (timer == "cupti") {
-    o.mode = cu::TimingMode::kCupti;
-  } else if (timer != "events" && timer != "events-raw") {
-    throw Error("request.gpu_timing.timer", fmt::format("unknown GPU timer '{}'", timer));
-  }
-  o.subtract_event_overhead = timer == "events";
+  const std::optional<cu::TimingOptions> named = cu::gpu_timer_options(timer);
+  if (!named) throw Error("request.gpu_timing.timer", fmt::format("unknown GPU timer '{}'", timer));
+  cu::TimingOptions o = *named;
   o.warmup = static_cast<int>(order.warmup.size());
   o.warm = order.warm;
   o.max_warmup_seconds = plan.max_warmup_seconds;
