@@ -1,4 +1,4 @@
-// Honest GPU timing of one call (issue #6): the timer the `fib run` worker calls per evaluation.
+// Honest GPU timing of one call: the timer the `fib run` worker calls per evaluation.
 // docs/gpu-timing.md describes the method; in short:
 //
 // - Event mode (the default figure): before each timed call the L2 is flushed (a write pass then
