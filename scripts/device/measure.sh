@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The GPU measurement of docs/benchmarks.md, in one `device` call on an H100/H200 (
+# The GPU measurement of docs/benchmarks.md, in one `device` call on an H100/H200:
 # run `bash scripts/device/prepare.sh` here first, then a device call with carry
 # [".device-debs", ".device-shared", <a snapshot of the tree>] and the command
 #   bash scripts/device/measure.sh [PART...]
