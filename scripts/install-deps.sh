@@ -19,17 +19,30 @@ packages=(
   python3-torch        # runs definitions' PyTorch references in the parity tests
 )
 
+# tvm-ffi's headers and libtvm_ffi.so, for solutions of binding "tvm-ffi" (upstream's default):
+# PyPI is where they are published. CMake asks this python3 where the package is.
+TVM_FFI_VERSION=0.1.15.post2
+
 missing=()
 for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
 done
 if [ ${#missing[@]} -eq 0 ]; then
   echo "install-deps: all ${#packages[@]} packages present"
-  exit 0
+else
+  echo "install-deps: installing ${missing[*]}"
+  SUDO=""
+  if [ "$(id -u)" -ne 0 ]; then SUDO="sudo"; fi
+  export DEBIAN_FRONTEND=noninteractive
+  $SUDO apt-get update -qq
+  $SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}"
 fi
-echo "install-deps: installing ${missing[*]}"
-SUDO=""
-if [ "$(id -u)" -ne 0 ]; then SUDO="sudo"; fi
-export DEBIAN_FRONTEND=noninteractive
-$SUDO apt-get update -qq
-$SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}"
+
+if python3 -c "import tvm_ffi" 2>/dev/null; then
+  echo "install-deps: apache-tvm-ffi present"
+else
+  echo "install-deps: installing apache-tvm-ffi==${TVM_FFI_VERSION} (pip)"
+  # A Debian python3 refuses system-wide pip installs (PEP 668) unless told otherwise.
+  python3 -m pip install --quiet "apache-tvm-ffi==${TVM_FFI_VERSION}" ||
+    python3 -m pip install --quiet --break-system-packages "apache-tvm-ffi==${TVM_FFI_VERSION}"
+fi

@@ -59,6 +59,10 @@ struct Toolchain {
   Compiler linker;
   std::vector<std::string> link_flags;         // after `-shared -o <so> <objects>`
   std::vector<std::string> header_extensions;  // written, never compiled (".h", ".hpp", ...)
+  // How the entry symbol `name` is exported: the shared object's symbol is prefix + name
+  // ("__tvm_ffi_" for binding tvm-ffi), written by this macro.
+  std::string entry_prefix;
+  std::string export_macro = "FIB_EXPORT_SOLUTION";
 
   // The step compiling `path` by its extension, or null (a header or another file).
   const CompileStep* step_for(std::string_view path) const;
@@ -126,7 +130,8 @@ std::string cuda_architecture_for(int major, int minor);
 
 // The toolchain that builds `s` with `o`, or nullopt when the solution's language or binding is
 // not supported (*unsupported says so) or a compiler, the CUDA toolkit or the architectures are
-// missing (*error says so). Supported, each with binding "fib" or none:
+// missing (*error says so). Supported, each with binding "fib" (fib/solution.h) or "tvm-ffi"
+// (the default; tvm-ffi's headers, libtvm_ffi.so linked with its RUNPATH):
 //   - language "cpp" for the CPU ("host-cpp": .cpp/.cc/.cxx with $CXX, .c with $CC);
 //   - language "cpp" for a GPU target_hardware ("host-cpp-cuda": the same, plus the CUDA
 //     headers and link flags for libcudart and libcublas of nvcc's toolkit);

@@ -25,6 +25,8 @@ struct BuildSpec {
   KeyOrder key_order;
 
   bool dps() const { return destination_passing_style.value_or(true); }
+  // The binding as given, else "tvm-ffi": upstream's default for languages cpp and cuda.
+  std::string binding_or_default() const { return binding.value_or("tvm-ffi"); }
   std::string entry_file() const;    // part before "::"
   std::string entry_symbol() const;  // part after "::"
 };

@@ -384,7 +384,9 @@ class Builder {
   }
 
   Outcome check_entry_symbol() {
-    const std::string symbol = s_.spec.entry_symbol();
+    const std::string name = s_.spec.entry_symbol();
+    const std::string symbol = tc_.entry_prefix + name;
+    const std::string& macro = tc_.export_macro;
     std::string why;
     const auto symbols = detail::read_elf_symbols(dir_ / "solution.so", &why);
     if (!symbols) {
@@ -395,8 +397,8 @@ class Builder {
       if (!e->function) {
         const std::string message = fmt::format(
             "entry point '{}': symbol '{}' is exported but is not a function (export the entry "
-            "with FIB_EXPORT_SOLUTION({}, ...))",
-            s_.spec.entry_point, symbol, symbol);
+            "with {}({}, ...))",
+            s_.spec.entry_point, symbol, macro, name);
         log_ += "# " + message + "\n";
         return {false, true, message};
       }
@@ -405,13 +407,13 @@ class Builder {
     }
     std::string message = fmt::format(
         "entry point '{}': symbol '{}' is not exported by the shared object (did you forget "
-        "FIB_EXPORT_SOLUTION({}, ...)?)",
-        s_.spec.entry_point, symbol, symbol);
+        "{}({}, ...)?)",
+        s_.spec.entry_point, symbol, macro, name);
     if (symbols->defines(symbol)) {
       message += fmt::format(
-          "; a symbol '{}' is defined but hidden: fib builds with -fvisibility=hidden and "
-          "FIB_EXPORT_SOLUTION is what exports",
-          symbol);
+          "; a symbol '{}' is defined but hidden: fib builds with -fvisibility=hidden and {} is "
+          "what exports",
+          symbol, macro);
     }
     log_ += "# " + message + "\n";
     return {false, true, message};
@@ -450,7 +452,7 @@ Json entry_meta(const Solution& s, const Toolchain& tc, const std::string& abi,
                           {"bytes", abi.size()},
                           {"xxh3_128", hash_of(abi)}};
   inputs["language"] = s.spec.language;
-  inputs["binding"] = s.spec.binding.value_or("fib");
+  inputs["binding"] = s.spec.binding_or_default();
   inputs["entry_point"] = s.spec.entry_point;
   Json sources = Json::array();
   for (const auto& src : s.sources) {
@@ -533,7 +535,7 @@ std::string build_key(const Solution& s, const Toolchain& tc, std::string_view a
   h.field(abi_header);
   h.field(tc.identity());  // id, target, compilers and every flag
   h.field(s.spec.language);
-  h.field(s.spec.binding.value_or("fib"));
+  h.field(s.spec.binding_or_default());
   h.field(s.spec.entry_point);
   h.u64(s.sources.size());
   for (const auto& src : s.sources) {

@@ -370,29 +370,59 @@ std::string cuda_architecture_for(int major, int minor) {
   return fmt::format("{}{}", major, minor);
 }
 
+#ifdef FIB_HAVE_TVM_FFI
+// Binding tvm-ffi: the package's headers for every step, libtvm_ffi.so linked with a RUNPATH
+// (the worker loads the solution with its dependencies; fib itself does not link tvm-ffi), the
+// entry exported by TVM_FFI_DLL_EXPORT_TYPED_FUNC as __tvm_ffi_<name>. The version is part of
+// the target, so a different tvm-ffi is a different cache key.
+static void use_tvm_ffi(Toolchain& tc) {
+  const std::string include = std::string("-I") + FIB_TVM_FFI_INCLUDE_DIR;
+  for (auto& step : tc.steps) step.flags.push_back(include);
+  const std::string lib = FIB_TVM_FFI_LIB_DIR;
+  tc.link_flags.insert(tc.link_flags.end(), {"-L" + lib, "-Wl,-rpath," + lib, "-ltvm_ffi"});
+  tc.target += fmt::format("; tvm-ffi {}", FIB_TVM_FFI_VERSION);
+  tc.entry_prefix = "__tvm_ffi_";
+  tc.export_macro = "TVM_FFI_DLL_EXPORT_TYPED_FUNC";
+}
+#endif
+
 std::optional<Toolchain> select_toolchain(const Solution& s, const BuildOptions& o,
                                           std::string* unsupported, std::string* error) {
   std::string ignored_u, ignored_e;
   if (unsupported == nullptr) unsupported = &ignored_u;
   if (error == nullptr) error = &ignored_e;
   const std::string& language = s.spec.language;
-  const std::string binding = s.spec.binding.value_or("fib");
+  const std::string binding = s.spec.binding_or_default();
   // Support is decided before any compiler is looked for: an unsupported solution is skipped
   // whatever the machine has.
   if (language != "cpp" && language != "cuda") {
     *unsupported = fmt::format(
-        "language '{}' is not supported by fib's build (it builds languages 'cpp' and 'cuda' "
-        "with binding 'fib')",
+        "unsupported: language '{}' needs the Python runtime, which this fib does not have yet "
+        "(fib builds languages 'cpp' and 'cuda' with binding 'tvm-ffi' or 'fib')",
         language);
     return std::nullopt;
   }
-  if (binding != "fib") {
+  if (binding == "torch") {
     *unsupported = fmt::format(
-        "binding '{}' is not supported for language '{}' (fib builds binding 'fib', the ABI "
-        "of fib/solution.h; see docs/solutions.md)",
+        "unsupported: binding 'torch' (a PyTorch extension) needs the Python runtime, which this "
+        "fib does not have yet (fib builds language '{}' with binding 'tvm-ffi' or 'fib')",
+        language);
+    return std::nullopt;
+  }
+  if (binding != "fib" && binding != "tvm-ffi") {
+    *unsupported = fmt::format(
+        "unsupported: binding '{}' for language '{}' (fib builds bindings 'tvm-ffi' and 'fib')",
         binding, language);
     return std::nullopt;
   }
+#ifndef FIB_HAVE_TVM_FFI
+  if (binding == "tvm-ffi") {
+    *unsupported =
+        "unsupported: binding 'tvm-ffi' needs the apache-tvm-ffi package, which was not found "
+        "when this fib was built (scripts/install-deps.sh installs it)";
+    return std::nullopt;
+  }
+#endif
   const bool cuda = language == "cuda";
   const bool gpu = solution_targets_gpu(s);
   std::vector<std::string> archs;
@@ -456,6 +486,9 @@ std::optional<Toolchain> select_toolchain(const Solution& s, const BuildOptions&
                          {"-L" + lib, "-Wl,-rpath," + lib, "-lcudart", "-Wl,--as-needed",
                           "-lcublas", "-Wl,--no-as-needed"});
   }
+#ifdef FIB_HAVE_TVM_FFI
+  if (binding == "tvm-ffi") use_tvm_ffi(tc);
+#endif
   tc.link_flags.insert(tc.link_flags.end(), o.extra_ldflags.begin(), o.extra_ldflags.end());
   if (!toolkit) return tc;
 
@@ -487,6 +520,9 @@ std::optional<Toolchain> select_toolchain(const Solution& s, const BuildOptions&
   }
   nvcc.flags.insert(nvcc.flags.end(), {"-Xcompiler=-fPIC,-fvisibility=hidden", "-I../include",
                                        "-I.", "--expt-relaxed-constexpr", "-lineinfo"});
+#ifdef FIB_HAVE_TVM_FFI
+  if (!tc.entry_prefix.empty()) nvcc.flags.push_back(std::string("-I") + FIB_TVM_FFI_INCLUDE_DIR);
+#endif
   nvcc.flags.insert(nvcc.flags.end(), o.extra_flags.begin(), o.extra_flags.end());
   tc.steps.insert(tc.steps.begin(), std::move(nvcc));
   return tc;

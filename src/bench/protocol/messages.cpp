@@ -93,6 +93,7 @@ SolutionRef solution_from(const Json& j, const std::string& where) {
   s.library = r.get<std::string>("library");
   s.symbol = r.get<std::string>("symbol");
   s.dps = r.get("dps", true);
+  s.binding = r.get("binding", std::string("fib"));
   r.finish();
   return s;
 }
@@ -215,7 +216,8 @@ Json to_json(const EvaluateRequest& m) {
          {"var_axes", axes_json(m.var_axes)},
          {"solution", Json{{"library", m.solution.library},
                            {"symbol", m.solution.symbol},
-                           {"dps", m.solution.dps}}},
+                           {"dps", m.solution.dps},
+                           {"binding", m.solution.binding}}},
          {"sets", m.sets},
          {"schedule", to_json(m.schedule)},
          {"device", m.device},

@@ -61,9 +61,10 @@ struct Schedule {
 };
 
 struct SolutionRef {
-  std::string library;  // the shared object
-  std::string symbol;   // its entry point
-  bool dps = true;      // destination-passing (else value-returning)
+  std::string library;          // the shared object
+  std::string symbol;           // its entry point
+  bool dps = true;              // destination-passing (else value-returning)
+  std::string binding = "fib";  // how it is called: "fib" (fib/solution.h) or "tvm-ffi"
 };
 
 // Many calls on one input set, for the distribution check of a sampling solution.

@@ -59,8 +59,9 @@ protocol::EvaluateRequest make_evaluate_request(const EvaluationCall& r) {
   protocol::EvaluateRequest req;
   req.definition = r.def;
   req.var_axes = r.workload.axes;
-  req.solution = protocol::SolutionRef{r.build.shared_object.string(),
-                                       r.solution.spec.entry_symbol(), r.solution.spec.dps()};
+  req.solution =
+      protocol::SolutionRef{r.build.shared_object.string(), r.solution.spec.entry_symbol(),
+                            r.solution.spec.dps(), r.solution.spec.binding_or_default()};
   req.sets = r.inputs_file;
   req.schedule = r.schedule;
   req.device = r.device;

@@ -155,13 +155,15 @@ protocol::EvaluateReply gpu_evaluate(WorkerState& st, const protocol::EvaluateRe
   const Definition& def = req.definition;
   GpuWorker& g = gpu_state(st, req.device);
   protocol::EvaluateReply reply;
-  const SolutionLibrary lib =
-      load_library(st.libraries, req.solution.library, req.solution.symbol, &reply.load_error);
-  if (lib.entry == nullptr) {
+  SolutionLibrary lib;
+  const std::unique_ptr<CallBackend> opened =
+      open_backend(st.libraries, req.solution.library, req.solution.symbol, req.solution.binding,
+                   &lib, &reply.load_error);
+  if (opened == nullptr) {
     reply.ok = false;
     return reply;
   }
-  FibAbiBackend backend(lib);
+  CallBackend& backend = *opened;
   const InputSets host = load_sets(st, req.sets);
   const std::vector<DeviceSet>& sets =
       g.sets(req.sets, host, req.schedule.device_pool, &reply.load_inputs_ms);

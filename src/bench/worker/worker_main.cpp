@@ -111,13 +111,15 @@ class CpuSchedule {
 protocol::EvaluateReply handle_evaluate(WorkerState& st, const protocol::EvaluateRequest& req) {
   const Definition& def = req.definition;
   protocol::EvaluateReply reply;
-  const SolutionLibrary lib =
-      load_library(st.libraries, req.solution.library, req.solution.symbol, &reply.load_error);
-  if (lib.entry == nullptr) {
+  SolutionLibrary lib;
+  const std::unique_ptr<CallBackend> opened =
+      open_backend(st.libraries, req.solution.library, req.solution.symbol, req.solution.binding,
+                   &lib, &reply.load_error);
+  if (opened == nullptr) {
     reply.ok = false;
     return reply;
   }
-  FibAbiBackend backend(lib);
+  CallBackend& backend = *opened;
   reply.signature = lib.signature;
   install_input_fault_handler();
   const auto load_t0 = Clock::now();

@@ -1,6 +1,8 @@
 // The fib ABI call backend and solution libraries (bench/worker/call/call_backend.h).
 #include "bench/worker/call/call_backend.h"
 
+#include "bench/worker/call/tvm_ffi_backend.h"
+
 #include <dlfcn.h>
 #include <fmt/format.h>
 
@@ -66,12 +68,24 @@ std::optional<std::string> FibAbiBackend::call(const CallFrame& frame) {
   return error_[0] ? std::string(error_) : fmt::format("returned {}", rc);
 }
 
-std::optional<LaunchError> FibAbiBackend::take_launch_error() {
-  const int code = lib_.cuda_get_last_error ? lib_.cuda_get_last_error() : 0;
+std::optional<LaunchError> pending_launch_error(const SolutionLibrary& lib) {
+  const int code = lib.cuda_get_last_error ? lib.cuda_get_last_error() : 0;
   if (code == 0) return std::nullopt;
-  const char* name = lib_.cuda_error_name ? lib_.cuda_error_name(code) : nullptr;
-  const char* text = lib_.cuda_error_string ? lib_.cuda_error_string(code) : nullptr;
+  const char* name = lib.cuda_error_name ? lib.cuda_error_name(code) : nullptr;
+  const char* text = lib.cuda_error_string ? lib.cuda_error_string(code) : nullptr;
   return LaunchError{code, name ? name : "?", text ? text : "?"};
+}
+
+std::optional<LaunchError> FibAbiBackend::take_launch_error() { return pending_launch_error(lib_); }
+
+std::unique_ptr<CallBackend> open_backend(SolutionLibraries& loaded, const std::string& path,
+                                          const std::string& symbol, const std::string& binding,
+                                          SolutionLibrary* lib, std::string* error) {
+  const bool tvm_ffi = binding == "tvm-ffi";
+  *lib = load_library(loaded, path, tvm_ffi ? kTvmFfiSymbolPrefix + symbol : symbol, error);
+  if (lib->entry == nullptr) return nullptr;
+  if (tvm_ffi) return make_tvm_ffi_backend(*lib, error);
+  return std::make_unique<FibAbiBackend>(*lib);
 }
 
 }  // namespace fib::bench::detail

@@ -8,6 +8,7 @@
 
 #include <cstddef>
 #include <map>
+#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
@@ -63,6 +64,15 @@ using SolutionLibraries = std::map<std::string, SolutionLibrary>;
 // entry is null and *error says why.
 SolutionLibrary load_library(SolutionLibraries& loaded, const std::string& path,
                              const std::string& symbol, std::string* error);
+
+// The launch error pending in the CUDA runtime `lib` links (see SolutionLibrary), or nullopt.
+std::optional<LaunchError> pending_launch_error(const SolutionLibrary& lib);
+
+// The library at `path` loaded (or found loaded) for entry `symbol` of `binding` ("fib" or
+// "tvm-ffi") and the backend that calls it; null, with *error saying why, when it cannot be.
+std::unique_ptr<CallBackend> open_backend(SolutionLibraries& loaded, const std::string& path,
+                                          const std::string& symbol, const std::string& binding,
+                                          SolutionLibrary* lib, std::string* error);
 
 // The fib ABI (fib/solution.h): one `fib_call` to the library's entry point.
 class FibAbiBackend : public CallBackend {
