@@ -216,8 +216,13 @@ TEST(BuildKey, FollowsContentFlagsAndToolchainButNotNames) {
   named.spec.destination_passing_style = false;  // a calling convention, not machine code
   EXPECT_EQ(key_of(named, o), key);
   Solution no_binding = s;
-  no_binding.spec.binding.reset();  // absent means fib
-  EXPECT_EQ(key_of(no_binding, o), key);
+  no_binding.spec.binding.reset();  // absent means tvm-ffi, upstream's default
+  Solution tvm_ffi = s;
+  tvm_ffi.spec.binding = "tvm-ffi";
+  EXPECT_EQ(key_of(no_binding, o), key_of(tvm_ffi, o));
+#ifdef FIB_HAVE_TVM_FFI
+  EXPECT_NE(key_of(tvm_ffi, o), key);  // the binding is in the key
+#endif
 
   Solution content = s;
   content.sources[0].content += "\n";
@@ -416,13 +421,12 @@ TEST(BuildUnsupported, OtherLanguagesAndBindingsAreSkippedNotFailed) {
     EXPECT_FALSE(r.ok());
     EXPECT_TRUE(contains(r.message, std::string("language '") + language + "'")) << r.message;
   }
-  for (const char* binding : {"tvm-ffi", "torch"}) {
-    Solution s = make_solution(kGoodKernel);
-    s.spec.binding = binding;
-    const BuildResult r = build_solution(s, o);
-    EXPECT_EQ(r.status, BuildStatus::kUnsupported) << binding;
-    EXPECT_TRUE(contains(r.message, std::string("binding '") + binding + "'")) << r.message;
-  }
+  Solution torch = make_solution(kGoodKernel);
+  torch.spec.binding = "torch";
+  const BuildResult r = build_solution(torch, o);
+  EXPECT_EQ(r.status, BuildStatus::kUnsupported);
+  EXPECT_TRUE(contains(r.message, "binding 'torch'")) << r.message;
+  EXPECT_TRUE(contains(r.message, "needs the Python runtime")) << r.message;
   EXPECT_FALSE(fs::exists(o.cache_dir));
   EXPECT_STREQ(to_string(BuildStatus::kUnsupported), "unsupported");
 
@@ -430,6 +434,54 @@ TEST(BuildUnsupported, OtherLanguagesAndBindingsAreSkippedNotFailed) {
   const BuildResult missing = build_solution(make_solution(kGoodKernel), o);
   EXPECT_EQ(missing.status, BuildStatus::kFailed);
   EXPECT_TRUE(contains(missing.message, "/nonexistent/c++")) << missing.message;
+}
+
+// The dynamic section of a shared object as readelf prints it.
+std::string dynamic_section(const fs::path& so) {
+  std::string out;
+  const std::string cmd = "readelf -d '" + so.string() + "' 2>&1";
+  std::unique_ptr<FILE, int (*)(FILE*)> pipe(::popen(cmd.c_str(), "r"), ::pclose);
+  if (!pipe) return out;
+  char buf[4096];
+  while (std::size_t n = std::fread(buf, 1, sizeof buf, pipe.get())) out.append(buf, n);
+  return out;
+}
+
+TEST(BuildTvmFfi, ASolutionWithoutBindingBuildsAgainstTheRealTvmFfiLibrary) {
+#ifndef FIB_HAVE_TVM_FFI
+  GTEST_SKIP() << "fib was built without tvm-ffi (scripts/install-deps.sh installs it)";
+#else
+  TempDir tmp;
+  const BuildOptions o = options_in(tmp);
+  Solution s = make_solution(R"(
+#include <tvm/ffi/container/tensor.h>
+#include <tvm/ffi/function.h>
+void add_one(tvm::ffi::TensorView x, tvm::ffi::TensorView y) {
+  for (int64_t i = 0; i < x.numel(); ++i)
+    static_cast<float*>(y.data_ptr())[i] = static_cast<const float*>(x.data_ptr())[i] + 1;
+}
+TVM_FFI_DLL_EXPORT_TYPED_FUNC(run, add_one);
+)");
+  s.spec.binding.reset();  // upstream's default: tvm-ffi
+  const BuildResult r = build_solution(s, o);
+  ASSERT_EQ(r.status, BuildStatus::kBuilt) << r.message << "\n" << r.log;
+  EXPECT_TRUE(contains(r.log, "# entry symbol '__tvm_ffi_run' is exported")) << r.log;
+  EXPECT_NE(std::find(r.link_flags.begin(), r.link_flags.end(), "-ltvm_ffi"), r.link_flags.end());
+  // Linked against libtvm_ffi itself, found through the RUNPATH without LD_LIBRARY_PATH.
+  const std::string dynamic = dynamic_section(r.shared_object);
+  EXPECT_TRUE(contains(dynamic, "(NEEDED)") && contains(dynamic, "[libtvm_ffi.so]")) << dynamic;
+  EXPECT_TRUE(contains(dynamic, std::string("[") + FIB_TVM_FFI_LIB_DIR + "]")) << dynamic;
+
+  // The fib ABI's macro does not export what tvm-ffi calls: the message names tvm-ffi's macro.
+  Solution fib_macro = make_solution(kGoodKernel);
+  fib_macro.spec.binding = "tvm-ffi";
+  const BuildResult missing = build_solution(fib_macro, o);
+  EXPECT_EQ(missing.status, BuildStatus::kFailed);
+  EXPECT_TRUE(contains(missing.message, "symbol '__tvm_ffi_run' is not exported"))
+      << missing.message;
+  EXPECT_TRUE(contains(missing.message, "TVM_FFI_DLL_EXPORT_TYPED_FUNC(run, ...)"))
+      << missing.message;
+#endif
 }
 
 TEST(BuildTimeout, HangingCompilerIsKilledWithItsChildrenAndNotCached) {

@@ -61,6 +61,7 @@ TEST(BuildDocs, SolutionGuideExamplesBuildAndExportTheirSignatures) {
     s.definition = "docs";
     s.author = "docs";
     s.spec.language = "cpp";
+    s.spec.binding = "fib";
     s.spec.entry_point = e.file + "::run";
     s.sources.push_back(SourceFile{e.file, e.code, {}});
     const BuildResult r = build_solution(s, o);

@@ -246,6 +246,107 @@ class RunCheats : public ::testing::Test {
   TempDir tmp_;
 };
 
+// Solutions written against tvm-ffi (binding tvm-ffi), called through its C ABI.
+class RunTvmFfi : public RunCheats {
+ protected:
+  void SetUp() override {
+#ifndef FIB_HAVE_TVM_FFI
+    GTEST_SKIP() << "fib was built without tvm-ffi (scripts/install-deps.sh installs it)";
+#endif
+    RunCheats::SetUp();
+  }
+  // `body` defines rms_(x, w, y) over TensorViews; the solution exports it as run.
+  void add(const std::string& name, const std::string& body, bool dps = true) {
+    Solution s;
+    s.name = name;
+    s.definition = "rmsnorm_h2048";
+    s.author = "tvm-ffi";
+    s.spec.language = "cpp";  // no binding: tvm-ffi, upstream's default
+    s.spec.target_hardware = {"cpu"};
+    s.spec.entry_point = "kernel.cc::run";
+    if (!dps) s.spec.destination_passing_style = false;
+    s.sources.push_back(SourceFile{"kernel.cc", std::string(kHeader) + body, {}});
+    write_solution(tmp_.path() / "dataset", s, "rmsnorm");
+  }
+  static constexpr const char* kHeader = R"(
+#include <tvm/ffi/container/tensor.h>
+#include <tvm/ffi/error.h>
+#include <tvm/ffi/function.h>
+#include <cmath>
+#include <cstdint>
+#include <cstring>
+using tvm::ffi::TensorView;
+static float f(std::uint16_t b) { std::uint32_t u = std::uint32_t(b) << 16; float v; std::memcpy(&v, &u, 4); return v; }
+static std::uint16_t bf(float v) { std::uint32_t u; std::memcpy(&u, &v, 4); u += 0x7fffu + ((u >> 16) & 1u); return std::uint16_t(u >> 16); }
+static void rms(const TensorView& xt, const TensorView& wt, TensorView& yt, float scale) {
+  const auto* x = static_cast<const std::uint16_t*>(xt.data_ptr());
+  const auto* w = static_cast<const std::uint16_t*>(wt.data_ptr());
+  auto* y = static_cast<std::uint16_t*>(yt.data_ptr());
+  const std::int64_t rows = xt.size(0), n = xt.size(1);
+  for (std::int64_t r = 0; r < rows; ++r) {
+    float ss = 0;
+    for (std::int64_t c = 0; c < n; ++c) ss += f(x[r * n + c]) * f(x[r * n + c]);
+    const float inv = 1.0f / std::sqrt(ss / n + 1e-5f);
+    for (std::int64_t c = 0; c < n; ++c) y[r * n + c] = bf(f(x[r * n + c]) * inv * f(w[c]) * scale);
+  }
+}
+)";
+};
+
+TEST_F(RunTvmFfi, CorrectWrongOverrunningAndThrowingSolutionsGetTheirStatuses) {
+  add("tvm_correct", R"(
+static void rms_(TensorView x, TensorView w, TensorView y) { rms(x, w, y, 1.0f); }
+TVM_FFI_DLL_EXPORT_TYPED_FUNC(run, rms_);
+)");
+  add("tvm_wrong", R"(
+static void rms_(TensorView x, TensorView w, TensorView y) { rms(x, w, y, 1.5f); }
+TVM_FFI_DLL_EXPORT_TYPED_FUNC(run, rms_);
+)");
+  add("tvm_writes_past_end", R"(
+static void rms_(TensorView x, TensorView w, TensorView y) {
+  rms(x, w, y, 1.0f);
+  static_cast<std::uint16_t*>(y.data_ptr())[y.numel()] = 0x1234;
+}
+TVM_FFI_DLL_EXPORT_TYPED_FUNC(run, rms_);
+)");
+  add("tvm_throws", R"(
+static void rms_(TensorView x, TensorView, TensorView) {
+  TVM_FFI_THROW(ValueError) << "rows " << x.size(0) << " are not supported";
+}
+TVM_FFI_DLL_EXPORT_TYPED_FUNC(run, rms_);
+)");
+  const RunResult r = run({"tvm_correct", "tvm_wrong", "tvm_writes_past_end", "tvm_throws"});
+  const auto s = statuses(r);
+  using V = std::vector<std::string>;
+  EXPECT_EQ(s.at("tvm_correct"), V(2, "PASSED")) << trace_of(r, "tvm_correct");
+  EXPECT_EQ(s.at("tvm_wrong"), V(2, "INCORRECT_NUMERICAL")) << trace_of(r, "tvm_wrong");
+  EXPECT_EQ(s.at("tvm_writes_past_end"), V(2, "RUNTIME_ERROR"));
+  EXPECT_NE(trace_of(r, "tvm_writes_past_end").find("wrote past the end of output 'output'"),
+            std::string::npos)
+      << trace_of(r, "tvm_writes_past_end");
+  EXPECT_EQ(s.at("tvm_throws"), V(2, "RUNTIME_ERROR"));
+  EXPECT_NE(trace_of(r, "tvm_throws").find("ValueError: rows"), std::string::npos)
+      << trace_of(r, "tvm_throws");
+  EXPECT_NE(trace_of(r, "tvm_throws").find("are not supported"), std::string::npos)
+      << trace_of(r, "tvm_throws");
+}
+
+TEST_F(RunTvmFfi, AValueReturningSolutionIsARuntimeErrorThatSaysItIsUnsupported) {
+  // Marked value-returning in its spec; fib refuses the call before making it.
+  add("tvm_value_returning", R"(
+static void rms_(TensorView x, TensorView w, TensorView y) { rms(x, w, y, 1.0f); }
+TVM_FFI_DLL_EXPORT_TYPED_FUNC(run, rms_);
+)",
+      /*dps=*/false);
+  const RunResult r = run({"tvm_value_returning"});
+  ASSERT_EQ(r.traces.size(), 2u);
+  for (const Trace& t : r.traces) {
+    EXPECT_EQ(t.evaluation->status, EvaluationStatus::kRuntimeError);
+    EXPECT_NE(t.evaluation->log.find("value-returning tvm-ffi solutions"), std::string::npos)
+        << t.evaluation->log;
+  }
+}
+
 // A correct RMSNorm body the cheats wrap.
 const char* kRmsnorm = R"(
 #include <cmath>
