@@ -9,7 +9,8 @@
 #      lm_head GEMM gets one, M=1), all inputs random or scalar: no blobs;
 #   3. fib solution pack: every examples/solutions/<definition>/<name>.cpp (language cpp, target
 #      hardware cpu) and <name>.cu (language cuda, target hardware cuda) as solution
-#      <definition>_<name> (correct ones by fib-examples, broken ones by red-team);
+#      <definition>_<name> (correct ones by fib-examples, broken ones by red-team; tvm_ffi*
+#      with binding tvm-ffi, the others with fib's ABI);
 #   4. fib validate.
 #
 # usage: scripts/make-example-dataset.sh [OUTPUT_DIR]     (default: examples/dataset)
@@ -65,6 +66,8 @@ pack() {
     flags+=(--language cuda)
   fi
   [[ $style == value ]] && flags+=(--value-returning)
+  # tvm_ffi*: written against tvm-ffi (binding tvm-ffi, upstream's default); the rest fib's ABI.
+  [[ $name == tvm_ffi* ]] && flags+=(--binding tvm-ffi)
   "$FIB" solution pack --dataset "$DS" --definition "$def" --name "${def}_${name}" \
     --author "$author" --entry "$file::run" "${flags[@]}" --description "$description" \
     "$SOLUTIONS/$def/$file" >/dev/null
@@ -105,6 +108,8 @@ pack $G naive fib-examples dps \
   "Triple-loop C = A @ B.T, fp32 accumulation, converting every element where it is used. Expected status: PASSED."
 pack $G blocked fib-examples dps \
   "C = A @ B.T with B converted once per call in blocks of 4 rows kept in L1, vectorizable dot products and columns split over threads. Expected status: PASSED (much faster than naive)."
+pack $R tvm_ffi fib-examples dps \
+  "RMSNorm written against tvm-ffi (TensorView arguments, TVM_FFI_DLL_EXPORT_TYPED_FUNC), as FlashInfer-Bench solutions are. Expected status: PASSED."
 pack fused_add_rmsnorm_h2048 naive fib-examples dps \
   "Straightforward fused add + RMSNorm: the residual added in fp32, one rounding to bfloat16. Expected status: PASSED."
 
