@@ -526,6 +526,26 @@ FIB_EXPORT_SOLUTION(run, run_);
   }
 }
 
+TEST_F(RunCheats, ASolutionFibCannotRunSaysWhyAndIsNoCompileError) {
+  Solution s;
+  s.name = "python_rmsnorm";
+  s.definition = "rmsnorm_h2048";
+  s.author = "cheats";
+  s.spec.language = "python";
+  s.spec.target_hardware = {"cpu"};
+  s.spec.entry_point = "main.py::run";
+  s.sources.push_back(SourceFile{"main.py", "def run(x, w):\n    return x\n", {}});
+  write_solution(tmp_.path() / "dataset", s, "rmsnorm");
+  const RunResult r = run({"python_rmsnorm"});
+  ASSERT_EQ(r.traces.size(), 2u);
+  for (const Trace& t : r.traces) {
+    EXPECT_EQ(t.evaluation->status, EvaluationStatus::kRuntimeError) << t.workload.uuid;
+    EXPECT_NE(t.evaluation->log.find("unsupported: language 'python' needs the Python runtime"),
+              std::string::npos)
+        << t.evaluation->log;
+  }
+}
+
 TEST_F(RunCheats, AnEntryPointOfTheWrongArityIsACompileError) {
   add_solution("two_params", std::string(kRmsnorm) + R"(
 static void run_(fib::TensorView, fib::TensorView) {}

@@ -238,7 +238,10 @@ void LaneLoop::evaluate_solution(Lane& lane, const WorkItem& item, const Solutio
   const BuildResult& b = build_for(lane, s);
   if (!b.ok()) {
     Outcome failed;
-    failed.status = EvaluationStatus::kCompileError;
+    // Nothing was compiled for an unsupported language or binding: the solution could not run
+    // here (a runtime it needs is missing), which is no compile error.
+    failed.status = b.status == BuildStatus::kUnsupported ? EvaluationStatus::kRuntimeError
+                                                          : EvaluationStatus::kCompileError;
     failed.log = fmt::format("{}\n{}", b.message, b.log);
     failed.environment = Json{{"build", Json{{"key", b.key}, {"toolchain", b.toolchain}}}};
     record(make_trace(run_.trace_context(), lane, def, w, s, std::move(failed)), def, s);

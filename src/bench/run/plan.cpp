@@ -57,17 +57,14 @@ Finished finished_evaluations(const TraceSet& set) {
 
 // The definition's selected solutions that can run here.
 std::vector<const Solution*> runnable_solutions(const TraceSet& set, const Definition& def,
-                                                const RunOptions& o, const BuildOptions& build,
-                                                bool gpu, const Message& message) {
+                                                const RunOptions& o, bool gpu,
+                                                const Message& message) {
   std::vector<const Solution*> solutions;
   for (const auto& sr : set.solutions(def.name)) {
     const Solution& s = sr.value;
     if (!selected(o.solutions, s.name)) continue;
-    std::string unsupported, error;
-    if (!select_toolchain(s, build, &unsupported, &error) && !unsupported.empty()) {
-      message(fmt::format("warning: skipping solution {} ({}): {}", s.name, def.name, unsupported));
-      continue;
-    }
+    // A solution of a language or binding fib cannot build stays in the plan: each of its
+    // evaluations records why it did not run (build_solution says it is unsupported).
     // A solution runs where its code runs: GPU solutions get device pointers and a stream,
     // CPU ones host memory.
     if (solution_targets_gpu(s) != gpu) {
@@ -93,16 +90,14 @@ bool has_native_reference(const Definition& def, bool gpu, std::string* why) {
 
 }  // namespace
 
-Plan plan_run(const TraceSet& set, const RunOptions& o, const BuildOptions& build, bool gpu,
-              const Message& message) {
+Plan plan_run(const TraceSet& set, const RunOptions& o, bool gpu, const Message& message) {
   warn_unknown_names(set, o, message);
   const Finished finished = o.resume ? finished_evaluations(set) : Finished{};
   Plan plan;
   for (const auto& d : set.definitions()) {
     const Definition& def = d.value;
     if (!selected(o.definitions, def.name)) continue;
-    const std::vector<const Solution*> solutions =
-        runnable_solutions(set, def, o, build, gpu, message);
+    const std::vector<const Solution*> solutions = runnable_solutions(set, def, o, gpu, message);
     if (solutions.empty()) continue;
     std::string why_no_ref;
     if (!has_native_reference(def, gpu, &why_no_ref)) {

@@ -28,9 +28,10 @@ struct Plan {
   std::size_t reference_failures = 0;
 };
 
-// `message` receives the warnings: unknown names in the allow-lists, solutions skipped (no
-// toolchain, or built for the other kind of device), definitions without a native reference.
-Plan plan_run(const TraceSet& set, const RunOptions& o, const BuildOptions& build, bool gpu,
+// `message` receives the warnings: unknown names in the allow-lists, solutions skipped (built
+// for the other kind of device), definitions without a native reference. Solutions of a
+// language or binding fib cannot build stay in the plan (their evaluations say why).
+Plan plan_run(const TraceSet& set, const RunOptions& o, bool gpu,
               const std::function<void(const std::string&)>& message);
 
 }  // namespace fib::bench::detail

@@ -64,8 +64,8 @@ RunResult run_benchmark(const RunOptions& options, const RunCallbacks& callbacks
   std::vector<std::unique_ptr<detail::Lane>> lanes = detail::make_lanes(devices);
 
   run.build = build_options(options);
-  detail::Plan plan = detail::plan_run(set, options, run.build, devices.gpu,
-                                       [&run](const std::string& m) { run.message(m); });
+  detail::Plan plan =
+      detail::plan_run(set, options, devices.gpu, [&run](const std::string& m) { run.message(m); });
   run.total = plan.evaluations;
   run.result.resumed = plan.resumed;
   run.result.reference_failures += plan.reference_failures;
