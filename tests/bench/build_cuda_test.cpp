@@ -389,6 +389,41 @@ TEST(BuildCuda, KernelBuildsWithNvccExportsItsEntryAndIsCached) {
   EXPECT_LT(again.seconds, 1.0);
 }
 
+// A CUDA solution as upstream writes them (no binding: tvm-ffi; launched on tvm-ffi's
+// environment stream) compiles with nvcc against tvm-ffi's headers and links libtvm_ffi.
+TEST(BuildCuda, TvmFfiKernelBuildsAgainstTvmFfi) {
+#ifndef FIB_HAVE_TVM_FFI
+  GTEST_SKIP() << "fib was built without tvm-ffi (scripts/install-deps.sh installs it)";
+#else
+  REQUIRE_NVCC();
+  TempDir tmp;
+  Solution s = cu_solution(R"(
+#include <tvm/ffi/container/tensor.h>
+#include <tvm/ffi/extra/c_env_api.h>
+#include <tvm/ffi/function.h>
+__global__ void add_one_kernel(const float* x, float* y, int64_t n) {
+  const int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x;
+  if (i < n) y[i] = x[i] + 1.0f;
+}
+void add_one(tvm::ffi::TensorView x, tvm::ffi::TensorView y) {
+  auto stream = static_cast<cudaStream_t>(
+      TVMFFIEnvGetStream(x.device().device_type, x.device().device_id));
+  const int64_t n = x.numel();
+  add_one_kernel<<<(n + 255) / 256, 256, 0, stream>>>(static_cast<const float*>(x.data_ptr()),
+                                                       static_cast<float*>(y.data_ptr()), n);
+}
+TVM_FFI_DLL_EXPORT_TYPED_FUNC(run, add_one);
+)");
+  s.spec.binding.reset();
+  const BuildResult r = build_solution(s, options_in(tmp));
+  ASSERT_EQ(r.status, BuildStatus::kBuilt) << r.message << "\n" << r.log;
+  EXPECT_TRUE(exported_symbols(r.shared_object).count("__tvm_ffi_run")) << r.log;
+  EXPECT_TRUE(contains(r.log, std::string("-I") + FIB_TVM_FFI_INCLUDE_DIR)) << r.log;
+  EXPECT_TRUE(has(r.link_flags, "-ltvm_ffi"));
+  EXPECT_TRUE(has(r.link_flags, "-lcudart"));
+#endif
+}
+
 TEST(BuildCuda, KeyFollowsArchitecturesSourcesAndCompilers) {
   REQUIRE_NVCC();
   TempDir tmp;
