@@ -8,6 +8,7 @@
 #include <tvm/ffi/c_api.h>
 #include <tvm/ffi/extra/c_env_api.h>
 
+#include <algorithm>
 #include <array>
 #include <cstring>
 #include <vector>
@@ -52,7 +53,71 @@ struct TvmFfiApi {
   decltype(&TVMFFIErrorMoveFromRaised) move_from_raised = nullptr;
   decltype(&TVMFFIObjectDecRef) dec_ref = nullptr;
   decltype(&TVMFFIEnvSetStream) set_stream = nullptr;
+  decltype(&TVMFFIEnvSetDLPackManagedTensorAllocator) set_allocator = nullptr;
 };
+
+// fib's dtype of a DLPack dtype, or -1.
+std::int32_t fib_dtype(DLDataType dt) {
+  for (std::int32_t d = 0; d <= FIB_DTYPE_BOOL; ++d) {
+    const DLDataType x = dl_dtype(d);
+    if (x.code == dt.code && x.bits == dt.bits && x.lanes == dt.lanes) return d;
+  }
+  return -1;
+}
+
+// Value-returning calls: tvm-ffi's environment allocator (TVMFFIEnvTensorAlloc, which
+// Tensor::FromEnvAlloc uses) hands out fib::allocate's buffers, guarded and poisoned as for the
+// fib ABI. The buffers stay fib's: a tensor's deleter frees only its DLPack wrapper.
+thread_local const fib_allocator* current_allocator = nullptr;
+
+struct ManagedBuffer {
+  DLManagedTensorVersioned managed{};
+  std::array<std::int64_t, FIB_MAX_RANK> shape{};
+};
+
+int allocate_from_fib(DLTensor* prototype, DLManagedTensorVersioned** out, void* error_ctx,
+                      void (*set_error)(void*, const char*, const char*)) {
+  const fib_allocator* a = current_allocator;
+  const std::int32_t dtype = fib_dtype(prototype->dtype);
+  if (a == nullptr || dtype < 0 || prototype->ndim < 0 || prototype->ndim > FIB_MAX_RANK) {
+    set_error(error_ctx, "ValueError",
+              a == nullptr ? "fib's allocator is not set outside a call"
+                           : "fib cannot allocate a tensor of this dtype or rank");
+    return -1;
+  }
+  fib_tensor t{};
+  if (a->allocate(a->context, dtype, prototype->shape, prototype->ndim, &t) != 0) {
+    set_error(error_ctx, "RuntimeError", "fib::allocate failed (out of memory?)");
+    return -1;
+  }
+  auto* m = new ManagedBuffer;
+  std::copy(prototype->shape, prototype->shape + prototype->ndim, m->shape.begin());
+  DLTensor& dl = m->managed.dl_tensor;
+  dl.data = t.data;
+  dl.device = {t.device_type == FIB_DEVICE_CUDA ? kDLCUDA : kDLCPU, t.device_id};
+  dl.ndim = prototype->ndim;
+  dl.dtype = prototype->dtype;
+  dl.shape = m->shape.data();
+  m->managed.version = {DLPACK_MAJOR_VERSION, DLPACK_MINOR_VERSION};
+  m->managed.manager_ctx = m;
+  m->managed.deleter = [](DLManagedTensorVersioned* self) {
+    delete static_cast<ManagedBuffer*>(self->manager_ctx);
+  };
+  *out = &m->managed;
+  return 0;
+}
+
+// A returned tensor as the fib ABI describes a result (row-major strides).
+fib_tensor result_view(const DLTensor& dl) {
+  fib_tensor t{};
+  t.data = static_cast<char*>(dl.data) + dl.byte_offset;
+  t.dtype = fib_dtype(dl.dtype);
+  t.ndim = std::min<std::int32_t>(dl.ndim, FIB_MAX_RANK);
+  std::copy(dl.shape, dl.shape + t.ndim, t.shape);
+  t.device_type = dl.device.device_type == kDLCUDA ? FIB_DEVICE_CUDA : FIB_DEVICE_CPU;
+  t.device_id = dl.device.device_id;
+  return t;
+}
 
 class TvmFfiBackend : public CallBackend {
  public:
@@ -60,27 +125,34 @@ class TvmFfiBackend : public CallBackend {
       : lib_(std::move(lib)), entry_(entry), api_(api) {}
 
   std::optional<std::string> call(const CallFrame& frame) override {
-    if (!frame.destination_passing) {
-      return std::string(
-          "unsupported: value-returning tvm-ffi solutions (destination_passing_style false) are "
-          "not supported by this fib; write the outputs into the trailing arguments");
-    }
     marshal(*frame.args);
     void* previous = nullptr;
     const std::int32_t device_id = cuda_device_id();
     const bool set_stream = frame.stream != nullptr && device_id >= 0;
     if (set_stream) api_.set_stream(kDLCUDA, device_id, frame.stream, &previous);
+    DLPackManagedTensorAllocator previous_allocator = nullptr;
+    if (!frame.destination_passing) {
+      current_allocator = frame.allocator;
+      api_.set_allocator(&allocate_from_fib, 0, &previous_allocator);
+    }
     TVMFFIAny result;
     std::memset(&result, 0, sizeof result);
     result.type_index = kTVMFFINone;
     const int rc = entry_(nullptr, args_.data(), static_cast<std::int32_t>(args_.size()), &result);
+    if (!frame.destination_passing) {
+      api_.set_allocator(previous_allocator, 0, nullptr);
+      current_allocator = nullptr;
+    }
     if (set_stream) api_.set_stream(kDLCUDA, device_id, previous, nullptr);
     if (rc != 0) return raised_error(rc);
-    // Destination-passing: a returned value is not an output; an object is released.
+    std::optional<std::string> error;
+    frame.results->assign(frame.results->size(), fib_tensor{});
+    if (!frame.destination_passing) error = take_results(result, frame.results);
+    // A returned object is released (destination-passing: a return value is no output).
     if (result.type_index >= kTVMFFIStaticObjectBegin && result.v_obj != nullptr) {
       api_.dec_ref(result.v_obj);
     }
-    return std::nullopt;
+    return error;
   }
 
   std::optional<LaunchError> take_launch_error() override { return pending_launch_error(lib_); }
@@ -135,6 +207,32 @@ class TvmFfiBackend : public CallBackend {
     return &dl;
   }
 
+  // A value-returning call's outputs: one Tensor, or an Array (a tuple) of them.
+  static std::optional<std::string> take_results(const TVMFFIAny& result,
+                                                 std::vector<fib_tensor>* results) {
+    if (result.type_index == kTVMFFITensor) {
+      (*results)[0] = result_view(*TVMFFITensorGetDLTensorPtr(result.v_obj));
+      return std::nullopt;
+    }
+    if (result.type_index != kTVMFFIArray) {
+      return fmt::format(
+          "a value-returning solution must return a tensor or a tuple of tensors (type index {})",
+          result.type_index);
+    }
+    const auto* seq = reinterpret_cast<const TVMFFISeqCell*>(
+        reinterpret_cast<const char*>(result.v_obj) + sizeof(TVMFFIObject));
+    const auto* items = static_cast<const TVMFFIAny*>(seq->data);
+    for (std::int64_t i = 0; i < seq->size && i < static_cast<std::int64_t>(results->size()); ++i) {
+      if (items[i].type_index != kTVMFFITensor) {
+        return fmt::format("result #{} is not a tensor (type index {})", i + 1,
+                           items[i].type_index);
+      }
+      (*results)[static_cast<std::size_t>(i)] =
+          result_view(*TVMFFITensorGetDLTensorPtr(items[i].v_obj));
+    }
+    return std::nullopt;
+  }
+
   // The device of the first CUDA tensor argument (the stream is set for it), or -1.
   std::int32_t cuda_device_id() const {
     for (std::size_t i = 0; i < args_.size(); ++i) {
@@ -184,7 +282,8 @@ std::unique_ptr<CallBackend> make_tvm_ffi_backend(const SolutionLibrary& lib, st
   TvmFfiApi api;
   if (!find(lib.handle, "TVMFFIErrorMoveFromRaised", &api.move_from_raised, error) ||
       !find(lib.handle, "TVMFFIObjectDecRef", &api.dec_ref, error) ||
-      !find(lib.handle, "TVMFFIEnvSetStream", &api.set_stream, error)) {
+      !find(lib.handle, "TVMFFIEnvSetStream", &api.set_stream, error) ||
+      !find(lib.handle, "TVMFFIEnvSetDLPackManagedTensorAllocator", &api.set_allocator, error)) {
     return nullptr;
   }
   auto entry = reinterpret_cast<TVMFFISafeCallType>(reinterpret_cast<void*>(lib.entry));

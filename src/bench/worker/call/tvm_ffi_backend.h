@@ -2,9 +2,11 @@
 // solution exports `__tvm_ffi_<name>` (TVM_FFI_DLL_EXPORT_TYPED_FUNC), tvm-ffi's packed "safe
 // call" over TVMFFIAny values. Tensors go as borrowed DLTensor pointers to fib's own buffers
 // (inputs read-only, outputs guarded and poisoned), so every check of the fib ABI applies;
-// scalars go as int, float or bool. Destination-passing only: outputs are the trailing
-// arguments. fib does not link libtvm_ffi: its error and stream functions are found through
-// the solution library's own dependency on it, so one libtvm_ffi serves the process.
+// scalars go as int, float or bool. Destination-passing: outputs are the trailing arguments;
+// value-returning: tvm-ffi's environment allocator hands out fib::allocate's buffers and the
+// returned tensor (or tuple of tensors) is read as the results. fib does not link libtvm_ffi: its
+// error and stream functions are found through the solution library's own dependency on it, so one
+// libtvm_ffi serves the process.
 #pragma once
 
 #include <memory>
