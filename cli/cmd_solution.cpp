@@ -286,7 +286,7 @@ void register_solution(CLI::App& app, Runner& run) {
                    "Entry point FILE::SYMBOL; FILE is one of the sources (as stored, or its path)")
       ->required();
   pack->add_option("--language", a->language, "python, triton, cpp (default), cuda or tilelang");
-  pack->add_option("--binding", a->binding, "fib (default for cpp and cuda), tvm-ffi or torch");
+  pack->add_option("--binding", a->binding, "fib (written by default), tvm-ffi or torch");
   pack->add_option("--target-hardware", a->target_hardware,
                    "Where it runs, comma-separated (default: cpu for cpp, cuda for cuda, triton "
                    "and tilelang; python needs it)")
