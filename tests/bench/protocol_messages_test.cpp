@@ -43,7 +43,7 @@ EvaluateRequest evaluate_request() {
   EvaluateRequest r;
   r.definition = toy_definition();
   r.var_axes = {{"n", 16}};
-  r.solution = SolutionRef{"/cache/abc/solution.so", "run", false};
+  r.solution = SolutionRef{"/cache/abc/solution.so", "run", false, "tvm-ffi"};
   r.sets = "/scratch/inputs.safetensors";
   r.schedule = two_trials();
   r.device = "cuda:1";
@@ -87,6 +87,7 @@ TEST(ProtocolMessages, EvaluateRequestRoundTrips) {
   EXPECT_EQ(back.solution.library, r.solution.library);
   EXPECT_EQ(back.solution.symbol, r.solution.symbol);
   EXPECT_EQ(back.solution.dps, r.solution.dps);
+  EXPECT_EQ(back.solution.binding, "tvm-ffi");
   EXPECT_EQ(back.sets, r.sets);
   EXPECT_EQ(back.schedule.trials, r.schedule.trials);
   EXPECT_EQ(back.schedule.noise.min_samples, 3u);
