@@ -315,7 +315,16 @@ static void rms_(TensorView x, TensorView, TensorView) {
 }
 TVM_FFI_DLL_EXPORT_TYPED_FUNC(run, rms_);
 )");
-  const RunResult r = run({"tvm_correct", "tvm_wrong", "tvm_writes_past_end", "tvm_throws"});
+  // Owning ffi::Tensor parameters take Tensor objects, not DLTensor pointers.
+  add("tvm_tensor_params", R"(
+static void rms_(tvm::ffi::Tensor x, tvm::ffi::Tensor w, tvm::ffi::Tensor y) {
+  TensorView out = y;
+  rms(x, w, out, 1.0f);
+}
+TVM_FFI_DLL_EXPORT_TYPED_FUNC(run, rms_);
+)");
+  const RunResult r =
+      run({"tvm_correct", "tvm_wrong", "tvm_writes_past_end", "tvm_throws", "tvm_tensor_params"});
   const auto s = statuses(r);
   using V = std::vector<std::string>;
   EXPECT_EQ(s.at("tvm_correct"), V(2, "PASSED")) << trace_of(r, "tvm_correct");
@@ -324,6 +333,7 @@ TVM_FFI_DLL_EXPORT_TYPED_FUNC(run, rms_);
   EXPECT_NE(trace_of(r, "tvm_writes_past_end").find("wrote past the end of output 'output'"),
             std::string::npos)
       << trace_of(r, "tvm_writes_past_end");
+  EXPECT_EQ(s.at("tvm_tensor_params"), V(2, "PASSED")) << trace_of(r, "tvm_tensor_params");
   EXPECT_EQ(s.at("tvm_throws"), V(2, "RUNTIME_ERROR"));
   EXPECT_NE(trace_of(r, "tvm_throws").find("ValueError: rows"), std::string::npos)
       << trace_of(r, "tvm_throws");

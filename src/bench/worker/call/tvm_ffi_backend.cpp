@@ -54,6 +54,7 @@ struct TvmFfiApi {
   decltype(&TVMFFIObjectDecRef) dec_ref = nullptr;
   decltype(&TVMFFIEnvSetStream) set_stream = nullptr;
   decltype(&TVMFFIEnvSetDLPackManagedTensorAllocator) set_allocator = nullptr;
+  decltype(&TVMFFITensorFromDLPackVersioned) tensor_from_dlpack = nullptr;
 };
 
 // fib's dtype of a DLPack dtype, or -1.
@@ -136,15 +137,14 @@ class TvmFfiBackend : public CallBackend {
       api_.set_allocator(&allocate_from_fib, 0, &previous_allocator);
     }
     TVMFFIAny result;
-    std::memset(&result, 0, sizeof result);
-    result.type_index = kTVMFFINone;
-    const int rc = entry_(nullptr, args_.data(), static_cast<std::int32_t>(args_.size()), &result);
+    std::string raised;
+    const int rc = invoke(&result, &raised);
     if (!frame.destination_passing) {
       api_.set_allocator(previous_allocator, 0, nullptr);
       current_allocator = nullptr;
     }
     if (set_stream) api_.set_stream(kDLCUDA, device_id, previous, nullptr);
-    if (rc != 0) return raised_error(rc);
+    if (rc != 0) return raised;
     std::optional<std::string> error;
     frame.results->assign(frame.results->size(), fib_tensor{});
     if (!frame.destination_passing) error = take_results(result, frame.results);
@@ -207,6 +207,54 @@ class TvmFfiBackend : public CallBackend {
     return &dl;
   }
 
+  // Makes the call. Tensors go as DLTensor pointers, which TensorView parameters take; a
+  // solution that rejects them for an owning ffi::Tensor parameter (before running anything) is
+  // called again, and from then on, with Tensor objects over the same memory.
+  int invoke(TVMFFIAny* result, std::string* raised) {
+    int rc = tensor_objects_ ? call_with_tensor_objects(result) : call_with(args_, result);
+    if (rc == 0) return 0;
+    *raised = raised_error(rc);
+    if (!tensor_objects_ &&
+        raised->find("Expected `ffi.Tensor` but got `DLTensor*`") != std::string::npos) {
+      tensor_objects_ = true;
+      rc = call_with_tensor_objects(result);
+      if (rc != 0) *raised = raised_error(rc);
+    }
+    return rc;
+  }
+
+  int call_with(const std::vector<TVMFFIAny>& args, TVMFFIAny* result) const {
+    std::memset(result, 0, sizeof *result);
+    result->type_index = kTVMFFINone;
+    return entry_(nullptr, args.data(), static_cast<std::int32_t>(args.size()), result);
+  }
+
+  // Each tensor argument as a tvm-ffi Tensor object borrowing fib's buffer (its DLPack deleter
+  // frees nothing), released after the call.
+  int call_with_tensor_objects(TVMFFIAny* result) {
+    managed_.resize(args_.size());
+    object_args_ = args_;
+    objects_.clear();
+    int rc = 0;
+    for (std::size_t i = 0; i < args_.size() && rc == 0; ++i) {
+      if (args_[i].type_index != kTVMFFIDLTensorPtr) continue;
+      DLManagedTensorVersioned& m = managed_[i];
+      std::memset(&m, 0, sizeof m);
+      m.version = {DLPACK_MAJOR_VERSION, DLPACK_MINOR_VERSION};
+      m.dl_tensor = tensors_[i];
+      m.deleter = [](DLManagedTensorVersioned*) {};
+      TVMFFIObjectHandle h = nullptr;
+      rc = api_.tensor_from_dlpack(&m, 0, 0, &h);
+      if (rc != 0) break;
+      objects_.push_back(h);
+      object_args_[i].type_index = kTVMFFITensor;
+      object_args_[i].v_obj = static_cast<TVMFFIObject*>(h);
+    }
+    if (rc == 0) rc = call_with(object_args_, result);
+    for (TVMFFIObjectHandle h : objects_) api_.dec_ref(h);
+    return rc;
+  }
+
   // A value-returning call's outputs: one Tensor, or an Array (a tuple) of them.
   static std::optional<std::string> take_results(const TVMFFIAny& result,
                                                  std::vector<fib_tensor>* results) {
@@ -264,6 +312,11 @@ class TvmFfiBackend : public CallBackend {
   std::vector<DLTensor> tensors_;
   std::vector<Dims> dims_;
   std::vector<TVMFFIAny> args_;
+  // Tensor objects instead of DLTensor pointers (see invoke).
+  bool tensor_objects_ = false;
+  std::vector<DLManagedTensorVersioned> managed_;
+  std::vector<TVMFFIAny> object_args_;
+  std::vector<TVMFFIObjectHandle> objects_;
 };
 
 template <typename Fn>
@@ -283,7 +336,8 @@ std::unique_ptr<CallBackend> make_tvm_ffi_backend(const SolutionLibrary& lib, st
   if (!find(lib.handle, "TVMFFIErrorMoveFromRaised", &api.move_from_raised, error) ||
       !find(lib.handle, "TVMFFIObjectDecRef", &api.dec_ref, error) ||
       !find(lib.handle, "TVMFFIEnvSetStream", &api.set_stream, error) ||
-      !find(lib.handle, "TVMFFIEnvSetDLPackManagedTensorAllocator", &api.set_allocator, error)) {
+      !find(lib.handle, "TVMFFIEnvSetDLPackManagedTensorAllocator", &api.set_allocator, error) ||
+      !find(lib.handle, "TVMFFITensorFromDLPackVersioned", &api.tensor_from_dlpack, error)) {
     return nullptr;
   }
   auto entry = reinterpret_cast<TVMFFISafeCallType>(reinterpret_cast<void*>(lib.entry));

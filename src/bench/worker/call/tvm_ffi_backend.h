@@ -1,7 +1,8 @@
 // tvm-ffi's calling convention (binding "tvm-ffi", upstream's default for C++ and CUDA): the
 // solution exports `__tvm_ffi_<name>` (TVM_FFI_DLL_EXPORT_TYPED_FUNC), tvm-ffi's packed "safe
 // call" over TVMFFIAny values. Tensors go as borrowed DLTensor pointers to fib's own buffers
-// (inputs read-only, outputs guarded and poisoned), so every check of the fib ABI applies;
+// (inputs read-only, outputs guarded and poisoned), so every check of the fib ABI applies (as
+// Tensor objects over the same buffers for a solution whose parameters are owning ffi::Tensor);
 // scalars go as int, float or bool. Destination-passing: outputs are the trailing arguments;
 // value-returning: tvm-ffi's environment allocator hands out fib::allocate's buffers and the
 // returned tensor (or tuple of tensors) is read as the results. fib does not link libtvm_ffi: its
