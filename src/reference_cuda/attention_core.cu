@@ -722,4 +722,13 @@ void attend(const Problem& pr, const DeviceTensor& out, const DeviceTensor& lse,
   flag.poison_if_set({&out, &lse});
 }
 
+DeviceOutputs attend_outputs(const CallContext& ctx, const Problem& p) {
+  DeviceTensor out = make_output(ctx, "output"), lse = make_output(ctx, "lse");
+  attend(p, out, lse, ctx.stream);
+  DeviceOutputs o;
+  o.emplace("output", std::move(out));
+  o.emplace("lse", std::move(lse));
+  return o;
+}
+
 }  // namespace fib::reference_cuda::detail::attention

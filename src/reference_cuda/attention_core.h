@@ -80,6 +80,8 @@ inline constexpr std::int64_t kMaxValueDim = 512;
 // the definition; inconsistent index data poisons the outputs (see attn_support.h).
 void attend(const Problem& p, const DeviceTensor& out, const DeviceTensor& lse,
             cudaStream_t stream);
+// attend() into new "output" and "lse" tensors, the outputs of every attention definition.
+DeviceOutputs attend_outputs(const CallContext& ctx, const Problem& p);
 
 // The causal ragged prefill kernel (ragged_prefill.cpp) of `op_type`, whose query/key head dim is
 // axis `qk_axis` and value head dim axis `vo_axis`.

@@ -28,12 +28,7 @@ class DsaSparseAttention final : public Kernel {
     p.keys = Keys::kSparse;
     p.sparse_indices = &args.tensor("sparse_indices");
     p.slots = axis(ctx, "num_pages") * axis(ctx, "page_size");
-    DeviceTensor out = make_output(ctx, "output"), lse = make_output(ctx, "lse");
-    attend(p, out, lse, ctx.stream);
-    DeviceOutputs o;
-    o.emplace("output", std::move(out));
-    o.emplace("lse", std::move(lse));
-    return o;
+    return attend_outputs(ctx, p);
   }
 };
 

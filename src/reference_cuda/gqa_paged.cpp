@@ -70,12 +70,7 @@ class GqaPaged final : public Kernel {
     p.v_dim = d;
     p.sm_scale = static_cast<float>(args.scalar_double("sm_scale"));
     paged_keys(ctx, args, p);
-    DeviceTensor out = make_output(ctx, "output"), lse = make_output(ctx, "lse");
-    attend(p, out, lse, ctx.stream);
-    DeviceOutputs o;
-    o.emplace("output", std::move(out));
-    o.emplace("lse", std::move(lse));
-    return o;
+    return attend_outputs(ctx, p);
   }
 };
 

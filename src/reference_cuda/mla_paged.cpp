@@ -51,12 +51,7 @@ class MlaPaged final : public Kernel {
     Problem p;
     mla_operands(ctx, args, p);
     paged_keys(ctx, args, p);
-    DeviceTensor out = make_output(ctx, "output"), lse = make_output(ctx, "lse");
-    attend(p, out, lse, ctx.stream);
-    DeviceOutputs o;
-    o.emplace("output", std::move(out));
-    o.emplace("lse", std::move(lse));
-    return o;
+    return attend_outputs(ctx, p);
   }
 };
 

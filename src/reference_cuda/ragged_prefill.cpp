@@ -49,12 +49,7 @@ class RaggedPrefill final : public Kernel {
                                     p.qo_indptr->numel(), p.kv_indptr->numel()));
     }
     p.sequences = p.qo_indptr->numel() - 1;
-    DeviceTensor out = make_output(ctx, "output"), lse = make_output(ctx, "lse");
-    attend(p, out, lse, ctx.stream);
-    DeviceOutputs o;
-    o.emplace("output", std::move(out));
-    o.emplace("lse", std::move(lse));
-    return o;
+    return attend_outputs(ctx, p);
   }
 
  private:
