@@ -13,6 +13,7 @@
 #include <mutex>
 #include <sstream>
 
+#include "bench/build/dependencies.h"
 #include "bench/build/process.h"
 #include "fib/bench/build.h"
 
@@ -447,16 +448,26 @@ std::optional<Toolchain> select_toolchain(const Solution& s, const BuildOptions&
     *error = "C++ compiler: " + why + " (set CXX)";
     return std::nullopt;
   }
+  // A solution naming CUDA libraries (cublas, cudnn, cutlass) needs the toolkit they sit beside.
+  const bool cuda_libraries = std::any_of(s.spec.dependencies.begin(), s.spec.dependencies.end(),
+                                          detail::names_cuda_library);
   std::optional<CudaToolkit> toolkit;
-  if (gpu) {
+  detail::DependencyFlags deps;
+  if (gpu || cuda_libraries) {
     toolkit = find_cuda_toolkit(o, error);
     if (!toolkit) return std::nullopt;
+    auto found = detail::cuda_library_flags(s.spec.dependencies, toolkit->include_dir,
+                                            toolkit->lib_dir, unsupported);
+    if (!found) return std::nullopt;
+    deps = std::move(*found);
+    if (!deps.found.empty()) tc.target += fmt::format("; with {}", fmt::join(deps.found, ", "));
   }
   // Relative include paths: commands run in the entry's src/ folder, so diagnostics name the
   // sources as the solution does and the entry stays valid after it is renamed into place.
   std::vector<std::string> common = {
       "-O3", "-march=native", "-fPIC", "-pthread", "-fvisibility=hidden", "-I../include", "-I."};
   if (toolkit) common.push_back("-I" + toolkit->include_dir.string());  // cuda_runtime.h
+  common.insert(common.end(), deps.compile.begin(), deps.compile.end());
   CompileStep cpp{"c++", {".cpp", ".cc", ".cxx"}, *cxx, {"-std=c++17"}};
   cpp.flags.insert(cpp.flags.end(), common.begin(), common.end());
   cpp.flags.insert(cpp.flags.end(), o.extra_flags.begin(), o.extra_flags.end());
@@ -485,6 +496,7 @@ std::optional<Toolchain> select_toolchain(const Solution& s, const BuildOptions&
     tc.link_flags.insert(tc.link_flags.end(),
                          {"-L" + lib, "-Wl,-rpath," + lib, "-lcudart", "-Wl,--as-needed",
                           "-lcublas", "-Wl,--no-as-needed"});
+    tc.link_flags.insert(tc.link_flags.end(), deps.link.begin(), deps.link.end());
   }
 #ifdef FIB_HAVE_TVM_FFI
   if (binding == "tvm-ffi") use_tvm_ffi(tc);
@@ -520,6 +532,7 @@ std::optional<Toolchain> select_toolchain(const Solution& s, const BuildOptions&
   }
   nvcc.flags.insert(nvcc.flags.end(), {"-Xcompiler=-fPIC,-fvisibility=hidden", "-I../include",
                                        "-I.", "--expt-relaxed-constexpr", "-lineinfo"});
+  nvcc.flags.insert(nvcc.flags.end(), deps.compile.begin(), deps.compile.end());
 #ifdef FIB_HAVE_TVM_FFI
   if (!tc.entry_prefix.empty()) nvcc.flags.push_back(std::string("-I") + FIB_TVM_FFI_INCLUDE_DIR);
 #endif
