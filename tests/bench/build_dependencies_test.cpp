@@ -171,6 +171,36 @@ FIB_EXPORT_SOLUTION(run, versions);
   EXPECT_NE(without.key, r.key);
 }
 
+// The driver API links as upstream links it for CUDA solutions (-lcuda), through the toolkit's
+// stub, and becomes a dependency only of a solution that calls it.
+TEST(BuildDependencies, DriverApiLinksWhereCalled) {
+  REQUIRE_TOOLKIT();
+  TempDir tmp;
+  const BuildResult r = build_solution(make_solution("cpp", "main.cpp", R"(#include <cuda.h>
+#include <fib/solution.h>
+
+static void driver_version(fib::TensorView y) {
+  int v = 0;
+  if (cuDriverGetVersion(&v) != CUDA_SUCCESS) throw fib::Error("cuDriverGetVersion");
+  (void)y;
+}
+FIB_EXPORT_SOLUTION(run, driver_version);
+)",
+                                                     {}),
+                                       options_in(tmp));
+  ASSERT_EQ(r.status, BuildStatus::kBuilt) << r.message << "\n" << r.log;
+  EXPECT_TRUE(has(r.link_flags, "-lcuda")) << r.log;
+  EXPECT_TRUE(needs(needed_libraries(r.shared_object), "libcuda.so.1"));
+  const BuildResult plain = build_solution(
+      make_solution("cpp", "main.cpp",
+                    "#include <fib/solution.h>\nstatic void nothing(fib::TensorView) {}\n"
+                    "FIB_EXPORT_SOLUTION(run, nothing);\n",
+                    {}),
+      options_in(tmp));
+  ASSERT_EQ(plain.status, BuildStatus::kBuilt) << plain.message << "\n" << plain.log;
+  EXPECT_FALSE(needs(needed_libraries(plain.shared_object), "libcuda"));
+}
+
 // cuDNN, wherever this machine has it (beside the toolkit, or Debian's and Ubuntu's folders).
 TEST(BuildDependencies, CudnnIsFoundAndLinked) {
   REQUIRE_TOOLKIT();

@@ -496,6 +496,15 @@ std::optional<Toolchain> select_toolchain(const Solution& s, const BuildOptions&
     tc.link_flags.insert(tc.link_flags.end(),
                          {"-L" + lib, "-Wl,-rpath," + lib, "-lcudart", "-Wl,--as-needed",
                           "-lcublas", "-Wl,--no-as-needed"});
+    // The driver API (cuTensorMapEncodeTiled for TMA, cuLaunchKernelEx, ...), which upstream
+    // links for every CUDA solution: against the toolkit's stub (the driver's libcuda.so.1 is
+    // loaded at run time), a dependency only of solutions that call it.
+    const fs::path stubs = toolkit->lib_dir / "stubs";
+    std::error_code ec;
+    if (fs::exists(stubs / "libcuda.so", ec)) {
+      tc.link_flags.insert(tc.link_flags.end(), {"-L" + stubs.string(), "-Wl,--as-needed", "-lcuda",
+                                                 "-Wl,--no-as-needed"});
+    }
     tc.link_flags.insert(tc.link_flags.end(), deps.link.begin(), deps.link.end());
   }
 #ifdef FIB_HAVE_TVM_FFI
