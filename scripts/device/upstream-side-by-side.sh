@@ -10,12 +10,14 @@
 #   bash scripts/device/upstream-side-by-side.sh .device-upstream/flashinfer-bench
 # (where the device call sends another checkout than this one, copy this tree with those two
 # folders into an ignored folder of that checkout, carry it and run the script from there).
+# The dataset is upstream's example as it is, plus one solution of fib's beside it
+# (scripts/device/side_by_side/gemm_cublas.cu: cuBLAS through tvm-ffi, dependencies ["cublas"]).
 #   UPSTREAM_DIR  upstream's source: flashinfer_bench/ and examples/ffi/Example-FlashInfer-Trace/
 #   WHEELS        folder of the wheels to install (default .device-upstream/wheels)
 # Both harnesses at 10 warmup / 50 iterations / 3 trials. Runs, in order: upstream with a cold
 # build cache, fib with a cold build cache (noise-based stopping), fib --fixed-iterations,
-# upstream again (warm), fib --fixed-iterations --gpu-timer events-raw. Logs, traces and the
-# summary land in $OUT.
+# upstream again (warm), fib --fixed-iterations --gpu-timer events-raw. In $OUT: gpu.txt,
+# build.log, summary.txt, summary.json and logs.tar.gz (each run's log, fib's --json, traces).
 set -uo pipefail
 cd "$(dirname "$0")/../.."
 root=$PWD
@@ -51,33 +53,48 @@ echo "side-by-side: fib built in $(( $(date +%s) - t0 )) s"
 FIB=$root/$build/cli/fib
 
 base=/tmp/fib-side-by-side
-rm -rf "$base" && mkdir -p "$base"
-runs=$OUT/runs.tsv
+logs=$base/logs
+rm -rf "$base" && mkdir -p "$logs"
+runs=$logs/runs.tsv
 : >"$runs"
+dataset=$base/dataset
+cp -r "$example" "$dataset"
+python3 - "$dataset/solutions/fib_cublas_gemm.json" scripts/device/side_by_side/gemm_cublas.cu <<'PY'
+import json, os, sys
+path, source = sys.argv[1], sys.argv[2]
+json.dump({"name": "fib_cublas_gemm", "definition": "gemm_n4096_k4096", "author": "fib",
+           "description": "cuBLAS GEMM (float32 accumulation) through tvm-ffi",
+           "spec": {"language": "cuda", "target_hardware": ["cuda"],
+                    "entry_point": "gemm_cublas.cu::gemm", "dependencies": ["cublas"],
+                    "destination_passing_style": True, "binding": "tvm-ffi"},
+           "sources": [{"path": os.path.basename(source), "content": open(source).read()}]},
+          open(path, "w"), indent=1)
+PY
 now() { date +%s.%N; }
 trial_args=(--warmup-runs 10 --iterations 50 --num-trials 3)
 run_upstream() {  # label
   local dir=$base/$1
-  cp -r "$example" "$dir"
+  cp -r "$dataset" "$dir"
   local t=$(now)
   FIB_CACHE_PATH=$base/upstream-cache python3 -m flashinfer_bench run --local "$dir" \
-    "${trial_args[@]}" --save-results >"$OUT/$1.log" 2>&1
+    "${trial_args[@]}" --save-results >"$logs/$1.log" 2>&1
   local rc=$? wall
   wall=$(python3 -c "print($(now) - $t)")
-  echo "side-by-side: $1 exit $rc, wall $(printf %.1f "$wall") s"
+  echo "side-by-side: $1 exit $rc, wall $(printf %.1f "$wall") s;" \
+    "$(grep -c "flashinfer stand-in: no CUPTI" "$logs/$1.log") timer warnings of the stand-in"
   printf '%s\tupstream\t%s\t%s\t\n' "$1" "$dir" "$wall" >>"$runs"
 }
 run_fib() {  # label, extra flags
   local label=$1 dir=$base/$1
   shift
-  cp -r "$example" "$dir"
+  cp -r "$dataset" "$dir"
   local t=$(now)
   "$FIB" run --local "$dir" --device cuda:0 "${trial_args[@]}" --seed 7 --timeout 300 \
-    --build-cache "$base/fib-cache" --json "$@" >"$OUT/$label.json" 2>"$OUT/$label.log"
+    --build-cache "$base/fib-cache" --json "$@" >"$logs/$label.json" 2>"$logs/$label.log"
   local rc=$? wall
   wall=$(python3 -c "print($(now) - $t)")
   echo "side-by-side: $label exit $rc, wall $(printf %.1f "$wall") s"
-  printf '%s\tfib\t%s\t%s\t%s\n' "$label" "$dir" "$wall" "$OUT/$label.json" >>"$runs"
+  printf '%s\tfib\t%s\t%s\t%s\n' "$label" "$dir" "$wall" "$logs/$label.json" >>"$runs"
 }
 run_upstream upstream-cold
 run_fib fib-cold
@@ -86,3 +103,7 @@ run_upstream upstream-warm
 run_fib fib-fixed-raw --fixed-iterations --gpu-timer events-raw
 python3 scripts/device/side_by_side_summary.py "$runs" upstream-warm fib-fixed \
   "$OUT/summary.json" | tee "$OUT/summary.txt"
+for r in upstream-cold fib-cold fib-fixed upstream-warm fib-fixed-raw; do
+  cp -r "$base/$r/traces" "$logs/traces-$r" 2>/dev/null
+done
+tar -czf "$OUT/logs.tar.gz" -C "$base" logs
