@@ -14,6 +14,9 @@
 # (scripts/device/side_by_side/gemm_cublas.cu: cuBLAS through tvm-ffi, dependencies ["cublas"]).
 #   UPSTREAM_DIR  upstream's source: flashinfer_bench/ and examples/ffi/Example-FlashInfer-Trace/
 #   WHEELS        folder of the wheels to install (default .device-upstream/wheels)
+#   PARTS         what to run (default "compare"): compare (the runs below), probe (upstream's
+#                 timer against the same window with the GPU kept busy and against CUPTI's
+#                 kernel times: scripts/device/upstream_timer_probe.py; no fib build)
 # Both harnesses at 10 warmup / 50 iterations / 3 trials. Runs, in order: upstream with a cold
 # build cache, fib with a cold build cache (noise-based stopping), fib --fixed-iterations,
 # upstream again (warm), fib --fixed-iterations --gpu-timer events-raw. In $OUT: gpu.txt,
@@ -37,21 +40,6 @@ export PYTHONPATH="$site:$upstream:$root/scripts/device/flashinfer_shim${PYTHONP
 python3 -c "import tvm_ffi, pydantic, flashinfer_bench, flashinfer.testing; print('side-by-side: tvm-ffi', tvm_ffi.__version__, '| pydantic', pydantic.VERSION, '| flashinfer-bench from', flashinfer_bench.__file__)" ||
   { echo "side-by-side: upstream does not import"; exit 1; }
 
-source scripts/device/env.sh
-nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.mem,temperature.gpu,power.draw \
-  --format=csv,noheader | tee "$OUT/gpu.txt"
-build=${FIB_DEVICE_BUILD:-build-device}
-t0=$(date +%s)
-cmake -S . -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release $FIB_CMAKE_ARGS \
-  -DFIB_BUILD_BENCHMARKS=OFF -DFIB_BUILD_TESTS=OFF >"$OUT/build.log" 2>&1 ||
-  { tail -40 "$OUT/build.log"; exit 1; }
-grep -q "fib: tvm-ffi [0-9]" "$OUT/build.log" ||
-  { grep "fib: tvm-ffi" "$OUT/build.log"; echo "side-by-side: fib configured without tvm-ffi"; exit 1; }
-ninja -C "$build" -j "$(nproc)" fib >>"$OUT/build.log" 2>&1 ||
-  { grep -E "error" -A3 "$OUT/build.log" | head -60; exit 1; }
-echo "side-by-side: fib built in $(( $(date +%s) - t0 )) s"
-FIB=$root/$build/cli/fib
-
 base=/tmp/fib-side-by-side
 logs=$base/logs
 rm -rf "$base" && mkdir -p "$logs"
@@ -70,6 +58,29 @@ json.dump({"name": "fib_cublas_gemm", "definition": "gemm_n4096_k4096", "author"
            "sources": [{"path": os.path.basename(source), "content": open(source).read()}]},
           open(path, "w"), indent=1)
 PY
+
+if [[ " ${PARTS:-compare} " == *" probe "* ]]; then
+  nvidia-smi --query-gpu=name --format=csv,noheader | sed 's/^/side-by-side: probe on /'
+  FIB_CACHE_PATH=$base/upstream-cache python3 scripts/device/upstream_timer_probe.py "$dataset" 2>&1 |
+    tee "$OUT/probe.txt"
+fi
+[[ " ${PARTS:-compare} " == *" compare "* ]] || exit 0
+
+source scripts/device/env.sh
+nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.mem,temperature.gpu,power.draw \
+  --format=csv,noheader | tee "$OUT/gpu.txt"
+build=${FIB_DEVICE_BUILD:-build-device}
+t0=$(date +%s)
+cmake -S . -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release $FIB_CMAKE_ARGS \
+  -DFIB_BUILD_BENCHMARKS=OFF -DFIB_BUILD_TESTS=OFF >"$OUT/build.log" 2>&1 ||
+  { tail -40 "$OUT/build.log"; exit 1; }
+grep -q "fib: tvm-ffi [0-9]" "$OUT/build.log" ||
+  { grep "fib: tvm-ffi" "$OUT/build.log"; echo "side-by-side: fib configured without tvm-ffi"; exit 1; }
+ninja -C "$build" -j "$(nproc)" fib >>"$OUT/build.log" 2>&1 ||
+  { grep -E "error" -A3 "$OUT/build.log" | head -60; exit 1; }
+echo "side-by-side: fib built in $(( $(date +%s) - t0 )) s"
+FIB=$root/$build/cli/fib
+
 now() { date +%s.%N; }
 trial_args=(--warmup-runs 10 --iterations 50 --num-trials 3)
 run_upstream() {  # label
