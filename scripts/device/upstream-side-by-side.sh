@@ -16,7 +16,9 @@
 #   WHEELS        folder of the wheels to install (default .device-upstream/wheels)
 #   PARTS         what to run (default "compare"): compare (the runs below), probe (upstream's
 #                 timer against the same window with the GPU kept busy and against CUPTI's
-#                 kernel times: scripts/device/upstream_timer_probe.py; no fib build)
+#                 kernel times: scripts/device/upstream_timer_probe.py; no fib build), timers
+#                 (fib --fixed-iterations with each GPU timer: events, events-raw, cupti; without
+#                 compare, against fib's cupti run)
 # Both harnesses at 10 warmup / 50 iterations / 3 trials. Runs, in order: upstream with a cold
 # build cache, fib with a cold build cache (noise-based stopping), fib --fixed-iterations,
 # upstream again (warm), fib --fixed-iterations --gpu-timer events-raw. In $OUT: gpu.txt,
@@ -59,12 +61,13 @@ json.dump({"name": "fib_cublas_gemm", "definition": "gemm_n4096_k4096", "author"
           open(path, "w"), indent=1)
 PY
 
-if [[ " ${PARTS:-compare} " == *" probe "* ]]; then
+has() { [[ " ${PARTS:-compare} " == *" $1 "* ]]; }
+if has probe; then
   nvidia-smi --query-gpu=name --format=csv,noheader | sed 's/^/side-by-side: probe on /'
   FIB_CACHE_PATH=$base/upstream-cache python3 scripts/device/upstream_timer_probe.py "$dataset" 2>&1 |
     tee "$OUT/probe.txt"
 fi
-[[ " ${PARTS:-compare} " == *" compare "* ]] || exit 0
+has compare || has timers || exit 0
 
 source scripts/device/env.sh
 nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.mem,temperature.gpu,power.draw \
@@ -107,14 +110,24 @@ run_fib() {  # label, extra flags
   echo "side-by-side: $label exit $rc, wall $(printf %.1f "$wall") s"
   printf '%s\tfib\t%s\t%s\t%s\n' "$label" "$dir" "$wall" "$logs/$label.json" >>"$runs"
 }
-run_upstream upstream-cold
-run_fib fib-cold
-run_fib fib-fixed --fixed-iterations
-run_upstream upstream-warm
-run_fib fib-fixed-raw --fixed-iterations --gpu-timer events-raw
-python3 scripts/device/side_by_side_summary.py "$runs" upstream-warm fib-fixed \
+if has compare; then
+  run_upstream upstream-cold
+  run_fib fib-cold
+  run_fib fib-fixed --fixed-iterations
+  run_upstream upstream-warm
+  run_fib fib-fixed-raw --fixed-iterations --gpu-timer events-raw
+fi
+if has timers; then
+  has compare || run_fib fib-fixed --fixed-iterations
+  has compare || run_fib fib-fixed-raw --fixed-iterations --gpu-timer events-raw
+  run_fib fib-cupti --fixed-iterations --gpu-timer cupti
+fi
+baseline=upstream-warm
+has compare || baseline=fib-cupti
+python3 scripts/device/side_by_side_summary.py "$runs" "$baseline" fib-fixed \
   "$OUT/summary.json" | tee "$OUT/summary.txt"
-for r in upstream-cold fib-cold fib-fixed upstream-warm fib-fixed-raw; do
-  cp -r "$base/$r/traces" "$logs/traces-$r" 2>/dev/null
+for dir in "$base"/*/traces; do
+  r=$(basename "$(dirname "$dir")")
+  [ "$r" = dataset ] || cp -r "$dir" "$logs/traces-$r"
 done
 tar -czf "$OUT/logs.tar.gz" -C "$base" logs
