@@ -314,5 +314,27 @@ FIB_EXPORT_SOLUTION(run, run_fill);
   }
 }
 
+// The cuBLAS solution that scripts/device/upstream-side-by-side.sh runs beside upstream's example
+// (tvm-ffi binding, dependencies ["cublas"]) builds as that script packs it.
+TEST(BuildDependencies, SideBySideCublasSolutionBuildsWithTvmFfi) {
+#ifndef FIB_HAVE_TVM_FFI
+  GTEST_SKIP() << "fib was built without tvm-ffi (scripts/install-deps.sh installs it)";
+#else
+  REQUIRE_TOOLKIT();
+  TempDir tmp;
+  Solution s = make_solution(
+      "cuda", "gemm_cublas.cu",
+      TempDir::read_file(fs::path(FIB_SOURCE_DIR) / "scripts/device/side_by_side/gemm_cublas.cu"),
+      {"cublas"});
+  s.spec.binding = "tvm-ffi";
+  s.spec.entry_point = "gemm_cublas.cu::gemm";
+  const BuildResult r = build_solution(s, options_in(tmp));
+  ASSERT_EQ(r.status, BuildStatus::kBuilt) << r.message << "\n" << r.log;
+  const auto needed = needed_libraries(r.shared_object);
+  EXPECT_TRUE(needs(needed, "libcublas.so.")) << ::testing::PrintToString(needed);
+  EXPECT_TRUE(needs(needed, "libtvm_ffi")) << ::testing::PrintToString(needed);
+#endif
+}
+
 }  // namespace
 }  // namespace fib::bench
