@@ -1,5 +1,7 @@
 // The layout check: every record sits at the path the dataset layout gives it, and the blobs
-// workloads refer to are present.
+// workloads refer to are present. A record elsewhere under its top folder is a warning, not an
+// error: upstream's TraceSet loads every .json under definitions/ and solutions/ and every .jsonl
+// under workloads/ and traces/ wherever it sits, and so does fib, so such a dataset is usable.
 #include <fmt/format.h>
 
 #include <set>
@@ -27,10 +29,10 @@ void check_layout(Context& ctx) {
     const std::string actual = file_of(set, r.source);
     if (!actual.empty() && actual != expected) {
       ctx.result(d.name, Check::kLayout)
-          .add(message(Severity::kError,
+          .add(message(Severity::kWarning,
                        fmt::format("definition '{}' of op_type '{}' is stored at {}, expected {}",
                                    d.name, d.op_type, actual, expected),
-                       actual, {}, "move the file, or fix its name/op_type"));
+                       actual, {}, "loaded from there; move the file, or fix its name/op_type"));
     }
     for (const char* bad : {"/", "\\"}) {
       if (d.name.find(bad) != std::string::npos || d.op_type.find(bad) != std::string::npos) {
@@ -60,7 +62,7 @@ void check_layout(Context& ctx) {
       const std::string file = file_of(set, w.source);
       if (file != expected) {
         ctx.result(name, Check::kLayout)
-            .add(message(Severity::kError,
+            .add(message(Severity::kWarning,
                          fmt::format("workload {} of '{}' is stored in {}, expected {}",
                                      w.value.workload.uuid, name, file, expected),
                          set.where(w.source)));
@@ -110,12 +112,12 @@ void check_layout(Context& ctx) {
       const std::string actual = file_of(set, sol.source);
       if (actual != expected) {
         ctx.result(s.value.name, Check::kLayout)
-            .add(message(
-                Severity::kError,
-                fmt::format("solution '{}' (author '{}') is stored at {}, expected {}", v.name,
-                            v.author, actual, expected),
-                actual, {},
-                "the path must follow solutions/<author>/<op_type>/<definition>/<name>.json"));
+            .add(message(Severity::kWarning,
+                         fmt::format("solution '{}' (author '{}') is stored at {}, expected {}",
+                                     v.name, v.author, actual, expected),
+                         actual, {},
+                         "loaded from there; fib writes "
+                         "solutions/<author>/<op_type>/<definition>/<name>.json"));
       }
     }
     for (const auto& t : set.traces(s.value.name)) {
@@ -128,7 +130,7 @@ void check_layout(Context& ctx) {
       if (actual != expected) {
         ctx.result(s.value.name, Check::kLayout)
             .add(message(
-                Severity::kError,
+                Severity::kWarning,
                 fmt::format("trace of solution '{}' (author '{}') is stored in {}, expected {}",
                             sol->value.name, sol->value.author, actual, expected),
                 set.where(t.source)));
