@@ -24,9 +24,10 @@ namespace {
 using ::testing::HasSubstr;
 namespace fs = std::filesystem;
 
-const char* const kKernel = R"(#include "fib/solution.h"
-void rmsnorm(fib::TensorView x, fib::TensorView w, fib::TensorView y) { (void)x; (void)w; (void)y; }
-FIB_EXPORT_SOLUTION(run, rmsnorm);
+const char* const kKernel = R"(#include <tvm/ffi/container/tensor.h>
+#include <tvm/ffi/function.h>
+void rmsnorm(tvm::ffi::TensorView x, tvm::ffi::TensorView w, tvm::ffi::TensorView y) {}
+TVM_FFI_DLL_EXPORT_TYPED_FUNC(run, rmsnorm);
 )";
 
 // A copy of the example dataset without its solutions, and a folder of sources to pack.
@@ -68,7 +69,7 @@ TEST(SolutionPack, WritesTheCanonicalFileThatValidates) {
       "cpu"
     ],
     "entry_point": "kernel.cpp::run",
-    "binding": "fib"
+    "binding": "tvm-ffi"
   },
   "sources": [
     {
@@ -101,6 +102,31 @@ TEST(SolutionPack, ValueReturningDescriptionHardwareAndOutputFile) {
   EXPECT_EQ(j["spec"]["target_hardware"], Json::array({"cpu", "x86_64"}));
   EXPECT_EQ(j["description"], "a test");
   EXPECT_THAT(r.out, HasSubstr("value-returning"));
+}
+
+// cpp and cuda solutions are written with binding tvm-ffi (upstream's default, which its models
+// accept); fib's own ABI is the opt-in --binding fib; other languages get no binding.
+TEST(SolutionPack, BindingDefaultsToTvmFfiAndFibIsOptIn) {
+  PackFixture f;
+  const std::string kernel = f.src("kernel.cu");
+  const fs::path out = f.dir.path() / "out.json";
+  auto binding_of = [&](std::vector<std::string> extra) {
+    extra.insert(extra.end(), {"--output", out.string()});
+    const auto r = run_fib(f.pack(extra));
+    EXPECT_EQ(r.exit_code, 0) << r.err;
+    return Json::parse(TempDir::read_file(out))["spec"].value("binding", Json("(none)"));
+  };
+  EXPECT_EQ(binding_of({"--entry", "kernel.cu::run", "--language", "cuda", kernel}), "tvm-ffi");
+  EXPECT_EQ(
+      binding_of({"--entry", "kernel.cu::run", "--language", "cuda", "--binding", "fib", kernel}),
+      "fib");
+  EXPECT_EQ(
+      binding_of({"--entry", "kernel.cu::run", "--language", "cuda", "--binding", "torch", kernel}),
+      "torch");
+  const std::string script = f.src("main.py", "def run(x, w):\n    return x\n");
+  EXPECT_EQ(binding_of({"--entry", "main.py::run", "--language", "python", script,
+                        "--target-hardware", "cpu"}),
+            "(none)");
 }
 
 TEST(SolutionPack, SourcesKeepTheirPathsBelowTheirCommonFolder) {
