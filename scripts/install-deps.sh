@@ -46,3 +46,12 @@ else
   python3 -m pip install --quiet "apache-tvm-ffi==${TVM_FFI_VERSION}" ||
     python3 -m pip install --quiet --break-system-packages "apache-tvm-ffi==${TVM_FFI_VERSION}"
 fi
+
+# Upstream flashinfer-bench's source at a pinned commit and pydantic 2, for the test that loads
+# what fib ships and writes with upstream's own data models (cached outside the repository; the
+# test skips, saying why, where they cannot be had).
+if upstream=$(bash "$(dirname "$0")/upstream-models.sh"); then
+  echo "install-deps: upstream flashinfer-bench models in $upstream"
+else
+  echo "install-deps: upstream flashinfer-bench not available; its compatibility test will skip"
+fi
