@@ -19,6 +19,36 @@ std::string file_of(const TraceSet& set, const RecordSource& s) {
   return s.file < set.files().size() ? set.files()[s.file].path : std::string();
 }
 
+// Workload or trace records of one definition stored away from their canonical file, grouped
+// by (file, owner) so that a file of many such records is one finding, located at the first.
+class MisplacedRecords {
+ public:
+  void add(const std::string& file, const std::string& owner, const std::string& first_id,
+           const std::string& where) {
+    for (auto& g : groups_) {
+      if (g.file == file && g.owner == owner) {
+        ++g.count;
+        return;
+      }
+    }
+    groups_.push_back({file, owner, first_id, where, 1});
+  }
+  // One warning per group: `one(group)` words a single record, `many(group)` several.
+  template <typename One, typename Many>
+  void report(CheckResult& result, One one, Many many) const {
+    for (const auto& g : groups_) {
+      result.add(message(Severity::kWarning, g.count == 1 ? one(g) : many(g), g.where));
+    }
+  }
+  struct Group {
+    std::string file, owner, first_id, where;
+    std::size_t count = 0;
+  };
+
+ private:
+  std::vector<Group> groups_;
+};
+
 }  // namespace
 
 void check_layout(Context& ctx) {
@@ -58,15 +88,10 @@ void check_layout(Context& ctx) {
   for (const auto& name : def_names) {
     const Definition* d = set.definition(name);
     const std::string expected = layout::workloads_file(d->op_type, d->name).generic_string();
+    MisplacedRecords misplaced;
     for (const auto& w : set.workloads(name)) {
       const std::string file = file_of(set, w.source);
-      if (file != expected) {
-        ctx.result(name, Check::kLayout)
-            .add(message(Severity::kWarning,
-                         fmt::format("workload {} of '{}' is stored in {}, expected {}",
-                                     w.value.workload.uuid, name, file, expected),
-                         set.where(w.source)));
-      }
+      if (file != expected) misplaced.add(file, name, w.value.workload.uuid, set.where(w.source));
       bool has_blob = false;
       for (const auto& in : w.value.workload.inputs) {
         if (in.kind != InputKind::kSafetensors) continue;
@@ -83,6 +108,16 @@ void check_layout(Context& ctx) {
       }
       blob_workloads += has_blob ? 1 : 0;
     }
+    misplaced.report(
+        ctx.result(name, Check::kLayout),
+        [&](const MisplacedRecords::Group& g) {
+          return fmt::format("workload {} of '{}' is stored in {}, expected {}", g.first_id, name,
+                             g.file, expected);
+        },
+        [&](const MisplacedRecords::Group& g) {
+          return fmt::format("{} workloads of '{}' (the first: {}) are stored in {}, expected {}",
+                             g.count, name, g.first_id, g.file, expected);
+        });
   }
   if (!ctx.has_blob_folder && blob_refs > 0) {
     ctx.dataset.add(message(
@@ -120,6 +155,7 @@ void check_layout(Context& ctx) {
                          "solutions/<author>/<op_type>/<definition>/<name>.json"));
       }
     }
+    MisplacedRecords misplaced;
     for (const auto& t : set.traces(s.value.name)) {
       if (!t.value.solution) continue;
       const auto* sol = set.solution(*t.value.solution);
@@ -127,15 +163,21 @@ void check_layout(Context& ctx) {
       const std::string expected =
           layout::traces_file(sol->value.author, s.value.op_type, s.value.name).generic_string();
       const std::string actual = file_of(set, t.source);
-      if (actual != expected) {
-        ctx.result(s.value.name, Check::kLayout)
-            .add(message(
-                Severity::kWarning,
-                fmt::format("trace of solution '{}' (author '{}') is stored in {}, expected {}",
-                            sol->value.name, sol->value.author, actual, expected),
-                set.where(t.source)));
-      }
+      if (actual != expected) misplaced.add(actual, sol->value.name, "", set.where(t.source));
     }
+    auto trace_words = [&](const MisplacedRecords::Group& g, const std::string& what) {
+      const Solution& v = set.solution(g.owner)->value;
+      return fmt::format(
+          "{} of solution '{}' (author '{}') {} stored in {}, expected {}", what, v.name, v.author,
+          what == "trace" ? "is" : "are", g.file,
+          layout::traces_file(v.author, s.value.op_type, s.value.name).generic_string());
+    };
+    misplaced.report(
+        ctx.result(s.value.name, Check::kLayout),
+        [&](const MisplacedRecords::Group& g) { return trace_words(g, "trace"); },
+        [&](const MisplacedRecords::Group& g) {
+          return trace_words(g, fmt::format("{} traces", g.count));
+        });
   }
   for (const auto& f : set.files()) {
     if (f.kind != FileKind::kOther) continue;

@@ -148,13 +148,14 @@ TEST(ValidateRules, UpstreamsFlatLayoutLoadsWithWarnings) {
   dir.write("definitions/toy_paged_ps1.json", kDefinition);
   dir.write("workloads/toy_paged_ps1.jsonl", workload_line("u1", 3, 4, 5) + "\n");
   dir.write("solutions/toy_base.json", kSolution);
-  dir.write("traces/toy_paged_ps1.jsonl", trace_line("toy_base", "u1") + "\n");
+  dir.write("traces/toy_paged_ps1.jsonl", trace_line("toy_base", "u1") + "\n" +
+                                              trace_line("toy_base", "u1", "RUNTIME_ERROR") + "\n");
   const TraceSet set = TraceSet::load(dir.path());
   EXPECT_FALSE(set.load_diagnostics().has_errors()) << set.load_diagnostics().to_string();
   ASSERT_NE(set.definition("toy_paged_ps1"), nullptr);
   EXPECT_EQ(set.workloads("toy_paged_ps1").size(), 1u);
   EXPECT_EQ(set.solutions("toy_paged_ps1").size(), 1u);
-  EXPECT_EQ(set.traces("toy_paged_ps1").size(), 1u);
+  EXPECT_EQ(set.traces("toy_paged_ps1").size(), 2u);
   const Report r = validate_dataset(set, {});
   EXPECT_FALSE(r.has_errors());
   EXPECT_TRUE(messages(r, Check::kLayout, Severity::kError).empty());
@@ -170,8 +171,9 @@ TEST(ValidateRules, UpstreamsFlatLayoutLoadsWithWarnings) {
             "solution 'toy_base' (author 'baseline') is stored at solutions/toy_base.json, "
             "expected solutions/baseline/toy/toy_paged_ps1/toy_base.json");
   EXPECT_EQ(w[3].message,
-            "trace of solution 'toy_base' (author 'baseline') is stored in "
+            "2 traces of solution 'toy_base' (author 'baseline') are stored in "
             "traces/toy_paged_ps1.jsonl, expected traces/baseline/toy/toy_paged_ps1.jsonl");
+  EXPECT_EQ(w[3].file, "traces/toy_paged_ps1.jsonl:1");
 }
 
 TEST(ValidateRules, WorkloadInTheWrongFileAndDuplicateUuid) {
@@ -179,11 +181,13 @@ TEST(ValidateRules, WorkloadInTheWrongFileAndDuplicateUuid) {
   ds.dir.write("workloads/toy/elsewhere.jsonl",
                workload_line("u1", 3, 4, 5) + "\n" + workload_line("u1", 3, 4, 5) + "\n");
   const Report r = ds.validate();
+  // One finding for the file, not one per record.
   const auto layout = messages(r, Check::kLayout, Severity::kWarning);
-  ASSERT_EQ(layout.size(), 2u);
+  ASSERT_EQ(layout.size(), 1u);
   EXPECT_EQ(layout[0].message,
-            "workload u1 of 'toy_paged_ps1' is stored in workloads/toy/elsewhere.jsonl, expected "
-            "workloads/toy/toy_paged_ps1.jsonl");
+            "2 workloads of 'toy_paged_ps1' (the first: u1) are stored in "
+            "workloads/toy/elsewhere.jsonl, expected workloads/toy/toy_paged_ps1.jsonl");
+  EXPECT_EQ(layout[0].file, "workloads/toy/elsewhere.jsonl:1");
   const auto dup = messages(r, Check::kWorkload, Severity::kError);
   ASSERT_EQ(dup.size(), 1u);
   EXPECT_EQ(dup[0].message,
