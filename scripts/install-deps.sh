@@ -16,6 +16,7 @@ packages=(
   libgtest-dev libgmock-dev googletest
   libbenchmark-dev
   python3
+  python3-pip          # installs apache-tvm-ffi and pydantic (PyPI) below
   python3-torch        # runs definitions' PyTorch references in the parity tests
 )
 
