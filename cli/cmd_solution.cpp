@@ -171,7 +171,9 @@ int run_pack(const PackArgs& a) {
   s.definition = a.definition;
   s.author = a.author;
   s.spec.language = a.language;
-  // cpp and cuda solutions use fib's own ABI (fib/solution.h) unless told otherwise.
+  // cpp and cuda solutions are tvm-ffi ones unless told otherwise, written out so the record says
+  // how it is called: upstream's default, and a value its models accept. fib's own ABI
+  // (fib/solution.h) is the opt-in --binding fib, which upstream's models reject.
   if (!a.binding.empty()) {
     known = false;
     for (auto b : kSolutionBindings) known = known || b == a.binding;
@@ -181,7 +183,7 @@ int run_pack(const PackArgs& a) {
     }
     s.spec.binding = a.binding;
   } else if (a.language == "cpp" || a.language == "cuda") {
-    s.spec.binding = "fib";
+    s.spec.binding = "tvm-ffi";
   }
   for (const auto& h : a.target_hardware) {
     if (h.empty()) throw Error("--target-hardware", "empty hardware name");
@@ -286,7 +288,9 @@ void register_solution(CLI::App& app, Runner& run) {
                    "Entry point FILE::SYMBOL; FILE is one of the sources (as stored, or its path)")
       ->required();
   pack->add_option("--language", a->language, "python, triton, cpp (default), cuda or tilelang");
-  pack->add_option("--binding", a->binding, "fib (written by default), tvm-ffi or torch");
+  pack->add_option("--binding", a->binding,
+                   "tvm-ffi (written by default for cpp and cuda), torch, or fib (fib's own ABI, "
+                   "include/fib/solution.h; a fib extension upstream does not accept)");
   pack->add_option("--target-hardware", a->target_hardware,
                    "Where it runs, comma-separated (default: cpu for cpp, cuda for cuda, triton "
                    "and tilelang; python needs it)")

@@ -16,6 +16,7 @@ packages=(
   libgtest-dev libgmock-dev googletest
   libbenchmark-dev
   python3
+  python3-pip          # installs apache-tvm-ffi and pydantic (PyPI) below
   python3-torch        # runs definitions' PyTorch references in the parity tests
 )
 
@@ -45,4 +46,13 @@ else
   # A Debian python3 refuses system-wide pip installs (PEP 668) unless told otherwise.
   python3 -m pip install --quiet "apache-tvm-ffi==${TVM_FFI_VERSION}" ||
     python3 -m pip install --quiet --break-system-packages "apache-tvm-ffi==${TVM_FFI_VERSION}"
+fi
+
+# Upstream flashinfer-bench's source at a pinned commit and pydantic 2, for the test that loads
+# what fib ships and writes with upstream's own data models (cached outside the repository; the
+# test skips, saying why, where they cannot be had).
+if upstream=$(bash "$(dirname "$0")/upstream-models.sh"); then
+  echo "install-deps: upstream flashinfer-bench models in $upstream"
+else
+  echo "install-deps: upstream flashinfer-bench not available; its compatibility test will skip"
 fi

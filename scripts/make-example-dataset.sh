@@ -9,8 +9,8 @@
 #      lm_head GEMM gets one, M=1), all inputs random or scalar: no blobs;
 #   3. fib solution pack: every examples/solutions/<definition>/<name>.cpp (language cpp, target
 #      hardware cpu) and <name>.cu (language cuda, target hardware cuda) as solution
-#      <definition>_<name> (correct ones by fib-examples, broken ones by red-team; tvm_ffi*
-#      with binding tvm-ffi, the others with fib's ABI);
+#      <definition>_<name> (correct ones by fib-examples, broken ones by red-team), all written
+#      against tvm-ffi (the pack's default binding, upstream's);
 #   4. fib validate.
 #
 # usage: scripts/make-example-dataset.sh [OUTPUT_DIR]     (default: examples/dataset)
@@ -66,8 +66,6 @@ pack() {
     flags+=(--language cuda)
   fi
   [[ $style == value ]] && flags+=(--value-returning)
-  # tvm_ffi*: written against tvm-ffi (binding tvm-ffi, upstream's default); the rest fib's ABI.
-  [[ $name == tvm_ffi* ]] && flags+=(--binding tvm-ffi)
   "$FIB" solution pack --dataset "$DS" --definition "$def" --name "${def}_${name}" \
     --author "$author" --entry "$file::run" "${flags[@]}" --description "$description" \
     "$SOLUTIONS/$def/$file" >/dev/null
@@ -78,7 +76,7 @@ pack $R naive fib-examples dps \
 pack $R fast fib-examples dps \
   "Vectorizer-friendly RMSNorm: fixed hidden size, weight converted once per call, 16 partial sums, branch-free rounding, threads for large batches. Expected status: PASSED (faster than naive)."
 pack $R value_returning fib-examples value \
-  "RMSNorm in the value-returning style: allocates its output with fib::allocate. Expected status: PASSED."
+  "RMSNorm in the value-returning style: allocates its output with tvm-ffi's environment allocator (Tensor::FromEnvAlloc), which fib provides. Expected status: PASSED."
 pack $R spams_output red-team dps \
   "Correct, but prints 128 KiB to stdout on every call; fib caps the log. Expected status: PASSED."
 pack $R wrong_result red-team dps \
@@ -113,13 +111,14 @@ pack $R tvm_ffi fib-examples dps \
 pack fused_add_rmsnorm_h2048 naive fib-examples dps \
   "Straightforward fused add + RMSNorm: the residual added in fp32, one rounding to bfloat16. Expected status: PASSED."
 
-# CUDA solutions (device pointers, launched on fib::stream(); run with --device cuda:N).
+# CUDA solutions (device pointers, launched on tvm-ffi's environment stream, TVMFFIEnvGetStream,
+# which fib sets to the stream it times; run with --device cuda:N).
 pack $R naive_cuda fib-examples dps \
   "RMSNorm on the GPU, one thread per row with serial loops: fp32 accumulation, one rounding to bfloat16. Expected status: PASSED."
 pack $R tuned_cuda fib-examples dps \
   "RMSNorm on the GPU, one block per row: fixed hidden size, 16-byte loads and stores, warp-shuffle reduction. Expected status: PASSED (faster than naive_cuda)."
 pack $R value_returning_cuda fib-examples value \
-  "tuned_cuda's kernel, value-returning: the output comes from fib::allocate (device memory owned by fib). Expected status: PASSED."
+  "tuned_cuda's kernel, value-returning: the output comes from tvm-ffi's environment allocator (Tensor::FromEnvAlloc; device memory owned by fib). Expected status: PASSED."
 pack fused_add_rmsnorm_h2048 naive_cuda fib-examples dps \
   "Fused add + RMSNorm on the GPU, one thread per row: the residual added in fp32 and not written back, one rounding to bfloat16. Expected status: PASSED."
 pack fused_add_rmsnorm_h2048 tuned_cuda fib-examples dps \
@@ -139,7 +138,7 @@ pack $R lazy_after_first_call_cuda red-team dps \
 pack $R crashes_cuda red-team dps \
   "Broken on purpose (CUDA): a kernel writes through a null device pointer (illegal memory access, a sticky error; fib replaces the worker). Expected status: RUNTIME_ERROR."
 pack $R side_stream_cuda red-team dps \
-  "Broken on purpose (CUDA): a correct kernel launched on a stream of its own, never joined back to fib::stream(), so it escapes the timing window. Expected status: RUNTIME_ERROR."
+  "Broken on purpose (CUDA): a correct kernel launched on a stream of its own, never joined back to the environment stream fib times, so it escapes the timing window. Expected status: RUNTIME_ERROR."
 pack $R mutates_inputs_cuda red-team dps \
   "Broken on purpose (CUDA): correct output, but the kernel writes the normalized rows back into hidden_states. Expected status: RUNTIME_ERROR."
 pack $R writes_past_end_cuda red-team dps \

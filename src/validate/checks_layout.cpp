@@ -1,5 +1,7 @@
 // The layout check: every record sits at the path the dataset layout gives it, and the blobs
-// workloads refer to are present.
+// workloads refer to are present. A record elsewhere under its top folder is a warning, not an
+// error: upstream's TraceSet loads every .json under definitions/ and solutions/ and every .jsonl
+// under workloads/ and traces/ wherever it sits, and so does fib, so such a dataset is usable.
 #include <fmt/format.h>
 
 #include <set>
@@ -17,6 +19,36 @@ std::string file_of(const TraceSet& set, const RecordSource& s) {
   return s.file < set.files().size() ? set.files()[s.file].path : std::string();
 }
 
+// Workload or trace records of one definition stored away from their canonical file, grouped
+// by (file, owner) so that a file of many such records is one finding, located at the first.
+class MisplacedRecords {
+ public:
+  void add(const std::string& file, const std::string& owner, const std::string& first_id,
+           const std::string& where) {
+    for (auto& g : groups_) {
+      if (g.file == file && g.owner == owner) {
+        ++g.count;
+        return;
+      }
+    }
+    groups_.push_back({file, owner, first_id, where, 1});
+  }
+  // One warning per group: `one(group)` words a single record, `many(group)` several.
+  template <typename One, typename Many>
+  void report(CheckResult& result, One one, Many many) const {
+    for (const auto& g : groups_) {
+      result.add(message(Severity::kWarning, g.count == 1 ? one(g) : many(g), g.where));
+    }
+  }
+  struct Group {
+    std::string file, owner, first_id, where;
+    std::size_t count = 0;
+  };
+
+ private:
+  std::vector<Group> groups_;
+};
+
 }  // namespace
 
 void check_layout(Context& ctx) {
@@ -27,10 +59,10 @@ void check_layout(Context& ctx) {
     const std::string actual = file_of(set, r.source);
     if (!actual.empty() && actual != expected) {
       ctx.result(d.name, Check::kLayout)
-          .add(message(Severity::kError,
+          .add(message(Severity::kWarning,
                        fmt::format("definition '{}' of op_type '{}' is stored at {}, expected {}",
                                    d.name, d.op_type, actual, expected),
-                       actual, {}, "move the file, or fix its name/op_type"));
+                       actual, {}, "loaded from there; move the file, or fix its name/op_type"));
     }
     for (const char* bad : {"/", "\\"}) {
       if (d.name.find(bad) != std::string::npos || d.op_type.find(bad) != std::string::npos) {
@@ -56,15 +88,10 @@ void check_layout(Context& ctx) {
   for (const auto& name : def_names) {
     const Definition* d = set.definition(name);
     const std::string expected = layout::workloads_file(d->op_type, d->name).generic_string();
+    MisplacedRecords misplaced;
     for (const auto& w : set.workloads(name)) {
       const std::string file = file_of(set, w.source);
-      if (file != expected) {
-        ctx.result(name, Check::kLayout)
-            .add(message(Severity::kError,
-                         fmt::format("workload {} of '{}' is stored in {}, expected {}",
-                                     w.value.workload.uuid, name, file, expected),
-                         set.where(w.source)));
-      }
+      if (file != expected) misplaced.add(file, name, w.value.workload.uuid, set.where(w.source));
       bool has_blob = false;
       for (const auto& in : w.value.workload.inputs) {
         if (in.kind != InputKind::kSafetensors) continue;
@@ -81,6 +108,16 @@ void check_layout(Context& ctx) {
       }
       blob_workloads += has_blob ? 1 : 0;
     }
+    misplaced.report(
+        ctx.result(name, Check::kLayout),
+        [&](const MisplacedRecords::Group& g) {
+          return fmt::format("workload {} of '{}' is stored in {}, expected {}", g.first_id, name,
+                             g.file, expected);
+        },
+        [&](const MisplacedRecords::Group& g) {
+          return fmt::format("{} workloads of '{}' (the first: {}) are stored in {}, expected {}",
+                             g.count, name, g.first_id, g.file, expected);
+        });
   }
   if (!ctx.has_blob_folder && blob_refs > 0) {
     ctx.dataset.add(message(
@@ -110,14 +147,15 @@ void check_layout(Context& ctx) {
       const std::string actual = file_of(set, sol.source);
       if (actual != expected) {
         ctx.result(s.value.name, Check::kLayout)
-            .add(message(
-                Severity::kError,
-                fmt::format("solution '{}' (author '{}') is stored at {}, expected {}", v.name,
-                            v.author, actual, expected),
-                actual, {},
-                "the path must follow solutions/<author>/<op_type>/<definition>/<name>.json"));
+            .add(message(Severity::kWarning,
+                         fmt::format("solution '{}' (author '{}') is stored at {}, expected {}",
+                                     v.name, v.author, actual, expected),
+                         actual, {},
+                         "loaded from there; fib writes "
+                         "solutions/<author>/<op_type>/<definition>/<name>.json"));
       }
     }
+    MisplacedRecords misplaced;
     for (const auto& t : set.traces(s.value.name)) {
       if (!t.value.solution) continue;
       const auto* sol = set.solution(*t.value.solution);
@@ -125,15 +163,21 @@ void check_layout(Context& ctx) {
       const std::string expected =
           layout::traces_file(sol->value.author, s.value.op_type, s.value.name).generic_string();
       const std::string actual = file_of(set, t.source);
-      if (actual != expected) {
-        ctx.result(s.value.name, Check::kLayout)
-            .add(message(
-                Severity::kError,
-                fmt::format("trace of solution '{}' (author '{}') is stored in {}, expected {}",
-                            sol->value.name, sol->value.author, actual, expected),
-                set.where(t.source)));
-      }
+      if (actual != expected) misplaced.add(actual, sol->value.name, "", set.where(t.source));
     }
+    auto trace_words = [&](const MisplacedRecords::Group& g, const std::string& what) {
+      const Solution& v = set.solution(g.owner)->value;
+      return fmt::format(
+          "{} of solution '{}' (author '{}') {} stored in {}, expected {}", what, v.name, v.author,
+          what == "trace" ? "is" : "are", g.file,
+          layout::traces_file(v.author, s.value.op_type, s.value.name).generic_string());
+    };
+    misplaced.report(
+        ctx.result(s.value.name, Check::kLayout),
+        [&](const MisplacedRecords::Group& g) { return trace_words(g, "trace"); },
+        [&](const MisplacedRecords::Group& g) {
+          return trace_words(g, fmt::format("{} traces", g.count));
+        });
   }
   for (const auto& f : set.files()) {
     if (f.kind != FileKind::kOther) continue;

@@ -27,6 +27,30 @@ TEST(ValidateCli, BundledExampleHasNoErrors) {
   EXPECT_THAT(r.out, HasSubstr(" 0 error\n0 errors, "));
 }
 
+// A dataset laid out as upstream's own example is (definitions/<name>.json, solutions/<name>.json,
+// workloads/<definition>.jsonl) loads and validates: its paths are warnings, not errors.
+TEST(ValidateCli, UpstreamsFlatLayoutExitsZero) {
+  TempDir dir;
+  const fs::path example = source_dir() / "examples/dataset";
+  const std::string def = "rmsnorm_h2048";
+  dir.write("definitions/" + def + ".json",
+            TempDir::read_file(example / "definitions/rmsnorm" / (def + ".json")));
+  dir.write("workloads/" + def + ".jsonl",
+            TempDir::read_file(example / "workloads/rmsnorm" / (def + ".jsonl")));
+  dir.write("solutions/naive.json", TempDir::read_file(example / "solutions/fib-examples/rmsnorm" /
+                                                       def / (def + "_naive.json")));
+  const auto r = run_fib({"validate", "--dataset", dir.path().string()});
+  EXPECT_EQ(r.exit_code, 0) << r.out << r.err;
+  EXPECT_THAT(r.out, HasSubstr("0 errors, "));
+  EXPECT_THAT(r.out, HasSubstr("[warning] definitions/rmsnorm_h2048.json: definition "
+                               "'rmsnorm_h2048' of op_type 'rmsnorm' is stored at "
+                               "definitions/rmsnorm_h2048.json, expected "
+                               "definitions/rmsnorm/rmsnorm_h2048.json"));
+  EXPECT_THAT(r.out, HasSubstr("2 workloads of 'rmsnorm_h2048' (the first: "));
+  EXPECT_THAT(r.out, HasSubstr("solution 'rmsnorm_h2048_naive' (author 'fib-examples') is stored "
+                               "at solutions/naive.json"));
+}
+
 TEST(ValidateCli, CorpusHasErrorsAndExitsOne) {
   FIB_REQUIRE_CORPUS(corpus);
   const auto r = run_fib({"validate", "--dataset", corpus.string()});

@@ -5,7 +5,8 @@
 // reference does. The definition's only output is the normalized tensor, so the sum is not
 // written back to `residual` (FlashInfer's kernel does that in place; here it would count as
 // modifying an input). One thread per row, serial loops: the sum is recomputed in the second
-// pass instead of being kept in a buffer. Destination-passing; device pointers, fib::stream().
+// pass instead of being kept in a buffer. Destination-passing; device pointers, the environment
+// stream.
 //
 // Expected from `fib run --device cuda:0`: PASSED on every workload (skipped on --device cpu).
 #include <cuda_bf16.h>
@@ -14,9 +15,24 @@
 #include <cstdint>
 #include <string>
 
-#include "fib/solution.h"
+#include <tvm/ffi/container/tensor.h>
+#include <tvm/ffi/error.h>
+#include <tvm/ffi/extra/c_env_api.h>
+#include <tvm/ffi/function.h>
 
 namespace {
+
+// The stream fib times: tvm-ffi's environment stream for the tensor's device, which the caller
+// sets for the call.
+cudaStream_t env_stream(const tvm::ffi::TensorView& t) {
+  return static_cast<cudaStream_t>(
+      TVMFFIEnvGetStream(t.device().device_type, t.device().device_id));
+}
+
+bool is_bf16(const tvm::ffi::TensorView& t) {
+  const DLDataType dt = t.dtype();
+  return dt.code == kDLBfloat && dt.bits == 16 && dt.lanes == 1;
+}
 
 constexpr float kEps = 1e-5f;
 constexpr int kThreads = 128;
@@ -39,27 +55,28 @@ __global__ void fused_add_rmsnorm_rows(const __nv_bfloat16* h, const __nv_bfloat
   }
 }
 
-void fused_add_rmsnorm(fib::TensorView hidden_states, fib::TensorView residual,
-                       fib::TensorView weight, fib::TensorView output) {
-  if (hidden_states.dtype() != fib::DType::kBFloat16 || residual.dtype() != fib::DType::kBFloat16 ||
-      weight.dtype() != fib::DType::kBFloat16 || output.dtype() != fib::DType::kBFloat16) {
-    throw fib::Error("naive_cuda fused_add_rmsnorm expects bfloat16 tensors");
+void fused_add_rmsnorm(tvm::ffi::TensorView hidden_states, tvm::ffi::TensorView residual,
+                       tvm::ffi::TensorView weight, tvm::ffi::TensorView output) {
+  if (!is_bf16(hidden_states) || !is_bf16(residual) || !is_bf16(weight) || !is_bf16(output)) {
+    TVM_FFI_THROW(TypeError) << "naive_cuda fused_add_rmsnorm expects bfloat16 tensors";
   }
   if (!hidden_states.is_contiguous() || !residual.is_contiguous() || !output.is_contiguous())
-    throw fib::Error("naive_cuda fused_add_rmsnorm expects contiguous tensors");
+    TVM_FFI_THROW(ValueError) << "naive_cuda fused_add_rmsnorm expects contiguous tensors";
   const std::int64_t rows = hidden_states.size(0);
   const std::int64_t hidden = hidden_states.size(1);
   if (rows == 0) return;  // a grid of no blocks is a launch error
   const auto blocks = static_cast<unsigned>((rows + kThreads - 1) / kThreads);
-  fused_add_rmsnorm_rows<<<blocks, kThreads, 0, fib::stream()>>>(
-      hidden_states.data_ptr<const __nv_bfloat16>(), residual.data_ptr<const __nv_bfloat16>(),
-      weight.data_ptr<const __nv_bfloat16>(), output.data_ptr<__nv_bfloat16>(), rows, hidden);
+  fused_add_rmsnorm_rows<<<blocks, kThreads, 0, env_stream(hidden_states)>>>(
+      static_cast<const __nv_bfloat16*>(hidden_states.data_ptr()),
+      static_cast<const __nv_bfloat16*>(residual.data_ptr()),
+      static_cast<const __nv_bfloat16*>(weight.data_ptr()),
+      static_cast<__nv_bfloat16*>(output.data_ptr()), rows, hidden);
   if (const cudaError_t e = cudaGetLastError(); e != cudaSuccess) {
-    throw fib::Error(std::string("naive_cuda fused_add_rmsnorm: launch failed: ") +
-                     cudaGetErrorString(e));
+    TVM_FFI_THROW(RuntimeError) << "naive_cuda fused_add_rmsnorm: launch failed: "
+                                << cudaGetErrorString(e);
   }
 }
 
 }  // namespace
 
-FIB_EXPORT_SOLUTION(run, fused_add_rmsnorm);
+TVM_FFI_DLL_EXPORT_TYPED_FUNC(run, fused_add_rmsnorm);

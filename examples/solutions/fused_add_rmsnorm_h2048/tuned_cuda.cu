@@ -8,7 +8,7 @@
 // each thread writes its 8 results with one 16-byte store. `residual` is only read: the
 // definition's one output is the normalized tensor, and writing the sum back (as FlashInfer's
 // in-place kernel does) would be a modified input here. Destination-passing; device pointers,
-// fib::stream().
+// the environment stream.
 //
 // Measured with a throwaway driver on an NVIDIA H200 (CUDA 13, back-to-back calls on one
 // stream): batch_size 8: 2.7 us a call vs naive_cuda 196 us; 8192: 26.5 us vs 1022 us. Small
@@ -22,9 +22,24 @@
 #include <cstdint>
 #include <string>
 
-#include "fib/solution.h"
+#include <tvm/ffi/container/tensor.h>
+#include <tvm/ffi/error.h>
+#include <tvm/ffi/extra/c_env_api.h>
+#include <tvm/ffi/function.h>
 
 namespace {
+
+// The stream fib times: tvm-ffi's environment stream for the tensor's device, which the caller
+// sets for the call.
+cudaStream_t env_stream(const tvm::ffi::TensorView& t) {
+  return static_cast<cudaStream_t>(
+      TVMFFIEnvGetStream(t.device().device_type, t.device().device_id));
+}
+
+bool is_bf16(const tvm::ffi::TensorView& t) {
+  const DLDataType dt = t.dtype();
+  return dt.code == kDLBfloat && dt.bits == 16 && dt.lanes == 1;
+}
 
 constexpr int kHidden = 2048;
 constexpr float kEps = 1e-5f;
@@ -78,31 +93,32 @@ __global__ void __launch_bounds__(kThreads)
 
 bool aligned16(const void* p) { return reinterpret_cast<std::uintptr_t>(p) % 16 == 0; }
 
-void fused_add_rmsnorm(fib::TensorView hidden_states, fib::TensorView residual,
-                       fib::TensorView weight, fib::TensorView output) {
-  if (hidden_states.dtype() != fib::DType::kBFloat16 || residual.dtype() != fib::DType::kBFloat16 ||
-      weight.dtype() != fib::DType::kBFloat16 || output.dtype() != fib::DType::kBFloat16) {
-    throw fib::Error("tuned_cuda fused_add_rmsnorm expects bfloat16 tensors");
+void fused_add_rmsnorm(tvm::ffi::TensorView hidden_states, tvm::ffi::TensorView residual,
+                       tvm::ffi::TensorView weight, tvm::ffi::TensorView output) {
+  if (!is_bf16(hidden_states) || !is_bf16(residual) || !is_bf16(weight) || !is_bf16(output)) {
+    TVM_FFI_THROW(TypeError) << "tuned_cuda fused_add_rmsnorm expects bfloat16 tensors";
   }
   if (hidden_states.ndim() != 2 || hidden_states.size(1) != kHidden ||
       !hidden_states.is_contiguous() || !residual.is_contiguous() || !output.is_contiguous()) {
-    throw fib::Error("tuned_cuda fused_add_rmsnorm expects contiguous [batch_size, 2048] tensors");
+    TVM_FFI_THROW(ValueError)
+        << "tuned_cuda fused_add_rmsnorm expects contiguous [batch_size, 2048] tensors";
   }
-  if (!aligned16(hidden_states.data()) || !aligned16(residual.data()) ||
-      !aligned16(weight.data()) || !aligned16(output.data())) {
-    throw fib::Error("tuned_cuda fused_add_rmsnorm expects 16-byte aligned tensors");
+  if (!aligned16(hidden_states.data_ptr()) || !aligned16(residual.data_ptr()) ||
+      !aligned16(weight.data_ptr()) || !aligned16(output.data_ptr())) {
+    TVM_FFI_THROW(ValueError) << "tuned_cuda fused_add_rmsnorm expects 16-byte aligned tensors";
   }
   const std::int64_t rows = hidden_states.size(0);
   if (rows == 0) return;  // a grid of no blocks is a launch error
-  fused_add_rmsnorm_row<<<static_cast<unsigned>(rows), kThreads, 0, fib::stream()>>>(
-      static_cast<const uint4*>(hidden_states.data()), static_cast<const uint4*>(residual.data()),
-      static_cast<const uint4*>(weight.data()), static_cast<uint4*>(output.data()));
+  fused_add_rmsnorm_row<<<static_cast<unsigned>(rows), kThreads, 0, env_stream(hidden_states)>>>(
+      static_cast<const uint4*>(hidden_states.data_ptr()),
+      static_cast<const uint4*>(residual.data_ptr()), static_cast<const uint4*>(weight.data_ptr()),
+      static_cast<uint4*>(output.data_ptr()));
   if (const cudaError_t e = cudaGetLastError(); e != cudaSuccess) {
-    throw fib::Error(std::string("tuned_cuda fused_add_rmsnorm: launch failed: ") +
-                     cudaGetErrorString(e));
+    TVM_FFI_THROW(RuntimeError) << "tuned_cuda fused_add_rmsnorm: launch failed: "
+                                << cudaGetErrorString(e);
   }
 }
 
 }  // namespace
 
-FIB_EXPORT_SOLUTION(run, fused_add_rmsnorm);
+TVM_FFI_DLL_EXPORT_TYPED_FUNC(run, fused_add_rmsnorm);

@@ -20,9 +20,32 @@
 #include <thread>
 #include <vector>
 
-#include "fib/solution.h"
+#include <tvm/ffi/container/tensor.h>
+#include <tvm/ffi/error.h>
+#include <tvm/ffi/function.h>
 
 namespace {
+
+// Round to nearest even; NaN stays NaN, overflow becomes infinity.
+std::uint16_t float_to_fp16(float f) {
+  std::uint32_t u;
+  std::memcpy(&u, &f, sizeof u);
+  const std::uint32_t sign = (u >> 16) & 0x8000u;
+  const std::uint32_t abs = u & 0x7fffffffu;
+  if (abs > 0x7f800000u) return static_cast<std::uint16_t>(sign | 0x7e00u);   // NaN
+  if (abs >= 0x477ff000u) return static_cast<std::uint16_t>(sign | 0x7c00u);  // overflow: inf
+  if (abs < 0x38800000u) {  // subnormal or zero in fp16: round at the fixed point 2^-24
+    float a;
+    std::memcpy(&a, &abs, sizeof a);
+    const float scaled = a * 16777216.0f;  // exact: a power-of-two scale
+    auto q = static_cast<std::uint32_t>(scaled);
+    const float rem = scaled - static_cast<float>(q);
+    if (rem > 0.5f || (rem == 0.5f && (q & 1u))) ++q;
+    return static_cast<std::uint16_t>(sign | q);
+  }
+  const std::uint32_t rounded = abs + 0xfffu + ((abs >> 13) & 1u);
+  return static_cast<std::uint16_t>(sign | ((rounded - 0x38000000u) >> 13));
+}
 
 constexpr std::int64_t kK = 2048;    // the definition's constant K: fixed trip counts
 constexpr std::int64_t kBlockN = 4;  // rows of B converted and kept hot together
@@ -106,24 +129,23 @@ void columns(const Problem& p, std::int64_t n_begin, std::int64_t n_end) {
       } else {
         for (std::int64_t j = 0; j < nb; ++j) sums[j] = dot(am, block.data() + j * kK);
       }
-      for (std::int64_t j = 0; j < nb; ++j)
-        p.c[m * p.n_size + n0 + j] = fib::float_to_fp16(sums[j]);
+      for (std::int64_t j = 0; j < nb; ++j) p.c[m * p.n_size + n0 + j] = float_to_fp16(sums[j]);
     }
   }
 }
 
-void gemm(fib::TensorView a, fib::TensorView b, fib::TensorView c) {
+void gemm(tvm::ffi::TensorView a, tvm::ffi::TensorView b, tvm::ffi::TensorView c) {
   if (a.size(1) != kK || b.size(1) != kK || !a.is_contiguous() || !b.is_contiguous() ||
       !c.is_contiguous()) {
-    throw fib::Error("blocked gemm expects contiguous A [M, 2048] and B [N, 2048]");
+    TVM_FFI_THROW(ValueError) << "blocked gemm expects contiguous A [M, 2048] and B [N, 2048]";
   }
   Problem p{};
   p.m_size = a.size(0);
   p.n_size = b.size(0);
-  p.b = b.data_ptr<const std::uint16_t>();
-  p.c = c.data_ptr<std::uint16_t>();
+  p.b = static_cast<const std::uint16_t*>(b.data_ptr());
+  p.c = static_cast<std::uint16_t*>(c.data_ptr());
   std::vector<float> a32(static_cast<std::size_t>(p.m_size * kK));
-  const auto* pa = a.data_ptr<const std::uint16_t>();
+  const auto* pa = static_cast<const std::uint16_t*>(a.data_ptr());
   for (std::int64_t m = 0; m < p.m_size; ++m) convert_row(pa + m * kK, a32.data() + m * kK);
   p.a = a32.data();
 
@@ -149,4 +171,4 @@ void gemm(fib::TensorView a, fib::TensorView b, fib::TensorView c) {
 
 }  // namespace
 
-FIB_EXPORT_SOLUTION(run, gemm);
+TVM_FFI_DLL_EXPORT_TYPED_FUNC(run, gemm);

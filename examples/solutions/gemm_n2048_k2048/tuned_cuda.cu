@@ -11,7 +11,7 @@
 //  - shared-memory rows are padded from 64 to 80 bytes so that the fragment loads of 8 rows
 //    hit 8 different groups of banks;
 //  - rows of A past M are zero-filled by the copy (src-size 0) and never stored: any M works;
-//    N must be a multiple of 128 and K of 32 (checked; fib::Error otherwise);
+//    N must be a multiple of 128 and K of 32 (checked; a tvm-ffi ValueError otherwise);
 //  - two tile shapes: 128 x 128 with 8 warps where that gives at least half a block per SM
 //    (prefill-sized M), otherwise 32 x 64 with 4 warps;
 //  - decode-sized M (the workloads: M = 2 and 8) is bound by reading B (8 MiB), and 32 x 64
@@ -19,7 +19,7 @@
 //    (sm_90; without clusters, no split), each streaming its slice of B, and the cluster adds
 //    its fp32 partial tiles through distributed shared memory in rank order (deterministic).
 // Results go out as 8 halves (16 bytes) per store. Destination-passing; device pointers,
-// fib::stream().
+// the environment stream.
 //
 // Measured with a throwaway driver on an NVIDIA H200 (CUDA 13, back-to-back calls on one
 // stream, B resident in L2), N = K = 2048: M = 2: 10.2 us vs naive_cuda 70.5 us (6.9x);
@@ -37,9 +37,24 @@
 #include <cstdint>
 #include <string>
 
-#include "fib/solution.h"
+#include <tvm/ffi/container/tensor.h>
+#include <tvm/ffi/error.h>
+#include <tvm/ffi/extra/c_env_api.h>
+#include <tvm/ffi/function.h>
 
 namespace {
+
+// The stream fib times: tvm-ffi's environment stream for the tensor's device, which the caller
+// sets for the call.
+cudaStream_t env_stream(const tvm::ffi::TensorView& t) {
+  return static_cast<cudaStream_t>(
+      TVMFFIEnvGetStream(t.device().device_type, t.device().device_id));
+}
+
+bool is_fp16(const tvm::ffi::TensorView& t) {
+  const DLDataType dt = t.dtype();
+  return dt.code == kDLFloat && dt.bits == 16 && dt.lanes == 1;
+}
 
 using namespace nvcuda;
 namespace cg = cooperative_groups;
@@ -267,13 +282,13 @@ const Device& device() {
 
 template <typename C>
 void launch(const __half* a, const __half* b, __half* c, int m_size, int n_size, int k_size,
-            int splits) {
+            int splits, cudaStream_t stream) {
   // Above 48 KiB of dynamic shared memory a kernel must opt in, once per process.
   static const cudaError_t opt_in = cudaFuncSetAttribute(
       gemm_tiles<C>, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(C::kSmemBytes));
   if (opt_in != cudaSuccess) {
-    throw fib::Error(std::string("tuned_cuda gemm: cannot reserve shared memory: ") +
-                     cudaGetErrorString(opt_in));
+    TVM_FFI_THROW(RuntimeError) << "tuned_cuda gemm: cannot reserve shared memory: "
+                                << cudaGetErrorString(opt_in);
   }
   cudaLaunchConfig_t config{};
   config.gridDim =
@@ -281,7 +296,7 @@ void launch(const __half* a, const __half* b, __half* c, int m_size, int n_size,
            static_cast<unsigned>((m_size + C::kBM - 1) / C::kBM), static_cast<unsigned>(splits));
   config.blockDim = dim3(C::kThreads);
   config.dynamicSmemBytes = C::kSmemBytes;
-  config.stream = fib::stream();
+  config.stream = stream;
   cudaLaunchAttribute cluster{};
   cluster.id = cudaLaunchAttributeClusterDimension;
   cluster.val.clusterDim.x = 1;
@@ -294,48 +309,48 @@ void launch(const __half* a, const __half* b, __half* c, int m_size, int n_size,
   const cudaError_t e =
       cudaLaunchKernelEx(&config, gemm_tiles<C>, a, b, c, m_size, n_size, k_size, splits);
   if (e != cudaSuccess)
-    throw fib::Error(std::string("tuned_cuda gemm: launch failed: ") + cudaGetErrorString(e));
+    TVM_FFI_THROW(RuntimeError) << "tuned_cuda gemm: launch failed: " << cudaGetErrorString(e);
 }
 
 bool aligned16(const void* p) { return reinterpret_cast<std::uintptr_t>(p) % 16 == 0; }
 
-void gemm(fib::TensorView a, fib::TensorView b, fib::TensorView c) {
-  if (a.dtype() != fib::DType::kFloat16 || b.dtype() != fib::DType::kFloat16 ||
-      c.dtype() != fib::DType::kFloat16) {
-    throw fib::Error("tuned_cuda gemm expects float16 tensors");
+void gemm(tvm::ffi::TensorView a, tvm::ffi::TensorView b, tvm::ffi::TensorView c) {
+  if (!is_fp16(a) || !is_fp16(b) || !is_fp16(c)) {
+    TVM_FFI_THROW(TypeError) << "tuned_cuda gemm expects float16 tensors";
   }
   if (a.ndim() != 2 || b.ndim() != 2 || c.ndim() != 2 || !a.is_contiguous() || !b.is_contiguous() ||
       !c.is_contiguous()) {
-    throw fib::Error("tuned_cuda gemm expects contiguous 2-D tensors");
+    TVM_FFI_THROW(ValueError) << "tuned_cuda gemm expects contiguous 2-D tensors";
   }
   const std::int64_t m_size = a.size(0), k_size = a.size(1), n_size = b.size(0);
   if (b.size(1) != k_size || c.size(0) != m_size || c.size(1) != n_size) {
-    throw fib::Error("tuned_cuda gemm: shapes do not match: A [M, K], B [N, K], C [M, N]");
+    TVM_FFI_THROW(ValueError)
+        << "tuned_cuda gemm: shapes do not match: A [M, K], B [N, K], C [M, N]";
   }
   if (n_size % kNMultiple != 0 || k_size % kKMultiple != 0) {
-    throw fib::Error("tuned_cuda gemm needs N a multiple of " + std::to_string(kNMultiple) +
-                     " and K a multiple of " + std::to_string(kKMultiple) +
-                     ", given N=" + std::to_string(n_size) + ", K=" + std::to_string(k_size));
+    TVM_FFI_THROW(ValueError) << "tuned_cuda gemm needs N a multiple of " << kNMultiple
+                              << " and K a multiple of " << kKMultiple << ", given N=" << n_size
+                              << ", K=" << k_size;
   }
   if (m_size > (1 << 30) || n_size > (1 << 30) || m_size * k_size >= (std::int64_t{1} << 31) ||
       n_size * k_size >= (std::int64_t{1} << 31) || m_size * n_size >= (std::int64_t{1} << 31)) {
-    throw fib::Error("tuned_cuda gemm: tensors above 2^31 elements are not supported");
+    TVM_FFI_THROW(ValueError) << "tuned_cuda gemm: tensors above 2^31 elements are not supported";
   }
-  if (!aligned16(a.data()) || !aligned16(b.data()) || !aligned16(c.data()))
-    throw fib::Error("tuned_cuda gemm expects 16-byte aligned tensors");
+  if (!aligned16(a.data_ptr()) || !aligned16(b.data_ptr()) || !aligned16(c.data_ptr()))
+    TVM_FFI_THROW(ValueError) << "tuned_cuda gemm expects 16-byte aligned tensors";
   if (m_size == 0 || n_size == 0) return;  // a grid of no blocks is a launch error
   const auto m = static_cast<int>(m_size), n = static_cast<int>(n_size),
              k = static_cast<int>(k_size);
-  const auto* pa = a.data_ptr<const __half>();
-  const auto* pb = b.data_ptr<const __half>();
-  auto* pc = c.data_ptr<__half>();
+  const auto* pa = static_cast<const __half*>(a.data_ptr());
+  const auto* pb = static_cast<const __half*>(b.data_ptr());
+  auto* pc = static_cast<__half*>(c.data_ptr());
   // 128x128 tiles where there are enough of them to keep the SMs busy (prefill); otherwise
   // 32x64 tiles, and for decode-sized M, where even those give too few blocks, K is split over
   // a cluster of blocks so that more SMs stream B.
   const Device& dev = device();
   const std::int64_t large_blocks = (m_size + Large::kBM - 1) / Large::kBM * (n_size / Large::kBN);
   if (large_blocks * 100 >= std::int64_t{kLargeMinBlocksPercent} * dev.multiprocessors) {
-    launch<Large>(pa, pb, pc, m, n, k, 1);
+    launch<Large>(pa, pb, pc, m, n, k, 1, env_stream(a));
     return;
   }
   const std::int64_t small_blocks = (m_size + Small::kBM - 1) / Small::kBM * (n_size / Small::kBN);
@@ -345,9 +360,9 @@ void gemm(fib::TensorView a, fib::TensorView b, fib::TensorView c) {
          k / kBK / (splits * 2) >= kMinTilesPerSplit) {
     splits *= 2;
   }
-  launch<Small>(pa, pb, pc, m, n, k, splits);
+  launch<Small>(pa, pb, pc, m, n, k, splits, env_stream(a));
 }
 
 }  // namespace
 
-FIB_EXPORT_SOLUTION(run, gemm);
+TVM_FFI_DLL_EXPORT_TYPED_FUNC(run, gemm);

@@ -12,40 +12,60 @@
 // fills the cache, every later call with the same shape returns a stale output).
 #include <cmath>
 #include <cstdint>
+#include <cstring>
 #include <map>
 #include <utility>
 #include <vector>
 
-#include "fib/solution.h"
+#include <tvm/ffi/container/tensor.h>
+#include <tvm/ffi/error.h>
+#include <tvm/ffi/function.h>
 
 namespace {
+
+float bf16_to_float(std::uint16_t b) {
+  const std::uint32_t u = static_cast<std::uint32_t>(b) << 16;
+  float f;
+  std::memcpy(&f, &u, sizeof f);
+  return f;
+}
+
+// Round to nearest even; NaN stays a quiet NaN.
+std::uint16_t float_to_bf16(float f) {
+  std::uint32_t u;
+  std::memcpy(&u, &f, sizeof u);
+  if ((u & 0x7fffffffu) > 0x7f800000u) return static_cast<std::uint16_t>((u >> 16) | 0x40u);
+  u += 0x7fffu + ((u >> 16) & 1u);
+  return static_cast<std::uint16_t>(u >> 16);
+}
 
 constexpr float kEps = 1e-5f;
 
 using Fingerprint = std::pair<std::int64_t, std::int64_t>;  // (rows, hidden)
 std::map<Fingerprint, std::vector<std::uint16_t>> g_cache;
 
-void rmsnorm(fib::TensorView hidden_states, fib::TensorView weight, fib::TensorView output) {
+void rmsnorm(tvm::ffi::TensorView hidden_states, tvm::ffi::TensorView weight,
+             tvm::ffi::TensorView output) {
   const std::int64_t rows = hidden_states.size(0);
   const std::int64_t hidden = hidden_states.size(1);
-  auto* y = output.data_ptr<std::uint16_t>();
+  auto* y = static_cast<std::uint16_t*>(output.data_ptr());
   const Fingerprint key{rows, hidden};
   if (auto it = g_cache.find(key); it != g_cache.end()) {
     for (std::size_t i = 0; i < it->second.size(); ++i) y[i] = it->second[i];
     return;
   }
-  const auto* x = hidden_states.data_ptr<const std::uint16_t>();
-  const auto* w = weight.data_ptr<const std::uint16_t>();
+  const auto* x = static_cast<const std::uint16_t*>(hidden_states.data_ptr());
+  const auto* w = static_cast<const std::uint16_t*>(weight.data_ptr());
   for (std::int64_t r = 0; r < rows; ++r) {
     float sum_sq = 0.0f;
     for (std::int64_t c = 0; c < hidden; ++c) {
-      const float v = fib::bf16_to_float(x[r * hidden + c]);
+      const float v = bf16_to_float(x[r * hidden + c]);
       sum_sq += v * v;
     }
     const float inv_rms = 1.0f / std::sqrt(sum_sq / static_cast<float>(hidden) + kEps);
     for (std::int64_t c = 0; c < hidden; ++c) {
-      const float v = fib::bf16_to_float(x[r * hidden + c]);
-      y[r * hidden + c] = fib::float_to_bf16(v * inv_rms * fib::bf16_to_float(w[c]));
+      const float v = bf16_to_float(x[r * hidden + c]);
+      y[r * hidden + c] = float_to_bf16(v * inv_rms * bf16_to_float(w[c]));
     }
   }
   g_cache[key].assign(y, y + rows * hidden);
@@ -53,4 +73,4 @@ void rmsnorm(fib::TensorView hidden_states, fib::TensorView weight, fib::TensorV
 
 }  // namespace
 
-FIB_EXPORT_SOLUTION(run, rmsnorm);
+TVM_FFI_DLL_EXPORT_TYPED_FUNC(run, rmsnorm);

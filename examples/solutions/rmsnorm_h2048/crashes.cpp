@@ -9,20 +9,23 @@
 // (SIGSEGV).
 #include <cstdint>
 
-#include "fib/solution.h"
+#include <tvm/ffi/container/tensor.h>
+#include <tvm/ffi/error.h>
+#include <tvm/ffi/function.h>
 
 namespace {
 
 std::uint16_t* volatile g_scratch = nullptr;  // "allocated later", never
 
-void rmsnorm(fib::TensorView hidden_states, fib::TensorView weight, fib::TensorView output) {
+void rmsnorm(tvm::ffi::TensorView hidden_states, tvm::ffi::TensorView weight,
+             tvm::ffi::TensorView output) {
   (void)weight;
   (void)output;
-  const auto* x = hidden_states.data_ptr<const std::uint16_t>();
+  const auto* x = static_cast<const std::uint16_t*>(hidden_states.data_ptr());
   std::uint16_t* scratch = g_scratch;
   for (std::int64_t i = 0; i < hidden_states.numel(); ++i) scratch[i] = x[i];
 }
 
 }  // namespace
 
-FIB_EXPORT_SOLUTION(run, rmsnorm);
+TVM_FFI_DLL_EXPORT_TYPED_FUNC(run, rmsnorm);

@@ -15,9 +15,19 @@
 
 #include <cstdint>
 
-#include "fib/solution.h"
+#include <tvm/ffi/container/tensor.h>
+#include <tvm/ffi/error.h>
+#include <tvm/ffi/extra/c_env_api.h>
+#include <tvm/ffi/function.h>
 
 namespace {
+
+// The stream fib times: tvm-ffi's environment stream for the tensor's device, which the caller
+// sets for the call.
+cudaStream_t env_stream(const tvm::ffi::TensorView& t) {
+  return static_cast<cudaStream_t>(
+      TVMFFIEnvGetStream(t.device().device_type, t.device().device_id));
+}
 
 __nv_bfloat16* volatile g_scratch = nullptr;  // "allocated later", never
 
@@ -26,15 +36,16 @@ __global__ void stage_input(const __nv_bfloat16* x, __nv_bfloat16* scratch, std:
   if (i < n) scratch[i] = x[i];
 }
 
-void rmsnorm(fib::TensorView hidden_states, fib::TensorView weight, fib::TensorView output) {
+void rmsnorm(tvm::ffi::TensorView hidden_states, tvm::ffi::TensorView weight,
+             tvm::ffi::TensorView output) {
   (void)weight;
   (void)output;
   const std::int64_t n = hidden_states.numel();
   if (n == 0) return;
-  stage_input<<<static_cast<unsigned>((n + 255) / 256), 256, 0, fib::stream()>>>(
-      hidden_states.data_ptr<const __nv_bfloat16>(), g_scratch, n);
+  stage_input<<<static_cast<unsigned>((n + 255) / 256), 256, 0, env_stream(hidden_states)>>>(
+      static_cast<const __nv_bfloat16*>(hidden_states.data_ptr()), g_scratch, n);
 }
 
 }  // namespace
 
-FIB_EXPORT_SOLUTION(run, rmsnorm);
+TVM_FFI_DLL_EXPORT_TYPED_FUNC(run, rmsnorm);

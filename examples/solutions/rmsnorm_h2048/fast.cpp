@@ -18,7 +18,9 @@
 #include <thread>
 #include <vector>
 
-#include "fib/solution.h"
+#include <tvm/ffi/container/tensor.h>
+#include <tvm/ffi/error.h>
+#include <tvm/ffi/function.h>
 
 namespace {
 
@@ -64,15 +66,16 @@ void normalize_rows(const std::uint16_t* x, const float* w, std::uint16_t* y, st
   }
 }
 
-void rmsnorm(fib::TensorView hidden_states, fib::TensorView weight, fib::TensorView output) {
+void rmsnorm(tvm::ffi::TensorView hidden_states, tvm::ffi::TensorView weight,
+             tvm::ffi::TensorView output) {
   if (hidden_states.size(1) != kHidden || !hidden_states.is_contiguous() ||
       !output.is_contiguous()) {
-    throw fib::Error("fast rmsnorm expects contiguous [batch_size, 2048] tensors");
+    TVM_FFI_THROW(ValueError) << "fast rmsnorm expects contiguous [batch_size, 2048] tensors";
   }
   const std::int64_t rows = hidden_states.size(0);
-  const auto* x = hidden_states.data_ptr<const std::uint16_t>();
-  const auto* wb = weight.data_ptr<const std::uint16_t>();
-  auto* y = output.data_ptr<std::uint16_t>();
+  const auto* x = static_cast<const std::uint16_t*>(hidden_states.data_ptr());
+  const auto* wb = static_cast<const std::uint16_t*>(weight.data_ptr());
+  auto* y = static_cast<std::uint16_t*>(output.data_ptr());
   alignas(64) float w[kHidden];
   for (std::int64_t c = 0; c < kHidden; ++c) w[c] = bf16_to_f32(wb[c]);
 
@@ -99,4 +102,4 @@ void rmsnorm(fib::TensorView hidden_states, fib::TensorView weight, fib::TensorV
 
 }  // namespace
 
-FIB_EXPORT_SOLUTION(run, rmsnorm);
+TVM_FFI_DLL_EXPORT_TYPED_FUNC(run, rmsnorm);

@@ -7,13 +7,16 @@
 // Expected from `fib run`: TIMEOUT on every workload.
 #include <cstdint>
 
-#include "fib/solution.h"
+#include <tvm/ffi/container/tensor.h>
+#include <tvm/ffi/error.h>
+#include <tvm/ffi/function.h>
 
 namespace {
 
 volatile bool g_ready = false;  // set by "another thread" that does not exist
 
-void rmsnorm(fib::TensorView hidden_states, fib::TensorView weight, fib::TensorView output) {
+void rmsnorm(tvm::ffi::TensorView hidden_states, tvm::ffi::TensorView weight,
+             tvm::ffi::TensorView output) {
   (void)hidden_states;
   (void)weight;
   (void)output;
@@ -23,4 +26,4 @@ void rmsnorm(fib::TensorView hidden_states, fib::TensorView weight, fib::TensorV
 
 }  // namespace
 
-FIB_EXPORT_SOLUTION(run, rmsnorm);
+TVM_FFI_DLL_EXPORT_TYPED_FUNC(run, rmsnorm);

@@ -15,9 +15,19 @@
 
 #include <string>
 
-#include "fib/solution.h"
+#include <tvm/ffi/container/tensor.h>
+#include <tvm/ffi/error.h>
+#include <tvm/ffi/extra/c_env_api.h>
+#include <tvm/ffi/function.h>
 
 namespace {
+
+// The stream fib times: tvm-ffi's environment stream for the tensor's device, which the caller
+// sets for the call.
+cudaStream_t env_stream(const tvm::ffi::TensorView& t) {
+  return static_cast<cudaStream_t>(
+      TVMFFIEnvGetStream(t.device().device_type, t.device().device_id));
+}
 
 __device__ int g_ready = 0;  // set by "another kernel" that does not exist
 
@@ -30,14 +40,16 @@ __global__ void wait_then_normalize(const __nv_bfloat16* x, const __nv_bfloat16*
   y[threadIdx.x] = __hmul(x[threadIdx.x], w[threadIdx.x]);
 }
 
-void rmsnorm(fib::TensorView hidden_states, fib::TensorView weight, fib::TensorView output) {
-  wait_then_normalize<<<1, 32, 0, fib::stream()>>>(hidden_states.data_ptr<const __nv_bfloat16>(),
-                                                   weight.data_ptr<const __nv_bfloat16>(),
-                                                   output.data_ptr<__nv_bfloat16>());
+void rmsnorm(tvm::ffi::TensorView hidden_states, tvm::ffi::TensorView weight,
+             tvm::ffi::TensorView output) {
+  wait_then_normalize<<<1, 32, 0, env_stream(hidden_states)>>>(
+      static_cast<const __nv_bfloat16*>(hidden_states.data_ptr()),
+      static_cast<const __nv_bfloat16*>(weight.data_ptr()),
+      static_cast<__nv_bfloat16*>(output.data_ptr()));
   if (const cudaError_t e = cudaGetLastError(); e != cudaSuccess)
-    throw fib::Error(std::string("hangs_cuda: launch failed: ") + cudaGetErrorString(e));
+    TVM_FFI_THROW(RuntimeError) << "hangs_cuda: launch failed: " << cudaGetErrorString(e);
 }
 
 }  // namespace
 
-FIB_EXPORT_SOLUTION(run, rmsnorm);
+TVM_FFI_DLL_EXPORT_TYPED_FUNC(run, rmsnorm);

@@ -16,9 +16,19 @@
 
 #include <cstdint>
 
-#include "fib/solution.h"
+#include <tvm/ffi/container/tensor.h>
+#include <tvm/ffi/error.h>
+#include <tvm/ffi/extra/c_env_api.h>
+#include <tvm/ffi/function.h>
 
 namespace {
+
+// The stream fib times: tvm-ffi's environment stream for the tensor's device, which the caller
+// sets for the call.
+cudaStream_t env_stream(const tvm::ffi::TensorView& t) {
+  return static_cast<cudaStream_t>(
+      TVMFFIEnvGetStream(t.device().device_type, t.device().device_id));
+}
 
 constexpr float kEps = 1e-5f;
 constexpr int kMaxHidden = 4096;  // the bug: 4096 threads per block, above the limit of 1024
@@ -42,15 +52,17 @@ __global__ void rmsnorm_row(const __nv_bfloat16* x, const __nv_bfloat16* w, __nv
   }
 }
 
-void rmsnorm(fib::TensorView hidden_states, fib::TensorView weight, fib::TensorView output) {
+void rmsnorm(tvm::ffi::TensorView hidden_states, tvm::ffi::TensorView weight,
+             tvm::ffi::TensorView output) {
   const std::int64_t rows = hidden_states.size(0);
   if (rows == 0) return;
-  rmsnorm_row<<<static_cast<unsigned>(rows), kMaxHidden, 0, fib::stream()>>>(
-      hidden_states.data_ptr<const __nv_bfloat16>(), weight.data_ptr<const __nv_bfloat16>(),
-      output.data_ptr<__nv_bfloat16>(), static_cast<int>(hidden_states.size(1)));
+  rmsnorm_row<<<static_cast<unsigned>(rows), kMaxHidden, 0, env_stream(hidden_states)>>>(
+      static_cast<const __nv_bfloat16*>(hidden_states.data_ptr()),
+      static_cast<const __nv_bfloat16*>(weight.data_ptr()),
+      static_cast<__nv_bfloat16*>(output.data_ptr()), static_cast<int>(hidden_states.size(1)));
   // No cudaGetLastError() here: the launch error stays pending for fib to find.
 }
 
 }  // namespace
 
-FIB_EXPORT_SOLUTION(run, rmsnorm);
+TVM_FFI_DLL_EXPORT_TYPED_FUNC(run, rmsnorm);

@@ -9,37 +9,57 @@
 // modified"), even though the output matches the reference.
 #include <cmath>
 #include <cstdint>
+#include <cstring>
 
-#include "fib/solution.h"
+#include <tvm/ffi/container/tensor.h>
+#include <tvm/ffi/error.h>
+#include <tvm/ffi/function.h>
 
 namespace {
 
+float bf16_to_float(std::uint16_t b) {
+  const std::uint32_t u = static_cast<std::uint32_t>(b) << 16;
+  float f;
+  std::memcpy(&f, &u, sizeof f);
+  return f;
+}
+
+// Round to nearest even; NaN stays a quiet NaN.
+std::uint16_t float_to_bf16(float f) {
+  std::uint32_t u;
+  std::memcpy(&u, &f, sizeof u);
+  if ((u & 0x7fffffffu) > 0x7f800000u) return static_cast<std::uint16_t>((u >> 16) | 0x40u);
+  u += 0x7fffu + ((u >> 16) & 1u);
+  return static_cast<std::uint16_t>(u >> 16);
+}
+
 constexpr float kEps = 1e-5f;
 
-void rmsnorm(fib::TensorView hidden_states, fib::TensorView weight, fib::TensorView output) {
+void rmsnorm(tvm::ffi::TensorView hidden_states, tvm::ffi::TensorView weight,
+             tvm::ffi::TensorView output) {
   const std::int64_t rows = hidden_states.size(0);
   const std::int64_t hidden = hidden_states.size(1);
-  auto* x = hidden_states.data_ptr<std::uint16_t>();  // written below: the bug
-  const auto* w = weight.data_ptr<const std::uint16_t>();
-  auto* y = output.data_ptr<std::uint16_t>();
+  auto* x = static_cast<std::uint16_t*>(hidden_states.data_ptr());  // written below: the bug
+  const auto* w = static_cast<const std::uint16_t*>(weight.data_ptr());
+  auto* y = static_cast<std::uint16_t*>(output.data_ptr());
   for (std::int64_t r = 0; r < rows; ++r) {
     std::uint16_t* xr = x + r * hidden;
     float sum_sq = 0.0f;
     for (std::int64_t c = 0; c < hidden; ++c) {
-      const float v = fib::bf16_to_float(xr[c]);
+      const float v = bf16_to_float(xr[c]);
       sum_sq += v * v;
     }
     const float inv_rms = 1.0f / std::sqrt(sum_sq / static_cast<float>(hidden) + kEps);
     // The output comes from the original value; then the normalized value is stored back
     // into the input (as if a later step were going to reuse it).
     for (std::int64_t c = 0; c < hidden; ++c) {
-      const float v = fib::bf16_to_float(xr[c]);
-      y[r * hidden + c] = fib::float_to_bf16(v * inv_rms * fib::bf16_to_float(w[c]));
-      xr[c] = fib::float_to_bf16(v * inv_rms);
+      const float v = bf16_to_float(xr[c]);
+      y[r * hidden + c] = float_to_bf16(v * inv_rms * bf16_to_float(w[c]));
+      xr[c] = float_to_bf16(v * inv_rms);
     }
   }
 }
 
 }  // namespace
 
-FIB_EXPORT_SOLUTION(run, rmsnorm);
+TVM_FFI_DLL_EXPORT_TYPED_FUNC(run, rmsnorm);

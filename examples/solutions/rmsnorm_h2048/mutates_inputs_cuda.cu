@@ -15,9 +15,19 @@
 #include <cstdint>
 #include <string>
 
-#include "fib/solution.h"
+#include <tvm/ffi/container/tensor.h>
+#include <tvm/ffi/error.h>
+#include <tvm/ffi/extra/c_env_api.h>
+#include <tvm/ffi/function.h>
 
 namespace {
+
+// The stream fib times: tvm-ffi's environment stream for the tensor's device, which the caller
+// sets for the call.
+cudaStream_t env_stream(const tvm::ffi::TensorView& t) {
+  return static_cast<cudaStream_t>(
+      TVMFFIEnvGetStream(t.device().device_type, t.device().device_id));
+}
 
 constexpr float kEps = 1e-5f;
 constexpr int kThreads = 256;
@@ -47,16 +57,18 @@ __global__ void rmsnorm_row(__nv_bfloat16* x, const __nv_bfloat16* w, __nv_bfloa
   }
 }
 
-void rmsnorm(fib::TensorView hidden_states, fib::TensorView weight, fib::TensorView output) {
+void rmsnorm(tvm::ffi::TensorView hidden_states, tvm::ffi::TensorView weight,
+             tvm::ffi::TensorView output) {
   const std::int64_t rows = hidden_states.size(0);
   if (rows == 0) return;
-  rmsnorm_row<<<static_cast<unsigned>(rows), kThreads, 0, fib::stream()>>>(
-      hidden_states.data_ptr<__nv_bfloat16>(), weight.data_ptr<const __nv_bfloat16>(),
-      output.data_ptr<__nv_bfloat16>(), static_cast<int>(hidden_states.size(1)));
+  rmsnorm_row<<<static_cast<unsigned>(rows), kThreads, 0, env_stream(hidden_states)>>>(
+      static_cast<__nv_bfloat16*>(hidden_states.data_ptr()),
+      static_cast<const __nv_bfloat16*>(weight.data_ptr()),
+      static_cast<__nv_bfloat16*>(output.data_ptr()), static_cast<int>(hidden_states.size(1)));
   if (const cudaError_t e = cudaGetLastError(); e != cudaSuccess)
-    throw fib::Error(std::string("mutates_inputs_cuda: launch failed: ") + cudaGetErrorString(e));
+    TVM_FFI_THROW(RuntimeError) << "mutates_inputs_cuda: launch failed: " << cudaGetErrorString(e);
 }
 
 }  // namespace
 
-FIB_EXPORT_SOLUTION(run, rmsnorm);
+TVM_FFI_DLL_EXPORT_TYPED_FUNC(run, rmsnorm);

@@ -1,12 +1,13 @@
 // side_stream_cuda: a correct RMSNorm of rmsnorm_h2048 launched on a stream of its own.
 //
 // Broken on purpose. The kernel computes the right output, but it runs on a non-blocking
-// stream the solution creates once, and the solution never joins that stream back to
-// fib::stream() (no event recorded on its stream and waited on by fib::stream()). fib times the
-// call on fib::stream(), so the work would escape the timing window: the call would look nearly
-// free, and the output might or might not be ready when fib reads it. fib checks that every
-// kernel of a call runs inside the call's window on the call's stream, whatever the output
-// holds.
+// stream the solution creates once, and the solution never joins that stream back to the
+// environment stream (TVMFFIEnvGetStream: the stream fib sets for the call; no event recorded on
+// its stream and waited on by that one). fib times the call on the environment stream, so the
+// work would escape the timing window: the
+// call would look nearly free, and the output might or might not be ready when fib reads it. fib
+// checks that every kernel of a call runs inside the call's window on the call's stream, whatever
+// the output holds.
 //
 // Expected from `fib run --device cuda:0`: RUNTIME_ERROR on every workload, the log naming the
 // kernel that ran outside fib's stream (skipped on --device cpu).
@@ -16,7 +17,9 @@
 #include <cstdint>
 #include <string>
 
-#include "fib/solution.h"
+#include <tvm/ffi/container/tensor.h>
+#include <tvm/ffi/error.h>
+#include <tvm/ffi/function.h>
 
 namespace {
 
@@ -49,23 +52,25 @@ cudaStream_t side_stream() {
   static const cudaStream_t s = [] {
     cudaStream_t created = nullptr;
     if (cudaStreamCreateWithFlags(&created, cudaStreamNonBlocking) != cudaSuccess)
-      throw fib::Error("side_stream_cuda: cannot create a stream");
+      TVM_FFI_THROW(RuntimeError) << "side_stream_cuda: cannot create a stream";
     return created;
   }();
   return s;
 }
 
-void rmsnorm(fib::TensorView hidden_states, fib::TensorView weight, fib::TensorView output) {
+void rmsnorm(tvm::ffi::TensorView hidden_states, tvm::ffi::TensorView weight,
+             tvm::ffi::TensorView output) {
   const std::int64_t rows = hidden_states.size(0);
   if (rows == 0) return;
-  // The bug: its own stream, never joined back to fib::stream().
+  // The bug: its own stream, never joined back to the environment stream.
   rmsnorm_row<<<static_cast<unsigned>(rows), kThreads, 0, side_stream()>>>(
-      hidden_states.data_ptr<const __nv_bfloat16>(), weight.data_ptr<const __nv_bfloat16>(),
-      output.data_ptr<__nv_bfloat16>(), static_cast<int>(hidden_states.size(1)));
+      static_cast<const __nv_bfloat16*>(hidden_states.data_ptr()),
+      static_cast<const __nv_bfloat16*>(weight.data_ptr()),
+      static_cast<__nv_bfloat16*>(output.data_ptr()), static_cast<int>(hidden_states.size(1)));
   if (const cudaError_t e = cudaGetLastError(); e != cudaSuccess)
-    throw fib::Error(std::string("side_stream_cuda: launch failed: ") + cudaGetErrorString(e));
+    TVM_FFI_THROW(RuntimeError) << "side_stream_cuda: launch failed: " << cudaGetErrorString(e);
 }
 
 }  // namespace
 
-FIB_EXPORT_SOLUTION(run, rmsnorm);
+TVM_FFI_DLL_EXPORT_TYPED_FUNC(run, rmsnorm);

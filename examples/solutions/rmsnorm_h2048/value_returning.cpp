@@ -2,37 +2,59 @@
 //
 // The same arithmetic as `naive` (fp32, rounded once to bfloat16, epsilon 1e-5), but in the
 // value-returning style (spec.destination_passing_style false): the function takes only the
-// inputs, allocates `output` with fib::allocate (harness-owned memory, never freed here) and
+// inputs, allocates `output` with tvm::ffi::Tensor::FromEnvAlloc(TVMFFIEnvTensorAlloc, ...)
+// (tvm-ffi's environment allocator, which fib points at its own guarded, poisoned buffers) and
 // returns it.
 //
 // Expected from `fib run`: PASSED on every workload.
 #include <cmath>
 #include <cstdint>
+#include <cstring>
 
-#include "fib/solution.h"
+#include <tvm/ffi/container/tensor.h>
+#include <tvm/ffi/error.h>
+#include <tvm/ffi/extra/c_env_api.h>
+#include <tvm/ffi/function.h>
 
 namespace {
 
+float bf16_to_float(std::uint16_t b) {
+  const std::uint32_t u = static_cast<std::uint32_t>(b) << 16;
+  float f;
+  std::memcpy(&f, &u, sizeof f);
+  return f;
+}
+
+// Round to nearest even; NaN stays a quiet NaN.
+std::uint16_t float_to_bf16(float f) {
+  std::uint32_t u;
+  std::memcpy(&u, &f, sizeof u);
+  if ((u & 0x7fffffffu) > 0x7f800000u) return static_cast<std::uint16_t>((u >> 16) | 0x40u);
+  u += 0x7fffu + ((u >> 16) & 1u);
+  return static_cast<std::uint16_t>(u >> 16);
+}
+
 constexpr float kEps = 1e-5f;
 
-fib::TensorView rmsnorm(fib::TensorView hidden_states, fib::TensorView weight) {
+tvm::ffi::Tensor rmsnorm(tvm::ffi::TensorView hidden_states, tvm::ffi::TensorView weight) {
   const std::int64_t rows = hidden_states.size(0);
   const std::int64_t hidden = hidden_states.size(1);
-  fib::TensorView output = fib::allocate(fib::DType::kBFloat16, {rows, hidden});
-  const auto* x = hidden_states.data_ptr<const std::uint16_t>();
-  const auto* w = weight.data_ptr<const std::uint16_t>();
-  auto* y = output.data_ptr<std::uint16_t>();
+  tvm::ffi::Tensor output = tvm::ffi::Tensor::FromEnvAlloc(
+      TVMFFIEnvTensorAlloc, {rows, hidden}, DLDataType{kDLBfloat, 16, 1}, hidden_states.device());
+  const auto* x = static_cast<const std::uint16_t*>(hidden_states.data_ptr());
+  const auto* w = static_cast<const std::uint16_t*>(weight.data_ptr());
+  auto* y = static_cast<std::uint16_t*>(output.data_ptr());
   for (std::int64_t r = 0; r < rows; ++r) {
     const std::uint16_t* xr = x + r * hidden;
     float sum_sq = 0.0f;
     for (std::int64_t c = 0; c < hidden; ++c) {
-      const float v = fib::bf16_to_float(xr[c]);
+      const float v = bf16_to_float(xr[c]);
       sum_sq += v * v;
     }
     const float inv_rms = 1.0f / std::sqrt(sum_sq / static_cast<float>(hidden) + kEps);
     for (std::int64_t c = 0; c < hidden; ++c) {
-      const float v = fib::bf16_to_float(xr[c]) * inv_rms * fib::bf16_to_float(w[c]);
-      y[r * hidden + c] = fib::float_to_bf16(v);
+      const float v = bf16_to_float(xr[c]) * inv_rms * bf16_to_float(w[c]);
+      y[r * hidden + c] = float_to_bf16(v);
     }
   }
   return output;
@@ -40,4 +62,4 @@ fib::TensorView rmsnorm(fib::TensorView hidden_states, fib::TensorView weight) {
 
 }  // namespace
 
-FIB_EXPORT_SOLUTION(run, rmsnorm);
+TVM_FFI_DLL_EXPORT_TYPED_FUNC(run, rmsnorm);

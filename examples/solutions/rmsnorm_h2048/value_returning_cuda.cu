@@ -1,9 +1,10 @@
 // value_returning_cuda: RMSNorm of rmsnorm_h2048 on the GPU, value-returning.
 //
 // The kernel of `tuned_cuda` (one block per row, 16-byte loads, warp-shuffle reduction), but the
-// function returns its output instead of writing into one fib passes: it asks fib::allocate for
-// a [batch_size, 2048] bfloat16 tensor, which on a CUDA device is device memory on the call's
-// device (fib's, poisoned and guarded like a destination-passing output, and the same buffer
+// function returns its output instead of writing into one fib passes: it asks tvm-ffi's
+// environment allocator (tvm::ffi::Tensor::FromEnvAlloc with TVMFFIEnvTensorAlloc) for a
+// [batch_size, 2048] bfloat16 tensor on the input's device; fib points that allocator at its own
+// device memory (poisoned and guarded like a destination-passing output, and the same buffer
 // again on the next call), and returns it.
 //
 // Expected from `fib run --device cuda:0`: PASSED on every workload (skipped on --device cpu).
@@ -13,9 +14,24 @@
 #include <cstdint>
 #include <string>
 
-#include "fib/solution.h"
+#include <tvm/ffi/container/tensor.h>
+#include <tvm/ffi/error.h>
+#include <tvm/ffi/extra/c_env_api.h>
+#include <tvm/ffi/function.h>
 
 namespace {
+
+// The stream fib times: tvm-ffi's environment stream for the tensor's device, which the caller
+// sets for the call.
+cudaStream_t env_stream(const tvm::ffi::TensorView& t) {
+  return static_cast<cudaStream_t>(
+      TVMFFIEnvGetStream(t.device().device_type, t.device().device_id));
+}
+
+bool is_bf16(const tvm::ffi::TensorView& t) {
+  const DLDataType dt = t.dtype();
+  return dt.code == kDLBfloat && dt.bits == 16 && dt.lanes == 1;
+}
 
 constexpr int kHidden = 2048;
 constexpr float kEps = 1e-5f;
@@ -66,30 +82,33 @@ __global__ void __launch_bounds__(kThreads)
 
 bool aligned16(const void* p) { return reinterpret_cast<std::uintptr_t>(p) % 16 == 0; }
 
-fib::TensorView rmsnorm(fib::TensorView hidden_states, fib::TensorView weight) {
-  if (hidden_states.dtype() != fib::DType::kBFloat16 || weight.dtype() != fib::DType::kBFloat16) {
-    throw fib::Error("value_returning_cuda rmsnorm expects bfloat16 tensors");
+tvm::ffi::Tensor rmsnorm(tvm::ffi::TensorView hidden_states, tvm::ffi::TensorView weight) {
+  if (!is_bf16(hidden_states) || !is_bf16(weight)) {
+    TVM_FFI_THROW(TypeError) << "value_returning_cuda rmsnorm expects bfloat16 tensors";
   }
-  // Device memory owned by fib, on the call's device: never freed here.
-  fib::TensorView output =
-      fib::allocate(fib::DType::kBFloat16, {hidden_states.size(0), hidden_states.size(1)});
+  // Device memory from the environment allocator (fib's), on the input's device.
+  tvm::ffi::Tensor output = tvm::ffi::Tensor::FromEnvAlloc(
+      TVMFFIEnvTensorAlloc, {hidden_states.size(0), hidden_states.size(1)},
+      DLDataType{kDLBfloat, 16, 1}, hidden_states.device());
   if (hidden_states.ndim() != 2 || hidden_states.size(1) != kHidden ||
       !hidden_states.is_contiguous() || !output.is_contiguous()) {
-    throw fib::Error("value_returning_cuda rmsnorm expects contiguous [batch_size, 2048] tensors");
+    TVM_FFI_THROW(ValueError)
+        << "value_returning_cuda rmsnorm expects contiguous [batch_size, 2048] tensors";
   }
-  if (!aligned16(hidden_states.data()) || !aligned16(weight.data()) || !aligned16(output.data()))
-    throw fib::Error("value_returning_cuda rmsnorm expects 16-byte aligned tensors");
+  if (!aligned16(hidden_states.data_ptr()) || !aligned16(weight.data_ptr()) ||
+      !aligned16(output.data_ptr()))
+    TVM_FFI_THROW(ValueError) << "value_returning_cuda rmsnorm expects 16-byte aligned tensors";
   const std::int64_t rows = hidden_states.size(0);
   if (rows == 0) return output;  // a grid of no blocks is a launch error
-  rmsnorm_row<<<static_cast<unsigned>(rows), kThreads, 0, fib::stream()>>>(
-      static_cast<const uint4*>(hidden_states.data()), static_cast<const uint4*>(weight.data()),
-      static_cast<uint4*>(output.data()));
+  rmsnorm_row<<<static_cast<unsigned>(rows), kThreads, 0, env_stream(hidden_states)>>>(
+      static_cast<const uint4*>(hidden_states.data_ptr()),
+      static_cast<const uint4*>(weight.data_ptr()), static_cast<uint4*>(output.data_ptr()));
   if (const cudaError_t e = cudaGetLastError(); e != cudaSuccess)
-    throw fib::Error(std::string("value_returning_cuda rmsnorm: launch failed: ") +
-                     cudaGetErrorString(e));
+    TVM_FFI_THROW(RuntimeError) << "value_returning_cuda rmsnorm: launch failed: "
+                                << cudaGetErrorString(e);
   return output;
 }
 
 }  // namespace
 
-FIB_EXPORT_SOLUTION(run, rmsnorm);
+TVM_FFI_DLL_EXPORT_TYPED_FUNC(run, rmsnorm);

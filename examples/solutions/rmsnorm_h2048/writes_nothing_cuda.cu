@@ -7,11 +7,14 @@
 //
 // Expected from `fib run --device cuda:0`: INCORRECT_NUMERICAL on every workload (NaN in the
 // output) (skipped on --device cpu).
-#include "fib/solution.h"
+#include <tvm/ffi/container/tensor.h>
+#include <tvm/ffi/error.h>
+#include <tvm/ffi/function.h>
 
 namespace {
 
-void rmsnorm(fib::TensorView hidden_states, fib::TensorView weight, fib::TensorView output) {
+void rmsnorm(tvm::ffi::TensorView hidden_states, tvm::ffi::TensorView weight,
+             tvm::ffi::TensorView output) {
   (void)hidden_states;
   (void)weight;
   (void)output;
@@ -19,4 +22,4 @@ void rmsnorm(fib::TensorView hidden_states, fib::TensorView weight, fib::TensorV
 
 }  // namespace
 
-FIB_EXPORT_SOLUTION(run, rmsnorm);
+TVM_FFI_DLL_EXPORT_TYPED_FUNC(run, rmsnorm);

@@ -1,7 +1,7 @@
 // wrong_result_cuda: an RMSNorm of rmsnorm_h2048 that forgets the weight.
 //
 // Broken on purpose: y = x / sqrt(mean(x^2) + eps), without the "* weight[c]". The kernel is
-// otherwise sound (one block per row, fp32 sum, one rounding), runs on fib::stream() and
+// otherwise sound (one block per row, fp32 sum, one rounding), runs on the environment stream and
 // finishes; only its numbers are wrong. (Forgetting epsilon instead would pass: 1e-5 is tiny
 // next to mean(x^2) of fib's inputs.)
 //
@@ -13,9 +13,19 @@
 #include <cstdint>
 #include <string>
 
-#include "fib/solution.h"
+#include <tvm/ffi/container/tensor.h>
+#include <tvm/ffi/error.h>
+#include <tvm/ffi/extra/c_env_api.h>
+#include <tvm/ffi/function.h>
 
 namespace {
+
+// The stream fib times: tvm-ffi's environment stream for the tensor's device, which the caller
+// sets for the call.
+cudaStream_t env_stream(const tvm::ffi::TensorView& t) {
+  return static_cast<cudaStream_t>(
+      TVMFFIEnvGetStream(t.device().device_type, t.device().device_id));
+}
 
 constexpr float kEps = 1e-5f;
 constexpr int kThreads = 256;
@@ -40,17 +50,18 @@ __global__ void rmsnorm_row(const __nv_bfloat16* x, __nv_bfloat16* y, int hidden
     yr[c] = __float2bfloat16_rn(__bfloat162float(xr[c]) * inv_rms);  // the bug: no weight
 }
 
-void rmsnorm(fib::TensorView hidden_states, fib::TensorView weight, fib::TensorView output) {
+void rmsnorm(tvm::ffi::TensorView hidden_states, tvm::ffi::TensorView weight,
+             tvm::ffi::TensorView output) {
   (void)weight;
   const std::int64_t rows = hidden_states.size(0);
   if (rows == 0) return;
-  rmsnorm_row<<<static_cast<unsigned>(rows), kThreads, 0, fib::stream()>>>(
-      hidden_states.data_ptr<const __nv_bfloat16>(), output.data_ptr<__nv_bfloat16>(),
-      static_cast<int>(hidden_states.size(1)));
+  rmsnorm_row<<<static_cast<unsigned>(rows), kThreads, 0, env_stream(hidden_states)>>>(
+      static_cast<const __nv_bfloat16*>(hidden_states.data_ptr()),
+      static_cast<__nv_bfloat16*>(output.data_ptr()), static_cast<int>(hidden_states.size(1)));
   if (const cudaError_t e = cudaGetLastError(); e != cudaSuccess)
-    throw fib::Error(std::string("wrong_result_cuda: launch failed: ") + cudaGetErrorString(e));
+    TVM_FFI_THROW(RuntimeError) << "wrong_result_cuda: launch failed: " << cudaGetErrorString(e);
 }
 
 }  // namespace
 
-FIB_EXPORT_SOLUTION(run, rmsnorm);
+TVM_FFI_DLL_EXPORT_TYPED_FUNC(run, rmsnorm);
