@@ -43,7 +43,8 @@ EvaluateRequest evaluate_request() {
   EvaluateRequest r;
   r.definition = toy_definition();
   r.var_axes = {{"n", 16}};
-  r.solution = SolutionRef{"/cache/abc/solution.so", "run", false, "tvm-ffi"};
+  r.solution = SolutionRef{"/cache/abc/solution.so", "run", false, "tvm-ffi",
+                           Json{{"library", "/usr/lib/libpython3.11.so.1.0"}}};
   r.sets = "/scratch/inputs.safetensors";
   r.schedule = two_trials();
   r.device = "cuda:1";
@@ -88,6 +89,7 @@ TEST(ProtocolMessages, EvaluateRequestRoundTrips) {
   EXPECT_EQ(back.solution.symbol, r.solution.symbol);
   EXPECT_EQ(back.solution.dps, r.solution.dps);
   EXPECT_EQ(back.solution.binding, "tvm-ffi");
+  EXPECT_EQ(back.solution.python, r.solution.python);
   EXPECT_EQ(back.sets, r.sets);
   EXPECT_EQ(back.schedule.trials, r.schedule.trials);
   EXPECT_EQ(back.schedule.noise.min_samples, 3u);

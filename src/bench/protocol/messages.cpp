@@ -94,6 +94,7 @@ SolutionRef solution_from(const Json& j, const std::string& where) {
   s.symbol = r.get<std::string>("symbol");
   s.dps = r.get("dps", true);
   s.binding = r.get("binding", std::string("fib"));
+  s.python = r.get("python", Json());
   r.finish();
   return s;
 }
@@ -217,7 +218,8 @@ Json to_json(const EvaluateRequest& m) {
          {"solution", Json{{"library", m.solution.library},
                            {"symbol", m.solution.symbol},
                            {"dps", m.solution.dps},
-                           {"binding", m.solution.binding}}},
+                           {"binding", m.solution.binding},
+                           {"python", m.solution.python}}},
          {"sets", m.sets},
          {"schedule", to_json(m.schedule)},
          {"device", m.device},

@@ -64,7 +64,9 @@ struct SolutionRef {
   std::string library;          // the shared object
   std::string symbol;           // its entry point
   bool dps = true;              // destination-passing (else value-returning)
-  std::string binding = "fib";  // how it is called: "fib" (fib/solution.h) or "tvm-ffi"
+  std::string binding = "fib";  // how it is called: "fib" (fib/solution.h), "tvm-ffi", or
+                                // "python" and "torch" (the Python runtime)
+  Json python;                  // the Python runtime (to_json(PythonRuntime)); null for others
 };
 
 // Many calls on one input set, for the distribution check of a sampling solution.
