@@ -80,6 +80,20 @@ EvaluateReply evaluate_reply() {
   return r;
 }
 
+TEST(ProtocolMessages, LoadRequestRoundTrips) {
+  const SolutionRef ref = evaluate_request().solution;
+  const Json j = load_request(ref);
+  EXPECT_EQ(command_of(j), "load");
+  const SolutionRef back = load_request_solution(j);
+  EXPECT_EQ(back.library, ref.library);
+  EXPECT_EQ(back.symbol, ref.symbol);
+  EXPECT_EQ(back.binding, ref.binding);
+  EXPECT_EQ(back.python, ref.python);
+  Json extra = j;
+  extra["device"] = "cuda:0";
+  EXPECT_THROW(load_request_solution(extra), ProtocolError);
+}
+
 TEST(ProtocolMessages, EvaluateRequestRoundTrips) {
   const EvaluateRequest r = evaluate_request();
   const EvaluateRequest back = from_json<EvaluateRequest>(to_json(r));

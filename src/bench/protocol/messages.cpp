@@ -149,6 +149,23 @@ std::string command_of(const Json& request) {
 
 Json hello_request() { return Json{{"cmd", "hello"}}; }
 
+Json load_request(const SolutionRef& solution) {
+  return Json{{"cmd", "load"},
+              {"solution", Json{{"library", solution.library},
+                                {"symbol", solution.symbol},
+                                {"dps", solution.dps},
+                                {"binding", solution.binding},
+                                {"python", solution.python}}}};
+}
+
+SolutionRef load_request_solution(const Json& request) {
+  Reader r(request, "load request");
+  r.get<std::string>("cmd");
+  const SolutionRef s = solution_from(r.get<Json>("solution"), "load request: solution");
+  r.finish();
+  return s;
+}
+
 Json error_reply(const std::string& message, bool oom) {
   Json j{{"ok", false}, {"error", message}};
   if (oom) j["oom"] = true;

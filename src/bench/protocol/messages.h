@@ -101,6 +101,10 @@ struct ReferenceRequest {
 // "evaluate", "reference", "hello", "exit"; empty when the request names none.
 std::string command_of(const Json& request);
 Json hello_request();
+// "load": opens a solution ahead of its evaluations (the Python runtime starts its interpreter and
+// imports the module), under a deadline of its own; the reply is {"ok": true} or an error reply.
+Json load_request(const SolutionRef& solution);
+SolutionRef load_request_solution(const Json& request);
 
 // ---- Replies --------------------------------------------------------------------------------
 
