@@ -32,14 +32,15 @@ class RunPython : public ::testing::Test {
     testing::copy_tree(kSource / "examples" / "dataset", tmp_.path() / "dataset");
   }
 
-  RunResult run(const std::vector<std::string>& solutions, const std::string& python = {}) {
+  RunResult run(const std::vector<std::string>& solutions, const std::string& python = {},
+                double timeout_seconds = 60) {
     RunOptions o;
     o.dataset = tmp_.path() / "dataset";
     o.worker_executable = FIB_EXE;
     o.abi_include_dir = kSource / "include";
     o.build_cache = tmp_.path() / "cache";
     o.seed = 5;
-    o.timeout_seconds = 60;
+    o.timeout_seconds = timeout_seconds;
     o.cli.warmup_runs = 1;
     o.cli.iterations = 4;
     o.cli.num_trials = 2;
@@ -147,6 +148,19 @@ TEST_F(RunPython, WrongReturnsAndImportErrorsSayWhat) {
   EXPECT_EQ(s.at("no_entry"), twice("COMPILE_ERROR"));
   EXPECT_NE(log_of(r, "no_entry").find("main.py defines no function 'run'"), std::string::npos)
       << log_of(r, "no_entry");
+}
+
+TEST_F(RunPython, StartingTheRuntimeIsNotTimedOutAsTheSolutionsCalls) {
+  FIB_REQUIRE_PYTHON_TORCH();
+  // Starting the interpreter, importing torch and this module take longer than the timeout,
+  // which is for the solution's calls; a call that takes longer is still timed out.
+  add("slow_import", "python",
+      "import time\ntime.sleep(4)\ndef run(x, w, y):\n    y.copy_(x * 0)\n");
+  add("slow_call", "python", "import time\ndef run(x, w, y):\n    time.sleep(30)\n");
+  const RunResult r = run({"slow_import", "slow_call"}, {}, /*timeout_seconds=*/3);
+  const auto s = statuses(r);
+  EXPECT_EQ(s.at("slow_import"), twice("INCORRECT_NUMERICAL")) << log_of(r, "slow_import");
+  EXPECT_EQ(s.at("slow_call"), std::vector<std::string>{"TIMEOUT"}) << log_of(r, "slow_call");
 }
 
 TEST_F(RunPython, WithoutAPythonRuntimeASolutionSaysWhyAndIsNoCompileError) {
