@@ -178,6 +178,9 @@ void register_run(CLI::App& app, Runner& run) {
   cmd->add_option("--build-cache", a->options.build_cache,
                   "Build cache folder (default: $FIB_CACHE_DIR or ~/.cache/fib/build)");
   cmd->add_flag("--rebuild", a->options.rebuild, "Compile solutions even when the cache has them");
+  cmd->add_option("--python", a->options.python,
+                  "The python3 (with PyTorch) that runs Python, Triton and torch-extension "
+                  "solutions (default: $FIB_PYTHON, else the first python3 that imports torch)");
   cmd->add_flag("--no-save-results", a->no_save, "Do not write traces");
   cmd->add_flag("--json", a->json, "Print the run summary as JSON (no progress output)");
   cmd->callback([&run, a] { run = [a] { return run_cmd(*a); }; });

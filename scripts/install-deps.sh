@@ -18,6 +18,8 @@ packages=(
   python3
   python3-pip          # installs apache-tvm-ffi and pydantic (PyPI) below
   python3-torch        # runs definitions' PyTorch references in the parity tests
+  python3-dev          # libpython3.x.so, which fib's worker embeds for Python solutions
+  libtorch-dev pybind11-dev  # torch/extension.h: solutions of binding torch (PyTorch extensions)
 )
 
 # tvm-ffi's headers and libtvm_ffi.so, for solutions of binding "tvm-ffi" (upstream's default):

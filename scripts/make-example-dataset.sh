@@ -10,7 +10,8 @@
 #   3. fib solution pack: every examples/solutions/<definition>/<name>.cpp (language cpp, target
 #      hardware cpu) and <name>.cu (language cuda, target hardware cuda) as solution
 #      <definition>_<name> (correct ones by fib-examples, broken ones by red-team), all written
-#      against tvm-ffi (the pack's default binding, upstream's);
+#      against tvm-ffi (the pack's default binding, upstream's), and <name>.py (language python,
+#      target hardware cpu; triton_*.py language triton, target hardware cuda);
 #   4. fib validate.
 #
 # usage: scripts/make-example-dataset.sh [OUTPUT_DIR]     (default: examples/dataset)
@@ -150,8 +151,38 @@ pack $R hangs_cuda red-team dps \
 pack $R compile_error_cuda red-team dps \
   "Broken on purpose (CUDA): a type error in device code (a bfloat16 pointer stored in a float*). Expected status: COMPILE_ERROR."
 
+# Python solutions (run in the Python runtime: a python3 with PyTorch): <name>.py, language
+# python for the CPU, or triton_<name>.py, language triton for a GPU ("cuda").
+pack_py() {
+  local def=$1 name=$2 author=$3 style=$4 description=$5
+  local flags=(--language python --target-hardware cpu)
+  [[ $name == triton* ]] && flags=(--language triton --target-hardware cuda)
+  [[ $style == value ]] && flags+=(--value-returning)
+  "$FIB" solution pack --dataset "$DS" --definition "$def" --name "${def}_${name}" \
+    --author "$author" --entry "$name.py::run" "${flags[@]}" --description "$description" \
+    "$SOLUTIONS/$def/$name.py" >/dev/null
+}
+pack_py $R python_torch fib-examples dps \
+  "RMSNorm in PyTorch (language python), written the way FlashInfer-Bench's Python solutions are; fib hands it its own buffers as torch tensors. Expected status: PASSED."
+pack_py $R python_value_returning fib-examples value \
+  "RMSNorm in PyTorch, value-returning: fib copies the returned tensor into a guarded buffer of its own inside the timed call. Expected status: PASSED."
+pack_py $R triton_kernel fib-examples dps \
+  "RMSNorm as a Triton kernel, one program per row, launched on torch's current stream (fib's timed stream). Expected status: PASSED (run it with --device cuda:N)."
+pack_py $R python_wrong_result red-team dps \
+  "Broken on purpose (Python): forgets to multiply by the weight. Expected status: INCORRECT_NUMERICAL."
+pack_py $R python_raises red-team dps \
+  "Broken on purpose (Python): raises ValueError on every call; the traceback is the log. Expected status: RUNTIME_ERROR."
+pack_py $R python_caches_results red-team dps \
+  "Broken on purpose (Python): serves calls from an output cache keyed on the inputs' shapes and dtypes; fib's fresh inputs expose the stale outputs. Expected status: INCORRECT_NUMERICAL."
+pack_py $R python_mutates_inputs red-team dps \
+  "Broken on purpose (Python): correct output, but squares hidden_states in place. Expected status: RUNTIME_ERROR."
+pack_py $R python_writes_past_end red-team dps \
+  "Broken on purpose (Python): correct output, then two bytes past its end through ctypes, into fib's guard bytes. Expected status: RUNTIME_ERROR."
+pack_py $R triton_side_stream red-team dps \
+  "Broken on purpose (Triton): the kernel launched on a stream of its own, never joined back to the stream fib times. Expected status: RUNTIME_ERROR (run it with --device cuda:N)."
+
 # Every examples/solutions file is packed (a new one must be added above).
-for src in "$SOLUTIONS"/*/*.cpp "$SOLUTIONS"/*/*.cu; do
+for src in "$SOLUTIONS"/*/*.cpp "$SOLUTIONS"/*/*.cu "$SOLUTIONS"/*/*.py; do
   def=$(basename "$(dirname "$src")")
   name=$(basename "$src")
   name=${name%.*}

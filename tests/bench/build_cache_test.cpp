@@ -411,7 +411,8 @@ TEST(BuildFailure, UnsafeOrInvalidSourcesAreRefusedBeforeAnyCompile) {
 TEST(BuildUnsupported, OtherLanguagesAndBindingsAreSkippedNotFailed) {
   TempDir tmp;
   BuildOptions o = options_in(tmp);
-  o.cxx = "/nonexistent/c++";  // never looked for: support is decided first
+  o.cxx = "/nonexistent/c++";         // never looked for: support is decided first
+  o.python = "/nonexistent/python3";  // python, triton, tilelang and torch need a Python runtime
   // (cuda is built: tests/bench/build_cuda_test.cpp)
   for (const char* language : {"python", "triton", "tilelang"}) {
     Solution s = make_solution(kGoodKernel);
@@ -426,7 +427,7 @@ TEST(BuildUnsupported, OtherLanguagesAndBindingsAreSkippedNotFailed) {
   const BuildResult r = build_solution(torch, o);
   EXPECT_EQ(r.status, BuildStatus::kUnsupported);
   EXPECT_TRUE(contains(r.message, "binding 'torch'")) << r.message;
-  EXPECT_TRUE(contains(r.message, "needs the Python runtime")) << r.message;
+  EXPECT_TRUE(contains(r.message, "needs a python3 with PyTorch")) << r.message;
   EXPECT_FALSE(fs::exists(o.cache_dir));
   EXPECT_STREQ(to_string(BuildStatus::kUnsupported), "unsupported");
 

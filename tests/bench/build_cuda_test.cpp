@@ -254,20 +254,20 @@ TEST(BuildCudaUnsupported, OtherBindingsAndLanguagesAreSkippedBeforeLookingForNv
   BuildOptions o = options_in(tmp, {});
   o.nvcc = "/nonexistent/nvcc";  // never looked for: support is decided first
   o.cxx = "/nonexistent/c++";
+  o.python = "/nonexistent/python3";  // binding torch and triton run in the Python runtime
   Solution torch = cu_solution();
   torch.spec.binding = "torch";
   const BuildResult t = build_solution(torch, o);
   EXPECT_EQ(t.status, BuildStatus::kUnsupported);
   EXPECT_EQ(t.message,
-            "unsupported: binding 'torch' (a PyTorch extension) needs the Python runtime, which "
-            "this fib does not have yet (fib builds language 'cuda' with binding 'tvm-ffi' or "
-            "'fib')");
+            "unsupported here: binding 'torch' needs a python3 with PyTorch (--python, "
+            "$FIB_PYTHON): python '/nonexistent/python3' was not found");
   Solution triton = make_solution("triton", "kernel.py", "");
   const BuildResult r = build_solution(triton, o);
   EXPECT_EQ(r.status, BuildStatus::kUnsupported);
   EXPECT_EQ(r.message,
-            "unsupported: language 'triton' needs the Python runtime, which this fib does not "
-            "have yet (fib builds languages 'cpp' and 'cuda' with binding 'tvm-ffi' or 'fib')");
+            "unsupported here: language 'triton' needs a python3 with PyTorch (--python, "
+            "$FIB_PYTHON): python '/nonexistent/python3' was not found");
   EXPECT_FALSE(fs::exists(o.cache_dir));
 }
 

@@ -43,7 +43,8 @@ EvaluateRequest evaluate_request() {
   EvaluateRequest r;
   r.definition = toy_definition();
   r.var_axes = {{"n", 16}};
-  r.solution = SolutionRef{"/cache/abc/solution.so", "run", false, "tvm-ffi"};
+  r.solution = SolutionRef{"/cache/abc/solution.so", "run", false, "tvm-ffi",
+                           Json{{"library", "/usr/lib/libpython3.11.so.1.0"}}};
   r.sets = "/scratch/inputs.safetensors";
   r.schedule = two_trials();
   r.device = "cuda:1";
@@ -79,6 +80,20 @@ EvaluateReply evaluate_reply() {
   return r;
 }
 
+TEST(ProtocolMessages, LoadRequestRoundTrips) {
+  const SolutionRef ref = evaluate_request().solution;
+  const Json j = load_request(ref);
+  EXPECT_EQ(command_of(j), "load");
+  const SolutionRef back = load_request_solution(j);
+  EXPECT_EQ(back.library, ref.library);
+  EXPECT_EQ(back.symbol, ref.symbol);
+  EXPECT_EQ(back.binding, ref.binding);
+  EXPECT_EQ(back.python, ref.python);
+  Json extra = j;
+  extra["device"] = "cuda:0";
+  EXPECT_THROW(load_request_solution(extra), ProtocolError);
+}
+
 TEST(ProtocolMessages, EvaluateRequestRoundTrips) {
   const EvaluateRequest r = evaluate_request();
   const EvaluateRequest back = from_json<EvaluateRequest>(to_json(r));
@@ -88,6 +103,7 @@ TEST(ProtocolMessages, EvaluateRequestRoundTrips) {
   EXPECT_EQ(back.solution.symbol, r.solution.symbol);
   EXPECT_EQ(back.solution.dps, r.solution.dps);
   EXPECT_EQ(back.solution.binding, "tvm-ffi");
+  EXPECT_EQ(back.solution.python, r.solution.python);
   EXPECT_EQ(back.sets, r.sets);
   EXPECT_EQ(back.schedule.trials, r.schedule.trials);
   EXPECT_EQ(back.schedule.noise.min_samples, 3u);

@@ -294,19 +294,29 @@ TEST(ExampleDataset, CommittedSolutionsArePackedFromExamplesSolutions) {
     }
   }
   // And every example source is packed: C++ ones as language cpp for the CPU, CUDA ones as
-  // language cuda with the pack's default target hardware.
+  // language cuda with the pack's default target hardware, Python ones as language python for
+  // the CPU (triton_* as language triton for a GPU), with no binding.
   std::set<std::string> on_disk;
   for (const auto& [rel, content] : files_under(sources)) {
     const auto ext = fs::path(rel).extension();
-    if (ext == ".cpp" || ext == ".cu") on_disk.insert(rel);
+    if (ext == ".cpp" || ext == ".cu" || ext == ".py") on_disk.insert(rel);
   }
   EXPECT_EQ(packed, on_disk);
-  EXPECT_EQ(packed.size(), 37u);
-  std::size_t cuda = 0;
+  EXPECT_EQ(packed.size(), 46u);
+  std::size_t cuda = 0, python = 0;
   for (const auto& d : set.definitions()) {
     for (const auto& rec : set.solutions(d.value.name)) {
       const Solution& s = rec.value;
       SCOPED_TRACE(s.name);
+      const fs::path file = s.sources[0].path;
+      if (file.extension() == ".py") {
+        const bool triton = file.stem().string().rfind("triton", 0) == 0;
+        EXPECT_EQ(s.spec.language, triton ? "triton" : "python");
+        EXPECT_EQ(s.spec.target_hardware, std::vector<std::string>{triton ? "cuda" : "cpu"});
+        EXPECT_EQ(s.spec.binding, std::nullopt);
+        ++python;
+        continue;
+      }
       const bool is_cu = fs::path(s.sources[0].path).extension() == ".cu";
       EXPECT_EQ(s.spec.language, is_cu ? "cuda" : "cpp");
       EXPECT_EQ(s.spec.target_hardware, std::vector<std::string>{is_cu ? "cuda" : "cpu"});
@@ -316,6 +326,7 @@ TEST(ExampleDataset, CommittedSolutionsArePackedFromExamplesSolutions) {
     }
   }
   EXPECT_EQ(cuda, 18u);
+  EXPECT_EQ(python, 9u);
 }
 
 // scripts/make-example-dataset.sh rebuilds examples/dataset exactly from fib's commands.

@@ -20,6 +20,7 @@
 #include <string_view>
 #include <vector>
 
+#include "fib/bench/python_runtime.h"
 #include "fib/trace/solution.h"
 
 namespace fib::bench {
@@ -89,6 +90,9 @@ struct BuildOptions {
   // nvcc spec (GPU solutions); empty: $FIB_NVCC, else $CUDACXX, else nvcc on PATH, else
   // /usr/local/cuda/bin/nvcc. The CUDA toolkit used (headers, libcudart, libcublas) is nvcc's.
   std::string nvcc;
+  // The python of solutions that run in the Python runtime (find_python_runtime); empty:
+  // $FIB_PYTHON, else the first python3 that imports torch.
+  std::string python;
 };
 
 enum class BuildStatus {
@@ -112,6 +116,9 @@ struct BuildResult {
   std::string toolchain;                // Toolchain::describe()
   std::vector<std::string> flags;       // the compile flags of the entry file's step (c++, cuda)
   std::vector<std::string> link_flags;
+  // The runtime the solution runs in, for solutions of the Python runtime (python, triton,
+  // tilelang, binding torch).
+  std::optional<PythonRuntime> python;
 
   bool ok() const { return status == BuildStatus::kBuilt || status == BuildStatus::kCached; }
 };

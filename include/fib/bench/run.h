@@ -58,6 +58,9 @@ struct RunOptions {
   // On CUDA devices: "events" (CUDA events, the empty event pair's cost subtracted; default),
   // "events-raw" (not subtracted) or "cupti" (kernel activity of every stream).
   std::string gpu_timer = "events";
+  // The python3 that runs Python, Triton and torch-extension solutions (--python); empty:
+  // $FIB_PYTHON, else the first python3 that imports torch (find_python_runtime).
+  std::string python;
 };
 
 // One finished evaluation, as reported to the progress display.

@@ -17,6 +17,7 @@
 
 #include "bench/build/elf_symbols.h"
 #include "bench/build/process.h"
+#include "bench/build/python_build.h"
 #include "fib/bench/build.h"
 #include "fib/trace/json_file.h"
 #include "fib/version.h"
@@ -546,6 +547,7 @@ std::string build_key(const Solution& s, const Toolchain& tc, std::string_view a
 }
 
 BuildResult build_solution(const Solution& s, const BuildOptions& o) {
+  if (detail::runs_in_python(s)) return detail::build_python_solution(s, o);
   const auto t0 = Clock::now();
   BuildResult r;
   const auto done = [&](BuildStatus status, std::string message) {

@@ -398,16 +398,15 @@ std::optional<Toolchain> select_toolchain(const Solution& s, const BuildOptions&
   // whatever the machine has.
   if (language != "cpp" && language != "cuda") {
     *unsupported = fmt::format(
-        "unsupported: language '{}' needs the Python runtime, which this fib does not have yet "
-        "(fib builds languages 'cpp' and 'cuda' with binding 'tvm-ffi' or 'fib')",
+        "unsupported: language '{}' (fib compiles 'cpp' and 'cuda'; 'python', 'triton' and "
+        "'tilelang' run in the Python runtime, which build_solution stages them for)",
         language);
     return std::nullopt;
   }
   if (binding == "torch") {
     *unsupported = fmt::format(
-        "unsupported: binding 'torch' (a PyTorch extension) needs the Python runtime, which this "
-        "fib does not have yet (fib builds language '{}' with binding 'tvm-ffi' or 'fib')",
-        language);
+        "unsupported: binding 'torch' (a PyTorch extension) is built by torch.utils.cpp_extension "
+        "in the Python runtime (build_solution), not by a toolchain of fib's");
     return std::nullopt;
   }
   if (binding != "fib" && binding != "tvm-ffi") {

@@ -94,6 +94,7 @@ SolutionRef solution_from(const Json& j, const std::string& where) {
   s.symbol = r.get<std::string>("symbol");
   s.dps = r.get("dps", true);
   s.binding = r.get("binding", std::string("fib"));
+  s.python = r.get("python", Json());
   r.finish();
   return s;
 }
@@ -147,6 +148,23 @@ std::string command_of(const Json& request) {
 }
 
 Json hello_request() { return Json{{"cmd", "hello"}}; }
+
+Json load_request(const SolutionRef& solution) {
+  return Json{{"cmd", "load"},
+              {"solution", Json{{"library", solution.library},
+                                {"symbol", solution.symbol},
+                                {"dps", solution.dps},
+                                {"binding", solution.binding},
+                                {"python", solution.python}}}};
+}
+
+SolutionRef load_request_solution(const Json& request) {
+  Reader r(request, "load request");
+  r.get<std::string>("cmd");
+  const SolutionRef s = solution_from(r.get<Json>("solution"), "load request: solution");
+  r.finish();
+  return s;
+}
 
 Json error_reply(const std::string& message, bool oom) {
   Json j{{"ok", false}, {"error", message}};
@@ -217,7 +235,8 @@ Json to_json(const EvaluateRequest& m) {
          {"solution", Json{{"library", m.solution.library},
                            {"symbol", m.solution.symbol},
                            {"dps", m.solution.dps},
-                           {"binding", m.solution.binding}}},
+                           {"binding", m.solution.binding},
+                           {"python", m.solution.python}}},
          {"sets", m.sets},
          {"schedule", to_json(m.schedule)},
          {"device", m.device},

@@ -64,7 +64,9 @@ struct SolutionRef {
   std::string library;          // the shared object
   std::string symbol;           // its entry point
   bool dps = true;              // destination-passing (else value-returning)
-  std::string binding = "fib";  // how it is called: "fib" (fib/solution.h) or "tvm-ffi"
+  std::string binding = "fib";  // how it is called: "fib" (fib/solution.h), "tvm-ffi", or
+                                // "python" and "torch" (the Python runtime)
+  Json python;                  // the Python runtime (to_json(PythonRuntime)); null for others
 };
 
 // Many calls on one input set, for the distribution check of a sampling solution.
@@ -99,6 +101,10 @@ struct ReferenceRequest {
 // "evaluate", "reference", "hello", "exit"; empty when the request names none.
 std::string command_of(const Json& request);
 Json hello_request();
+// "load": opens a solution ahead of its evaluations (the Python runtime starts its interpreter and
+// imports the module), under a deadline of its own; the reply is {"ok": true} or an error reply.
+Json load_request(const SolutionRef& solution);
+SolutionRef load_request_solution(const Json& request);
 
 // ---- Replies --------------------------------------------------------------------------------
 

@@ -97,6 +97,27 @@ std::optional<Outcome> worker_failure(const Worker::Reply& r, const CapturedOutp
                 fmt::format("the worker running the solution {}{}", how, output_log));
 }
 
+// A solution of the Python runtime is opened before its evaluation, under a deadline of its own:
+// starting the interpreter and importing torch take seconds on a busy machine, which the
+// evaluation's timeout (the solution's calls) is not meant to cover. The solution's module runs
+// its top-level code here, so a hang in it still ends in a timeout. nullopt once it is open.
+std::optional<Outcome> open_python_solution(Worker& worker, const protocol::SolutionRef& ref,
+                                            double timeout_seconds) {
+  if (ref.binding != "python" && ref.binding != "torch") return std::nullopt;
+  const double seconds = timeout_seconds + 120;
+  const Worker::Reply r = worker.call(protocol::load_request(ref),
+                                      Clock::now() + std::chrono::duration_cast<Clock::duration>(
+                                                         std::chrono::duration<double>(seconds)));
+  // The output of a module that loaded stays for the evaluation's log.
+  if (r.kind == Worker::ReplyKind::kOk && r.body.value("ok", false)) return std::nullopt;
+  const CapturedOutput out = worker.take_output();
+  const std::string output_log = output_log_of(out);
+  if (auto f = worker_failure(r, out, output_log, seconds)) return f;
+  return failed(
+      EvaluationStatus::kCompileError,
+      r.body.value("error", std::string("the worker could not open the solution")) + output_log);
+}
+
 // A reply that says the solution could not run: not loaded, the worker failed, or an entry point
 // that does not match the definition.
 std::optional<Outcome> reply_failure(const protocol::EvaluateReply& reply, const Definition& def,
@@ -241,6 +262,9 @@ Attempt run_solution(Lane& lane, const EvaluationJob& job, const EvaluateSetting
     return failed_attempt(failed(EvaluationStatus::kRuntimeError,
                                  "the solution worker could not start: " + start_error),
                           env);
+  }
+  if (auto f = open_python_solution(*worker, request.solution, o.timeout_seconds)) {
+    return failed_attempt(std::move(*f), env);
   }
   const Worker::Reply r = worker->call(
       to_json(request), Clock::now() + std::chrono::duration_cast<Clock::duration>(

@@ -45,6 +45,7 @@ BuildOptions build_options(const RunOptions& o) {
   b.cache_dir = o.build_cache;
   b.abi_include_dir = o.abi_include_dir;
   b.force = o.rebuild;
+  b.python = o.python;
   return b;
 }
 

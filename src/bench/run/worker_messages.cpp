@@ -61,7 +61,11 @@ protocol::EvaluateRequest make_evaluate_request(const EvaluationCall& r) {
   req.var_axes = r.workload.axes;
   req.solution =
       protocol::SolutionRef{r.build.shared_object.string(), r.solution.spec.entry_symbol(),
-                            r.solution.spec.dps(), r.solution.spec.binding_or_default()};
+                            r.solution.spec.dps(), r.solution.spec.binding_or_default(), Json()};
+  if (r.build.python) {  // the Python runtime: a module of Python, or a torch extension
+    if (req.solution.binding != "torch") req.solution.binding = "python";
+    req.solution.python = to_json(*r.build.python);
+  }
   req.sets = r.inputs_file;
   req.schedule = r.schedule;
   req.device = r.device;

@@ -158,7 +158,7 @@ protocol::EvaluateReply gpu_evaluate(WorkerState& st, const protocol::EvaluateRe
   SolutionLibrary lib;
   const std::unique_ptr<CallBackend> opened =
       open_backend(st.libraries, req.solution.library, req.solution.symbol, req.solution.binding,
-                   &lib, &reply.load_error);
+                   req.solution.python, &lib, &reply.load_error);
   if (opened == nullptr) {
     reply.ok = false;
     return reply;

@@ -114,7 +114,7 @@ protocol::EvaluateReply handle_evaluate(WorkerState& st, const protocol::Evaluat
   SolutionLibrary lib;
   const std::unique_ptr<CallBackend> opened =
       open_backend(st.libraries, req.solution.library, req.solution.symbol, req.solution.binding,
-                   &lib, &reply.load_error);
+                   req.solution.python, &lib, &reply.load_error);
   if (opened == nullptr) {
     reply.ok = false;
     return reply;
@@ -187,9 +187,23 @@ Json reference(WorkerState& st, const Json& j) {
 #endif
 }
 
+// Opens a solution ahead of its evaluations (protocol::load_request); the evaluation's own
+// open_backend then finds it open.
+Json load(WorkerState& st, const Json& j) {
+  const protocol::SolutionRef ref = protocol::load_request_solution(j);
+  SolutionLibrary lib;
+  std::string error;
+  if (open_backend(st.libraries, ref.library, ref.symbol, ref.binding, ref.python, &lib, &error) ==
+      nullptr) {
+    return protocol::error_reply(error);
+  }
+  return Json{{"ok", true}};
+}
+
 Json handle(WorkerState& st, const Json& req) {
   const std::string cmd = protocol::command_of(req);
   if (cmd == "hello") return to_json(protocol::HelloReply{::getpid(), FIB_SOLUTION_ABI_VERSION});
+  if (cmd == "load") return load(st, req);
   if (cmd == "evaluate") return evaluate(st, req);
   if (cmd == "reference") return reference(st, req);
   return protocol::error_reply(fmt::format("unknown command '{}'", cmd));

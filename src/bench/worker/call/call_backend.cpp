@@ -1,6 +1,7 @@
 // The fib ABI call backend and solution libraries (bench/worker/call/call_backend.h).
 #include "bench/worker/call/call_backend.h"
 
+#include "bench/worker/call/python_backend.h"
 #include "bench/worker/call/tvm_ffi_backend.h"
 
 #include <dlfcn.h>
@@ -80,7 +81,11 @@ std::optional<LaunchError> FibAbiBackend::take_launch_error() { return pending_l
 
 std::unique_ptr<CallBackend> open_backend(SolutionLibraries& loaded, const std::string& path,
                                           const std::string& symbol, const std::string& binding,
-                                          SolutionLibrary* lib, std::string* error) {
+                                          const Json& python, SolutionLibrary* lib,
+                                          std::string* error) {
+  if (binding == "python" || binding == "torch") {
+    return make_python_backend(path, symbol, binding, python, error);
+  }
   const bool tvm_ffi = binding == "tvm-ffi";
   *lib = load_library(loaded, path, tvm_ffi ? kTvmFfiSymbolPrefix + symbol : symbol, error);
   if (lib->entry == nullptr) return nullptr;

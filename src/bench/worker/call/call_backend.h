@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "bench/worker/call/call_arguments.h"
+#include "fib/trace/json_reader.h"
 
 namespace fib::bench::detail {
 
@@ -70,9 +71,12 @@ std::optional<LaunchError> pending_launch_error(const SolutionLibrary& lib);
 
 // The library at `path` loaded (or found loaded) for entry `symbol` of `binding` ("fib" or
 // "tvm-ffi") and the backend that calls it; null, with *error saying why, when it cannot be.
+// Bindings "python" and "torch" import `path` into the Python runtime `python` describes
+// (python_backend.h); `lib` then stays empty.
 std::unique_ptr<CallBackend> open_backend(SolutionLibraries& loaded, const std::string& path,
                                           const std::string& symbol, const std::string& binding,
-                                          SolutionLibrary* lib, std::string* error);
+                                          const Json& python, SolutionLibrary* lib,
+                                          std::string* error);
 
 // The fib ABI (fib/solution.h): one `fib_call` to the library's entry point.
 class FibAbiBackend : public CallBackend {

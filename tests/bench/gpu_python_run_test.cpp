@@ -1,0 +1,164 @@
+// The Python runtime on a GPU (GPU machine only; skipped visibly elsewhere): the example's Triton
+// RMSNorm passes and its side-stream twin is caught by the window audit; PyTorch solutions run
+// on device tensors in both calling styles; a torch extension (binding torch) builds with
+// torch.utils.cpp_extension, passes, and one writing past its output is caught by the guards.
+#ifdef FIB_HAVE_CUDA
+
+#include <gtest/gtest.h>
+
+#include <fstream>
+#include <map>
+#include <sstream>
+
+#include "fib/bench/python_runtime.h"
+#include "fib/bench/run.h"
+#include "fib/dataset/trace_set.h"
+#include "support/gpu.h"
+#include "support/temp_dir.h"
+
+namespace fib::bench {
+namespace {
+
+namespace fs = std::filesystem;
+using testing::TempDir;
+
+const fs::path kSource = FIB_SOURCE_DIR;
+
+std::string read(const fs::path& p) {
+  std::ifstream in(p);
+  std::ostringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+class GpuPython : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    testing::copy_tree(kSource / "examples" / "dataset", tmp_.path() / "dataset");
+  }
+
+  RunResult run(const std::vector<std::string>& solutions) {
+    RunOptions o;
+    o.dataset = tmp_.path() / "dataset";
+    o.worker_executable = FIB_EXE;
+    o.abi_include_dir = kSource / "include";
+    o.build_cache = tmp_.path() / "cache";
+    o.seed = 13;
+    o.timeout_seconds = 120;  // Triton compiles its kernel on the first call
+    o.cli.warmup_runs = 2;
+    o.cli.iterations = 12;
+    o.cli.num_trials = 2;
+    o.max_trial_seconds = 0.5;
+    o.device = "cuda:0";
+    o.definitions = {"rmsnorm_h2048"};
+    o.solutions = solutions;
+    return run_benchmark(o);
+  }
+
+  void add(const std::string& name, const std::string& language, const std::string& binding,
+           const std::string& file, const std::string& source, bool dps = true) {
+    Solution s;
+    s.name = name;
+    s.definition = "rmsnorm_h2048";
+    s.author = "python-tests";
+    s.spec.language = language;
+    if (!binding.empty()) s.spec.binding = binding;
+    s.spec.target_hardware = {"cuda"};
+    s.spec.entry_point = file + "::run";
+    if (!dps) s.spec.destination_passing_style = false;
+    s.sources.push_back(SourceFile{file, source, {}});
+    write_solution(tmp_.path() / "dataset", s, "rmsnorm");
+  }
+
+  TempDir tmp_;
+};
+
+std::map<std::string, std::vector<std::string>> statuses(const RunResult& r) {
+  std::map<std::string, std::vector<std::string>> m;
+  for (const Trace& t : r.traces) {
+    m[*t.solution].push_back(std::string(status_name(t.evaluation->status)));
+  }
+  return m;
+}
+
+std::string log_of(const RunResult& r, const std::string& solution) {
+  for (const Trace& t : r.traces) {
+    if (*t.solution == solution) return t.evaluation->log;
+  }
+  return {};
+}
+
+std::vector<std::string> twice(const char* status) { return {status, status}; }
+
+#define FIB_REQUIRE_PYTHON_TORCH(runtime)                        \
+  std::string fib_python_why;                                    \
+  const auto runtime = find_python_runtime("", &fib_python_why); \
+  if (!runtime) GTEST_SKIP() << "no Python runtime: " << fib_python_why
+
+TEST_F(GpuPython, TheTritonExamplePassesAndItsSideStreamTwinIsCaught) {
+  FIB_REQUIRE_GPU();
+  FIB_REQUIRE_PYTHON_TORCH(runtime);
+  if (runtime->triton.empty()) GTEST_SKIP() << "triton does not import: " << runtime->triton_error;
+  const fib::testing::ExclusiveGpu gpu;
+  const std::string p = "rmsnorm_h2048_";
+  const RunResult r = run({p + "triton_kernel", p + "triton_side_stream"});
+  const auto s = statuses(r);
+  EXPECT_EQ(s.at(p + "triton_kernel"), twice("PASSED")) << log_of(r, p + "triton_kernel");
+  EXPECT_EQ(s.at(p + "triton_side_stream"), twice("RUNTIME_ERROR"))
+      << log_of(r, p + "triton_side_stream");
+  EXPECT_NE(log_of(r, p + "triton_side_stream").find("window audit"), std::string::npos)
+      << log_of(r, p + "triton_side_stream");
+  for (const Trace& t : r.traces) {
+    if (!t.passed()) continue;
+    EXPECT_EQ(t.evaluation->performance->extra["method"], "cuda_events");
+    EXPECT_LT(t.evaluation->performance->latency_ms, 5.0);
+    EXPECT_FALSE(t.evaluation->environment.extra["window_audit"]["kernels"].empty());
+  }
+}
+
+TEST_F(GpuPython, TorchSolutionsAndExtensionsRunOnDeviceTensors) {
+  FIB_REQUIRE_GPU();
+  FIB_REQUIRE_PYTHON_TORCH(runtime);
+  const fib::testing::ExclusiveGpu gpu;
+  const fs::path examples = kSource / "examples" / "solutions" / "rmsnorm_h2048";
+  add("torch_dps", "python", "", "python_torch.py", read(examples / "python_torch.py"));
+  add("torch_value", "python", "", "python_value_returning.py",
+      read(examples / "python_value_returning.py"), /*dps=*/false);
+  add("torch_mutates", "python", "", "python_mutates_inputs.py",
+      read(examples / "python_mutates_inputs.py"));
+  const std::string extension = R"(
+#include <torch/extension.h>
+void run(torch::Tensor x, torch::Tensor w, torch::Tensor y) {
+  auto f = x.to(torch::kFloat32);
+  auto inv = torch::rsqrt(f.pow(2).mean(-1, true) + 1e-5);
+  y.copy_(f * inv * w.to(torch::kFloat32));
+  if (PAST_END) {
+    auto bytes = torch::from_blob(static_cast<char*>(y.data_ptr()) + y.nbytes(), {2},
+                                  y.options().dtype(torch::kUInt8));
+    bytes.fill_(0x7F);
+  }
+}
+PYBIND11_MODULE(TORCH_EXTENSION_NAME, m) { m.def("run", &run); }
+)";
+  add("extension", "cuda", "torch", "rms.cu", "#define PAST_END 0\n" + extension);
+  add("extension_past_end", "cuda", "torch", "rms.cu", "#define PAST_END 1\n" + extension);
+  const RunResult r =
+      run({"torch_dps", "torch_value", "torch_mutates", "extension", "extension_past_end"});
+  const auto s = statuses(r);
+  EXPECT_EQ(s.at("torch_dps"), twice("PASSED")) << log_of(r, "torch_dps");
+  EXPECT_EQ(s.at("torch_value"), twice("PASSED")) << log_of(r, "torch_value");
+  EXPECT_EQ(s.at("torch_mutates"), twice("RUNTIME_ERROR")) << log_of(r, "torch_mutates");
+  EXPECT_NE(log_of(r, "torch_mutates").find("modified its input 'hidden_states'"),
+            std::string::npos)
+      << log_of(r, "torch_mutates");
+  EXPECT_EQ(s.at("extension"), twice("PASSED")) << log_of(r, "extension");
+  EXPECT_EQ(s.at("extension_past_end"), twice("RUNTIME_ERROR")) << log_of(r, "extension_past_end");
+  EXPECT_NE(log_of(r, "extension_past_end").find("wrote past the end of output 'output'"),
+            std::string::npos)
+      << log_of(r, "extension_past_end");
+}
+
+}  // namespace
+}  // namespace fib::bench
+
+#endif  // FIB_HAVE_CUDA
