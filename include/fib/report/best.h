@@ -28,8 +28,8 @@ struct BestCandidate {
   std::size_t traces = 0;
   std::size_t failed = 0;      // traces with a status other than PASSED
   std::size_t attempted = 0;   // workloads (per hardware) it has traces on
-  std::size_t unverified = 0;  // traces the trust policy left out
   std::size_t workloads = 0;   // of those, compared with the basis
+  std::size_t unverified = 0;  // traces the trust policy left out (in none of the above)
   double geomean_speedup = 0;
   double min_speedup = 0;
   double max_speedup = 0;
