@@ -10,6 +10,7 @@
 
 #include "cli/commands.h"
 #include "fib/dataset/files.h"
+#include "fib/dataset/keys.h"
 #include "fib/report/best.h"
 #include "fib/report/datasets.h"
 #include "fib/report/fast_p.h"
@@ -23,14 +24,22 @@ namespace {
 
 namespace fs = std::filesystem;
 
+// Which traces the rankings use (comparison.h's TrustPolicy).
+struct TrustFlags {
+  std::vector<std::string> trusted_keys;
+  bool include_unverified = false;
+};
+
 struct SummaryFlags {
   std::vector<std::string> local;
+  TrustFlags trust;
   std::string baseline_author = "baseline";
   bool json = false;
 };
 
 struct BestFlags {
   std::vector<std::string> local;
+  TrustFlags trust;
   std::vector<std::string> definitions;
   std::string baseline_author = "baseline";
   bool json = false;
@@ -45,6 +54,7 @@ struct MergeFlags {
 
 struct FastPFlags {
   std::vector<std::string> local;
+  TrustFlags trust;
   std::string baseline_author = "baseline";
   std::vector<std::string> baseline_solutions;
   std::vector<double> p{0, 0.5, 1, 1.5, 2};
@@ -67,6 +77,30 @@ report::Datasets load(const std::vector<std::string>& local) {
   return datasets;
 }
 
+void add_trust(CLI::App* sub, TrustFlags& trust) {
+  sub->add_flag("--include-unverified", trust.include_unverified,
+                "rank unverified traces too: unsigned ones (upstream's, the public dataset's) "
+                "and those signed by a key not trusted (default: shown, not ranked)");
+  sub->add_option("--trusted-keys", trust.trusted_keys,
+                  "another trusted-keys file (repeatable); fib's own key and the keys in "
+                  "$FIB_TRUSTED_KEYS or trusted-keys in fib's home are always trusted");
+}
+
+// Trusted keys that cannot be read are reported and left out: the traces they signed then
+// show as unverified, which is the safe side.
+report::TrustPolicy trust_policy(const TrustFlags& f) {
+  Diagnostics diag;
+  report::TrustPolicy policy;
+  policy.trusted = default_trusted_keys(diag);
+  for (const auto& file : f.trusted_keys) read_trusted_keys(file, policy.trusted, diag);
+  policy.include_unverified = f.include_unverified;
+  if (!diag.empty()) {
+    std::cerr << fmt::format("fib report: {} finding(s) while reading the trusted keys:\n{}",
+                             diag.size(), report::render_diagnostics(diag));
+  }
+  return policy;
+}
+
 void add_local(CLI::App* sub, std::vector<std::string>& local) {
   sub->add_option("--local", local,
                   "dataset folder (repeatable; several are read as one, the first winning "
@@ -84,10 +118,12 @@ void register_summary(CLI::App* report, Runner& run) {
                   "against the reference latency, separately")
       ->capture_default_str();
   sub->add_flag("--json", f->json, "print the summary as JSON");
+  add_trust(sub, f->trust);
   sub->callback([&run, f] {
     run = [f] {
       const report::Datasets datasets = load(f->local);
-      const report::SummaryReport r = report::summarize(datasets.view(), {f->baseline_author});
+      const report::SummaryReport r =
+          report::summarize(datasets.view(), {f->baseline_author, trust_policy(f->trust)});
       std::cout << (f->json ? dump_json_pretty(report::to_json(r)) : report::render_text(r));
       return kExitOk;
     };
@@ -106,10 +142,12 @@ void register_best(CLI::App* report, Runner& run) {
                   "author whose solutions speedups are measured against (else the reference)")
       ->capture_default_str();
   sub->add_flag("--json", f->json, "print the result as JSON");
+  add_trust(sub, f->trust);
   sub->callback([&run, f] {
     run = [f] {
       const report::Datasets datasets = load(f->local);
       report::BestOptions options;
+      options.trust = trust_policy(f->trust);
       options.definitions = f->definitions;
       options.baseline.author = f->baseline_author;
       const report::BestReport r = report::best_solutions(datasets.view(), options);
@@ -172,10 +210,12 @@ void register_fast_p(CLI::App* report, Runner& run) {
       ->capture_default_str();
   sub->add_option("--output", f->output, "write to this file instead of stdout");
   sub->add_flag("--per-definition", f->per_definition, "also one series per author and definition");
+  add_trust(sub, f->trust);
   sub->callback([&run, f] {
     run = [f] {
       const report::Datasets datasets = load(f->local);
       report::FastPOptions options;
+      options.trust = trust_policy(f->trust);
       options.baseline.author = f->baseline_author;
       options.baseline.solutions = f->baseline_solutions;
       options.p = f->p;

@@ -9,6 +9,7 @@
 #include "cli/cli_common.h"
 #include "cli/commands.h"
 #include "fib/bench/run.h"
+#include "fib/dataset/keys.h"
 
 #ifndef FIB_ABI_INCLUDE_DIR
 #define FIB_ABI_INCLUDE_DIR ""
@@ -25,6 +26,7 @@ struct RunArgs {
   std::optional<std::string> config;
   std::optional<std::uint64_t> seed;
   std::uint64_t memory_limit_mb = 0;
+  std::string signing_key;
   bool json = false;
   bool no_save = false;
 };
@@ -105,6 +107,16 @@ int run_cmd(RunArgs& a) {
     throw Error("fib/solution.h", "cannot find the solution ABI header",
                 "set FIB_INCLUDE_DIR to the folder holding fib/solution.h (fib's include/)");
   }
+  const std::filesystem::path key_path =
+      a.signing_key.empty() ? default_signing_key_path() : std::filesystem::path(a.signing_key);
+  bool key_created = false;
+  o.signing_key = load_or_create_signing_key(key_path, &key_created);
+  if (key_created) {
+    std::cerr << fmt::format(
+        "fib run: made a signing key at {} (key id {}); `fib key show` prints the public key "
+        "others need to verify these traces\n",
+        key_path.string(), o.signing_key->public_key().key_id().substr(0, 16));
+  }
   Progress progress(a.json);
   bench::RunCallbacks cb;
   cb.on_start = [&](std::size_t n) { progress.start(n); };
@@ -182,6 +194,10 @@ void register_run(CLI::App& app, Runner& run) {
                   "The python3 (with PyTorch) that runs Python, Triton and torch-extension "
                   "solutions (default: $FIB_PYTHON, else the first python3 that imports torch)");
   cmd->add_flag("--no-save-results", a->no_save, "Do not write traces");
+  cmd->add_option("--signing-key", a->signing_key,
+                  "Ed25519 key the traces are signed with, made on first use (default: "
+                  "$FIB_SIGNING_KEY, else signing-key.pem in $FIB_HOME, $XDG_CONFIG_HOME/fib or "
+                  "~/.config/fib)");
   cmd->add_flag("--json", a->json, "Print the run summary as JSON (no progress output)");
   cmd->callback([&run, a] { run = [a] { return run_cmd(*a); }; });
 }

@@ -25,5 +25,6 @@ void register_workloads(CLI::App& app, Runner& run);
 void register_run(CLI::App& app, Runner& run);
 void register_worker(CLI::App& app, Runner& run);
 void register_solution(CLI::App& app, Runner& run);
+void register_key(CLI::App& app, Runner& run);
 
 }  // namespace fib::cli

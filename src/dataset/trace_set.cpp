@@ -413,11 +413,13 @@ std::size_t TraceSet::workload_count() const {
 }
 std::size_t TraceSet::solution_count() const { return solution_index_.size(); }
 
-std::vector<const Trace*> TraceSet::best_per_workload(std::string_view definition) const {
+std::vector<const Trace*> TraceSet::best_per_workload(
+    std::string_view definition, const std::function<bool(const Trace&)>& include) const {
   std::map<std::string, const Trace*> best;
   for (const auto& r : traces(definition)) {
     const Trace& t = r.value;
     if (!t.passed() || !t.evaluation->performance) continue;
+    if (include && !include(t)) continue;
     const double lat = t.evaluation->performance->latency_ms;
     if (lat <= 0) continue;
     auto& slot = best[t.workload.uuid];

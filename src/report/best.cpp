@@ -23,10 +23,12 @@ BestCandidate evaluate(const DefinitionComparison& c, const SolutionOutcomes& s)
   b.traces = s.trace_count();
   b.failed = s.failed_count();
   b.attempted = s.outcomes.size();
+  b.unverified = s.unranked;
   const std::vector<double> ratios = c.ratios(s);
   b.workloads = ratios.size();
   if (b.traces == 0) {
-    b.reason = "no traces";
+    b.reason =
+        b.unverified > 0 ? fmt::format("only unverified traces ({})", b.unverified) : "no traces";
     return b;
   }
   if (b.failed > 0) {
@@ -62,6 +64,7 @@ Json candidate_json(const BestCandidate& b) {
   j["eligible"] = b.eligible;
   j["reason"] = b.eligible ? Json(nullptr) : Json(b.reason);
   j["traces"] = b.traces;
+  j["unverified"] = b.unverified;
   j["failed"] = b.failed;
   j["attempted"] = b.attempted;
   j["workloads"] = b.workloads;
@@ -95,7 +98,7 @@ BestReport best_solutions(const TraceSet& set, const BestOptions& options) {
 
   BestReport rep;
   for (const auto& name : names) {
-    const DefinitionComparison c = compare_definition(set, name, options.baseline);
+    const DefinitionComparison c = compare_definition(set, name, options.baseline, options.trust);
     DefinitionBest db;
     db.definition = name;
     if (const Definition* d = set.definition(name)) db.op_type = d->op_type;
@@ -103,6 +106,7 @@ BestReport best_solutions(const TraceSet& set, const BestOptions& options) {
     db.basis_description = describe_basis(c, options.baseline);
     db.baseline_solutions = c.baseline_solutions;
     db.basis_workloads = c.basis_latency_ms.size();
+    db.unverified_traces = c.unranked_traces;
     for (const auto& s : c.solutions) db.candidates.push_back(evaluate(c, s));
     std::stable_sort(db.candidates.begin(), db.candidates.end(),
                      [](const BestCandidate& a, const BestCandidate& b) {
@@ -115,7 +119,8 @@ BestReport best_solutions(const TraceSet& set, const BestOptions& options) {
                        return a.solution < b.solution;
                      });
     if (!db.candidates.empty() && db.candidates.front().eligible) db.best = db.candidates.front();
-    for (const Trace* t : set.best_per_workload(name)) {
+    const auto ranked = [&trust = options.trust](const Trace& t) { return trust.ranks(t); };
+    for (const Trace* t : set.best_per_workload(name, ranked)) {
       WorkloadBest w;
       w.uuid = t->workload.uuid;
       w.hardware = t->evaluation->environment.hardware;
@@ -143,6 +148,7 @@ Json to_json(const BestReport& r) {
     dj["basis_description"] = d.basis_description;
     dj["baseline_solutions"] = d.baseline_solutions;
     dj["basis_workloads"] = d.basis_workloads;
+    dj["unverified_traces"] = d.unverified_traces;
     dj["best"] = d.best ? candidate_json(*d.best) : Json(nullptr);
     Json cands = Json::array();
     for (const auto& c : d.candidates) cands.push_back(candidate_json(c));
@@ -175,6 +181,10 @@ std::string render_text(const BestReport& r) {
                     d.op_type.empty() ? " (no definition file)" : fmt::format(" ({})", d.op_type));
     out += fmt::format("  basis: {}; {} workload(s) with a basis latency\n", d.basis_description,
                        d.basis_workloads);
+    if (d.unverified_traces > 0) {
+      out += fmt::format("  {} unverified trace(s) not ranked: {}\n", d.unverified_traces,
+                         kUnverifiedRule);
+    }
     if (d.best) {
       const BestCandidate& b = *d.best;
       out += fmt::format("  best: {} by {}, geomean {} over {} workload(s) (min {}, max {})\n",

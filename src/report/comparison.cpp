@@ -5,6 +5,9 @@
 
 namespace fib::report {
 
+const char* const kUnverifiedRule =
+    "unsigned, or signed by a key not trusted (docs/traces.md; --include-unverified ranks them)";
+
 std::string_view basis_name(Basis b) { return b == Basis::kBaseline ? "baseline" : "reference"; }
 
 std::size_t SolutionOutcomes::trace_count() const {
@@ -46,7 +49,7 @@ void keep_min(std::map<WorkloadKey, double>& m, const WorkloadKey& key, double v
 }  // namespace
 
 DefinitionComparison compare_definition(const TraceSet& set, std::string_view definition,
-                                        const BaselineChoice& baseline) {
+                                        const BaselineChoice& baseline, const TrustPolicy& trust) {
   DefinitionComparison c;
   c.definition = std::string(definition);
   std::map<std::string, std::size_t, std::less<>> row_of;
@@ -66,6 +69,13 @@ DefinitionComparison compare_definition(const TraceSet& set, std::string_view de
   for (const auto& r : set.traces(definition)) {
     const Trace& t = r.value;
     if (!t.solution || !t.evaluation) continue;
+    if (!trust.ranks(t)) {
+      ++c.unranked_traces;
+      if (auto row = row_of.find(*t.solution); row != row_of.end()) {
+        ++c.solutions[row->second].unranked;
+      }
+      continue;
+    }
     const WorkloadKey key{t.workload.uuid, t.evaluation->environment.hardware};
     const bool passed = t.passed();
     const Performance* perf = t.evaluation->performance ? &*t.evaluation->performance : nullptr;

@@ -100,8 +100,10 @@ FastPReport fast_p(const TraceSet& set, const FastPOptions& options) {
   std::map<std::pair<std::string, std::string>, FastPSeries> author_definitions;
   std::vector<FastPSeries> solutions;
   std::vector<std::string> reference_defs, empty_baseline_defs, not_shown;
+  std::size_t unranked = 0;
   for (const auto& name : names) {
-    const DefinitionComparison c = compare_definition(set, name, options.baseline);
+    const DefinitionComparison c = compare_definition(set, name, options.baseline, options.trust);
+    unranked += c.unranked_traces;
     rep.definitions.push_back({name, c.basis, describe_basis(c, options.baseline),
                                c.baseline_solutions, c.basis_latency_ms.size()});
     if (c.basis == Basis::kReference) reference_defs.push_back(name);
@@ -181,6 +183,10 @@ FastPReport fast_p(const TraceSet& set, const FastPOptions& options) {
         "{} solution(s) ran on no workload that has a basis latency on the same hardware and are "
         "not shown: {}",
         not_shown.size(), fmt::join(not_shown, ", ")));
+  }
+  if (unranked > 0) {
+    rep.notes.push_back(
+        fmt::format("{} unverified trace(s) left out: {}", unranked, kUnverifiedRule));
   }
   return rep;
 }

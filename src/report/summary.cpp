@@ -99,7 +99,8 @@ SummaryReport summarize(const TraceSet& set, const SummaryOptions& options) {
   std::vector<std::string> reference_definitions, uncompared_definitions;
 
   for (const auto& name : definition_names(set)) {
-    DefinitionComparison c = compare_definition(set, name, baseline);
+    DefinitionComparison c = compare_definition(set, name, baseline, options.trust);
+    rep.unranked_traces += c.unranked_traces;
     DefinitionSummary ds;
     ds.name = name;
     if (const Definition* d = set.definition(name)) {
@@ -193,6 +194,10 @@ SummaryReport summarize(const TraceSet& set, const SummaryOptions& options) {
     rep.notes.push_back(
         fmt::format("{} trace(s) have no evaluation and are not counted", unevaluated));
   }
+  if (rep.unranked_traces > 0) {
+    rep.notes.push_back(fmt::format("{} unverified trace(s) counted in the totals, not ranked: {}",
+                                    rep.unranked_traces, kUnverifiedRule));
+  }
   return rep;
 }
 
@@ -204,6 +209,7 @@ Json to_json(const SummaryReport& r) {
   totals["solutions"] = r.solutions;
   totals["workloads"] = r.workloads;
   totals["traces"] = status_json(r.traces);
+  totals["unranked_traces"] = r.unranked_traces;
   j["totals"] = std::move(totals);
   Json defs = Json::array();
   for (const auto& d : r.per_definition) {

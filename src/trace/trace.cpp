@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 #include <cmath>
 
+#include "fib/trace/signature.h"
 #include "fib/trace/suggest.h"
 
 namespace fib {
@@ -278,6 +279,9 @@ std::optional<Trace> trace_from_json(const Json& j, const ReadContext& ctx) {
     ok = false;
   }
   if (!ok || ctx.errors != errors_before) return std::nullopt;
+  auto signer = verify_trace_signature(j, ctx);
+  if (!signer) return std::nullopt;
+  t.signer = std::move(*signer);
   return t;
 }
 

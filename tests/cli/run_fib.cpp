@@ -2,6 +2,7 @@
 
 #include <sys/wait.h>
 
+#include <algorithm>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
@@ -31,11 +32,16 @@ std::string slurp(const std::filesystem::path& p) { return TempDir::read_file(p)
 
 CommandResult run_fib(const std::vector<std::string>& args, const std::vector<std::string>& env) {
   TempDir tmp;
-  std::string cmd = "env";
+  std::string cmd = "env -u FIB_SIGNING_KEY -u FIB_TRUSTED_KEYS";
   auto add = [&cmd](const std::string& prefix, const std::string& word) {
     cmd.append(prefix);
     cmd.append(quote(word));
   };
+  // fib's home (its signing key) in the temporary folder unless the test names one, so tests
+  // never make or use the keys of the user running them.
+  const bool has_home = std::any_of(
+      env.begin(), env.end(), [](const std::string& e) { return e.rfind("FIB_HOME=", 0) == 0; });
+  if (!has_home) add(" ", "FIB_HOME=" + (tmp.path() / "fib-home").string());
   for (const auto& e : env) add(" ", e);
   add(" ", FIB_EXE);
   for (const auto& a : args) add(" ", a);

@@ -10,6 +10,7 @@
 
 #include "fib/dataset/trace_set.h"
 #include "fib/trace/json_file.h"
+#include "fib/trace/signature.h"
 #include "support/temp_dir.h"
 
 namespace fib::report::testing {
@@ -26,6 +27,9 @@ class DatasetBuilder {
   explicit DatasetBuilder(std::filesystem::path root) : set_(std::move(root)) {}
 
   const std::filesystem::path& root() const { return set_.root(); }
+
+  // Signs the traces trace() writes from now on (null: unsigned).
+  const SigningKey* signer = nullptr;
 
   void definition(const std::string& name, const std::string& op_type = "gemm",
                   const std::string& description = "a test kernel") {
@@ -106,6 +110,7 @@ class DatasetBuilder {
     Diagnostics diag;
     auto t = trace_from_json(j, ReadContext{"(test)", &diag});
     ASSERT_TRUE(t) << diag.to_string();
+    if (signer) sign_trace(*t, *signer);
     append_traces(set_, std::span<const Trace>(&*t, 1));
   }
 

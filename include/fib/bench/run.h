@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "fib/bench/eval_config.h"
+#include "fib/trace/signature.h"
 #include "fib/trace/trace.h"
 
 namespace fib::bench {
@@ -55,6 +56,9 @@ struct RunOptions {
   // lanes only, since a judge on every core would disturb a CPU lane's timing.
   std::optional<bool> judge_beside;
   bool save_traces = true;
+  // Signs every trace of the run, in the orchestrator, once the trace is complete
+  // (fib/trace/signature.h); unset: traces are written unsigned. `fib run` always sets it.
+  std::optional<SigningKey> signing_key;
   // On CUDA devices: "events" (CUDA events, the empty event pair's cost subtracted; default),
   // "events-raw" (not subtracted) or "cupti" (kernel activity of every stream).
   std::string gpu_timer = "events";

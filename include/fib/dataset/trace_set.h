@@ -4,6 +4,7 @@
 
 #include <cstdint>
 #include <filesystem>
+#include <functional>
 #include <optional>
 #include <span>
 #include <string>
@@ -82,8 +83,10 @@ class TraceSet {
   std::size_t solution_count() const;
 
   // The fastest PASSED trace for each workload of a definition (by latency), keyed by uuid in
-  // workload order; workloads nobody passed are absent.
-  std::vector<const Trace*> best_per_workload(std::string_view definition) const;
+  // workload order; workloads nobody passed are absent. With `include`, only the traces it
+  // accepts compete.
+  std::vector<const Trace*> best_per_workload(
+      std::string_view definition, const std::function<bool(const Trace&)>& include = {}) const;
 
   // Adds records in memory (keeping indexes) without touching disk.
   void add_definition(Definition d);

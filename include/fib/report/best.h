@@ -26,9 +26,10 @@ struct BestCandidate {
   bool eligible = false;
   std::string reason;  // why it is not eligible
   std::size_t traces = 0;
-  std::size_t failed = 0;     // traces with a status other than PASSED
-  std::size_t attempted = 0;  // workloads (per hardware) it has traces on
-  std::size_t workloads = 0;  // of those, compared with the basis
+  std::size_t failed = 0;      // traces with a status other than PASSED
+  std::size_t attempted = 0;   // workloads (per hardware) it has traces on
+  std::size_t workloads = 0;   // of those, compared with the basis
+  std::size_t unverified = 0;  // traces the trust policy left out (in none of the above)
   double geomean_speedup = 0;
   double min_speedup = 0;
   double max_speedup = 0;
@@ -50,6 +51,7 @@ struct DefinitionBest {
   std::string basis_description;
   std::vector<std::string> baseline_solutions;
   std::size_t basis_workloads = 0;         // workloads (per hardware) with a basis latency
+  std::size_t unverified_traces = 0;       // traces the trust policy left out of the ranking
   std::optional<BestCandidate> best;       // the first eligible candidate
   std::vector<BestCandidate> candidates;   // eligible ones ranked, then the others by name
   std::vector<WorkloadBest> per_workload;  // TraceSet::best_per_workload, in workload order
@@ -58,6 +60,7 @@ struct DefinitionBest {
 struct BestOptions {
   std::vector<std::string> definitions;  // empty: every definition that has traces
   BaselineChoice baseline;
+  TrustPolicy trust{};
 };
 
 struct BestReport {

@@ -10,6 +10,7 @@
 #include <string_view>
 #include <vector>
 
+#include "fib/dataset/keys.h"
 #include "fib/dataset/trace_set.h"
 
 namespace fib::report {
@@ -19,6 +20,21 @@ struct BaselineChoice {
   std::string author = "baseline";
   std::vector<std::string> solutions;
 };
+
+// Which traces rankings use. fib signs the traces it writes (fib/trace/signature.h); a trace
+// signed by a trusted key is verified. Any other (unsigned, as upstream's and the public
+// dataset's are, or signed by a key not trusted) is unverified: counted and shown, but ranked
+// only with include_unverified. The default ranks everything; `fib report` ranks verified
+// traces unless --include-unverified.
+struct TrustPolicy {
+  TrustedKeys trusted;
+  bool include_unverified = true;
+
+  bool verified(const Trace& t) const { return !t.signer.empty() && trusted.contains(t.signer); }
+  bool ranks(const Trace& t) const { return include_unverified || verified(t); }
+};
+// What an unverified trace is, for the reports' notes.
+extern const char* const kUnverifiedRule;
 
 // What a definition's speedups are relative to. Never mixed within one definition, and the
 // reports keep the two apart across definitions (a speedup over a Python reference is usually
@@ -48,6 +64,7 @@ struct SolutionOutcomes {
   std::string author;
   bool is_baseline = false;
   std::map<WorkloadKey, Outcome> outcomes;  // only keys it has traces on
+  std::size_t unranked = 0;                 // its traces the trust policy leaves out
 
   std::size_t trace_count() const;
   std::size_t failed_count() const;
@@ -65,6 +82,8 @@ struct DefinitionComparison {
   std::vector<SolutionOutcomes> solutions;
   // Traces naming a solution the dataset does not hold: counted, never ranked.
   std::size_t traces_of_unknown_solutions = 0;
+  // Traces the trust policy leaves out (not in any outcome, nor in the basis).
+  std::size_t unranked_traces = 0;
 
   // r = basis latency / solution latency for every key that has a basis latency and that the
   // solution has traces on; r = 0 where it did not pass. Ordered by key.
@@ -72,9 +91,11 @@ struct DefinitionComparison {
   std::vector<std::pair<WorkloadKey, double>> keyed_ratios(const SolutionOutcomes& s) const;
 };
 
-// Builds the comparison of one definition (which may be an orphan name with traces only).
+// Builds the comparison of one definition (which may be an orphan name with traces only) from
+// the traces `trust` ranks.
 DefinitionComparison compare_definition(const TraceSet& set, std::string_view definition,
-                                        const BaselineChoice& baseline);
+                                        const BaselineChoice& baseline,
+                                        const TrustPolicy& trust = {});
 
 // Every definition name that has a definition file, solutions or traces, in dataset order
 // (definitions first, then orphan names sorted).

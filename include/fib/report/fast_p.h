@@ -56,6 +56,7 @@ struct FastPOptions {
   BaselineChoice baseline;  // explicit solutions restrict the report to their definitions
   std::vector<double> p{0, 0.5, 1, 1.5, 2};
   bool per_definition = false;  // also one series per (author, definition)
+  TrustPolicy trust{};
 };
 
 struct FastPReport {

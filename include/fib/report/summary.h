@@ -49,6 +49,7 @@ struct AuthorScore {
 
 struct SummaryOptions {
   std::string baseline_author = "baseline";
+  TrustPolicy trust{};
 };
 
 struct SummaryReport {
@@ -57,6 +58,7 @@ struct SummaryReport {
   std::size_t solutions = 0;
   std::size_t workloads = 0;
   StatusCounts traces;
+  std::size_t unranked_traces = 0;  // counted in `traces`, left out of the ranking (unverified)
   std::vector<DefinitionSummary> per_definition;  // every definition name, in dataset order
   // Ranked within each basis: vs the baseline author first, then vs the reference (for the
   // definitions without a baseline solution); each by avg_speedup descending, then author.

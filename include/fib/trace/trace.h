@@ -70,6 +70,9 @@ struct Trace {
   std::optional<std::string> solution;
   std::optional<Evaluation> evaluation;
   KeyOrder key_order;
+  // The key id of the fib signature the record carries and that verified (signature.h); empty
+  // for an unsigned record. Not written: the signature itself stays in environment.extra.
+  std::string signer;
 
   // A workload record: no solution and no evaluation.
   bool is_workload_trace() const { return !solution && !evaluation; }
@@ -78,7 +81,8 @@ struct Trace {
 
 // Parses a trace (or workload) record. Checks field types, statuses, non-negative errors and
 // latencies, and that correctness/performance are present exactly when the status calls for
-// them (PASSED: both; INCORRECT_NUMERICAL: correctness only; otherwise neither).
+// them (PASSED: both; INCORRECT_NUMERICAL: correctness only; otherwise neither). A record that
+// carries a fib signature is refused unless the signature verifies (signature.h).
 std::optional<Trace> trace_from_json(const Json& j, const ReadContext& ctx);
 Json to_json(const Trace& t);
 

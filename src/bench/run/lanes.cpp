@@ -320,6 +320,8 @@ void LaneLoop::settle(Lane& lane, std::size_t keep) {
 
 void LaneLoop::record(Trace t, const Definition& def, const Solution& s) {
   std::lock_guard<std::recursive_mutex> lock(run_.mu);
+  // Signed here, where every trace passes once complete, so that anything added to it is covered.
+  if (run_.options.signing_key) sign_trace(t, *run_.options.signing_key);
   if (run_.options.save_traces) append_traces(set_, std::span<const Trace>(&t, 1));
   ++run_.done;
   ++run_.result.evaluations;
