@@ -63,7 +63,12 @@ SandboxChoice choose_sandbox(const RunOptions& o, bool gpu, const Scratch& scrat
     why = "bubblewrap (bwrap) is not installed (Debian: apt-get install bubblewrap)";
   } else {
     spec.sandbox.bwrap = bwrap;
-    spec.sandbox.read_only = sandbox_read_only_paths(o.worker_executable, o.sandbox_read_only);
+    std::vector<fs::path> extra = o.sandbox_read_only;
+#ifdef FIB_HAVE_TVM_FFI
+    // tvm-ffi solutions load libtvm_ffi.so from the Python package's folder (their RUNPATH).
+    extra.emplace_back(FIB_TVM_FFI_LIB_DIR);
+#endif
+    spec.sandbox.read_only = sandbox_read_only_paths(o.worker_executable, extra);
     spec.sandbox.gpu = gpu;
     // As root, the worker drops to the sandbox's uid outside as well where the host lets an
     // unprivileged user make namespaces; else bubblewrap runs as root and maps it inside.
