@@ -17,6 +17,7 @@ packages=(
   libbenchmark-dev
   python3
   python3-torch        # runs definitions' PyTorch references in the parity tests
+  bubblewrap           # the solution workers' sandbox (fib run --sandbox)
 )
 
 # tvm-ffi's headers and libtvm_ffi.so, for solutions of binding "tvm-ffi" (upstream's default):

@@ -20,6 +20,9 @@
 #include "fib/bench/worker.h"
 #include "fib/dataset/trace_set.h"
 #include "support/temp_dir.h"
+#ifdef FIB_HAVE_CUDA
+#include "support/gpu.h"
+#endif
 
 namespace fib::bench {
 namespace {
@@ -448,6 +451,35 @@ FIB_EXPORT_SOLUTION(run, run_);
   // The dataset still loads: the record is one more environment.extra entry.
   EXPECT_NO_THROW(TraceSet::load(dataset()));
 }
+
+#ifdef FIB_HAVE_CUDA
+// On a GPU (skipped visibly elsewhere): the example's CUDA solutions run in the sandbox with the
+// /dev/nvidia* nodes bound and a data-segment limit (RLIMIT_DATA, which CUDA's reserved address
+// space does not count against), pass, and a crash costs one worker.
+class GpuSandbox : public Sandbox {};
+
+TEST_F(GpuSandbox, CudaSolutionsPassInTheSandbox) {
+  FIB_REQUIRE_GPU();
+  SKIP_WITHOUT_SANDBOX();
+  const fib::testing::ExclusiveGpu gpu;
+  const std::string p = "rmsnorm_h2048_";
+  RunOptions o =
+      options(SandboxMode::kRequired, {p + "naive_cuda", p + "crashes_cuda", p + "tuned_cuda"});
+  o.device = "cuda:0";
+  o.memory_limit_bytes = 32ull << 30;
+  const RunResult r = run_benchmark(o);
+  using V = std::vector<std::string>;
+  EXPECT_EQ(statuses(r, p + "naive_cuda"), V(2, "PASSED")) << logs(r, p + "naive_cuda");
+  EXPECT_EQ(statuses(r, p + "tuned_cuda"), V(2, "PASSED")) << logs(r, p + "tuned_cuda");
+  EXPECT_EQ(statuses(r, p + "crashes_cuda"), V(2, "RUNTIME_ERROR"));
+  for (const Trace& t : r.traces) {
+    const Json& iso = t.evaluation->environment.extra["isolation"];
+    EXPECT_EQ(iso["level"], "sandbox");
+    EXPECT_EQ(iso["gpu_devices"], true);
+    EXPECT_EQ(iso["limits"]["data_bytes"], 32ull << 30);
+  }
+}
+#endif
 
 }  // namespace
 }  // namespace fib::bench
