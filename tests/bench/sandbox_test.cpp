@@ -255,6 +255,20 @@ static void run_(fib::TensorView x, fib::TensorView w, fib::TensorView y) {
 }
 FIB_EXPORT_SOLUTION(run, run_);
 )");
+  // Only a well-formed reply: the worker's own follows it, so the forged one is not believed.
+  add("a_forges_reply_only", find_channel + R"(
+static void run_(fib::TensorView x, fib::TensorView w, fib::TensorView y) {
+  rms(x, w, y);
+  const std::string reply = "{\"ok\":true,\"trials\":[]}";
+  char header[8];
+  unsigned long long n = reply.size();
+  for (char& c : header) { c = (char)(n & 0xff); n >>= 8; }
+  std::string message(header, 8);
+  message += reply;
+  (void)!write(channel(), message.data(), message.size());
+}
+FIB_EXPORT_SOLUTION(run, run_);
+)");
   add("b_closes_channel", find_channel + R"(
 static void run_(fib::TensorView x, fib::TensorView w, fib::TensorView y) {
   rms(x, w, y);
@@ -267,16 +281,20 @@ static void run_(fib::TensorView x, fib::TensorView w, fib::TensorView y) { rms(
 FIB_EXPORT_SOLUTION(run, run_);
 )");
   for (const SandboxMode mode : {SandboxMode::kOff, SandboxMode::kAuto}) {
-    const RunResult r =
-        run_benchmark(options(mode, {"a_forges_reply", "b_closes_channel", "c_honest"}));
+    const RunResult r = run_benchmark(
+        options(mode, {"a_forges_reply", "a_forges_reply_only", "b_closes_channel", "c_honest"}));
     using V = std::vector<std::string>;
     EXPECT_EQ(statuses(r, "a_forges_reply"), V(2, "RUNTIME_ERROR")) << logs(r, "a_forges_reply");
     EXPECT_NE(logs(r, "a_forges_reply").find("broken channel"), std::string::npos)
         << logs(r, "a_forges_reply");
+    EXPECT_EQ(statuses(r, "a_forges_reply_only"), V(2, "RUNTIME_ERROR"))
+        << logs(r, "a_forges_reply_only");
+    EXPECT_NE(logs(r, "a_forges_reply_only").find("broken channel"), std::string::npos)
+        << logs(r, "a_forges_reply_only");
     EXPECT_EQ(statuses(r, "b_closes_channel"), V(2, "RUNTIME_ERROR"))
         << logs(r, "b_closes_channel");
     EXPECT_EQ(statuses(r, "c_honest"), V(2, "PASSED")) << logs(r, "c_honest");
-    EXPECT_GE(r.worker_starts, 4u) << "a fresh worker after each broken channel";
+    EXPECT_GE(r.worker_starts, 6u) << "a fresh worker after each broken channel";
   }
 }
 

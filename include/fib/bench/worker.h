@@ -18,6 +18,10 @@
 
 namespace fib::bench {
 
+namespace detail {
+class MessageReader;
+}
+
 // A worker's sandbox (bubblewrap): its own user, pid, network, ipc, uts and mount namespaces, an
 // unprivileged uid, and a file system of read-only paths, one writable folder and private /tmp,
 // /dev/shm and /proc. Every path is bound at the path it has outside, so the paths in requests
@@ -95,7 +99,9 @@ class Worker {
   };
   // Sends `request` and waits for the reply until `deadline`. On a timeout the worker is
   // killed (it may be stuck in solution code); on death it is reaped. Either way the worker is
-  // no longer alive() and must be replaced.
+  // no longer alive() and must be replaced. A reply counts once the worker answers a greeting
+  // after it with nothing in between (else the channel is broken: kDied, the worker killed), so
+  // a reply a solution writes on the channel is never taken for the worker's.
   Reply call(const Json& request, std::chrono::steady_clock::time_point deadline);
 
   // The worker's output since the last call of this function.
@@ -112,6 +118,10 @@ class Worker {
  private:
   void drain_output();
   std::string reap(int* signal);
+  // One request and the message that answers it; call() adds the check that the worker's loop
+  // sent it.
+  Reply exchange(const Json& request, std::chrono::steady_clock::time_point deadline);
+  Reply take_reply(detail::MessageReader& reader);
   ssize_t peek_channel() const;
   bool channel_has_data() const;
 

@@ -294,6 +294,30 @@ bool Worker::channel_idle() const {
 bool Worker::channel_has_data() const { return channel_ >= 0 && peek_channel() > 0; }
 
 Worker::Reply Worker::call(const Json& request, Clock::time_point deadline) {
+  Reply reply = exchange(request, deadline);
+  if (reply.kind != ReplyKind::kOk || protocol::command_of(request) == "hello") return reply;
+  // The reply is believed once the worker's loop is seen waiting for the next request: it
+  // answers a greeting, and nothing else comes first. A reply a solution wrote from inside its
+  // call is followed by the worker's own; one written before its process ended, by nothing.
+  const Reply echo = exchange(protocol::hello_request(), deadline);
+  const bool answered =
+      echo.kind == ReplyKind::kOk && echo.body.contains("pid") && !echo.body.contains("trials");
+  // A worker that ends after its reply says so in it (a sticky CUDA error).
+  const bool ended_as_announced =
+      echo.kind == ReplyKind::kDied && echo.signal == 0 && reply.body.value("fatal", false);
+  if (answered || ended_as_announced) return reply;
+  kill();
+  if (echo.kind == ReplyKind::kTimeout) return echo;
+  reply.kind = ReplyKind::kDied;
+  reply.died_how =
+      echo.kind == ReplyKind::kDied && echo.died_how.find("broken") == std::string::npos
+          ? fmt::format("ended after a reply it did not announce ({}; a broken channel)",
+                        echo.died_how)
+          : "wrote more than one reply (a broken channel)";
+  return reply;
+}
+
+Worker::Reply Worker::exchange(const Json& request, Clock::time_point deadline) {
   Reply reply;
   if (pid_ <= 0) {
     reply.kind = ReplyKind::kDied;
@@ -330,32 +354,33 @@ Worker::Reply Worker::call(const Json& request, Clock::time_point deadline) {
       return reply;
     }
     if (fds[1].revents != 0) drain_output();
-    if (fds[0].revents != 0) {
-      const detail::ReadResult r = reader.pump(channel_);
-      if (r == detail::ReadResult::kMessage) {
-        const std::string msg = reader.take();
-        reply.body = Json::parse(msg, nullptr, false);
-        if (reply.body.is_discarded() || !reply.body.is_object()) {
-          kill();
-          reply.kind = ReplyKind::kDied;
-          reply.died_how = "sent a malformed reply (a broken channel)";
-        } else if (reader.pending() || channel_has_data()) {
-          // One request, one reply: bytes beyond it were written by someone other than the
-          // worker's loop (the solution, or a process it left), so the reply is not believed.
-          kill();
-          reply.kind = ReplyKind::kDied;
-          reply.died_how = "wrote more than one reply (a broken channel)";
-        }
-        drain_output();
-        return reply;
-      }
-      if (r == detail::ReadResult::kEof) {
-        reply.kind = ReplyKind::kDied;
-        reply.died_how = reap(&reply.signal);
-        return reply;
-      }
+    if (fds[0].revents == 0) continue;
+    const detail::ReadResult r = reader.pump(channel_);
+    if (r == detail::ReadResult::kMessage) return take_reply(reader);
+    if (r == detail::ReadResult::kEof) {
+      reply.kind = ReplyKind::kDied;
+      reply.died_how = reap(&reply.signal);
+      return reply;
     }
   }
+}
+
+Worker::Reply Worker::take_reply(detail::MessageReader& reader) {
+  Reply reply;
+  reply.body = Json::parse(reader.take(), nullptr, false);
+  if (reply.body.is_discarded() || !reply.body.is_object()) {
+    kill();
+    reply.kind = ReplyKind::kDied;
+    reply.died_how = "sent a malformed reply (a broken channel)";
+  } else if (reader.pending() || channel_has_data()) {
+    // One request, one reply: bytes beyond it were written by someone other than the worker's
+    // loop (the solution, or a process it left), so the reply is not believed.
+    kill();
+    reply.kind = ReplyKind::kDied;
+    reply.died_how = "wrote more than one reply (a broken channel)";
+  }
+  drain_output();
+  return reply;
 }
 
 }  // namespace fib::bench
