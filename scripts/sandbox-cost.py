@@ -32,7 +32,7 @@ def bwrap_prefix(exe):
     # binds the folders of the libraries it has loaded.
     ldd = subprocess.run(["ldd", exe], capture_output=True, text=True).stdout
     libs = {os.path.dirname(w) for w in ldd.split() if w.startswith("/") and ".so" in w}
-    for path in ["/usr", "/etc/ld.so.cache", os.path.realpath(exe)] + sorted(
+    for path in ["/usr", "/etc/ld.so.cache", "/sys", os.path.realpath(exe)] + sorted(
             d for d in libs if not d.startswith("/usr/")):
         if os.path.exists(path):
             args += ["--ro-bind", path, path]

@@ -296,6 +296,12 @@ FIB_EXPORT_SOLUTION(run, run_);
     EXPECT_EQ(statuses(r, "c_honest"), V(2, "PASSED")) << logs(r, "c_honest");
     EXPECT_GE(r.worker_starts, 6u) << "a fresh worker after each broken channel";
   }
+  // The run ended normally: its scratch folder (named by this process's pid) is gone.
+  std::error_code ec;
+  const std::string mine = fmt::format("fib-run-{}-", ::getpid());
+  for (const auto& e : fs::directory_iterator("/dev/shm", ec)) {
+    EXPECT_NE(e.path().filename().string().rfind(mine, 0), 0u) << e.path();
+  }
 }
 
 // (d) The solution keeps its results in /dev/shm, keyed on its inputs, across two runs with the

@@ -34,7 +34,7 @@ struct SandboxSpec {
   // The worker's box, bound read-only: the evaluation's staged input-set file and library; its
   // `out` folder, bound read-write, is the one place the worker can write outside /tmp.
   std::filesystem::path box;
-  bool gpu = false;  // bind the /dev/nvidia* nodes, and /sys read-only
+  bool gpu = false;  // bind the /dev/nvidia* nodes
   // fib runs as root: start bubblewrap as `uid` outside the namespaces too (where unprivileged
   // user namespaces are allowed), so the worker is no root outside and RLIMIT_NPROC holds.
   bool drop_to_uid = false;

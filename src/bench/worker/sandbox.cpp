@@ -63,8 +63,6 @@ void add_gpu_devices(std::vector<std::string>& a) {
   }
   std::sort(nodes.begin(), nodes.end());
   for (const auto& n : nodes) a.insert(a.end(), {"--dev-bind", n, n});
-  // NVML and the CUDA runtime read the devices' PCI and NUMA description from /sys.
-  if (fs::exists("/sys", ec)) a.insert(a.end(), {"--ro-bind", "/sys", "/sys"});
 }
 
 }  // namespace
@@ -112,6 +110,9 @@ std::vector<std::string> worker_command(const WorkerSpec& spec) {
                                 "--die-with-parent", "--new-session", "--proc", "/proc", "--dev",
                                 "/dev", "--tmpfs", "/tmp", "--tmpfs", "/dev/shm"};
   add_root_links(a);
+  // Read-only, as the worker needs it: the cache sizes the CPU timer's flush is sized by, the
+  // CPUs OpenMP and torch count, the PCI and NUMA description NVML and CUDA read.
+  if (std::error_code ec; fs::exists("/sys", ec)) a.insert(a.end(), {"--ro-bind", "/sys", "/sys"});
   for (const fs::path& p : s.read_only) a.insert(a.end(), {"--ro-bind", p.string(), p.string()});
   if (!s.box.empty()) {
     const std::string out = (s.box / "out").string();
