@@ -476,6 +476,31 @@ FIB_EXPORT_SOLUTION(run, run_);
   EXPECT_NO_THROW(TraceSet::load(dataset()));
 }
 
+// Where the sandbox cannot be made (here: a "bubblewrap" that cannot start anything),
+// `--sandbox required` is an error, and `auto` runs unsandboxed, says so loudly and records it.
+TEST_F(Sandbox, ASandboxThatCannotBeMadeIsAnErrorOrALoudWarning) {
+  add("honest", R"(
+static void run_(fib::TensorView x, fib::TensorView w, fib::TensorView y) { rms(x, w, y); }
+FIB_EXPORT_SOLUTION(run, run_);
+)");
+  ::setenv("FIB_BWRAP", "/bin/false", 1);
+  EXPECT_THROW(run_benchmark(options(SandboxMode::kRequired, {"honest"})), Error);
+  std::vector<std::string> said;
+  RunCallbacks cb;
+  cb.on_message = [&](const std::string& m) { said.push_back(m); };
+  const RunResult r = run_benchmark(options(SandboxMode::kAuto, {"honest"}), cb);
+  ::unsetenv("FIB_BWRAP");
+  ASSERT_FALSE(said.empty());
+  EXPECT_NE(said.front().find("WARNING: solutions run UNSANDBOXED"), std::string::npos)
+      << said.front();
+  ASSERT_EQ(r.traces.size(), 2u);
+  for (const Trace& t : r.traces) {
+    EXPECT_EQ(t.evaluation->status, EvaluationStatus::kPassed) << t.evaluation->log;
+    EXPECT_EQ(t.evaluation->environment.extra["isolation"]["level"], "none");
+    EXPECT_TRUE(t.evaluation->environment.extra["isolation"].contains("why"));
+  }
+}
+
 #ifdef FIB_HAVE_CUDA
 // On a GPU (skipped visibly elsewhere): the example's CUDA solutions run in the sandbox with the
 // /dev/nvidia* nodes bound and a data-segment limit (RLIMIT_DATA, which CUDA's reserved address

@@ -67,7 +67,8 @@ std::vector<std::string> worker_command(const WorkerSpec& spec);
 // paths under another are left out.
 std::vector<std::filesystem::path> sandbox_read_only_paths(
     const std::filesystem::path& executable, const std::vector<std::filesystem::path>& extra);
-// Bubblewrap: /usr/bin/bwrap, or the binary $FIB_BWRAP names; empty when there is none.
+// Bubblewrap: the binary $FIB_BWRAP names where it is set, else /usr/bin/bwrap; empty when there
+// is none.
 std::filesystem::path find_bwrap();
 
 // The whole environment a worker starts with (nothing else is inherited): PATH, the locale,

@@ -85,12 +85,13 @@ std::vector<fs::path> sandbox_read_only_paths(const fs::path& executable,
 }
 
 fs::path find_bwrap() {
+  // $FIB_BWRAP names the binary (the GPU machine carries Debian's package unpacked,
+  // scripts/device/env.sh); set, it is the only one tried.
+  if (const char* bwrap = std::getenv("FIB_BWRAP")) {
+    return ::access(bwrap, X_OK) == 0 ? fs::path(bwrap) : fs::path();
+  }
   for (const char* p : {"/usr/bin/bwrap", "/bin/bwrap", "/usr/local/bin/bwrap"}) {
     if (::access(p, X_OK) == 0) return p;
-  }
-  // The GPU machine carries Debian's package unpacked (scripts/device/env.sh).
-  if (const char* bwrap = std::getenv("FIB_BWRAP")) {
-    if (::access(bwrap, X_OK) == 0) return bwrap;
   }
   return {};
 }
