@@ -10,6 +10,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <fstream>
 #include <map>
@@ -499,6 +500,39 @@ FIB_EXPORT_SOLUTION(run, run_);
     EXPECT_EQ(t.evaluation->environment.extra["isolation"]["level"], "none");
     EXPECT_TRUE(t.evaluation->environment.extra["isolation"].contains("why"));
   }
+}
+
+// The command line alone: every namespace, the uid, the process tree tied to the worker, the box
+// read-only with only its out/ folder writable, and nothing of the run's other files.
+TEST(SandboxCommand, BindsOnlyWhatTheWorkerNeeds) {
+  WorkerSpec spec;
+  spec.executable = "/opt/fib/bin/fib";
+  spec.sandbox.bwrap = "/usr/bin/bwrap";
+  spec.sandbox.read_only = {"/usr", "/opt/fib/bin/fib"};
+  spec.sandbox.box = "/dev/shm/fib-run-1-ab/box-solution-0";
+  const std::vector<std::string> a = worker_command(spec);
+  const auto has = [&](std::initializer_list<std::string> seq) {
+    return std::search(a.begin(), a.end(), seq.begin(), seq.end()) != a.end();
+  };
+  for (const char* ns : {"--unshare-user", "--unshare-pid", "--unshare-net", "--unshare-ipc",
+                         "--unshare-uts", "--die-with-parent", "--new-session"}) {
+    EXPECT_TRUE(has({ns})) << ns;
+  }
+  EXPECT_TRUE(has({"--uid", "65534"}));
+  EXPECT_TRUE(has({"--tmpfs", "/dev/shm"}));
+  EXPECT_TRUE(has({"--ro-bind", "/opt/fib/bin/fib", "/opt/fib/bin/fib"}));
+  EXPECT_TRUE(has({"--ro-bind", spec.sandbox.box.string(), spec.sandbox.box.string()}));
+  const std::string out = (spec.sandbox.box / "out").string();
+  EXPECT_TRUE(has({"--bind", out, out}));
+  std::size_t writable = 0;
+  for (const std::string& arg : a) writable += arg == "--bind" || arg == "--bind-try";
+  EXPECT_EQ(writable, 1u) << "the box's out/ is the only writable bind";
+  EXPECT_TRUE(has({"--", "/opt/fib/bin/fib", "worker", "--channel", "3"}));
+  EXPECT_FALSE(has({"--dev-bind"})) << "GPU nodes only for GPU workers";
+  // Inside, HOME and TMPDIR are the sandbox's private /tmp.
+  const std::vector<std::string> env = worker_environment(spec);
+  EXPECT_NE(std::find(env.begin(), env.end(), "HOME=/tmp"), env.end());
+  EXPECT_NE(std::find(env.begin(), env.end(), "TMPDIR=/tmp"), env.end());
 }
 
 #ifdef FIB_HAVE_CUDA
