@@ -5,6 +5,7 @@
 
 #include <chrono>
 #include <iostream>
+#include <map>
 
 #include "cli/cli_common.h"
 #include "cli/commands.h"
@@ -167,12 +168,20 @@ void register_run(CLI::App& app, Runner& run) {
                   "cpu (default), cuda:N, a list cuda:0,cuda:1 or cuda:all (CUDA builds)");
   cmd->add_flag("--isolated", a->options.isolated,
                 "A fresh worker process for every evaluation (default: one persistent worker)");
+  cmd->add_option("--sandbox", a->options.sandbox,
+                  "Solution workers in a bubblewrap sandbox: auto (default: where it can be "
+                  "made, else a loud warning), required (an error where it cannot), off")
+      ->transform(CLI::CheckedTransformer(
+          std::map<std::string, bench::SandboxMode>{{"auto", bench::SandboxMode::kAuto},
+                                                    {"required", bench::SandboxMode::kRequired},
+                                                    {"off", bench::SandboxMode::kOff}}));
   cmd->add_option("--seed", a->seed,
                   "Seed of all input sets and schedules (default: random, "
                   "recorded in every trace)");
   cmd->add_option("--threads", a->options.threads, "CPU threads per worker (default: all cores)");
   cmd->add_option("--memory-limit-mb", a->memory_limit_mb,
-                  "Address-space limit per worker (default: half of the RAM)");
+                  "Memory limit per worker: its address space on the CPU (default: half of the "
+                  "RAM), its data (RLIMIT_DATA) on CUDA devices (default: none)");
   cmd->add_option("--gpu-timer", a->options.gpu_timer,
                   "On CUDA devices: events (default; the empty event pair's cost subtracted), "
                   "events-raw, or cupti (every kernel of a call, on any stream)");

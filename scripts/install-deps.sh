@@ -20,6 +20,7 @@ packages=(
   python3-torch        # runs definitions' PyTorch references in the parity tests
   python3-dev          # libpython3.x.so, which fib's worker embeds for Python solutions
   libtorch-dev pybind11-dev  # torch/extension.h: solutions of binding torch (PyTorch extensions)
+  bubblewrap           # the solution workers' sandbox (fib run --sandbox)
 )
 
 # tvm-ffi's headers and libtvm_ffi.so, for solutions of binding "tvm-ffi" (upstream's default):

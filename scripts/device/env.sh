@@ -7,6 +7,15 @@ _fib_deps=/tmp/fib-deps
 if [ ! -d "$_fib_deps/usr" ]; then
   for f in "$_fib_root"/.device-debs/*.deb; do dpkg -x "$f" "$_fib_deps"; done
 fi
+# The workers' sandbox: bubblewrap unpacked from the carried .deb where the host has none (fib
+# finds it through FIB_BWRAP; it starts with a scrubbed environment, so it links the host's
+# libselinux and libcap, which gpu-check.sh checks).
+for f in "$_fib_root"/.device-debs/bubblewrap_*.deb; do
+  [ -x "$_fib_deps/usr/bin/bwrap" ] || [ ! -f "$f" ] || dpkg -x "$f" "$_fib_deps"
+done
+if ! command -v bwrap >/dev/null && [ -x "$_fib_deps/usr/bin/bwrap" ]; then
+  export FIB_BWRAP="$_fib_deps/usr/bin/bwrap"
+fi
 export CMAKE_PREFIX_PATH="$_fib_deps/usr"
 export CPATH="$_fib_deps/usr/include${CPATH:+:$CPATH}"
 export LIBRARY_PATH="$_fib_deps/usr/lib/x86_64-linux-gnu${LIBRARY_PATH:+:$LIBRARY_PATH}"

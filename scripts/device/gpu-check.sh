@@ -24,6 +24,27 @@ targets=(fib cuda_tests reference_cuda_tests bench_tests "${extra_targets[@]}")
 ninja -C "$build" -j "$(nproc)" "${targets[@]}" >>"$OUT/build.log" 2>&1 || {
   grep -E "error|Error" -A3 "$OUT/build.log" | head -80; exit 1; }
 echo "gpu-check: built in $(( $(date +%s) - t0 )) s"
+sandbox_check() {
+  # Whether the workers' sandbox can be made here, and CUDA starts in it and under RLIMIT_DATA
+  # (the GPU worker's memory limit); the GpuSandbox tests then run fib's own sandboxed workers.
+  local bwrap=${FIB_BWRAP:-$(command -v bwrap)}
+  if [ -z "$bwrap" ]; then echo "gpu-check: sandbox: no bwrap (carry .device-debs)"; return; fi
+  echo "gpu-check: sandbox: $bwrap, $("$bwrap" --version 2>&1)"
+  ldd "$bwrap" | grep -E "not found" && echo "gpu-check: sandbox: bwrap lacks libraries"
+  local exe binds=()
+  exe=$(realpath "$build/cli/fib")
+  for top in /bin /sbin /lib /lib64; do
+    if [ -L "$top" ]; then binds+=(--symlink "$(readlink "$top")" "$top")
+    elif [ -e "$top" ]; then binds+=(--ro-bind "$top" "$top"); fi
+  done
+  for n in /dev/nvidia*; do [ -e "$n" ] && binds+=(--dev-bind "$n" "$n"); done
+  for d in /usr /etc/ld.so.cache /sys "$_fib_deps" "$exe"; do binds+=(--ro-bind "$d" "$d"); done
+  (ulimit -d $((32 << 20)); "$bwrap" --unshare-all --uid 65534 --gid 65534 --die-with-parent \
+    --proc /proc --dev /dev --tmpfs /tmp "${binds[@]}" -- "$exe" --version) \
+    && echo "gpu-check: sandbox: fib starts in bwrap --unshare-all --uid 65534 (RLIMIT_DATA 32 GiB)"
+  python3 "scripts/sandbox-cost.py" "$exe" 10 2>&1 | tail -1
+}
+sandbox_check
 ctest --test-dir "$build" -R "$regex" --output-on-failure -j 4 >"$OUT/ctest.log" 2>&1
 status=$?
 grep -E "tests passed|tests failed|Failed|\*\*\*|SKIPPED|Skipped" "$OUT/ctest.log" | head -60

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Here (a Debian machine with network), before a device call: downloads the Debian -dev packages
-# fib builds against into .device-debs/ (the GPU machine has nvcc, CMake and Ninja but reaches
+# fib builds against, and bubblewrap for the workers' sandbox, into .device-debs/ (the GPU machine has nvcc, CMake and Ninja but reaches
 # no package registry; scripts/device/gpu-check.sh unpacks them there), and copies the shared
 # corpus (which the call does not send: it lies outside the checkout) into .device-shared/.
 # Both folders are git-ignored and never committed; name both in the device call's `carry`.
@@ -10,7 +10,8 @@ mkdir -p .device-debs
 cd .device-debs
 pkgs=(nlohmann-json3-dev libcli11-dev libfmt-dev libfmt9 libyaml-cpp-dev libyaml-cpp0.7
       libxxhash-dev libxxhash0 libssl-dev libssl3 libgtest-dev libgmock-dev
-      libbenchmark-dev libbenchmark1debian)
+      libbenchmark-dev libbenchmark1debian
+      bubblewrap libcap2 libselinux1 libpcre2-8-0)  # the worker sandbox: bwrap and its libraries
 missing=()
 for p in "${pkgs[@]}"; do compgen -G "${p}_*.deb" >/dev/null || missing+=("$p"); done
 if [ ${#missing[@]} -gt 0 ]; then apt-get download "${missing[@]}"; fi

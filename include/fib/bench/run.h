@@ -20,6 +20,13 @@
 
 namespace fib::bench {
 
+// `--sandbox`: solution workers in a bubblewrap sandbox (docs/run.md, "Isolation").
+enum class SandboxMode : std::uint8_t {
+  kAuto,      // where it can be made; else unsandboxed, with a loud warning
+  kRequired,  // a run that cannot make it is an error
+  kOff,
+};
+
 struct RunOptions {
   std::filesystem::path dataset;
   std::vector<std::string> definitions;         // allow-list; empty: all
@@ -29,6 +36,10 @@ struct RunOptions {
   double timeout_seconds = 300;                 // per (solution, workload) evaluation
   bool resume = false;
   bool isolated = false;  // a fresh worker per evaluation
+  SandboxMode sandbox = SandboxMode::kAuto;
+  // Bound read-only into the sandbox besides what fib finds itself (sandbox_read_only_paths):
+  // a Python prefix, a CUDA toolkit outside /usr.
+  std::vector<std::filesystem::path> sandbox_read_only;
   std::string device = "cpu";
   std::optional<std::uint64_t> seed;        // absent: drawn at random and recorded
   std::filesystem::path worker_executable;  // the fib binary

@@ -83,12 +83,18 @@ DeviceChoice parse_devices(const std::string& text) {
 }
 
 Worker& Lane::solution_worker(const WorkerSpec& spec) {
-  if (!solution || !solution->alive()) solution = std::make_unique<Worker>(spec);
+  if (!solution || !solution->alive() || !solution->channel_idle()) {
+    solution.reset();  // the old one (and its sandbox) is gone before a new one starts
+    solution = std::make_unique<Worker>(spec);
+  }
   return *solution;
 }
 
 Worker& Lane::reference_worker(const WorkerSpec& spec) {
-  if (!reference || !reference->alive()) reference = std::make_unique<Worker>(spec);
+  if (!reference || !reference->alive() || !reference->channel_idle()) {
+    reference.reset();
+    reference = std::make_unique<Worker>(spec);
+  }
   return *reference;
 }
 
@@ -138,6 +144,16 @@ WorkerSpec worker_spec(const RunOptions& o, bool gpu, const std::filesystem::pat
   s.memory_limit_bytes = gpu                        ? 0
                          : o.memory_limit_bytes > 0 ? o.memory_limit_bytes
                                                     : physical_memory() / 2;
+  // RLIMIT_DATA counts the heap and private writable mappings, not the address space CUDA
+  // reserves: a GPU worker's memory limit, where one is asked for (scripts/device/gpu-check.sh
+  // checks that CUDA starts under it on the GPU machine).
+  if (gpu && o.memory_limit_bytes > 0) s.data_limit_bytes = o.memory_limit_bytes;
+  if (role == "solution") {
+    // Enough for a torch worker's thread pools on a large host; a fork bomb stops here.
+    // RLIMIT_NPROC holds where the worker's uid is not root outside the sandbox.
+    s.max_processes = 4096;
+    s.max_open_files = 16384;
+  }
   s.home = home;
   s.threads = o.threads;
   return s;

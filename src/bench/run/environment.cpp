@@ -70,8 +70,13 @@ Scratch::Scratch() {
   for (int attempt = 0; attempt < 100; ++attempt) {
     fs::path p = base / fmt::format("fib-run-{}-{:08x}", ::getpid(), rd());
     if (fs::create_directory(p, ec)) {
-      fs::permissions(p, fs::perms::owner_all, ec);
-      root_ = p;
+      // Others may pass through (to a sandboxed worker's box, by its name) but not list it.
+      fs::permissions(p, fs::perms::owner_all | fs::perms::group_exec | fs::perms::others_exec, ec);
+      base_ = p;
+      root_ = p / "work";
+      fs::create_directory(root_, ec);
+      fs::permissions(root_, fs::perms::owner_all, ec);
+      if (ec) break;
       return;
     }
   }
@@ -80,7 +85,25 @@ Scratch::Scratch() {
 
 Scratch::~Scratch() {
   std::error_code ec;
-  fs::remove_all(root_, ec);
+  fs::remove_all(base_, ec);
+}
+
+fs::path Scratch::make_box(const std::string& name, int uid) const {
+  const fs::path box = base_ / ("box-" + name);
+  std::error_code ec;
+  fs::remove_all(box, ec);
+  const auto open = fs::perms::owner_all | fs::perms::group_read | fs::perms::group_exec |
+                    fs::perms::others_read | fs::perms::others_exec;
+  if (!fs::create_directory(box, ec) || !fs::create_directory(box / "out", ec)) {
+    throw Error(box.string(), "cannot create a worker's box: " + ec.message());
+  }
+  fs::permissions(box, open, ec);
+  fs::permissions(box / "out", fs::perms::owner_all, ec);
+  if (uid >= 0 &&
+      ::chown((box / "out").c_str(), static_cast<uid_t>(uid), static_cast<gid_t>(uid)) != 0) {
+    throw Error(box.string(), "cannot give a worker's box to its uid");
+  }
+  return box;
 }
 
 }  // namespace fib::bench::detail

@@ -18,17 +18,22 @@ Json host_json();
 std::string iso_timestamp();
 
 // Input sets and checked outputs travel as files in a private folder, on tmpfs when there is
-// one; it is removed when the run ends.
+// one; it is removed when the run ends. Beside it (in a folder only its owner can list) are the
+// sandboxed workers' boxes: what a worker sees of the run's files.
 class Scratch {
  public:
   Scratch();
   ~Scratch();
   Scratch(const Scratch&) = delete;
   Scratch& operator=(const Scratch&) = delete;
+  // The orchestrator's own files (inputs, reference outputs, checked outputs): mode 0700.
   const std::filesystem::path& root() const { return root_; }
+  // A worker's box `name` (made anew): staged files, and its out/ folder owned by `uid` (-1:
+  // by fib's user), the only place the worker can write.
+  std::filesystem::path make_box(const std::string& name, int uid) const;
 
  private:
-  std::filesystem::path root_;
+  std::filesystem::path base_, root_;
 };
 
 }  // namespace fib::bench::detail

@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "bench/run/judge.h"
+#include "bench/run/sandbox.h"
 #include "bench/run/timer.h"
 #include "bench/run/trial_timing.h"
 #include "bench/run/worker_messages.h"
@@ -18,6 +19,7 @@ namespace fib::bench::detail {
 namespace {
 
 using Clock = std::chrono::steady_clock;
+namespace fs = std::filesystem;
 
 double ms_since(Clock::time_point t0) {
   return std::chrono::duration<double, std::milli>(Clock::now() - t0).count();
@@ -48,7 +50,8 @@ Worker* start_solution_worker(Lane& lane, const EvaluateSettings& settings, Eval
                               std::string* error) {
   const bool isolated = settings.options.isolated;
   try {
-    const bool starting = !lane.solution || !lane.solution->alive() || isolated;
+    const bool starting =
+        !lane.solution || !lane.solution->alive() || !lane.solution->channel_idle() || isolated;
     if (isolated) lane.solution.reset();
     const auto start0 = Clock::now();
     Worker* worker = &lane.solution_worker(settings.worker);
@@ -245,17 +248,34 @@ Attempt run_solution(Lane& lane, const EvaluationJob& job, const EvaluateSetting
   Json env = evaluation_environment(job, o, lane.device != "cpu");
   std::optional<std::string> sampling_file;
   if (p.sampling) sampling_file = (p.dir / (job.name + "-draws.safetensors")).string();
-  const protocol::EvaluateRequest request = make_evaluate_request(
-      EvaluationCall{.def = job.def,
-                     .workload = job.workload,
-                     .solution = job.solution,
-                     .build = job.build,
-                     .inputs_file = p.inputs_file,
-                     .schedule = with_check_outputs(p.schedule, p.dir, job.name),
-                     .device = lane.device,
-                     .gpu_timer = o.gpu_timer,
-                     .sampling_output = sampling_file,
-                     .sampling_draws = p.sampling_draws});
+  // Where the orchestrator judges the outputs; a sandboxed worker writes them in its box first.
+  const protocol::Schedule judged = with_check_outputs(p.schedule, p.dir, job.name);
+  const fs::path box = settings.worker.sandbox.box;
+  std::optional<StagedFiles> staged;
+  if (!box.empty()) {
+    try {
+      staged = stage_in_box(box, p.inputs_file, job.build.shared_object, job.build.key);
+    } catch (const Error& e) {
+      return failed_attempt(
+          failed(EvaluationStatus::kRuntimeError, std::string("sandbox: ") + e.what()), env);
+    }
+  }
+  const fs::path out_dir = staged ? box / "out" : p.dir;
+  protocol::EvaluateRequest request = make_evaluate_request(EvaluationCall{
+      .def = job.def,
+      .workload = job.workload,
+      .solution = job.solution,
+      .build = job.build,
+      .inputs_file = staged ? staged->inputs : p.inputs_file,
+      .schedule = with_check_outputs(p.schedule, out_dir, job.name),
+      .device = lane.device,
+      .gpu_timer = o.gpu_timer,
+      .sampling_output =
+          staged && sampling_file
+              ? std::optional<std::string>((out_dir / fs::path(*sampling_file).filename()).string())
+              : sampling_file,
+      .sampling_draws = p.sampling_draws});
+  if (staged) request.solution.library = staged->library;
   std::string start_error;
   Worker* worker = start_solution_worker(lane, settings, costs, &start_error);
   if (worker == nullptr) {
@@ -271,6 +291,18 @@ Attempt run_solution(Lane& lane, const EvaluationJob& job, const EvaluateSetting
                                            std::chrono::duration<double>(o.timeout_seconds)));
   const CapturedOutput out = worker->take_output();
   const std::string output_log = output_log_of(out);
+  if (staged) {
+    // Out of the worker's reach before anything reads them.
+    std::vector<std::string> from = check_output_files(request.schedule),
+                             to = check_output_files(judged);
+    if (request.sampling) {
+      from.push_back(request.sampling->output);
+      to.push_back(*sampling_file);
+    }
+    take_from_box(from, to);
+    request.schedule = judged;
+    if (request.sampling) request.sampling->output = *sampling_file;
+  }
   if (auto f = worker_failure(r, out, output_log, o.timeout_seconds)) {
     return failed_attempt(std::move(*f), env);
   }

@@ -76,7 +76,7 @@ class LaneLoop {
                     std::shared_ptr<RemoveWhenDone> files, std::function<Outcome()> judge);
   void settle(Lane& lane, std::size_t keep = 0);
   void record(Trace t, const Definition& def, const Solution& s);
-  EvaluateSettings evaluate_settings();
+  EvaluateSettings evaluate_settings(const Lane& lane);
 
   RunState& run_;
   std::vector<std::unique_ptr<Lane>>& lanes_;
@@ -225,10 +225,14 @@ const BuildResult& LaneLoop::build_for(const Lane& lane, const Solution& s) {
   return it->second;
 }
 
-EvaluateSettings LaneLoop::evaluate_settings() {
+EvaluateSettings LaneLoop::evaluate_settings(const Lane& lane) {
+  WorkerSpec worker = worker_spec(run_.options, run_.gpu, run_.scratch->root(), "solution");
+  if (run_.sandbox.spec.enabled()) {
+    worker.sandbox = run_.sandbox.spec;
+    worker.sandbox.box = lane.box;
+  }
   return EvaluateSettings{run_.options, run_.builtin, run_.user ? &*run_.user : nullptr,
-                          worker_spec(run_.options, run_.gpu, run_.scratch->root(), "solution"),
-                          [this](const std::string& m) { run_.message(m); }};
+                          std::move(worker), [this](const std::string& m) { run_.message(m); }};
 }
 
 void LaneLoop::evaluate_solution(Lane& lane, const WorkItem& item, const Solution& s,
@@ -255,7 +259,7 @@ void LaneLoop::evaluate_solution(Lane& lane, const WorkItem& item, const Solutio
   // GPU lanes judge on the host while the GPU runs the next evaluation (or the next
   // workload's reference): the judge is host work, and the GPU would otherwise idle.
   Evaluated e = evaluate(lane, EvaluationJob{def, w, s, b, ready.prepared, ready.reference, name},
-                         evaluate_settings(),
+                         evaluate_settings(lane),
                          /*judge_later=*/run_.options.judge_beside.value_or(run_.gpu));
   count(e, s, w);
   if (e.outcome) {

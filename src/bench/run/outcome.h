@@ -29,6 +29,7 @@ struct TraceContext {
   const Json& host;  // environment.extra's host entries
   std::uint64_t seed = 0;
   bool isolated = false;  // a fresh worker per evaluation
+  const Json& isolation;  // the solution workers' sandbox (or its absence, and why)
 };
 
 // The trace of `outcome`, stamped now, its environment the lane's and the run's plus the

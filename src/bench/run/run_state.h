@@ -12,6 +12,7 @@
 
 #include "bench/run/environment.h"
 #include "bench/run/outcome.h"
+#include "bench/run/sandbox.h"
 #include "fib/bench/build.h"
 #include "fib/bench/eval_config.h"
 #include "fib/bench/run.h"
@@ -32,6 +33,7 @@ struct RunState {
   bool gpu = false;  // the lanes are CUDA devices
   BuildOptions build;
   std::unique_ptr<Scratch> scratch;
+  SandboxChoice sandbox;  // of the solution workers
 
   // Shared by the lanes: guard with mu.
   std::recursive_mutex mu;
@@ -45,7 +47,9 @@ struct RunState {
     result.messages.push_back(m);
     if (callbacks.on_message) callbacks.on_message(m);
   }
-  TraceContext trace_context() const { return TraceContext{host, seed, options.isolated}; }
+  TraceContext trace_context() const {
+    return TraceContext{host, seed, options.isolated, sandbox.isolation};
+  }
 };
 
 }  // namespace fib::bench::detail

@@ -1,6 +1,9 @@
 // run_benchmark: sets a run up (devices, evaluation settings, seed, lanes), plans it, runs the
 // plan on the lanes and summarizes what they recorded.
 
+#include <fmt/format.h>
+#include <signal.h>
+
 #include <chrono>
 #include <random>
 
@@ -52,6 +55,9 @@ BuildOptions build_options(const RunOptions& o) {
 }  // namespace
 
 RunResult run_benchmark(const RunOptions& options, const RunCallbacks& callbacks) {
+  // A worker that closes its channel must cost its evaluation, never the run: writes to a gone
+  // peer fail with EPIPE instead of killing fib.
+  ::signal(SIGPIPE, SIG_IGN);
   const auto wall0 = Clock::now();
   const detail::DeviceChoice devices = detail::parse_devices(options.device);
   detail::check_gpu_timer(options.gpu_timer);
@@ -72,6 +78,13 @@ RunResult run_benchmark(const RunOptions& options, const RunCallbacks& callbacks
   run.result.reference_failures += plan.reference_failures;
   if (callbacks.on_start) callbacks.on_start(run.total);
   run.scratch = std::make_unique<detail::Scratch>();
+  run.sandbox = detail::choose_sandbox(options, devices.gpu, *run.scratch,
+                                       [&run](const std::string& m) { run.message(m); });
+  for (std::size_t i = 0; i < lanes.size() && run.sandbox.spec.enabled(); ++i) {
+    lanes[i]->box = run.scratch->make_box(
+        fmt::format("solution-{}", i),
+        run.sandbox.spec.drop_to_uid ? static_cast<int>(run.sandbox.spec.uid) : -1);
+  }
 
   detail::run_lanes(run, lanes, plan.items, set);
 

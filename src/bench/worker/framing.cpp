@@ -1,6 +1,7 @@
 #include "bench/worker/framing.h"
 
 #include <fmt/format.h>
+#include <sys/socket.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -13,7 +14,9 @@ namespace fib::bench::detail {
 namespace {
 void write_all(int fd, const char* data, std::size_t n) {
   while (n > 0) {
-    const ssize_t w = ::write(fd, data, n);
+    // A socket: send without SIGPIPE when the worker is gone; anything else: write.
+    ssize_t w = ::send(fd, data, n, MSG_NOSIGNAL);
+    if (w < 0 && errno == ENOTSOCK) w = ::write(fd, data, n);
     if (w < 0) {
       if (errno == EINTR) continue;
       throw Error("worker channel", fmt::format("write failed: {}", std::strerror(errno)));

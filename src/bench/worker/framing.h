@@ -13,7 +13,7 @@ namespace fib::bench::detail {
 
 inline constexpr std::uint64_t kMaxMessageBytes = 1ull << 30;
 
-// Writes one message; throws fib::Error when the peer is gone.
+// Writes one message; throws fib::Error when the peer is gone (never raises SIGPIPE).
 void write_message(int fd, const std::string& text);
 
 enum class ReadResult : std::uint8_t { kMessage, kEof, kTimeout };
@@ -29,6 +29,8 @@ class MessageReader {
   ReadResult pump(int fd);
   bool complete() const;
   std::string take();
+  // Bytes buffered beyond the messages taken.
+  bool pending() const { return !buffer_.empty(); }
 
  private:
   std::string buffer_;

@@ -2,6 +2,7 @@
 // the private channel with deadlines, capture and cap the worker's output, kill and reap.
 #include <fcntl.h>
 #include <fmt/format.h>
+#include <grp.h>
 #include <poll.h>
 #include <signal.h>
 #include <sys/prctl.h>
@@ -26,6 +27,25 @@ using Clock = std::chrono::steady_clock;
 void set_nonblocking(int fd) {
   const int flags = ::fcntl(fd, F_GETFL);
   ::fcntl(fd, F_SETFL, flags | O_NONBLOCK);
+}
+
+// The limits a worker starts under, set between fork and exec (setrlimit is async-signal-safe).
+struct ChildLimits {
+  rlim_t address_space, data, processes, open_files;
+};
+
+void apply_limits(const ChildLimits& l) {
+  const struct rlimit no_core = {0, 0};
+  ::setrlimit(RLIMIT_CORE, &no_core);
+  const std::pair<int, rlim_t> wanted[] = {{RLIMIT_AS, l.address_space},
+                                           {RLIMIT_DATA, l.data},
+                                           {RLIMIT_NPROC, l.processes},
+                                           {RLIMIT_NOFILE, l.open_files}};
+  for (const auto& [resource, value] : wanted) {
+    if (value == 0) continue;
+    const struct rlimit r = {value, value};
+    ::setrlimit(resource, &r);
+  }
 }
 
 const char* signal_label(int sig) {
@@ -63,7 +83,11 @@ std::vector<std::string> worker_environment(const WorkerSpec& spec) {
   // credentials, no user configuration that could change the code that runs.
   std::vector<std::string> env = {"PATH=/usr/local/bin:/usr/bin:/bin", "LANG=C.UTF-8",
                                   "LC_ALL=C.UTF-8", "FIB_WORKER_ROLE=" + spec.role};
-  if (!spec.home.empty()) {
+  if (spec.sandbox.enabled()) {
+    // The sandbox's private tmpfs: nothing written there outlives the worker.
+    env.push_back("HOME=/tmp");
+    env.push_back("TMPDIR=/tmp");
+  } else if (!spec.home.empty()) {
     env.push_back("HOME=" + spec.home.string());
     env.push_back("TMPDIR=" + spec.home.string());
   }
@@ -117,7 +141,7 @@ Worker::Worker(WorkerSpec spec) : spec_(std::move(spec)) {
   // Everything the child needs is prepared before fork: between fork and exec only
   // async-signal-safe calls are allowed.
   const std::string exe = spec_.executable.string();
-  std::vector<std::string> args = {exe, "worker", "--channel", "3"};
+  std::vector<std::string> args = worker_command(spec_);
   std::vector<std::string> env = worker_environment(spec_);
   std::vector<char*> argv, envp;
   for (auto& a : args) argv.push_back(a.data());
@@ -125,7 +149,10 @@ Worker::Worker(WorkerSpec spec) : spec_(std::move(spec)) {
   for (auto& e : env) envp.push_back(e.data());
   envp.push_back(nullptr);
   const int devnull = ::open("/dev/null", O_RDONLY | O_CLOEXEC);
-  const rlim_t mem = spec_.memory_limit_bytes;
+  const ChildLimits limits{spec_.memory_limit_bytes, spec_.data_limit_bytes, spec_.max_processes,
+                           spec_.max_open_files};
+  const bool drop = spec_.sandbox.enabled() && spec_.sandbox.drop_to_uid;
+  const uid_t uid = spec_.sandbox.uid;
   const pid_t parent = ::getpid();
 
   const pid_t pid = ::fork();
@@ -142,12 +169,13 @@ Worker::Worker(WorkerSpec spec) : spec_(std::move(spec)) {
     ::dup2(out[1], 2);
     ::dup2(sv[1], 3);
     ::close_range(4, ~0u, 0);
-    const struct rlimit no_core = {0, 0};
-    ::setrlimit(RLIMIT_CORE, &no_core);
-    if (mem > 0) {
-      const struct rlimit as = {mem, mem};
-      ::setrlimit(RLIMIT_AS, &as);
+    ::signal(SIGPIPE, SIG_DFL);  // fib ignores it; exec would pass that on
+    apply_limits(limits);
+    if (drop && (::setgroups(0, nullptr) != 0 || ::setgid(uid) != 0 || ::setuid(uid) != 0)) {
+      ::_exit(126);
     }
+    if (drop) ::prctl(PR_SET_PDEATHSIG, SIGKILL);  // a change of uid clears it
+    if (::getppid() != parent) ::_exit(127);
     ::execve(argv[0], argv.data(), envp.data());
     ::_exit(127);
   }
@@ -191,11 +219,27 @@ void Worker::kill() {
 std::string Worker::reap(int* sig) {
   int status = 0;
   pid_t r;
-  while ((r = ::waitpid(pid_, &status, 0)) < 0 && errno == EINTR) {
+  // The channel is closed, but the worker may live on (a solution can close the channel and go
+  // on): it gets a moment to end by itself, so that its own status is the one reported.
+  const auto grace = Clock::now() + std::chrono::milliseconds(500);
+  while ((r = ::waitpid(pid_, &status, WNOHANG)) == 0 && Clock::now() < grace) {
+    ::usleep(2000);
+  }
+  if (r == 0) {
+    ::kill(-pid_, SIGKILL);
+    ::kill(pid_, SIGKILL);
+  }
+  while (r <= 0 && (r = ::waitpid(pid_, &status, 0)) < 0 && errno == EINTR) {
   }
   ::kill(-pid_, SIGKILL);  // threads or children the solution left behind
   pid_ = -1;
   drain_output();
+  // Bubblewrap exits with 128 + the signal that killed the worker.
+  if (spec_.sandbox.enabled() && WIFEXITED(status) && WEXITSTATUS(status) > 128) {
+    *sig = WEXITSTATUS(status) - 128;
+    return r < 0 ? std::string("vanished")
+                 : fmt::format("killed by signal {} ({})", *sig, signal_label(*sig));
+  }
   *sig = WIFSIGNALED(status) ? WTERMSIG(status) : 0;
   return r < 0 ? std::string("vanished") : describe_wait_status(status);
 }
@@ -235,7 +279,45 @@ CapturedOutput Worker::take_output() {
   return out;
 }
 
+// Peeks at the channel without blocking: >0 bytes waiting, 0 closed, -1 (errno) nothing.
+ssize_t Worker::peek_channel() const {
+  char byte;
+  return ::recv(channel_, &byte, 1, MSG_PEEK | MSG_DONTWAIT);
+}
+
+bool Worker::channel_idle() const {
+  if (channel_ < 0) return false;
+  const ssize_t n = peek_channel();
+  return n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK);
+}
+
+bool Worker::channel_has_data() const { return channel_ >= 0 && peek_channel() > 0; }
+
 Worker::Reply Worker::call(const Json& request, Clock::time_point deadline) {
+  Reply reply = exchange(request, deadline);
+  if (reply.kind != ReplyKind::kOk || protocol::command_of(request) == "hello") return reply;
+  // The reply is believed once the worker's loop is seen waiting for the next request: it
+  // answers a greeting, and nothing else comes first. A reply a solution wrote from inside its
+  // call is followed by the worker's own; one written before its process ended, by nothing.
+  const Reply echo = exchange(protocol::hello_request(), deadline);
+  const bool answered =
+      echo.kind == ReplyKind::kOk && echo.body.contains("pid") && !echo.body.contains("trials");
+  // A worker that ends after its reply says so in it (a sticky CUDA error).
+  const bool ended_as_announced =
+      echo.kind == ReplyKind::kDied && echo.signal == 0 && reply.body.value("fatal", false);
+  if (answered || ended_as_announced) return reply;
+  kill();
+  if (echo.kind == ReplyKind::kTimeout) return echo;
+  reply.kind = ReplyKind::kDied;
+  reply.died_how =
+      echo.kind == ReplyKind::kDied && echo.died_how.find("broken") == std::string::npos
+          ? fmt::format("ended after a reply it did not announce ({}; a broken channel)",
+                        echo.died_how)
+          : "wrote more than one reply (a broken channel)";
+  return reply;
+}
+
+Worker::Reply Worker::exchange(const Json& request, Clock::time_point deadline) {
   Reply reply;
   if (pid_ <= 0) {
     reply.kind = ReplyKind::kDied;
@@ -272,26 +354,33 @@ Worker::Reply Worker::call(const Json& request, Clock::time_point deadline) {
       return reply;
     }
     if (fds[1].revents != 0) drain_output();
-    if (fds[0].revents != 0) {
-      const detail::ReadResult r = reader.pump(channel_);
-      if (r == detail::ReadResult::kMessage) {
-        const std::string msg = reader.take();
-        reply.body = Json::parse(msg, nullptr, false);
-        if (reply.body.is_discarded() || !reply.body.is_object()) {
-          kill();
-          reply.kind = ReplyKind::kDied;
-          reply.died_how = "sent a malformed reply";
-        }
-        drain_output();
-        return reply;
-      }
-      if (r == detail::ReadResult::kEof) {
-        reply.kind = ReplyKind::kDied;
-        reply.died_how = reap(&reply.signal);
-        return reply;
-      }
+    if (fds[0].revents == 0) continue;
+    const detail::ReadResult r = reader.pump(channel_);
+    if (r == detail::ReadResult::kMessage) return take_reply(reader);
+    if (r == detail::ReadResult::kEof) {
+      reply.kind = ReplyKind::kDied;
+      reply.died_how = reap(&reply.signal);
+      return reply;
     }
   }
+}
+
+Worker::Reply Worker::take_reply(detail::MessageReader& reader) {
+  Reply reply;
+  reply.body = Json::parse(reader.take(), nullptr, false);
+  if (reply.body.is_discarded() || !reply.body.is_object()) {
+    kill();
+    reply.kind = ReplyKind::kDied;
+    reply.died_how = "sent a malformed reply (a broken channel)";
+  } else if (reader.pending() || channel_has_data()) {
+    // One request, one reply: bytes beyond it were written by someone other than the worker's
+    // loop (the solution, or a process it left), so the reply is not believed.
+    kill();
+    reply.kind = ReplyKind::kDied;
+    reply.died_how = "wrote more than one reply (a broken channel)";
+  }
+  drain_output();
+  return reply;
 }
 
 }  // namespace fib::bench

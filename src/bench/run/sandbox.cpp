@@ -1,0 +1,148 @@
+#include "bench/run/sandbox.h"
+
+#include <fmt/format.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <chrono>
+
+#include "bench/run/devices.h"
+#include "fib/trace/diagnostics.h"
+
+namespace fib::bench::detail {
+
+namespace fs = std::filesystem;
+
+namespace {
+
+// A worker started in `spec`'s sandbox answers its greeting: empty, else why not.
+std::string try_sandbox(const WorkerSpec& spec) {
+  try {
+    Worker probe(spec);
+    return {};
+  } catch (const Error& e) {
+    return e.what();
+  }
+}
+
+Json isolation_json(const WorkerSpec& spec) {
+  const SandboxSpec& s = spec.sandbox;
+  Json limits = Json::object();
+  if (spec.memory_limit_bytes) limits["address_space_bytes"] = spec.memory_limit_bytes;
+  if (spec.data_limit_bytes) limits["data_bytes"] = spec.data_limit_bytes;
+  if (spec.max_processes) limits["processes"] = spec.max_processes;
+  if (spec.max_open_files) limits["open_files"] = spec.max_open_files;
+  if (!s.enabled()) return Json{{"level", "none"}, {"limits", limits}};
+  Json read_only = Json::array();
+  for (const fs::path& p : s.read_only) read_only.push_back(p.string());
+  return Json{{"level", "sandbox"},
+              {"tool", "bubblewrap"},
+              {"namespaces", Json::array({"user", "pid", "net", "ipc", "uts", "mount"})},
+              {"uid", s.uid},
+              // Outside the namespaces: the sandbox's uid, or (bubblewrap started by root where
+              // unprivileged user namespaces are not allowed) root without capabilities.
+              {"host_uid", s.drop_to_uid ? s.uid : ::getuid()},
+              {"read_only", read_only},
+              {"gpu_devices", s.gpu},
+              {"limits", limits}};
+}
+
+}  // namespace
+
+SandboxChoice choose_sandbox(const RunOptions& o, bool gpu, const Scratch& scratch,
+                             const std::function<void(const std::string&)>& warn) {
+  SandboxChoice c;
+  WorkerSpec spec = worker_spec(o, gpu, scratch.root(), "solution");
+  if (o.sandbox == SandboxMode::kOff) {
+    c.isolation = isolation_json(spec);
+    c.isolation["why"] = "--sandbox off";
+    return c;
+  }
+  std::string why;
+  if (const fs::path bwrap = find_bwrap(); bwrap.empty()) {
+    why = "bubblewrap (bwrap) is not installed (Debian: apt-get install bubblewrap)";
+  } else {
+    spec.sandbox.bwrap = bwrap;
+    std::vector<fs::path> extra = o.sandbox_read_only;
+#ifdef FIB_HAVE_TVM_FFI
+    // tvm-ffi solutions load libtvm_ffi.so from the Python package's folder (their RUNPATH).
+    extra.emplace_back(FIB_TVM_FFI_LIB_DIR);
+#endif
+    spec.sandbox.read_only = sandbox_read_only_paths(o.worker_executable, extra);
+    spec.sandbox.gpu = gpu;
+    // As root, the worker drops to the sandbox's uid outside as well where the host lets an
+    // unprivileged user make namespaces; else bubblewrap runs as root and maps it inside.
+    for (const bool drop :
+         ::getuid() == 0 ? std::vector<bool>{true, false} : std::vector<bool>{false}) {
+      spec.sandbox.drop_to_uid = drop;
+      spec.sandbox.box = scratch.make_box("probe", drop ? static_cast<int>(spec.sandbox.uid) : -1);
+      const std::string failed = try_sandbox(spec);
+      if (failed.empty()) {
+        c.spec = spec.sandbox;
+        c.spec.box.clear();
+        c.isolation = isolation_json(spec);
+        return c;
+      }
+      why = failed;
+    }
+  }
+  if (o.sandbox == SandboxMode::kRequired) {
+    throw Error("--sandbox required", "the worker sandbox cannot be made here: " + why);
+  }
+  spec.sandbox = SandboxSpec{};
+  c.isolation = isolation_json(spec);
+  c.isolation["why"] = why;
+  warn(fmt::format(
+      "WARNING: solutions run UNSANDBOXED: {}. A solution can read and write what fib can (the "
+      "dataset, the scratch folder). `--sandbox required` makes this an error, `--sandbox off` "
+      "silences it.",
+      why));
+  return c;
+}
+
+namespace {
+
+// A hard link where the box shares the file system, else a copy; readable by the sandbox's uid
+// (the box is its, the file stays root's).
+void place(const fs::path& from, const fs::path& to, fs::perms mode) {
+  std::error_code ec;
+  if (fs::exists(to, ec)) return;
+  fs::create_hard_link(from, to, ec);
+  if (ec) fs::copy_file(from, to, ec);
+  if (ec) throw Error(to.string(), fmt::format("cannot stage {}: {}", from.string(), ec.message()));
+  fs::permissions(to, mode, fs::perm_options::add, ec);
+}
+
+}  // namespace
+
+StagedFiles stage_in_box(const fs::path& box, const std::string& inputs_file,
+                         const fs::path& library, const std::string& build_key) {
+  const fs::path inputs = fs::path(inputs_file);
+  StagedFiles st;
+  st.inputs = (box / ("inputs-" + inputs.parent_path().filename().string() + "-" +
+                      inputs.filename().string()))
+                  .string();
+  // The build key in the name: a worker keeps the libraries it loaded, by path.
+  st.library = (box / ("lib-" + build_key + "-" + library.filename().string())).string();
+  std::error_code ec;
+  for (const auto& e : fs::directory_iterator(box, ec)) {
+    const std::string name = e.path().filename().string();
+    if (name == "out" || e.path() == st.inputs || e.path() == st.library) continue;
+    fs::remove_all(e.path(), ec);
+  }
+  for (const auto& e : fs::directory_iterator(box / "out", ec)) fs::remove_all(e.path(), ec);
+  const auto readable = fs::perms::owner_read | fs::perms::group_read | fs::perms::others_read;
+  place(inputs, st.inputs, readable);
+  place(library, st.library,
+        readable | fs::perms::owner_exec | fs::perms::group_exec | fs::perms::others_exec);
+  return st;
+}
+
+void take_from_box(const std::vector<std::string>& in_box, const std::vector<std::string>& to) {
+  for (std::size_t i = 0; i < in_box.size() && i < to.size(); ++i) {
+    std::error_code ec;
+    fs::rename(in_box[i], to[i], ec);
+  }
+}
+
+}  // namespace fib::bench::detail

@@ -1,0 +1,42 @@
+// How a run isolates its solution workers (`--sandbox`): bubblewrap where it can be made, with a
+// box per lane (the only folder a worker can write), and the files an evaluation stages in the
+// box and takes back out of it. The reference worker never loads a solution and runs unsandboxed.
+#pragma once
+
+#include <filesystem>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "bench/run/environment.h"
+#include "fib/bench/run.h"
+#include "fib/bench/worker.h"
+#include "fib/trace/json_reader.h"
+
+namespace fib::bench::detail {
+
+struct SandboxChoice {
+  SandboxSpec spec;  // bwrap empty: unsandboxed; the box is set per lane
+  Json isolation;    // what every trace records (environment.extra.isolation)
+};
+
+// Probes the sandbox (a worker started in it must answer) and chooses: --sandbox required
+// throws fib::Error when it cannot be made; auto warns loudly through `warn` and runs
+// unsandboxed; off runs unsandboxed.
+SandboxChoice choose_sandbox(const RunOptions& o, bool gpu, const Scratch& scratch,
+                             const std::function<void(const std::string&)>& warn);
+
+// The worker's view of an evaluation's files: the input-set file and the solution library
+// staged in its box (linked, or copied across file systems), readable by the sandbox's uid.
+struct StagedFiles {
+  std::string inputs, library;
+};
+// Stages them, and clears the box of everything else (its out/ folder of what a worker left
+// there for a later one). The box is bound read-only: a worker cannot replace what is staged.
+StagedFiles stage_in_box(const std::filesystem::path& box, const std::string& inputs_file,
+                         const std::filesystem::path& library, const std::string& build_key);
+// Moves the files the worker wrote in its box to where the orchestrator judges them, out of the
+// worker's reach; a file the worker did not write is left out.
+void take_from_box(const std::vector<std::string>& in_box, const std::vector<std::string>& to);
+
+}  // namespace fib::bench::detail

@@ -1,0 +1,568 @@
+// The red team of the trust boundary: solutions that attack fib from inside its worker (forge
+// traces in the dataset, read the reference's outputs, write on the worker channel, keep a cache
+// in /dev/shm, leave a process behind, reach the network). Each attack is shown to work with
+// `--sandbox off` and to fail with the sandbox; the channel attacks fail either way.
+#include <arpa/inet.h>
+#include <fmt/format.h>
+#include <gtest/gtest.h>
+#include <netinet/in.h>
+#include <signal.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <chrono>
+#include <fstream>
+#include <map>
+#include <sstream>
+#include <thread>
+
+#include "fib/bench/run.h"
+#include "fib/bench/worker.h"
+#include "fib/dataset/trace_set.h"
+#include "support/temp_dir.h"
+#ifdef FIB_HAVE_CUDA
+#include "support/gpu.h"
+#endif
+
+namespace fib::bench {
+namespace {
+
+namespace fs = std::filesystem;
+using testing::TempDir;
+
+const fs::path kSource = FIB_SOURCE_DIR;
+
+// A correct RMSNorm (the example's rmsnorm_h2048) the attacks wrap: they pass unless contained.
+const char* kRmsnorm = R"(
+#include <cmath>
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <string>
+#include <unistd.h>
+#include "fib/solution.h"
+static void rms(const fib::TensorView& xt, const fib::TensorView& wt, fib::TensorView& yt) {
+  const auto* x = static_cast<const std::uint16_t*>(xt.data());
+  const auto* w = static_cast<const std::uint16_t*>(wt.data());
+  auto* y = static_cast<std::uint16_t*>(yt.data());
+  const long rows = xt.size(0), n = xt.size(1);
+  for (long r = 0; r < rows; ++r) {
+    float ss = 0;
+    for (long c = 0; c < n; ++c) { float v = fib::bf16_to_float(x[r * n + c]); ss += v * v; }
+    const float inv = 1.0f / std::sqrt(ss / n + 1e-5f);
+    for (long c = 0; c < n; ++c)
+      y[r * n + c] = fib::float_to_bf16(fib::bf16_to_float(x[r * n + c]) * inv *
+                                        fib::bf16_to_float(w[c]));
+  }
+}
+)";
+
+bool sandbox_available() { return !find_bwrap().empty(); }
+
+#define SKIP_WITHOUT_SANDBOX()                                                                \
+  if (!sandbox_available()) {                                                                 \
+    GTEST_SKIP() << "bubblewrap is not installed (scripts/install-deps.sh installs it); the " \
+                    "sandbox's red team cannot run";                                          \
+  }
+
+class Sandbox : public ::testing::Test {
+ protected:
+  void SetUp() override { testing::copy_tree(kSource / "examples" / "dataset", dataset()); }
+  fs::path dataset() const { return tmp_.path() / "dataset"; }
+  void add(const std::string& name, const std::string& body) {
+    Solution s;
+    s.name = name;
+    s.definition = "rmsnorm_h2048";
+    s.author = "attacks";
+    s.spec.language = "cpp";
+    s.spec.binding = "fib";
+    s.spec.target_hardware = {"cpu"};
+    s.spec.entry_point = "kernel.cpp::run";
+    s.sources.push_back(SourceFile{"kernel.cpp", std::string(kRmsnorm) + body, {}});
+    write_solution(dataset(), s, "rmsnorm");
+  }
+  RunOptions options(SandboxMode mode, std::vector<std::string> solutions) const {
+    RunOptions o;
+    o.dataset = dataset();
+    o.worker_executable = FIB_EXE;
+    o.abi_include_dir = kSource / "include";
+    o.build_cache = tmp_.path() / "cache";
+    o.seed = 11;
+    o.timeout_seconds = 20;
+    o.cli.warmup_runs = 1;
+    o.cli.iterations = 3;
+    o.cli.num_trials = 1;
+    o.max_trial_seconds = 0.2;
+    o.definitions = {"rmsnorm_h2048"};
+    o.solutions = std::move(solutions);
+    o.sandbox = mode;
+    return o;
+  }
+  static std::vector<std::string> statuses(const RunResult& r, const std::string& solution) {
+    std::vector<std::string> v;
+    for (const Trace& t : r.traces) {
+      if (*t.solution == solution) v.emplace_back(status_name(t.evaluation->status));
+    }
+    return v;
+  }
+  static std::string logs(const RunResult& r, const std::string& solution) {
+    std::string all;
+    for (const Trace& t : r.traces) {
+      if (*t.solution == solution) all += t.evaluation->log + "\n";
+    }
+    return all;
+  }
+  // Everything under the dataset's traces/ folder, as text.
+  std::string all_traces() const {
+    std::string text;
+    std::error_code ec;
+    for (const auto& e : fs::recursive_directory_iterator(dataset() / "traces", ec)) {
+      if (e.is_regular_file()) text += TempDir::read_file(e.path());
+    }
+    return text;
+  }
+  TempDir tmp_;
+};
+
+// (a) The solution finds the dataset on its parent's command line (`fib run --local DIR`) and
+// appends a forged PASSED trace to it.
+TEST_F(Sandbox, AForgedTraceCannotReachTheDataset) {
+  SKIP_WITHOUT_SANDBOX();
+  add("forges_traces", R"(
+#include <sys/stat.h>
+static void forge() {
+  char path[64];
+  std::snprintf(path, sizeof path, "/proc/%d/cmdline", (int)getppid());
+  FILE* f = std::fopen(path, "r");
+  if (!f) return;
+  std::string cmd, arg, dataset;
+  int c;
+  bool next = false;
+  while ((c = std::fgetc(f)) != EOF) {
+    if (c != 0) { arg += (char)c; continue; }
+    if (next) dataset = arg;
+    next = arg == "--local";
+    arg.clear();
+  }
+  std::fclose(f);
+  if (dataset.empty()) return;
+  mkdir((dataset + "/traces").c_str(), 0755);
+  const std::string file = dataset + "/traces/forged.jsonl";
+  if (FILE* t = std::fopen(file.c_str(), "a")) {
+    std::fputs("{\"definition\":\"rmsnorm_h2048\",\"solution\":\"FORGED-BY-SOLUTION\","
+               "\"evaluation\":{\"status\":\"PASSED\"}}\n", t);
+    std::fclose(t);
+  }
+}
+static void run_(fib::TensorView x, fib::TensorView w, fib::TensorView y) {
+  static bool done = false;
+  if (!done) { forge(); done = true; }
+  rms(x, w, y);
+}
+FIB_EXPORT_SOLUTION(run, run_);
+)");
+  const auto run_cli = [&](const std::string& mode) {
+    const std::string cmd = fmt::format(
+        "{} run --local {} --solutions forges_traces --definitions rmsnorm_h2048 --seed 3 "
+        "--warmup-runs 1 --iterations 3 --num-trials 1 --build-cache {} --sandbox {} > {} 2>&1",
+        FIB_EXE, dataset().string(), (tmp_.path() / "cache").string(), mode,
+        (tmp_.path() / ("log-" + mode)).string());
+    return std::system(cmd.c_str());
+  };
+  ASSERT_EQ(run_cli("required"), 0) << tmp_.read("log-required");
+  EXPECT_EQ(all_traces().find("FORGED-BY-SOLUTION"), std::string::npos);
+  ASSERT_EQ(run_cli("off"), 0) << tmp_.read("log-off");
+  EXPECT_NE(all_traces().find("FORGED-BY-SOLUTION"), std::string::npos)
+      << "unsandboxed, the attack reaches the dataset (else this test shows nothing)";
+}
+
+// (b) The solution looks for the reference's outputs in fib's scratch folder (HOME points into it
+// unsandboxed; /dev/shm holds every run's) and reads them.
+TEST_F(Sandbox, TheReferenceOutputsAreOutOfReach) {
+  SKIP_WITHOUT_SANDBOX();
+  add("reads_reference", R"(
+#include <dirent.h>
+static int read_references(const std::string& dir, int depth) {
+  int found = 0;
+  DIR* d = opendir(dir.c_str());
+  if (!d) return 0;
+  while (dirent* e = readdir(d)) {
+    const std::string name = e->d_name;
+    if (name == "." || name == "..") continue;
+    const std::string path = dir + "/" + name;
+    if (name.rfind("reference-trial", 0) == 0) {
+      if (FILE* f = std::fopen(path.c_str(), "rb")) {
+        char buf[64];
+        if (std::fread(buf, 1, sizeof buf, f) > 0) { std::printf("READ REFERENCE %s\n", path.c_str()); ++found; }
+        std::fclose(f);
+      }
+    } else if (depth > 0 && (name.rfind("fib-run-", 0) == 0 || depth < 3)) {
+      found += read_references(path, depth - 1);
+    }
+  }
+  closedir(d);
+  return found;
+}
+static void run_(fib::TensorView x, fib::TensorView w, fib::TensorView y) {
+  static bool done = false;
+  if (!done) {
+    done = true;
+    int n = read_references("/dev/shm", 3);
+    if (const char* home = std::getenv("HOME")) n += read_references(home, 2);
+    std::printf("references read: %d\n", n);
+    std::fflush(stdout);
+  }
+  rms(x, w, y);
+}
+FIB_EXPORT_SOLUTION(run, run_);
+)");
+  const RunResult on = run_benchmark(options(SandboxMode::kRequired, {"reads_reference"}));
+  EXPECT_EQ(logs(on, "reads_reference").find("READ REFERENCE"), std::string::npos)
+      << logs(on, "reads_reference");
+  EXPECT_NE(logs(on, "reads_reference").find("references read: 0"), std::string::npos);
+  const RunResult off = run_benchmark(options(SandboxMode::kOff, {"reads_reference"}));
+  EXPECT_NE(logs(off, "reads_reference").find("READ REFERENCE"), std::string::npos)
+      << logs(off, "reads_reference");
+}
+
+// (c) The solution writes a reply of its own on the worker channel (fd 3), then garbage; another
+// closes the channel. Each is a RUNTIME_ERROR, a fresh worker takes the next solution, and the
+// run goes on. The channel's protection holds with or without the sandbox.
+TEST_F(Sandbox, ABrokenChannelCostsOnlyItsEvaluation) {
+  // The worker moves its channel to a descriptor of its own; it is the process's one socket.
+  const std::string find_channel = R"(
+#include <sys/stat.h>
+static int channel() {
+  for (int fd = 3; fd < 4096; ++fd) {
+    struct stat st;
+    if (fstat(fd, &st) == 0 && S_ISSOCK(st.st_mode)) return fd;
+  }
+  return -1;
+}
+)";
+  add("a_forges_reply", find_channel + R"(
+static void run_(fib::TensorView x, fib::TensorView w, fib::TensorView y) {
+  rms(x, w, y);
+  const int fd = channel();
+  const std::string reply = "{\"ok\":true,\"trials\":[]}";
+  char header[8];
+  unsigned long long n = reply.size();
+  for (char& c : header) { c = (char)(n & 0xff); n >>= 8; }
+  (void)!write(fd, header, 8);
+  (void)!write(fd, reply.data(), reply.size());
+  (void)!write(fd, "garbage garbage garbage", 23);
+}
+FIB_EXPORT_SOLUTION(run, run_);
+)");
+  // Only a well-formed reply: the worker's own follows it, so the forged one is not believed.
+  add("a_forges_reply_only", find_channel + R"(
+static void run_(fib::TensorView x, fib::TensorView w, fib::TensorView y) {
+  rms(x, w, y);
+  const std::string reply = "{\"ok\":true,\"trials\":[]}";
+  char header[8];
+  unsigned long long n = reply.size();
+  for (char& c : header) { c = (char)(n & 0xff); n >>= 8; }
+  std::string message(header, 8);
+  message += reply;
+  (void)!write(channel(), message.data(), message.size());
+}
+FIB_EXPORT_SOLUTION(run, run_);
+)");
+  add("b_closes_channel", find_channel + R"(
+static void run_(fib::TensorView x, fib::TensorView w, fib::TensorView y) {
+  rms(x, w, y);
+  close(channel());
+}
+FIB_EXPORT_SOLUTION(run, run_);
+)");
+  add("c_honest", R"(
+static void run_(fib::TensorView x, fib::TensorView w, fib::TensorView y) { rms(x, w, y); }
+FIB_EXPORT_SOLUTION(run, run_);
+)");
+  for (const SandboxMode mode : {SandboxMode::kOff, SandboxMode::kAuto}) {
+    const RunResult r = run_benchmark(
+        options(mode, {"a_forges_reply", "a_forges_reply_only", "b_closes_channel", "c_honest"}));
+    using V = std::vector<std::string>;
+    EXPECT_EQ(statuses(r, "a_forges_reply"), V(2, "RUNTIME_ERROR")) << logs(r, "a_forges_reply");
+    EXPECT_NE(logs(r, "a_forges_reply").find("broken channel"), std::string::npos)
+        << logs(r, "a_forges_reply");
+    EXPECT_EQ(statuses(r, "a_forges_reply_only"), V(2, "RUNTIME_ERROR"))
+        << logs(r, "a_forges_reply_only");
+    EXPECT_NE(logs(r, "a_forges_reply_only").find("broken channel"), std::string::npos)
+        << logs(r, "a_forges_reply_only");
+    EXPECT_EQ(statuses(r, "b_closes_channel"), V(2, "RUNTIME_ERROR"))
+        << logs(r, "b_closes_channel");
+    EXPECT_EQ(statuses(r, "c_honest"), V(2, "PASSED")) << logs(r, "c_honest");
+    EXPECT_GE(r.worker_starts, 6u) << "a fresh worker after each broken channel";
+  }
+  // The run ended normally: its scratch folder (named by this process's pid) is gone.
+  std::error_code ec;
+  const std::string mine = fmt::format("fib-run-{}-", ::getpid());
+  for (const auto& e : fs::directory_iterator("/dev/shm", ec)) {
+    EXPECT_NE(e.path().filename().string().rfind(mine, 0), 0u) << e.path();
+  }
+}
+
+// (d) The solution keeps its results in /dev/shm, keyed on its inputs, across two runs with the
+// same seed (whose inputs are the same): unsandboxed, the second run hits.
+TEST_F(Sandbox, DevShmIsPrivateToEachWorker) {
+  SKIP_WITHOUT_SANDBOX();
+  const std::string tag = fmt::format("fib-test-cache-{}", ::getpid());
+  add("caches_in_shm", fmt::format(R"(
+static void run_(fib::TensorView x, fib::TensorView w, fib::TensorView y) {{
+  unsigned long long h = 1469598103934665603ull;
+  const auto* b = static_cast<const unsigned char*>(x.data());
+  for (int i = 0; i < 4096; ++i) h = (h ^ b[i]) * 1099511628211ull;
+  const std::string path = "/dev/shm/{}-" + std::to_string(h);
+  if (FILE* f = std::fopen(path.c_str(), "rb")) {{ std::printf("CACHE HIT\n"); std::fclose(f); }}
+  else if (FILE* f = std::fopen(path.c_str(), "wb")) {{ std::fputs("cached", f); std::fclose(f); }}
+  std::fflush(stdout);
+  rms(x, w, y);
+}}
+FIB_EXPORT_SOLUTION(run, run_);
+)",
+                                   tag));
+  const auto cleanup = [&] {
+    std::error_code ec;
+    for (const auto& e : fs::directory_iterator("/dev/shm", ec)) {
+      if (e.path().filename().string().rfind(tag, 0) == 0) fs::remove(e.path(), ec);
+    }
+  };
+  cleanup();
+  for (int i = 0; i < 2; ++i) {
+    const RunResult r = run_benchmark(options(SandboxMode::kRequired, {"caches_in_shm"}));
+    EXPECT_EQ(logs(r, "caches_in_shm").find("CACHE HIT"), std::string::npos) << "run " << i;
+  }
+  std::string second;
+  for (int i = 0; i < 2; ++i) {
+    second = logs(run_benchmark(options(SandboxMode::kOff, {"caches_in_shm"})), "caches_in_shm");
+  }
+  cleanup();
+  EXPECT_NE(second.find("CACHE HIT"), std::string::npos)
+      << "unsandboxed, the second run hits (else this test shows nothing): " << second;
+}
+
+// Processes named `marker` (their /proc/<pid>/comm).
+std::vector<pid_t> processes_named(const std::string& marker) {
+  std::vector<pid_t> found;
+  std::error_code ec;
+  for (const auto& e : fs::directory_iterator("/proc", ec)) {
+    const std::string name = e.path().filename().string();
+    if (name.find_first_not_of("0123456789") != std::string::npos) continue;
+    std::ifstream in(e.path() / "comm");
+    std::string comm;
+    std::getline(in, comm);
+    if (comm == marker) found.push_back(std::stoi(name));
+  }
+  return found;
+}
+
+// (e) The solution leaves a setsid'd grandchild that holds the worker channel, then crashes.
+// Unsandboxed, the channel stays open (the crash becomes a TIMEOUT) and the grandchild outlives
+// the run; sandboxed, the crash is a RUNTIME_ERROR and nothing is left.
+TEST_F(Sandbox, NoProcessOutlivesTheWorker) {
+  SKIP_WITHOUT_SANDBOX();
+  const std::string marker = fmt::format("fibgc{}", ::getpid() % 1000000);
+  add("leaves_a_grandchild", fmt::format(R"(
+#include <sys/prctl.h>
+#include <sys/wait.h>
+static int* volatile g_nowhere = nullptr;
+static void run_(fib::TensorView x, fib::TensorView w, fib::TensorView y) {{
+  rms(x, w, y);
+  const pid_t child = fork();
+  if (child == 0) {{
+    setsid();
+    if (fork() == 0) {{
+      prctl(PR_SET_NAME, "{}");
+      sleep(40);
+      _exit(0);
+    }}
+    _exit(0);
+  }}
+  waitpid(child, nullptr, 0);
+  usleep(100000);
+  *g_nowhere = 1;  // volatile: the compiler cannot see the bug
+}}
+FIB_EXPORT_SOLUTION(run, run_);
+)",
+                                         marker));
+  RunOptions on = options(SandboxMode::kRequired, {"leaves_a_grandchild"});
+  on.timeout_seconds = 5;
+  const RunResult r = run_benchmark(on);
+  EXPECT_EQ(statuses(r, "leaves_a_grandchild"), std::vector<std::string>(2, "RUNTIME_ERROR"))
+      << logs(r, "leaves_a_grandchild");
+  EXPECT_NE(logs(r, "leaves_a_grandchild").find("SIGSEGV"), std::string::npos);
+  // The namespace's processes die with its init, which the kernel tears down asynchronously.
+  for (int i = 0; i < 100 && !processes_named(marker).empty(); ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  EXPECT_TRUE(processes_named(marker).empty());
+
+  RunOptions off = options(SandboxMode::kOff, {"leaves_a_grandchild"});
+  off.timeout_seconds = 3;
+  const RunResult o = run_benchmark(off);
+  const std::vector<pid_t> left = processes_named(marker);
+  for (pid_t p : left) ::kill(p, SIGKILL);  // what this test's attack started
+  EXPECT_EQ(statuses(o, "leaves_a_grandchild"), std::vector<std::string>{"TIMEOUT"})
+      << "unsandboxed, the grandchild holds the channel (else this test shows nothing)";
+  EXPECT_FALSE(left.empty()) << "unsandboxed, the grandchild outlives fib";
+}
+
+// (f) The solution connects to a port this test listens on.
+TEST_F(Sandbox, TheNetworkIsOutOfReach) {
+  SKIP_WITHOUT_SANDBOX();
+  const int server = ::socket(AF_INET, SOCK_STREAM, 0);
+  ASSERT_GE(server, 0);
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  ASSERT_EQ(::bind(server, reinterpret_cast<sockaddr*>(&addr), sizeof addr), 0);
+  ASSERT_EQ(::listen(server, 8), 0);
+  socklen_t len = sizeof addr;
+  ::getsockname(server, reinterpret_cast<sockaddr*>(&addr), &len);
+  add("phones_home", fmt::format(R"(
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+static void run_(fib::TensorView x, fib::TensorView w, fib::TensorView y) {{
+  static bool done = false;
+  if (!done) {{
+    done = true;
+    const int s = socket(AF_INET, SOCK_STREAM, 0);
+    sockaddr_in a{{}};
+    a.sin_family = AF_INET;
+    a.sin_port = htons({});
+    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    std::printf(connect(s, (sockaddr*)&a, sizeof a) == 0 ? "NET CONNECTED\n" : "NET FAILED\n");
+    std::fflush(stdout);
+    close(s);
+  }}
+  rms(x, w, y);
+}}
+FIB_EXPORT_SOLUTION(run, run_);
+)",
+                                 ntohs(addr.sin_port)));
+  const RunResult on = run_benchmark(options(SandboxMode::kRequired, {"phones_home"}));
+  const RunResult off = run_benchmark(options(SandboxMode::kOff, {"phones_home"}));
+  ::close(server);
+  EXPECT_NE(logs(on, "phones_home").find("NET FAILED"), std::string::npos)
+      << logs(on, "phones_home");
+  EXPECT_EQ(logs(on, "phones_home").find("NET CONNECTED"), std::string::npos);
+  EXPECT_NE(logs(off, "phones_home").find("NET CONNECTED"), std::string::npos)
+      << logs(off, "phones_home");
+}
+
+// Every trace says how its solution was isolated; `--sandbox off` says so too.
+TEST_F(Sandbox, TracesRecordTheIsolationLevel) {
+  add("honest", R"(
+static void run_(fib::TensorView x, fib::TensorView w, fib::TensorView y) { rms(x, w, y); }
+FIB_EXPORT_SOLUTION(run, run_);
+)");
+  const RunResult off = run_benchmark(options(SandboxMode::kOff, {"honest"}));
+  ASSERT_FALSE(off.traces.empty());
+  EXPECT_EQ(off.traces[0].evaluation->environment.extra["isolation"]["level"], "none");
+  EXPECT_EQ(off.traces[0].evaluation->environment.extra["isolation"]["why"], "--sandbox off");
+  if (!sandbox_available()) GTEST_SKIP() << "bubblewrap is not installed";
+  const RunResult on = run_benchmark(options(SandboxMode::kRequired, {"honest"}));
+  ASSERT_FALSE(on.traces.empty());
+  for (const Trace& t : on.traces) {
+    EXPECT_EQ(t.evaluation->status, EvaluationStatus::kPassed) << t.evaluation->log;
+    const Json& iso = t.evaluation->environment.extra["isolation"];
+    EXPECT_EQ(iso["level"], "sandbox");
+    EXPECT_EQ(iso["uid"], 65534);
+  }
+  // The dataset still loads: the record is one more environment.extra entry.
+  EXPECT_NO_THROW(TraceSet::load(dataset()));
+}
+
+// Where the sandbox cannot be made (here: a "bubblewrap" that cannot start anything),
+// `--sandbox required` is an error, and `auto` runs unsandboxed, says so loudly and records it.
+TEST_F(Sandbox, ASandboxThatCannotBeMadeIsAnErrorOrALoudWarning) {
+  add("honest", R"(
+static void run_(fib::TensorView x, fib::TensorView w, fib::TensorView y) { rms(x, w, y); }
+FIB_EXPORT_SOLUTION(run, run_);
+)");
+  ::setenv("FIB_BWRAP", "/bin/false", 1);
+  EXPECT_THROW(run_benchmark(options(SandboxMode::kRequired, {"honest"})), Error);
+  std::vector<std::string> said;
+  RunCallbacks cb;
+  cb.on_message = [&](const std::string& m) { said.push_back(m); };
+  const RunResult r = run_benchmark(options(SandboxMode::kAuto, {"honest"}), cb);
+  ::unsetenv("FIB_BWRAP");
+  ASSERT_FALSE(said.empty());
+  EXPECT_NE(said.front().find("WARNING: solutions run UNSANDBOXED"), std::string::npos)
+      << said.front();
+  ASSERT_EQ(r.traces.size(), 2u);
+  for (const Trace& t : r.traces) {
+    EXPECT_EQ(t.evaluation->status, EvaluationStatus::kPassed) << t.evaluation->log;
+    EXPECT_EQ(t.evaluation->environment.extra["isolation"]["level"], "none");
+    EXPECT_TRUE(t.evaluation->environment.extra["isolation"].contains("why"));
+  }
+}
+
+// The command line alone: every namespace, the uid, the process tree tied to the worker, the box
+// read-only with only its out/ folder writable, and nothing of the run's other files.
+TEST(SandboxCommand, BindsOnlyWhatTheWorkerNeeds) {
+  WorkerSpec spec;
+  spec.executable = "/opt/fib/bin/fib";
+  spec.sandbox.bwrap = "/usr/bin/bwrap";
+  spec.sandbox.read_only = {"/usr", "/opt/fib/bin/fib"};
+  spec.sandbox.box = "/dev/shm/fib-run-1-ab/box-solution-0";
+  const std::vector<std::string> a = worker_command(spec);
+  const auto has = [&](std::initializer_list<std::string> seq) {
+    return std::search(a.begin(), a.end(), seq.begin(), seq.end()) != a.end();
+  };
+  for (const char* ns : {"--unshare-user", "--unshare-pid", "--unshare-net", "--unshare-ipc",
+                         "--unshare-uts", "--die-with-parent", "--new-session"}) {
+    EXPECT_TRUE(has({ns})) << ns;
+  }
+  EXPECT_TRUE(has({"--uid", "65534"}));
+  EXPECT_TRUE(has({"--tmpfs", "/dev/shm"}));
+  EXPECT_TRUE(has({"--ro-bind", "/opt/fib/bin/fib", "/opt/fib/bin/fib"}));
+  EXPECT_TRUE(has({"--ro-bind", spec.sandbox.box.string(), spec.sandbox.box.string()}));
+  const std::string out = (spec.sandbox.box / "out").string();
+  EXPECT_TRUE(has({"--bind", out, out}));
+  std::size_t writable = 0;
+  for (const std::string& arg : a) writable += arg == "--bind" || arg == "--bind-try";
+  EXPECT_EQ(writable, 1u) << "the box's out/ is the only writable bind";
+  EXPECT_TRUE(has({"--", "/opt/fib/bin/fib", "worker", "--channel", "3"}));
+  EXPECT_FALSE(has({"--dev-bind"})) << "GPU nodes only for GPU workers";
+  // Inside, HOME and TMPDIR are the sandbox's private /tmp.
+  const std::vector<std::string> env = worker_environment(spec);
+  EXPECT_NE(std::find(env.begin(), env.end(), "HOME=/tmp"), env.end());
+  EXPECT_NE(std::find(env.begin(), env.end(), "TMPDIR=/tmp"), env.end());
+}
+
+#ifdef FIB_HAVE_CUDA
+// On a GPU (skipped visibly elsewhere): the example's CUDA solutions run in the sandbox with the
+// /dev/nvidia* nodes bound and a data-segment limit (RLIMIT_DATA, which CUDA's reserved address
+// space does not count against), pass, and a crash costs one worker.
+class GpuSandbox : public Sandbox {};
+
+TEST_F(GpuSandbox, CudaSolutionsPassInTheSandbox) {
+  FIB_REQUIRE_GPU();
+  SKIP_WITHOUT_SANDBOX();
+  const fib::testing::ExclusiveGpu gpu;
+  const std::string p = "rmsnorm_h2048_";
+  RunOptions o =
+      options(SandboxMode::kRequired, {p + "naive_cuda", p + "crashes_cuda", p + "tuned_cuda"});
+  o.device = "cuda:0";
+  o.memory_limit_bytes = 32ull << 30;
+  const RunResult r = run_benchmark(o);
+  using V = std::vector<std::string>;
+  EXPECT_EQ(statuses(r, p + "naive_cuda"), V(2, "PASSED")) << logs(r, p + "naive_cuda");
+  EXPECT_EQ(statuses(r, p + "tuned_cuda"), V(2, "PASSED")) << logs(r, p + "tuned_cuda");
+  EXPECT_EQ(statuses(r, p + "crashes_cuda"), V(2, "RUNTIME_ERROR"));
+  for (const Trace& t : r.traces) {
+    const Json& iso = t.evaluation->environment.extra["isolation"];
+    EXPECT_EQ(iso["level"], "sandbox");
+    EXPECT_EQ(iso["gpu_devices"], true);
+    EXPECT_EQ(iso["limits"]["data_bytes"], 32ull << 30);
+  }
+}
+#endif
+
+}  // namespace
+}  // namespace fib::bench
