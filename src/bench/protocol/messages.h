@@ -141,6 +141,10 @@ struct EvaluateReply {
   Json worker_phases_ms;   // GPU: where the worker's time went (null: not reported)
   Json gpu;                // GPU: the device (null on CPU)
   int sampling_draws = 0;  // draws written where the request said
+  // The worker's own time from reading the request to answering it, on the clock it times calls
+  // with (the orchestrator holds it against the wall time it observed around the request); -1
+  // when not reported.
+  double worker_ms = -1;
 };
 
 struct ReferenceReply {

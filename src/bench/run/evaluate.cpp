@@ -242,9 +242,12 @@ Attempt run_solution(Lane& lane, const EvaluationJob& job, const EvaluateSetting
                                  "the solution worker could not start: " + start_error),
                           env);
   }
+  const Json request_json = to_json(request);
+  const auto sent = Clock::now();
   const Worker::Reply r = worker->call(
-      to_json(request), Clock::now() + std::chrono::duration_cast<Clock::duration>(
-                                           std::chrono::duration<double>(o.timeout_seconds)));
+      request_json, Clock::now() + std::chrono::duration_cast<Clock::duration>(
+                                       std::chrono::duration<double>(o.timeout_seconds)));
+  const double observed_ms = ms_since(sent);
   const CapturedOutput out = worker->take_output();
   const std::string output_log = output_log_of(out);
   if (auto f = worker_failure(r, out, output_log, o.timeout_seconds)) {
@@ -262,6 +265,13 @@ Attempt run_solution(Lane& lane, const EvaluationJob& job, const EvaluateSetting
   }
   if (auto f = reply_failure(reply, job.def, job.solution, output_log)) {
     return failed_attempt(std::move(*f), env);
+  }
+  const ClockCheck clock = check_worker_clock(observed_ms, reply);
+  env["timer_check"] = clock.record;
+  if (!clock.mismatch.empty()) {
+    worker->kill();  // its clock may stay rewritten: the next evaluation gets a new worker
+    return failed_attempt(failed(EvaluationStatus::kRuntimeError, clock.mismatch + output_log),
+                          env);
   }
   costs.input_load_ms = reply.load_inputs_ms;
   costs.worker_schedule_ms = reply.schedule_ms;
