@@ -187,5 +187,107 @@ FIB_EXPORT_SOLUTION(run, run_);
   }
 }
 
+TEST_F(RunTrust, AWriteFarPastAnOutputFaultsAndIsNamed) {
+  // 4 KiB past the end of its output: beyond the guard bytes fib checks after the call, into
+  // the inaccessible pages after them.
+  add_solution("writes_4k_past", R"(
+static void run_(fib::TensorView x, fib::TensorView w, fib::TensorView y) {
+  rms_view(x, w, y);
+  y.data_ptr<std::uint16_t>()[x.size(0) * x.size(1) + 2048] = 0x3f80;
+}
+FIB_EXPORT_SOLUTION(run, run_);
+)");
+  const RunResult r = run_benchmark(options({"writes_4k_past"}));
+  ASSERT_EQ(r.traces.size(), 2u);
+  for (const Trace& t : r.traces) {
+    EXPECT_EQ(t.evaluation->status, EvaluationStatus::kRuntimeError);
+    const std::string& log = t.evaluation->log;
+    EXPECT_NE(log.find("wrote past the end of output 'output' (byte "), std::string::npos) << log;
+    EXPECT_NE(log.find("in the inaccessible pages after it"), std::string::npos) << log;
+  }
+}
+
+TEST_F(RunTrust, AnInputMadeWritableAndChangedIsCaughtAndTheNextSolutionSeesItIntact) {
+  // mprotect makes the read-only mapping of its weight writable, and the solution changes it
+  // (computing its output from the changed weight, as a solution that scribbles on its inputs
+  // for scratch would); the honest solution evaluated next in the same worker must see the
+  // inputs as they were.
+  add_solution("a_unprotects_input", R"(
+#include <sys/mman.h>
+#include <unistd.h>
+#include <cstdint>
+static void run_(fib::TensorView x, fib::TensorView w, fib::TensorView y) {
+  const long page = sysconf(_SC_PAGESIZE);
+  auto* wp = const_cast<std::uint16_t*>(w.data_ptr<const std::uint16_t>());
+  const auto begin = reinterpret_cast<std::uintptr_t>(wp) & ~std::uintptr_t(page - 1);
+  const auto end = reinterpret_cast<std::uintptr_t>(wp + w.size(0));
+  if (mprotect(reinterpret_cast<void*>(begin), end - begin, PROT_READ | PROT_WRITE) != 0) return;
+  for (long c = 0; c < w.size(0); ++c) wp[c] = 0x3f80;  // every weight 1.0
+  rms_view(x, w, y);
+}
+FIB_EXPORT_SOLUTION(run, run_);
+)");
+  add_solution("b_honest", R"(
+static void run_(fib::TensorView x, fib::TensorView w, fib::TensorView y) { rms_view(x, w, y); }
+FIB_EXPORT_SOLUTION(run, run_);
+)");
+  RunOptions o = options({"a_unprotects_input", "b_honest"});
+  const RunResult r = run_benchmark(o);
+  ASSERT_EQ(r.traces.size(), 4u);
+  for (int k = 0; k < 2; ++k) {
+    const Trace* cheat = trace_of(r, "a_unprotects_input", k);
+    ASSERT_NE(cheat, nullptr);
+    EXPECT_EQ(cheat->evaluation->status, EvaluationStatus::kRuntimeError);
+    EXPECT_NE(cheat->evaluation->log.find("modified its input 'weight' (its bytes changed"),
+              std::string::npos)
+        << cheat->evaluation->log;
+    const Trace* honest = trace_of(r, "b_honest", k);
+    ASSERT_NE(honest, nullptr);
+    EXPECT_EQ(honest->evaluation->status, EvaluationStatus::kPassed) << honest->evaluation->log;
+  }
+}
+
+TEST_F(RunTrust, ALateWriterLeftBehindCannotReachTheNextSolutionsMemory) {
+  // Leaves a thread that keeps writing garbage into the output buffer it was given, long after
+  // its evaluation ended: the buffer is retired but never handed out again, so the honest
+  // solutions evaluated next in the same worker are unaffected.
+  add_solution("a_late_writer", R"(
+#include <atomic>
+#include <chrono>
+#include <thread>
+static void run_(fib::TensorView x, fib::TensorView w, fib::TensorView y) {
+  rms_view(x, w, y);
+  static std::atomic<bool> started{false};
+  if (started.exchange(true)) return;
+  auto* out = y.data_ptr<std::uint16_t>();
+  const long n = x.size(0) * x.size(1);
+  std::thread([out, n] {
+    for (;;) {
+      for (long i = 0; i < n; ++i) out[i] = 0x7fc0;
+      std::this_thread::sleep_for(std::chrono::microseconds(200));
+    }
+  }).detach();
+}
+FIB_EXPORT_SOLUTION(run, run_);
+)");
+  add_solution("b_honest", R"(
+static void run_(fib::TensorView x, fib::TensorView w, fib::TensorView y) { rms_view(x, w, y); }
+FIB_EXPORT_SOLUTION(run, run_);
+)");
+  add_solution("c_honest", R"(
+static void run_(fib::TensorView x, fib::TensorView w, fib::TensorView y) { rms_view(x, w, y); }
+FIB_EXPORT_SOLUTION(run, run_);
+)");
+  const RunResult r = run_benchmark(options({"a_late_writer", "b_honest", "c_honest"}));
+  ASSERT_EQ(r.traces.size(), 6u);
+  for (int k = 0; k < 2; ++k) {
+    for (const char* name : {"b_honest", "c_honest"}) {
+      const Trace* t = trace_of(r, name, k);
+      ASSERT_NE(t, nullptr);
+      EXPECT_EQ(t->evaluation->status, EvaluationStatus::kPassed) << name << t->evaluation->log;
+    }
+  }
+}
+
 }  // namespace
 }  // namespace fib::bench

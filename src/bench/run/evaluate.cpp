@@ -81,9 +81,10 @@ std::optional<Outcome> worker_failure(const Worker::Reply& r, const CapturedOutp
   }
   if (r.kind != Worker::ReplyKind::kDied) return std::nullopt;
   std::string how = r.died_how;
-  // The worker's fault handler names an input the solution wrote to (inputs are read-only).
+  // The worker's fault handler names what the solution wrote to: an input (inputs are
+  // read-only) or the inaccessible pages around an output.
   const std::string said = out.text();
-  if (auto at = said.rfind("fib: the solution modified its input"); at != std::string::npos) {
+  if (auto at = said.rfind("fib: the solution "); at != std::string::npos) {
     const auto end = said.find('\n', at);
     const std::string line = said.substr(at + 5, end == std::string::npos ? end : end - at - 5);
     return failed(

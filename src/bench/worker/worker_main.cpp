@@ -15,6 +15,7 @@
 #include "bench/protocol/messages.h"
 #include "bench/worker/cpu_targets.h"
 #include "bench/worker/framing.h"
+#include "bench/worker/host_memory.h"
 #include "bench/worker/worker_common.h"
 #include "fib/bench/timing.h"
 #include "fib/bench/worker.h"
@@ -121,7 +122,10 @@ protocol::EvaluateReply handle_evaluate(WorkerState& st, const protocol::Evaluat
   }
   CallBackend& backend = *opened;
   reply.signature = lib.signature;
-  install_input_fault_handler();
+  install_fault_handler();
+  // A fresh mapping of the inputs for every solution: one that made the last one writable and
+  // changed it leaves nothing behind for the next.
+  st.sets.reset();
   const auto load_t0 = Clock::now();
   HostSolutionTarget target(def, req.var_axes, load_sets(st, req.sets), backend, req.solution.dps);
   reply.load_inputs_ms = ms_since(load_t0);
@@ -142,6 +146,8 @@ protocol::EvaluateReply handle_evaluate(WorkerState& st, const protocol::Evaluat
       reply.sampling_draws = sp.draws;
     }
   }
+  Failure f;
+  if (!reply.failure && !target.verify_all_inputs(0, &f)) reply.failure = f;
   return reply;
 }
 
