@@ -289,5 +289,82 @@ FIB_EXPORT_SOLUTION(run, run_);
   }
 }
 
+// Computes only on the calls whose inputs the input-set file names as a trial's checked set
+// ("0/..", "1/..", "2/.."): it finds the file's mapping in /proc/self/maps, reads the
+// safetensors header and compares its hidden_states pointer with those tensors' addresses.
+const char* kGuessesByName = R"(
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <fstream>
+#include <sstream>
+#include <string>
+static bool named_as_checked(const void* x) {
+  std::ifstream maps("/proc/self/maps");
+  std::string line;
+  while (std::getline(maps, line)) {
+    if (line.find("inputs.safetensors") == std::string::npos) continue;
+    const std::uintptr_t base = std::strtoull(line.c_str(), nullptr, 16);
+    const std::string path = line.substr(line.find('/'));
+    std::ifstream f(path, std::ios::binary);
+    std::uint64_t n = 0;
+    f.read(reinterpret_cast<char*>(&n), 8);
+    std::string header(n, '\0');
+    f.read(header.data(), static_cast<std::streamsize>(n));
+    for (int k = 0; k < 3; ++k) {
+      const std::string key = "\"" + std::to_string(k) + "/hidden_states\"";
+      const auto at = header.find(key);
+      if (at == std::string::npos) continue;
+      const auto offsets = header.find("data_offsets", at);
+      const auto open = header.find('[', offsets);
+      const std::uintptr_t begin = std::strtoull(header.c_str() + open + 1, nullptr, 10);
+      if (base + 8 + n + begin == reinterpret_cast<std::uintptr_t>(x)) return true;
+    }
+  }
+  return false;
+}
+static void run_(fib::TensorView x, fib::TensorView w, fib::TensorView y) {
+  if (named_as_checked(x.raw().data)) rms_view(x, w, y);
+}
+FIB_EXPORT_SOLUTION(run, run_);
+)";
+
+// Computes only on the first two timed calls of each trial (after the first trial's warmup).
+const char* kGuessesByIndex = R"(
+static int calls = 0;
+static void run_(fib::TensorView x, fib::TensorView w, fib::TensorView y) {
+  const int c = calls++;
+  const int in_trial = c < 2 ? -1 : (c - 2) % 40;
+  if (in_trial >= 0 && in_trial < 2) rms_view(x, w, y);
+}
+FIB_EXPORT_SOLUTION(run, run_);
+)";
+
+TEST_F(RunTrust, ASolutionThatComputesOnlyTheCallsItGuessesAreCheckedFails) {
+  add_solution("guesses_by_name", kGuessesByName);
+  add_solution("guesses_by_index", kGuessesByIndex);
+  add_solution("honest", R"(
+static void run_(fib::TensorView x, fib::TensorView w, fib::TensorView y) { rms_view(x, w, y); }
+FIB_EXPORT_SOLUTION(run, run_);
+)");
+  // 40 timed calls in each of 3 trials: a solution that computes 1 or 2 of each trial's calls
+  // passes only if every trial's draw lands on one of them, (2/40)^3 ~ 1e-4 at most.
+  RunOptions o = options({"guesses_by_name", "guesses_by_index", "honest"});
+  o.cli.iterations = 40;
+  o.cli.num_trials = 3;
+  o.fixed_iterations = true;
+  const RunResult r = run_benchmark(o);
+  ASSERT_EQ(r.traces.size(), 6u);
+  for (const Trace& t : r.traces) {
+    const EvaluationStatus want =
+        *t.solution == "honest" ? EvaluationStatus::kPassed : EvaluationStatus::kIncorrectNumerical;
+    EXPECT_EQ(t.evaluation->status, want) << *t.solution << ": " << t.evaluation->log;
+    // The drawn call was one it skipped: its outputs still hold the poison.
+    if (want != EvaluationStatus::kPassed) {
+      EXPECT_NE(t.evaluation->log.find("never written"), std::string::npos) << t.evaluation->log;
+    }
+  }
+}
+
 }  // namespace
 }  // namespace fib::bench

@@ -32,11 +32,15 @@ class ProtocolError : public Error {
 // ---- Requests -------------------------------------------------------------------------------
 
 // One trial: warmup calls, then timed calls over input sets (indices into the input-set file,
-// or the device pool), one of them checked: its outputs go to `check_output`.
+// or the device pool), one of them checked: its outputs go to `check_output`. A solution's worker
+// is not told which: it draws the checked call among the timed calls after they are made (each
+// kept with probability 1/(i+1) once call i has returned, from the kernel's random source), so
+// nothing the worker knows during a call says whether that call will be checked. The reference
+// worker (trusted) is told the position.
 struct TrialPlan {
   std::vector<int> warmup;        // set indices
   std::vector<int> timed;         // set indices, in call order
-  int check_position = -1;        // index into `timed` whose outputs are saved
+  int check_position = -1;        // index into `timed` whose outputs are saved; -1: drawn after
   std::string check_output;       // where they go (chosen by the orchestrator); empty: nowhere
   double max_seconds = 0;         // 0: no time cap
   double max_warmup_seconds = 0;  // 0: every warmup call; else the warmup's time cap
@@ -110,11 +114,13 @@ struct Failure {
   std::uint64_t call = 0;
 };
 
-// The checked call of a trial: its number and the integer poison sentinels of its outputs
-// ("never written" messages). Its outputs are in the file the trial's plan named.
+// The checked call of a trial: its number, its position among the trial's timed calls (the
+// orchestrator finds its input set from its own plan), and the integer poison sentinels of its
+// outputs ("never written" messages). Its outputs are in the file the trial's plan named.
 struct CheckedCall {
   std::uint64_t call = 0;
   std::map<std::string, std::int64_t> poison;
+  int position = -1;
   bool operator==(const CheckedCall&) const = default;
 };
 

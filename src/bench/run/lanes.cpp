@@ -226,8 +226,11 @@ const BuildResult& LaneLoop::build_for(const Lane& lane, const Solution& s) {
 }
 
 EvaluateSettings LaneLoop::evaluate_settings() {
-  return EvaluateSettings{run_.options, run_.builtin, run_.user ? &*run_.user : nullptr,
+  return EvaluateSettings{run_.options,
+                          run_.builtin,
+                          run_.user ? &*run_.user : nullptr,
                           worker_spec(run_.options, run_.gpu, run_.scratch->root(), "solution"),
+                          worker_spec(run_.options, run_.gpu, run_.scratch->root(), "reference"),
                           [this](const std::string& m) { run_.message(m); }};
 }
 

@@ -1,9 +1,10 @@
 // The worker's side (`fib worker`): loads solution libraries, runs the call schedule the
-// orchestrator sends (warmup, timed calls with one checked call hidden among them, sampling
-// draws), and reports raw facts: latency samples, the outputs of checked calls (written to
-// files the orchestrator compares against the reference, which never enters this process),
-// and contract violations (a guard region overwritten, an input modified, an error returned).
-// The same loop runs the native references in a separate worker that never loads a solution.
+// orchestrator sends (warmup, timed calls with one checked call drawn among them after they
+// return, sampling draws), and reports raw facts: latency samples, the outputs of checked calls
+// (written to files the orchestrator compares against the reference, which never enters this
+// process), and contract violations (a guard region overwritten, an input modified, an error
+// returned). The same loop runs the native references in a separate worker that never loads a
+// solution.
 #include <fcntl.h>
 #include <fmt/format.h>
 #include <signal.h>
@@ -78,6 +79,7 @@ class CpuSchedule {
       if (plan.max_warmup_seconds > 0 && out->warmup_ms >= 1000 * plan.max_warmup_seconds) break;
     }
     out->stopped_by = "iterations";
+    std::vector<std::pair<std::string, Tensor>> kept;  // the checked call's outputs so far
     const auto start = Clock::now();
     const std::size_t must_reach = std::max<std::size_t>(
         s_.noise.min_samples, static_cast<std::size_t>(plan.check_position + 1));
@@ -85,9 +87,9 @@ class CpuSchedule {
       double ms = 0;
       if (!one_call(plan.timed[i], &ms, /*flush=*/true)) return false;
       out->samples_ms.push_back(ms);
-      if (static_cast<int>(i) == plan.check_position && !plan.check_output.empty()) {
-        write_checked_outputs(plan.check_output, target_.outputs());
-        out->checked = CheckedCall{call_ - 1, target_.poison()};
+      if (!plan.check_output.empty() && checked_call_kept(plan.check_position, i)) {
+        kept = target_.outputs();
+        out->checked = CheckedCall{call_ - 1, target_.poison(), static_cast<int>(i)};
       }
       if (s_.fixed_iterations || out->samples_ms.size() < must_reach) continue;
       if (precise_enough(out->samples_ms, s_.noise)) {
@@ -100,6 +102,7 @@ class CpuSchedule {
         break;
       }
     }
+    if (out->checked) write_checked_outputs(plan.check_output, kept);
     return true;
   }
 
