@@ -298,6 +298,10 @@ Attempt run_solution(Lane& lane, const EvaluationJob& job, const EvaluateSetting
   if (auto f = reply_failure(reply, job.def, job.solution, output_log)) {
     return failed_attempt(std::move(*f), env);
   }
+  // What stands after each output: inaccessible pages on the host; on a device, unmapped
+  // address space where its driver allows, else guard bytes only (gpu_memory.h).
+  env["output_guard"] = lane.device == "cpu" ? Json("inaccessible pages")
+                                             : reply.gpu.value("output_guard", Json("guard bytes"));
   const ClockCheck clock = check_worker_clock(observed_ms, reply);
   env["timer_check"] = clock.record;
   if (!clock.mismatch.empty()) {

@@ -16,6 +16,7 @@
 #include <functional>
 #include <optional>
 
+#include "bench/worker/gpu_memory.h"
 #include "bench/worker/gpu_trials.h"
 #include "bench/worker/worker_common.h"
 #include "fib/bench/timing.h"
@@ -146,7 +147,8 @@ Json gpu_json(GpuWorker& g) {
               {"arch", info.arch()},
               {"pci_bus_id", info.pci_bus_id},
               {"driver_version", info.driver_version},
-              {"runtime_version", info.runtime_version}};
+              {"runtime_version", info.runtime_version},
+              {"output_guard", output_guard_kind(g.device())}};
 }
 
 }  // namespace
