@@ -7,7 +7,8 @@
 // sampling draws go, and the orchestrator reads them from the paths it chose), parsing is strict
 // (an unknown key, a missing key or a value of the wrong type is a ProtocolError), and
 // check_reply() holds a parsed reply against its request (as many trials as asked for at most,
-// checked calls only where the request asked for them, as many draws as asked for).
+// checked calls only where the request asked for them and at a position among the timed calls
+// made, as many draws as asked for).
 #pragma once
 
 #include <cstdint>
