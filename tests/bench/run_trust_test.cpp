@@ -248,9 +248,11 @@ FIB_EXPORT_SOLUTION(run, run_);
 }
 
 TEST_F(RunTrust, ALateWriterLeftBehindCannotReachTheNextSolutionsMemory) {
-  // Leaves a thread that keeps writing garbage into the output buffer it was given, long after
-  // its evaluation ended: the buffer is retired but never handed out again, so the honest
-  // solutions evaluated next in the same worker are unaffected.
+  // Leaves a thread that keeps writing NaN into the output buffer it was given, long after its
+  // evaluation ended: the buffer is retired but never handed out again, so the honest solutions
+  // evaluated next in the same worker are unaffected. (Had its address gone to the next
+  // solution's output, the thread would overwrite that solution's results; had it been
+  // unmapped, the thread's next write would kill the worker under the next solution.)
   add_solution("a_late_writer", R"(
 #include <atomic>
 #include <chrono>
@@ -263,8 +265,8 @@ static void run_(fib::TensorView x, fib::TensorView w, fib::TensorView y) {
   const long n = x.size(0) * x.size(1);
   std::thread([out, n] {
     for (;;) {
-      for (long i = 0; i < n; ++i) out[i] = 0x7fc0;
-      std::this_thread::sleep_for(std::chrono::microseconds(200));
+      for (long i = 0; i < n; ++i) reinterpret_cast<volatile std::uint16_t*>(out)[i] = 0x7fc0;
+      std::this_thread::yield();
     }
   }).detach();
 }
