@@ -76,6 +76,7 @@ EvaluateReply evaluate_reply() {
   r.worker_phases_ms = Json{{"trials", 30.0}};
   r.gpu = Json{{"device", 1}, {"name", "H100"}};
   r.sampling_draws = 100;
+  r.worker_ms = 41.5;
   return r;
 }
 

@@ -339,7 +339,7 @@ Json to_json(const EvaluateReply& m) {
   if (!m.load_error.empty()) j["load_error"] = m.load_error;
   if (!m.error.empty()) j["error"] = m.error;
   if (m.oom) j["oom"] = true;
-  if (m.worker_ms >= 0) j["worker_ms"] = m.worker_ms;
+  if (m.worker_ms) j["worker_ms"] = *m.worker_ms;
   if (!m.ok) return j;
   j["signature"] = m.signature;
   j["load_inputs_ms"] = m.load_inputs_ms;
@@ -367,7 +367,7 @@ EvaluateReply from_json<EvaluateReply>(const Json& j) {
   m.load_inputs_ms = r.get("load_inputs_ms", 0.0);
   m.schedule_ms = r.get("schedule_ms", 0.0);
   m.cache_flush_ms = r.get("cache_flush_ms", 0.0);
-  m.worker_ms = r.get("worker_ms", -1.0);
+  if (r.has("worker_ms")) m.worker_ms = r.get<double>("worker_ms");
   if (r.has("trials")) m.trials = list_from<TrialResult>(r.at("trials"), r.where("trials"));
   if (r.has("failure")) m.failure = from_json<Failure>(r.at("failure"));
   m.fatal = r.get("fatal", false);

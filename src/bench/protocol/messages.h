@@ -149,9 +149,9 @@ struct EvaluateReply {
   Json gpu;                // GPU: the device (null on CPU)
   int sampling_draws = 0;  // draws written where the request said
   // The worker's own time from reading the request to answering it, on the clock it times calls
-  // with (the orchestrator holds it against the wall time it observed around the request); -1
-  // when not reported.
-  double worker_ms = -1;
+  // with (the orchestrator holds it against the wall time it observed around the request);
+  // none when not reported.
+  std::optional<double> worker_ms;
 };
 
 struct ReferenceReply {
