@@ -34,8 +34,13 @@ template <class Fn>
 bool entry(const char* name, Fn* fn) {
   void* p = nullptr;
   cudaDriverEntryPointQueryResult found{};
-  if (cudaGetDriverEntryPointByVersion(name, &p, 12000, cudaEnableDefault, &found) != cudaSuccess ||
-      found != cudaDriverEntryPointSuccess || p == nullptr) {
+#if CUDART_VERSION >= 12050
+  const cudaError_t e =
+      cudaGetDriverEntryPointByVersion(name, &p, 12000, cudaEnableDefault, &found);
+#else  // toolkits before 12.5 have only the unversioned lookup
+  const cudaError_t e = cudaGetDriverEntryPoint(name, &p, cudaEnableDefault, &found);
+#endif
+  if (e != cudaSuccess || found != cudaDriverEntryPointSuccess || p == nullptr) {
     return false;
   }
   *fn = reinterpret_cast<Fn>(p);
