@@ -77,6 +77,7 @@ EvaluateReply evaluate_reply() {
   r.worker_phases_ms = Json{{"trials", 30.0}};
   r.gpu = Json{{"device", 1}, {"name", "H100"}};
   r.sampling_draws = 100;
+  r.worker_ms = 41.5;
   return r;
 }
 
@@ -223,6 +224,17 @@ TEST(ProtocolMessages, RepliesAreHeldAgainstTheirRequests) {
   EvaluateRequest unchecked = evaluate_request();
   unchecked.schedule.trials[1].check_output.clear();
   EXPECT_NE(check_reply(unchecked, evaluate_reply()), "");
+
+  // A request that leaves the checked call to the worker's draw: the reply's position must be
+  // one of the timed calls the trial made.
+  EvaluateRequest drawn = evaluate_request();
+  for (TrialPlan& t : drawn.schedule.trials) t.check_position = -1;
+  EXPECT_NE(check_reply(drawn, evaluate_reply()), "");  // no position reported
+  EvaluateReply placed = evaluate_reply();
+  for (TrialResult& t : placed.trials) t.checked->position = 2;
+  EXPECT_EQ(check_reply(drawn, placed), "");
+  placed.trials[1].checked->position = 3;  // 3 timed calls made
+  EXPECT_NE(check_reply(drawn, placed), "");
 
   EvaluateReply more_draws = evaluate_reply();
   more_draws.sampling_draws = 101;

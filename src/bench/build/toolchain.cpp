@@ -487,7 +487,9 @@ std::optional<Toolchain> select_toolchain(const Solution& s, const BuildOptions&
     tc.steps.push_back(std::move(c));
   }
   tc.linker = *cxx;
-  tc.link_flags = {"-Wl,--no-undefined", "-lm", "-pthread"};
+  // Full RELRO and immediate binding: the solution's GOT is read-only once loaded, so rewriting
+  // an entry takes an explicit mprotect (the parent's timer cross-check covers that case).
+  tc.link_flags = {"-Wl,--no-undefined", "-Wl,-z,relro,-z,now", "-lm", "-pthread"};
   if (toolkit) {
     const std::string lib = toolkit->lib_dir.string();
     // The shared runtime, found at run time through the RUNPATH; cuBLAS only when the solution

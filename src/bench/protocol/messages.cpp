@@ -314,13 +314,16 @@ Failure from_json<Failure>(const Json& j) {
   return f;
 }
 
-Json to_json(const CheckedCall& m) { return Json{{"call", m.call}, {"poison", m.poison}}; }
+Json to_json(const CheckedCall& m) {
+  return Json{{"call", m.call}, {"position", m.position}, {"poison", m.poison}};
+}
 
 template <>
 CheckedCall from_json<CheckedCall>(const Json& j) {
   Reader r(j, "reply.trials[].checked");
   CheckedCall c;
   c.call = r.get("call", std::uint64_t{0});
+  c.position = r.get("position", -1);
   c.poison = r.get("poison", std::map<std::string, std::int64_t>());
   r.finish();
   return c;
@@ -355,6 +358,7 @@ Json to_json(const EvaluateReply& m) {
   if (!m.load_error.empty()) j["load_error"] = m.load_error;
   if (!m.error.empty()) j["error"] = m.error;
   if (m.oom) j["oom"] = true;
+  if (m.worker_ms) j["worker_ms"] = *m.worker_ms;
   if (!m.ok) return j;
   j["signature"] = m.signature;
   j["load_inputs_ms"] = m.load_inputs_ms;
@@ -382,6 +386,7 @@ EvaluateReply from_json<EvaluateReply>(const Json& j) {
   m.load_inputs_ms = r.get("load_inputs_ms", 0.0);
   m.schedule_ms = r.get("schedule_ms", 0.0);
   m.cache_flush_ms = r.get("cache_flush_ms", 0.0);
+  if (r.has("worker_ms")) m.worker_ms = r.get<double>("worker_ms");
   if (r.has("trials")) m.trials = list_from<TrialResult>(r.at("trials"), r.where("trials"));
   if (r.has("failure")) m.failure = from_json<Failure>(r.at("failure"));
   m.fatal = r.get("fatal", false);
@@ -442,8 +447,17 @@ std::string check_trials(const Schedule& s, const std::vector<TrialResult>& tria
     return fmt::format("{} trials in the reply, {} asked for", trials.size(), s.trials.size());
   }
   for (std::size_t t = 0; t < trials.size(); ++t) {
-    if (trials[t].checked && s.trials[t].check_output.empty()) {
+    if (!trials[t].checked) continue;
+    if (s.trials[t].check_output.empty()) {
       return fmt::format("trial {} reports a checked call the request did not ask for", t);
+    }
+    if (s.trials[t].check_position >= 0) continue;  // a position the request named
+    const int position = trials[t].checked->position;
+    const std::size_t made = trials[t].samples_ms.size();
+    if (position < 0 || static_cast<std::size_t>(position) >= made ||
+        static_cast<std::size_t>(position) >= s.trials[t].timed.size()) {
+      return fmt::format("trial {} reports a checked call at position {} of its {} timed calls", t,
+                         position, made);
     }
   }
   return {};

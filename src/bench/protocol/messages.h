@@ -7,7 +7,8 @@
 // sampling draws go, and the orchestrator reads them from the paths it chose), parsing is strict
 // (an unknown key, a missing key or a value of the wrong type is a ProtocolError), and
 // check_reply() holds a parsed reply against its request (as many trials as asked for at most,
-// checked calls only where the request asked for them, as many draws as asked for).
+// checked calls only where the request asked for them and at a position among the timed calls
+// made, as many draws as asked for).
 #pragma once
 
 #include <cstdint>
@@ -32,11 +33,15 @@ class ProtocolError : public Error {
 // ---- Requests -------------------------------------------------------------------------------
 
 // One trial: warmup calls, then timed calls over input sets (indices into the input-set file,
-// or the device pool), one of them checked: its outputs go to `check_output`.
+// or the device pool), one of them checked: its outputs go to `check_output`. A solution's worker
+// is not told which: it draws the checked call among the timed calls after they are made (each
+// kept with probability 1/(i+1) once call i has returned, from the kernel's random source), so
+// nothing the worker knows during a call says whether that call will be checked. The reference
+// worker (trusted) is told the position.
 struct TrialPlan {
   std::vector<int> warmup;        // set indices
   std::vector<int> timed;         // set indices, in call order
-  int check_position = -1;        // index into `timed` whose outputs are saved
+  int check_position = -1;        // index into `timed` whose outputs are saved; -1: drawn after
   std::string check_output;       // where they go (chosen by the orchestrator); empty: nowhere
   double max_seconds = 0;         // 0: no time cap
   double max_warmup_seconds = 0;  // 0: every warmup call; else the warmup's time cap
@@ -116,11 +121,13 @@ struct Failure {
   std::uint64_t call = 0;
 };
 
-// The checked call of a trial: its number and the integer poison sentinels of its outputs
-// ("never written" messages). Its outputs are in the file the trial's plan named.
+// The checked call of a trial: its number, its position among the trial's timed calls (the
+// orchestrator finds its input set from its own plan), and the integer poison sentinels of its
+// outputs ("never written" messages). Its outputs are in the file the trial's plan named.
 struct CheckedCall {
   std::uint64_t call = 0;
   std::map<std::string, std::int64_t> poison;
+  int position = -1;
   bool operator==(const CheckedCall&) const = default;
 };
 
@@ -147,6 +154,10 @@ struct EvaluateReply {
   Json worker_phases_ms;   // GPU: where the worker's time went (null: not reported)
   Json gpu;                // GPU: the device (null on CPU)
   int sampling_draws = 0;  // draws written where the request said
+  // The worker's own time from reading the request to answering it, on the clock it times calls
+  // with (the orchestrator holds it against the wall time it observed around the request);
+  // none when not reported.
+  std::optional<double> worker_ms;
 };
 
 struct ReferenceReply {

@@ -12,6 +12,7 @@
 #include "bench/run/timer.h"
 #include "bench/run/trial_timing.h"
 #include "bench/run/worker_messages.h"
+#include "fib/bench/compare.h"
 #include "fib/bench/op_family.h"
 
 namespace fib::bench::detail {
@@ -84,9 +85,10 @@ std::optional<Outcome> worker_failure(const Worker::Reply& r, const CapturedOutp
   }
   if (r.kind != Worker::ReplyKind::kDied) return std::nullopt;
   std::string how = r.died_how;
-  // The worker's fault handler names an input the solution wrote to (inputs are read-only).
+  // The worker's fault handler names what the solution wrote to: an input (inputs are
+  // read-only) or the inaccessible pages around an output.
   const std::string said = out.text();
-  if (auto at = said.rfind("fib: the solution modified its input"); at != std::string::npos) {
+  if (auto at = said.rfind("fib: the solution "); at != std::string::npos) {
     const auto end = said.find('\n', at);
     const std::string line = said.substr(at + 5, end == std::string::npos ? end : end - at - 5);
     return failed(
@@ -138,20 +140,49 @@ std::optional<Outcome> reply_failure(const protocol::EvaluateReply& reply, const
   return std::nullopt;
 }
 
-// The checked calls the reply reports, their outputs in the files the request named.
+// The input set of each checked call the reply reports, in order.
+std::vector<int> checked_sets(const protocol::EvaluateRequest& request,
+                              const protocol::EvaluateReply& reply) {
+  std::vector<int> sets;
+  for (std::size_t t = 0; t < reply.trials.size(); ++t) {
+    if (!reply.trials[t].checked) continue;
+    const protocol::TrialPlan& plan = request.schedule.trials.at(t);
+    const int position =
+        plan.check_position >= 0 ? plan.check_position : reply.trials[t].checked->position;
+    sets.push_back(plan.timed.at(static_cast<std::size_t>(position)));
+  }
+  return sets;
+}
+
+// Whether the solution's worker draws each trial's checked call after the calls (else the
+// request names it, as the reference's run checked it). Everywhere except where the judge needs
+// a checked set's inputs on the host and a GPU lane has them only on the device (the timing
+// sets it makes there): the exact distribution of a sampling op, the tie scoring of a top-k.
+bool checks_drawn(const Definition& def, bool gpu) {
+  if (!gpu) return true;
+  return op_family(def).reference_extras == nullptr && policy_for(def).kind != PolicyKind::kTopkSet;
+}
+
+// The checked calls the reply reports: their input sets from the request's own plan (the reply
+// gives positions only), their outputs in the files the request named, the reference's in
+// `reference_files` (one per checked call, in order).
 std::vector<CheckedCall> checked_calls(const protocol::EvaluateRequest& request,
                                        const protocol::EvaluateReply& reply,
-                                       const PreparedWorkload& p) {
+                                       const PreparedWorkload& p,
+                                       const std::vector<std::string>& reference_files, bool gpu) {
   std::vector<CheckedCall> calls;
-  for (std::size_t t = 0; t < reply.trials.size(); ++t) {
+  const std::vector<int> sets = checked_sets(request, reply);
+  for (std::size_t t = 0, i = 0; t < reply.trials.size(); ++t) {
     const protocol::TrialResult& trial = reply.trials[t];
     if (!trial.checked) continue;
     CheckedCall cc;
     cc.trial = static_cast<int>(t);
-    cc.seed = p.set_seeds.at(t);
+    cc.set = sets.at(i);
+    cc.seed = p.set_seeds.at(static_cast<std::size_t>(cc.set));
     cc.solution_outputs = request.schedule.trials.at(t).check_output;
-    cc.reference_outputs = p.reference_outputs.at(t);
-    cc.inputs = p.inputs_file;
+    cc.reference_outputs = reference_files.at(i++);
+    // GPU lanes: sets past the checked ones are made on the device, not in the file.
+    if (!gpu || cc.set < p.trials) cc.inputs = p.inputs_file;
     cc.poison = trial.checked->poison;
     calls.push_back(std::move(cc));
   }
@@ -171,7 +202,7 @@ struct PendingJudgement {
   const EvalConfigFile* user = nullptr;
   std::function<void(const std::string&)> warn;
   std::vector<CheckedCall> calls;
-  std::optional<std::string> sampling_file;
+  std::optional<SamplingDraws> sampling;
   Json environment;
   std::string output_log;
   Timing timing, reference;
@@ -210,8 +241,7 @@ Performance passed_performance(const PendingJudgement& j, double judge_ms) {
 
 Outcome judge_outcome(const PendingJudgement& j) {
   const auto judge0 = Clock::now();
-  const Judgement verdict =
-      judge(*j.def, *j.builtin, j.user, j.options->cli, j.calls, j.sampling_file);
+  const Judgement verdict = judge(*j.def, *j.builtin, j.user, j.options->cli, j.calls, j.sampling);
   const double judge_ms = ms_since(judge0);
   Outcome o;
   o.status = verdict.status;
@@ -221,7 +251,7 @@ Outcome judge_outcome(const PendingJudgement& j) {
     for (const auto& c : j.calls) seeds.push_back(std::to_string(c.seed));
     o.log = fmt::format("passed {} checked calls (input seeds {}) against native:{}{}",
                         j.calls.size(), fmt::join(seeds, ", "), j.reference_kernel,
-                        j.sampling_file ? "; sampling distribution check passed" : "");
+                        j.sampling ? "; sampling distribution check passed" : "");
   }
   o.log += j.output_log;
   o.environment = j.environment;
@@ -249,7 +279,13 @@ Attempt run_solution(Lane& lane, const EvaluationJob& job, const EvaluateSetting
   std::optional<std::string> sampling_file;
   if (p.sampling) sampling_file = (p.dir / (job.name + "-draws.safetensors")).string();
   // Where the orchestrator judges the outputs; a sandboxed worker writes them in its box first.
-  const protocol::Schedule judged = with_check_outputs(p.schedule, p.dir, job.name);
+  // Where checks are drawn, the worker is told of no checked call: it draws one afterwards.
+  const bool drawn = checks_drawn(job.def, lane.device != "cpu");
+  const auto schedule_in = [&](const fs::path& dir) {
+    const protocol::Schedule s = with_check_outputs(p.schedule, dir, job.name);
+    return drawn ? with_drawn_checks(s) : s;
+  };
+  const protocol::Schedule judged = schedule_in(p.dir);
   const fs::path box = settings.worker.sandbox.box;
   std::optional<StagedFiles> staged;
   if (!box.empty()) {
@@ -267,7 +303,7 @@ Attempt run_solution(Lane& lane, const EvaluationJob& job, const EvaluateSetting
       .solution = job.solution,
       .build = job.build,
       .inputs_file = staged ? staged->inputs : p.inputs_file,
-      .schedule = with_check_outputs(p.schedule, out_dir, job.name),
+      .schedule = schedule_in(out_dir),
       .device = lane.device,
       .gpu_timer = o.gpu_timer,
       .sampling_output =
@@ -286,9 +322,12 @@ Attempt run_solution(Lane& lane, const EvaluationJob& job, const EvaluateSetting
   if (auto f = open_python_solution(*worker, request.solution, o.timeout_seconds)) {
     return failed_attempt(std::move(*f), env);
   }
+  const Json request_json = to_json(request);
+  const auto sent = Clock::now();
   const Worker::Reply r = worker->call(
-      to_json(request), Clock::now() + std::chrono::duration_cast<Clock::duration>(
-                                           std::chrono::duration<double>(o.timeout_seconds)));
+      request_json, Clock::now() + std::chrono::duration_cast<Clock::duration>(
+                                       std::chrono::duration<double>(o.timeout_seconds)));
+  const double observed_ms = ms_since(sent);
   const CapturedOutput out = worker->take_output();
   const std::string output_log = output_log_of(out);
   if (staged) {
@@ -319,6 +358,17 @@ Attempt run_solution(Lane& lane, const EvaluationJob& job, const EvaluateSetting
   if (auto f = reply_failure(reply, job.def, job.solution, output_log)) {
     return failed_attempt(std::move(*f), env);
   }
+  // What stands after each output: inaccessible pages on the host; on a device, unmapped
+  // address space where its driver allows, else guard bytes only (gpu_memory.h).
+  env["output_guard"] = lane.device == "cpu" ? Json("inaccessible pages")
+                                             : reply.gpu.value("output_guard", Json("guard bytes"));
+  const ClockCheck clock = check_worker_clock(observed_ms, reply);
+  env["timer_check"] = clock.record;
+  if (!clock.mismatch.empty()) {
+    worker->kill();  // its clock may stay rewritten: the next evaluation gets a new worker
+    return failed_attempt(failed(EvaluationStatus::kRuntimeError, clock.mismatch + output_log),
+                          env);
+  }
   costs.input_load_ms = reply.load_inputs_ms;
   costs.worker_schedule_ms = reply.schedule_ms;
   costs.cache_flush_ms = reply.cache_flush_ms;
@@ -338,6 +388,19 @@ Attempt run_solution(Lane& lane, const EvaluationJob& job, const EvaluateSetting
                                              reply.failure->message, replaced, output_log)),
                           env);
   }
+  std::string reference_error;
+  const auto reference0 = Clock::now();
+  const auto reference_files =
+      reference_outputs_for_sets(lane, settings.reference_worker, o, job.def, job.workload, p,
+                                 checked_sets(request, reply), &reference_error);
+  // The reference's outputs on the drawn sets it had not made yet: part of the harness's time.
+  env["checked_reference_ms"] = ms_since(reference0);
+  if (!reference_files) {
+    return failed_attempt(
+        failed(EvaluationStatus::kRuntimeError,
+               "the reference failed on the input set of a checked call: " + reference_error),
+        env);
+  }
   PendingJudgement j;
   j.def = &job.def;
   j.workload = &job.workload;
@@ -347,8 +410,11 @@ Attempt run_solution(Lane& lane, const EvaluationJob& job, const EvaluateSetting
   j.builtin = &settings.builtin;
   j.user = settings.user;
   j.warn = settings.warn;
-  j.calls = checked_calls(request, reply, p);
-  j.sampling_file = sampling_file;
+  j.calls = checked_calls(request, reply, p, *reference_files, lane.device != "cpu");
+  if (sampling_file) {
+    // The draws are on set 0, the first trial's checked set in the reference's run.
+    j.sampling = SamplingDraws{*sampling_file, p.reference_outputs.at(0), p.set_seeds.at(0)};
+  }
   j.environment = std::move(env);
   j.output_log = output_log;
   j.timing = timing;

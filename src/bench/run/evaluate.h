@@ -37,6 +37,7 @@ struct EvaluateSettings {
   const EvalConfigFile& builtin;
   const EvalConfigFile* user;
   WorkerSpec worker;                             // of the lane's solution worker
+  WorkerSpec reference_worker;                   // of its reference worker (checked sets' outputs)
   std::function<void(const std::string&)> warn;  // a non-fatal note, e.g. an implausible rate
 };
 

@@ -37,12 +37,12 @@ Tensor draws_by_row(const Tensor& stacked) {
 
 Judgement judge(const Definition& def, const EvalConfigFile& builtin, const EvalConfigFile* user,
                 const EvalSettings& cli, const std::vector<CheckedCall>& calls,
-                const std::optional<std::string>& sampling_draws) {
+                const std::optional<SamplingDraws>& sampling) {
   const EvalPolicy policy = policy_for(def);
   const OutputEvals evals = resolve_eval_outputs(builtin, user, cli, def);
   const ResolvedEval whole = resolve_eval(builtin, user, cli, def, "");
   std::vector<TrialVerdict> verdicts(calls.size());
-  std::optional<SamplingExpectation> first_expectation;
+
   // One checked call: its outputs and the reference's read from their files and compared.
   auto judge_call = [&](const CheckedCall& c, TrialVerdict& tv) {
     Outputs expected = read_outputs(c.reference_outputs);
@@ -59,7 +59,6 @@ Judgement judge(const Definition& def, const EvalConfigFile& builtin, const Eval
       } else {
         tv.verdict = check_sampling(def, evals.at(name), e, it->second);
       }
-      if (!first_expectation) first_expectation = std::move(e);
       return;
     }
     PoisonValues poison;
@@ -75,15 +74,14 @@ Judgement judge(const Definition& def, const EvalConfigFile& builtin, const Eval
     std::optional<reference::Arguments> args;
     std::optional<RowScorer> scorer;
     if (policy.kind == PolicyKind::kTopkSet && !c.inputs.empty()) {
-      args = read_input_set(c.inputs, c.trial);
+      args = read_input_set(c.inputs, c.set);
       // No scorer for the definition: sets must match exactly.
       if (const auto make = op_family(def).row_scorer) scorer = make(def, *args);
       if (scorer) opt.scorer = &*scorer;
     }
     tv.verdict = compare_outputs(def, policy, evals, expected, got, opt);
   };
-  if (policy.kind == PolicyKind::kSampling || calls.size() < 2) {
-    // Sampling keeps the first trial's expectation for the distribution check: in order.
+  if (calls.size() < 2) {
     for (std::size_t i = 0; i < calls.size(); ++i) judge_call(calls[i], verdicts[i]);
   } else {
     // Trials are independent: judged side by side (large outputs take a few hundred ms each to
@@ -104,13 +102,15 @@ Judgement judge(const Definition& def, const EvalConfigFile& builtin, const Eval
       if (e) std::rethrow_exception(e);
     }
   }
-  if (sampling_draws && first_expectation) {
-    const Outputs draws = read_outputs(*sampling_draws);
+  if (sampling && policy.kind == PolicyKind::kSampling) {
+    Outputs expected = read_outputs(sampling->reference_outputs);
+    const SamplingExpectation expectation = take_sampling_expectation(expected);
+    const Outputs draws = read_outputs(sampling->draws);
     const std::string& name = def.outputs.front().name;
     TrialVerdict tv;
     tv.trial = static_cast<int>(calls.size());
-    tv.seed = calls.empty() ? 0 : calls.front().seed;
-    tv.verdict = check_sampling(def, whole, *first_expectation, draws_by_row(draws.at(name)));
+    tv.seed = sampling->seed;
+    tv.verdict = check_sampling(def, whole, expectation, draws_by_row(draws.at(name)));
     if (!tv.verdict.passed()) {
       tv.verdict.log = fmt::format(
           "distribution check over {} draws per row on trial 0's "

@@ -16,10 +16,11 @@ namespace fib::bench::detail {
 
 struct CheckedCall {
   int trial = 0;
+  int set = 0;                    // the checked call's input set
   std::uint64_t seed = 0;         // of the checked input set (reproduces a failure)
   std::string solution_outputs;   // safetensors written by the solution worker
   std::string reference_outputs;  // safetensors written by the reference worker
-  std::string inputs;  // the input-set file; set `trial` is this call's (top-k tie scoring)
+  std::string inputs;  // the input-set file holding set `set` (top-k tie scoring); empty: none
   Json poison;         // integer poison sentinels of that call, by output
 };
 
@@ -29,10 +30,17 @@ struct Judgement {
   std::string log;                         // where it failed; empty when it passed
 };
 
-// Compares every checked call; `sampling_draws` (when set) holds the solution's many draws on
-// the first checked set, whose reference file carries the exact distribution.
+// The solution's many draws on one input set, and the reference file of that set (which carries
+// the exact distribution).
+struct SamplingDraws {
+  std::string draws;
+  std::string reference_outputs;
+  std::uint64_t seed = 0;  // of that set
+};
+
+// Compares every checked call, and the draws of the distribution check when there are some.
 Judgement judge(const Definition& def, const EvalConfigFile& builtin, const EvalConfigFile* user,
                 const EvalSettings& cli, const std::vector<CheckedCall>& calls,
-                const std::optional<std::string>& sampling_draws);
+                const std::optional<SamplingDraws>& sampling);
 
 }  // namespace fib::bench::detail

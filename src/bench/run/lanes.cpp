@@ -231,8 +231,12 @@ EvaluateSettings LaneLoop::evaluate_settings(const Lane& lane) {
     worker.sandbox = run_.sandbox.spec;
     worker.sandbox.box = lane.box;
   }
-  return EvaluateSettings{run_.options, run_.builtin, run_.user ? &*run_.user : nullptr,
-                          std::move(worker), [this](const std::string& m) { run_.message(m); }};
+  return EvaluateSettings{run_.options,
+                          run_.builtin,
+                          run_.user ? &*run_.user : nullptr,
+                          std::move(worker),
+                          worker_spec(run_.options, run_.gpu, run_.scratch->root(), "reference"),
+                          [this](const std::string& m) { run_.message(m); }};
 }
 
 void LaneLoop::evaluate_solution(Lane& lane, const WorkItem& item, const Solution& s,

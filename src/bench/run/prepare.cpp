@@ -144,18 +144,14 @@ PreparedWorkload prepare_workload(const PrepareSettings& settings, const Definit
   return p;
 }
 
-ReferenceRun run_reference(Lane& lane, const WorkerSpec& spec, const RunOptions& o,
-                           const Definition& def, const Workload& w, PreparedWorkload& p) {
-  const protocol::ReferenceRequest request = make_reference_request(
-      ReferenceCall{.def = def,
-                    .workload = w,
-                    .inputs_file = p.inputs_file,
-                    .set_seeds = p.set_seeds,
-                    .threads = o.threads,
-                    .eval_extra = p.eval.extra,
-                    .schedule = with_check_outputs(p.schedule, p.dir, "reference"),
-                    .device = lane.device});
-  ReferenceRun run;
+namespace {
+
+// One request to the lane's reference worker; its reply, or nullopt with *error set (a worker
+// that answered with a failure is killed, so the next request gets a fresh one).
+std::optional<protocol::ReferenceReply> call_reference(Lane& lane, const WorkerSpec& spec,
+                                                       const RunOptions& o,
+                                                       const protocol::ReferenceRequest& request,
+                                                       std::string* error) {
   Worker::Reply r;
   try {
     r = lane.reference_worker(spec).call(
@@ -164,13 +160,13 @@ ReferenceRun run_reference(Lane& lane, const WorkerSpec& spec, const RunOptions&
                            std::chrono::duration<double>(std::max(60.0, o.timeout_seconds))));
   } catch (const Error& e) {
     if (lane.reference) lane.reference->kill();
-    run.error = e.what();
-    return run;
+    *error = e.what();
+    return std::nullopt;
   }
   if (r.kind != Worker::ReplyKind::kOk) {
-    run.error = r.kind == Worker::ReplyKind::kTimeout ? "the reference timed out"
-                                                      : "the reference worker " + r.died_how;
-    return run;
+    *error = r.kind == Worker::ReplyKind::kTimeout ? "the reference timed out"
+                                                   : "the reference worker " + r.died_how;
+    return std::nullopt;
   }
   protocol::ReferenceReply reply;
   try {
@@ -181,14 +177,72 @@ ReferenceRun run_reference(Lane& lane, const WorkerSpec& spec, const RunOptions&
   }
   if (!reply.ok) {
     if (lane.reference) lane.reference->kill();  // a fresh one for the next workload
-    run.error = reply.error.empty() ? "failed" : reply.error;
-    return run;
+    *error = reply.error.empty() ? "failed" : reply.error;
+    return std::nullopt;
   }
+  return reply;
+}
+
+ReferenceCall reference_call(const RunOptions& o, const Definition& def, const Workload& w,
+                             const PreparedWorkload& p, const std::string& device,
+                             protocol::Schedule schedule) {
+  return ReferenceCall{.def = def,
+                       .workload = w,
+                       .inputs_file = p.inputs_file,
+                       .set_seeds = p.set_seeds,
+                       .threads = o.threads,
+                       .eval_extra = p.eval.extra,
+                       .schedule = std::move(schedule),
+                       .device = device};
+}
+
+}  // namespace
+
+ReferenceRun run_reference(Lane& lane, const WorkerSpec& spec, const RunOptions& o,
+                           const Definition& def, const Workload& w, PreparedWorkload& p) {
+  const protocol::ReferenceRequest request = make_reference_request(reference_call(
+      o, def, w, p, lane.device, with_check_outputs(p.schedule, p.dir, "reference")));
+  ReferenceRun run;
+  const auto reply = call_reference(lane, spec, o, request, &run.error);
+  if (!reply) return run;
   run.ok = true;
-  run.kernel = reply.kernel;
-  run.timing = timing_from_trials(reply.trials);
+  run.kernel = reply->kernel;
+  run.timing = timing_from_trials(reply->trials);
   p.reference_outputs = check_output_files(request.schedule);
   return run;
+}
+
+int checked_set(const PreparedWorkload& p, int trial) {
+  const protocol::TrialPlan& plan = p.schedule.trials.at(static_cast<std::size_t>(trial));
+  return plan.timed.at(static_cast<std::size_t>(plan.check_position));
+}
+
+std::optional<std::vector<std::string>> reference_outputs_for_sets(
+    Lane& lane, const WorkerSpec& spec, const RunOptions& o, const Definition& def,
+    const Workload& w, const PreparedWorkload& p, const std::vector<int>& sets,
+    std::string* error) {
+  std::vector<std::string> files;
+  std::vector<int> missing;
+  std::vector<std::string> missing_files;
+  for (int set : sets) {
+    std::string file;
+    for (int t = 0; t < p.trials && file.empty(); ++t) {
+      if (checked_set(p, t) == set) file = p.reference_outputs.at(static_cast<std::size_t>(t));
+    }
+    if (file.empty()) {
+      file = (p.dir / fmt::format("reference-set{}.safetensors", set)).string();
+      if (!fs::exists(file) && std::find(missing.begin(), missing.end(), set) == missing.end()) {
+        missing.push_back(set);
+        missing_files.push_back(file);
+      }
+    }
+    files.push_back(std::move(file));
+  }
+  if (missing.empty()) return files;
+  const protocol::ReferenceRequest request = make_reference_request(reference_call(
+      o, def, w, p, lane.device, one_call_per_set(missing, missing_files, p.schedule.device_pool)));
+  if (!call_reference(lane, spec, o, request, error)) return std::nullopt;
+  return files;
 }
 
 }  // namespace fib::bench::detail

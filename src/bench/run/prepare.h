@@ -62,4 +62,15 @@ struct ReferenceRun {
 ReferenceRun run_reference(Lane& lane, const WorkerSpec& spec, const RunOptions& o,
                            const Definition& def, const Workload& w, PreparedWorkload& p);
 
+// The input set trial `trial` of the reference's run checked.
+int checked_set(const PreparedWorkload& p, int trial);
+
+// The reference's outputs on each of `sets` (a solution's checked calls, drawn after they ran):
+// the files of the reference's run where it checked that set, else files made now by one request
+// to the lane's reference worker (kept in the workload's folder for later evaluations). Nullopt
+// with *error set when the reference fails.
+std::optional<std::vector<std::string>> reference_outputs_for_sets(
+    Lane& lane, const WorkerSpec& spec, const RunOptions& o, const Definition& def,
+    const Workload& w, const PreparedWorkload& p, const std::vector<int>& sets, std::string* error);
+
 }  // namespace fib::bench::detail

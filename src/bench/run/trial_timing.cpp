@@ -1,5 +1,7 @@
 #include "bench/run/trial_timing.h"
 
+#include <fmt/format.h>
+
 #include "fib/bench/timing.h"
 
 namespace fib::bench::detail {
@@ -32,6 +34,45 @@ Timing timing_from_trials(const std::vector<protocol::TrialResult>& trials) {
   t.detail["warmup_ms"] = warmup_ms;  // wall time of each trial's warmup calls
   t.detail["samples_ms"] = raw;
   return t;
+}
+
+ClockCheck check_worker_clock(double wall_ms, const protocol::EvaluateReply& reply) {
+  ClockCheck c;
+  if (!reply.worker_ms) {
+    c.record = Json{{"checked", false}, {"why", "the worker did not report its span"}};
+    return c;
+  }
+  double calls_ms = 0;
+  for (const protocol::TrialResult& t : reply.trials) {
+    calls_ms += t.warmup_ms;
+    for (double s : t.samples_ms) calls_ms += s;
+  }
+  const double worker_ms = *reply.worker_ms;
+  const double unaccounted = wall_ms - worker_ms;
+  const double allowed = kUnaccountedFixedMs + kUnaccountedShare * wall_ms;
+  c.record = Json{{"checked", true},      {"observed_ms", wall_ms},        {"worker_ms", worker_ms},
+                  {"calls_ms", calls_ms}, {"unaccounted_ms", unaccounted}, {"allowed_ms", allowed}};
+  // Both clocks tick at the same rate: a millisecond (and 1%) covers rounding and the order of
+  // the reads.
+  constexpr double kSlackMs = 1.0;
+  const auto numbers = fmt::format(
+      "the worker reported {:.3f} ms in the calls and {:.3f} ms from request to reply; fib "
+      "observed {:.3f} ms",
+      calls_ms, worker_ms, wall_ms);
+  if (worker_ms < 0 || worker_ms > wall_ms * 1.01 + kSlackMs ||
+      calls_ms > worker_ms * 1.01 + kSlackMs) {
+    c.mismatch = fmt::format(
+        "TIMER_MISMATCH: {}, which cannot be: the worker's clock is not "
+        "the one fib reads; its latencies are not ranked",
+        numbers);
+  } else if (unaccounted > allowed) {
+    c.mismatch = fmt::format(
+        "TIMER_MISMATCH: {}: {:.3f} ms unaccounted for, more than the {:.3f} ms allowed ({} ms + "
+        "{:.0f}% of the observed time); the worker's clock ran slow, so its latencies are not "
+        "ranked",
+        numbers, unaccounted, allowed, kUnaccountedFixedMs, 100 * kUnaccountedShare);
+  }
+  return c;
 }
 
 }  // namespace fib::bench::detail

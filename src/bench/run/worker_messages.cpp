@@ -42,6 +42,29 @@ std::vector<std::string> check_output_files(const protocol::Schedule& schedule) 
   return files;
 }
 
+protocol::Schedule with_drawn_checks(protocol::Schedule schedule) {
+  for (protocol::TrialPlan& t : schedule.trials) t.check_position = -1;
+  return schedule;
+}
+
+protocol::Schedule one_call_per_set(const std::vector<int>& sets,
+                                    const std::vector<std::string>& files,
+                                    const protocol::DevicePool& device_pool) {
+  protocol::Schedule schedule;
+  for (std::size_t i = 0; i < sets.size(); ++i) {
+    protocol::TrialPlan plan;
+    plan.timed = {sets[i]};
+    plan.check_position = 0;
+    plan.check_output = files.at(i);
+    schedule.trials.push_back(std::move(plan));
+  }
+  schedule.noise.min_samples = 1;
+  schedule.fixed_iterations = true;
+  schedule.flush_caches = false;
+  schedule.device_pool = device_pool;
+  return schedule;
+}
+
 protocol::ReferenceRequest make_reference_request(const ReferenceCall& r) {
   protocol::ReferenceRequest req;
   req.definition = r.def;

@@ -38,6 +38,14 @@ protocol::Schedule with_check_outputs(protocol::Schedule schedule, const std::fi
                                       const std::string& who);
 // Those files, per trial.
 std::vector<std::string> check_output_files(const protocol::Schedule& schedule);
+// The schedule with no checked call named: the worker draws each trial's among its timed calls
+// after they return (protocol::TrialPlan), so a solution cannot learn it in advance.
+protocol::Schedule with_drawn_checks(protocol::Schedule schedule);
+// One trial per set, each a single call whose outputs go to the matching file: the reference's
+// outputs on sets its run did not check.
+protocol::Schedule one_call_per_set(const std::vector<int>& sets,
+                                    const std::vector<std::string>& files,
+                                    const protocol::DevicePool& device_pool);
 
 // ---- The reference -----------------------------------------------------------------------------
 // What a reference request is made of.

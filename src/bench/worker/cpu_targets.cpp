@@ -1,79 +1,19 @@
 // The CPU worker's targets (bench/worker/cpu_targets.h).
 #include "bench/worker/cpu_targets.h"
 
-#include <signal.h>
-#include <unistd.h>
-
 #include <algorithm>
 #include <chrono>
 #include <cstring>
 
+#include <fmt/format.h>
+
+#include "bench/worker/host_memory.h"
 #include "fib/bench/timing.h"
 
 namespace fib::bench::detail {
 
 namespace {
 using Clock = std::chrono::steady_clock;
-constexpr std::size_t kGuardBytes = 256;
-constexpr unsigned char kGuardByte = 0xFD;
-
-// ---- Guarded, poisoned host buffers --------------------------------------------------------
-// Guard regions before and after the data; the poison changes from call to call: an element the
-// solution does not write keeps the poison (NaN for floats, a sentinel for integers), a byte
-// written past either end breaks a guard.
-class HostBuffer : public OutputBuffer {
- public:
-  HostBuffer(DType dtype, const Shape& shape) : OutputBuffer(dtype, shape, FIB_DEVICE_CPU, 0) {
-    const std::size_t total = bytes() + 2 * kGuardBytes + kTensorAlignment;
-    storage_ = std::make_unique<std::byte[]>(total);
-    auto base = reinterpret_cast<std::uintptr_t>(storage_.get()) + kGuardBytes;
-    base = (base + kTensorAlignment - 1) & ~(kTensorAlignment - 1);
-    set_data(reinterpret_cast<std::byte*>(base));
-    std::memset(data() - kGuardBytes, kGuardByte, kGuardBytes);
-    std::memset(data() + bytes(), kGuardByte, kGuardBytes);
-  }
-
-  void poison(std::uint64_t k) override {
-    const Poison p = poison_for(dtype(), k);
-    fill(&p.pattern, static_cast<std::size_t>(p.width));
-  }
-
-  // Offset of the first corrupted guard byte relative to the start of the data (negative:
-  // before it), or nullopt when both guards are intact.
-  std::optional<std::int64_t> guard_violation() const {
-    const std::byte* d = data();
-    for (std::size_t i = 0; i < kGuardBytes; ++i) {
-      if (static_cast<unsigned char>(d[bytes() + i]) != kGuardByte) {
-        return static_cast<std::int64_t>(bytes() + i);
-      }
-    }
-    for (std::size_t i = kGuardBytes; i > 0; --i) {
-      if (static_cast<unsigned char>(d[-static_cast<std::ptrdiff_t>(i)]) != kGuardByte) {
-        return -static_cast<std::int64_t>(i);
-      }
-    }
-    return std::nullopt;
-  }
-
- private:
-  void fill(const void* pattern, std::size_t width) {
-    const std::size_t n = bytes();
-    if (n == 0) return;
-    std::memcpy(data(), pattern, std::min(width, n));
-    std::size_t done = std::min(width, n);
-    while (done < n) {  // doubling copies: a memset-speed fill for multi-byte patterns
-      const std::size_t step = std::min(done, n - done);
-      std::memcpy(data() + done, data(), step);
-      done += step;
-    }
-  }
-
-  std::unique_ptr<std::byte[]> storage_;
-};
-
-std::unique_ptr<OutputBuffer> make_host_buffer(DType dtype, const Shape& shape) {
-  return std::make_unique<HostBuffer>(dtype, shape);
-}
 
 // Whether cycling through the input sets evicts each from the caches before it comes round
 // again: the pool is at least 4x the last-level cache this core reaches. Then inputs need no
@@ -86,85 +26,12 @@ bool pool_evicts_itself(const std::vector<InputSet>& sets) {
   return pool_bytes >= 4 * last_level_cache_bytes();
 }
 
-// ---- Inputs are read-only ---------------------------------------------------------------------
-// A solution gets its inputs in place, in a read-only mapping, so writing one faults. The
-// SIGSEGV handler (on its own stack, async-signal-safe: fixed arrays and write(2) only) looks
-// the faulting address up among the current call's inputs, names the input on stderr — the
-// orchestrator puts that line at the front of the verdict — and lets the signal end the worker.
-class InputGuard {
- public:
-  static void install() {
-    static bool installed = false;
-    if (installed) return;
-    installed = true;
-    static std::vector<char> alt(1 << 16);
-    stack_t ss{};
-    ss.ss_sp = alt.data();
-    ss.ss_size = alt.size();
-    ::sigaltstack(&ss, nullptr);
-    struct sigaction sa {};
-    sa.sa_sigaction = &InputGuard::on_fault;
-    sa.sa_flags = SA_SIGINFO | SA_ONSTACK | SA_RESETHAND;  // one look, then the default action
-    sigemptyset(&sa.sa_mask);
-    ::sigaction(SIGSEGV, &sa, nullptr);
-    ::sigaction(SIGBUS, &sa, nullptr);
-  }
-
-  static void watch(const InputSet& in) {
-    count_ = 0;
-    int n = 0;
-    for (const auto& [name, t] : in.tensors) {
-      if (n == kMaxRanges) break;
-      Range& r = ranges_[n++];
-      r.begin = reinterpret_cast<std::uintptr_t>(t.raw());
-      r.end = r.begin + t.nbytes();
-      const std::size_t len = std::min(name.size(), sizeof r.name - 1);
-      std::memcpy(r.name, name.data(), len);
-      r.name[len] = '\0';
-    }
-    count_ = n;
-  }
-
- private:
-  struct Range {  // static storage: zero-initialized
-    std::uintptr_t begin, end;
-    char name[128];
-  };
-  static constexpr int kMaxRanges = 64;
-  static inline Range ranges_[kMaxRanges];
-  static inline volatile sig_atomic_t count_ = 0;
-
-  static void put(const char* s) { (void)!::write(2, s, std::strlen(s)); }
-  static void put_number(std::uintptr_t v) {
-    char buf[24];
-    int i = sizeof buf;
-    buf[--i] = '\0';
-    do {
-      buf[--i] = static_cast<char>('0' + v % 10);
-      v /= 10;
-    } while (v > 0 && i > 0);
-    put(buf + i);
-  }
-
-  static void on_fault(int, siginfo_t* info, void*) {
-    const auto addr = reinterpret_cast<std::uintptr_t>(info->si_addr);
-    for (int i = 0; i < count_; ++i) {
-      const Range& r = ranges_[i];
-      if (addr >= r.begin && addr < r.end) {
-        put("\nfib: the solution modified its input '");
-        put(r.name);
-        put("' (a write to byte ");
-        put_number(addr - r.begin);
-        put(" of ");
-        put_number(r.end - r.begin);
-        put("; inputs are read-only)\n");
-        break;
-      }
-    }
-    // Returning re-runs the faulting access under the default action: the worker dies of the
-    // signal, as any crash does.
-  }
-};
+std::string modified_input_message(const std::string& name) {
+  return fmt::format(
+      "the solution modified its input '{}' (its bytes changed: inputs are read-only, and "
+      "making their mapping writable does not make changing them allowed)",
+      name);
+}
 
 // The set's inputs in place: the mapping is read-only; the ABI's pointer type is not, as C has
 // no other.
@@ -179,12 +46,12 @@ InputViews host_views(const InputSet& in) {
 
 }  // namespace
 
-void install_input_fault_handler() { InputGuard::install(); }
-
 // ---- A solution under test --------------------------------------------------------------------
 // Inputs are passed in place: views into the read-only mapping of the input-set file, a
 // different set (and address) on every call while the pool lasts. Nothing is copied per call,
-// a write to an input faults (see InputGuard), and the sets' order in the file is shuffled, so
+// a write to an input faults (the handler of host_memory.h names it), one through a mapping the
+// solution made writable changes the input's checksum, and the sets' order in the file is
+// shuffled, so
 // a set's address does not reveal the checked call. Cold caches: once the whole pool is several
 // times the last-level cache, cycling through it evicts each set before it comes round again;
 // a smaller pool is flushed line by line.
@@ -192,16 +59,22 @@ HostSolutionTarget::HostSolutionTarget(const Definition& def, const AxisValues& 
                                        CallBackend& backend, bool dps)
     : sets_(std::move(sets)),
       call_(def, var, backend, dps, &make_host_buffer, /*poison_ahead=*/false),
-      flush_inputs_(!pool_evicts_itself(*sets_)) {}
+      flush_inputs_(!pool_evicts_itself(*sets_)),
+      checksums_(*sets_) {}
 
 void HostSolutionTarget::prepare(int set, std::uint64_t call, bool flush) {
   const InputSet& in = sets_->at(static_cast<std::size_t>(set));
-  InputGuard::watch(in);
+  set_ = static_cast<std::size_t>(set);
+  watch_inputs(in);
   const auto flush0 = Clock::now();
   if (flush && flush_inputs_) {
     for (const auto& [name, t] : in.tensors) flush_from_cache(t.raw(), t.nbytes());
   }
   call_.begin(call);
+  // Every buffer of this target is a HostBuffer (make_host_buffer); the fault handler names them.
+  for (const GuardedBuffer& g : call_.guarded()) {
+    static_cast<const HostBuffer*>(g.buffer)->set_name(g.name);
+  }
   if (flush) {
     for (const GuardedBuffer& g : call_.guarded())
       flush_from_cache(g.buffer->data(), g.buffer->bytes());
@@ -233,6 +106,20 @@ bool HostSolutionTarget::verify(std::uint64_t call, Failure* failure) {
   if (auto m = call_.foreign_result()) {
     *failure = Failure{"results", std::move(*m), call};
     return false;
+  }
+  if (auto name = checksums_.modified(*sets_, set_)) {
+    *failure = Failure{"input_modified", modified_input_message(*name), call};
+    return false;
+  }
+  return true;
+}
+
+bool HostSolutionTarget::verify_all_inputs(std::uint64_t call, Failure* failure) {
+  for (std::size_t set = 0; set < sets_->size(); ++set) {
+    if (auto name = checksums_.modified(*sets_, set)) {
+      *failure = Failure{"input_modified", modified_input_message(*name), call};
+      return false;
+    }
   }
   return true;
 }

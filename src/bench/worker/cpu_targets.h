@@ -8,15 +8,12 @@
 #include <vector>
 
 #include "bench/worker/call/solution_call.h"
+#include "bench/worker/host_memory.h"
 #include "bench/worker/target.h"
 #include "bench/worker/worker_common.h"
 #include "fib/reference/reference.h"
 
 namespace fib::bench::detail {
-
-// Installs the handler that names the input a solution wrote to (inputs are read-only
-// mappings: a write faults) before the worker dies of the fault. Once per process.
-void install_input_fault_handler();
 
 class HostSolutionTarget : public Target {
  public:
@@ -28,6 +25,8 @@ class HostSolutionTarget : public Target {
   bool verify(std::uint64_t call, Failure* failure) override;
   std::vector<std::pair<std::string, Tensor>> outputs() override;
   std::map<std::string, std::int64_t> poison() const override { return call_.sentinels(); }
+  // Every input set against its checksums (a write to a set other than the call's own).
+  bool verify_all_inputs(std::uint64_t call, Failure* failure);
   // Time in cache flushes (with the output poisoning between them).
   double cache_flush_ms() const { return flush_ms_; }
 
@@ -35,6 +34,8 @@ class HostSolutionTarget : public Target {
   InputSets sets_;
   SolutionCall call_;
   bool flush_inputs_ = true;
+  InputChecksums checksums_;
+  std::size_t set_ = 0;
   double flush_ms_ = 0;
   std::vector<fib_value> args_;
 };

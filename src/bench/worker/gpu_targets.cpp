@@ -3,6 +3,8 @@
 
 #include "bench/worker/gpu_targets.h"
 
+#include "bench/worker/gpu_memory.h"
+
 #include <fmt/format.h>
 
 #include <cstring>
@@ -13,13 +15,23 @@ namespace cu = fib::cuda;
 
 namespace {
 
-// Output storage with guard regions on the device, poisoned on the worker's stream.
+// Output storage with guard regions on the device, poisoned on the worker's stream. Where the
+// driver allows, between unmapped address space (gpu_memory.h): the data ends the guard bytes
+// (and the rounding to 256 bytes) before the unmapped granule after it.
 class DeviceBuffer : public OutputBuffer {
  public:
   DeviceBuffer(DType dtype, const Shape& shape, int device, cudaStream_t stream)
-      : OutputBuffer(dtype, shape, FIB_DEVICE_CUDA, device),
-        storage_(device_bytes(bytes() + 2 * gpu::kGuardBytes)),
-        stream_(stream) {
+      : OutputBuffer(dtype, shape, FIB_DEVICE_CUDA, device), stream_(stream) {
+    constexpr std::size_t kAlign = 256;
+    const std::size_t rounded = (bytes() + kAlign - 1) / kAlign * kAlign;
+    range_ = GuardedDeviceRange::make(device, rounded + 2 * gpu::kGuardBytes);
+    if (range_) {
+      auto* end = static_cast<std::byte*>(range_->data()) + range_->size();
+      set_data(end - gpu::kGuardBytes - rounded);
+      FIB_CUDA_CHECK(cudaMemsetAsync(range_->data(), gpu::kGuardByte, range_->size(), stream));
+      return;
+    }
+    storage_ = device_bytes(bytes() + 2 * gpu::kGuardBytes);
     set_data(static_cast<std::byte*>(storage_.raw()) + gpu::kGuardBytes);
     FIB_CUDA_CHECK(cudaMemsetAsync(storage_.raw(), gpu::kGuardByte, storage_.nbytes(), stream));
   }
@@ -33,7 +45,8 @@ class DeviceBuffer : public OutputBuffer {
   }
 
  private:
-  cu::DeviceTensor storage_;  // guard, data, guard
+  std::unique_ptr<GuardedDeviceRange> range_;  // guard, data, guard; or else
+  cu::DeviceTensor storage_;                   // the same in an ordinary allocation
   cudaStream_t stream_;
 };
 

@@ -106,12 +106,14 @@ cu::TimingResult DeviceRunner::measure_trial(const Schedule& s, const TrialPlan&
   order_ = order_of(plan, first_trial);
   target_.begin_trial();
   staged_done_ = false;
+  check_position_ = plan.check_position;
+  check_wanted_ = !plan.check_output.empty();
   cu::TimingOptions opts = timing_options(s, plan, *order_, timer);
   opts.before_call = [this](cudaStream_t, std::size_t i) { before(i); };
   opts.after_call = [this](cudaStream_t, std::size_t) { after(); };
   g_.timer().options() = opts;
   cu::TimingResult result = g_.timer().measure([this](cudaStream_t) { call(); });
-  if (!staged_done_) {
+  if (!staged_done_ && check_wanted_ && plan.check_position >= 0) {
     before(order_->warmup.size() + static_cast<std::size_t>(plan.check_position));
     call();
     after();
@@ -130,6 +132,7 @@ cu::WindowAudit DeviceRunner::audit_window(const TrialPlan& first, std::size_t c
 }
 
 void DeviceRunner::before(std::size_t i) {
+  current_index_ = i;
   if (order_) current_set_ = order_->set_for(i);
   target_.prepare(current_set_, call_number_, /*flush=*/false);  // the timer flushes the L2
 }
@@ -142,11 +145,17 @@ void DeviceRunner::call() {
 void DeviceRunner::after() {
   Failure f;
   if (!target_.verify(call_number_, &f)) throw CallFailed(std::move(f));
-  if (order_ && current_set_ == order_->check_set && !staged_done_) {
-    target_.stage_checked();
-    staged_done_ = true;
-    staged_call_ = call_number_;
-    staged_poison_ = target_.poison();
+  // A timed call (the timer counts warmup calls first) may become the trial's checked one: its
+  // outputs are copied aside on the stream before any later call is queued.
+  if (order_ && check_wanted_ && current_index_ >= order_->warmup.size()) {
+    const std::size_t position = current_index_ - order_->warmup.size();
+    if (checked_call_kept(check_position_, position)) {
+      target_.stage_checked();
+      staged_done_ = true;
+      staged_call_ = call_number_;
+      staged_poison_ = target_.poison();
+      staged_position_ = static_cast<int>(position);
+    }
   }
   ++call_number_;
 }

@@ -55,8 +55,9 @@ class DeviceRunner {
  public:
   DeviceRunner(GpuWorker& g, DeviceTarget& target) : g_(g), target_(target) {}
 
-  // One trial's warmup and timed calls under the timer, then its checked call if the timer
-  // stopped before it (one more call, exactly like the others but untimed). Throws CallFailed,
+  // One trial's warmup and timed calls under the timer, then, where the plan names the checked
+  // call's position and the timer stopped before it, that call (one more, exactly like the
+  // others but untimed). Throws CallFailed,
   // cuda::TimingError, cuda::CudaError.
   cuda::TimingResult measure_trial(const Schedule& s, const TrialPlan& plan, bool first_trial,
                                    const std::string& timer);
@@ -68,7 +69,10 @@ class DeviceRunner {
   std::uint64_t next_call() const { return call_number_; }
   // That number, for calls made outside the timer (sampling draws) to advance.
   std::uint64_t* call_counter() { return &call_number_; }
-  // The last checked call: its number and its poison sentinels.
+  // The last trial's checked call (drawn among its timed calls as they return, unless the plan
+  // names its position): whether there is one, its number, position and poison sentinels.
+  bool staged() const { return staged_done_; }
+  int staged_position() const { return staged_position_; }
   std::uint64_t staged_call() const { return staged_call_; }
   const std::map<std::string, std::int64_t>& staged_poison() const { return staged_poison_; }
 
@@ -81,8 +85,12 @@ class DeviceRunner {
   DeviceTarget& target_;
   std::optional<CallOrder> order_;
   int current_set_ = 0;
+  std::size_t current_index_ = 0;
   std::uint64_t call_number_ = 0;
+  int check_position_ = -1;
+  bool check_wanted_ = false;
   bool staged_done_ = false;
+  int staged_position_ = -1;
   std::uint64_t staged_call_ = 0;
   std::map<std::string, std::int64_t> staged_poison_;
 };

@@ -16,6 +16,7 @@
 #include <functional>
 #include <optional>
 
+#include "bench/worker/gpu_memory.h"
 #include "bench/worker/gpu_trials.h"
 #include "bench/worker/worker_common.h"
 #include "fib/bench/timing.h"
@@ -75,10 +76,11 @@ std::optional<Failure> run_solution_trials(WorkerState& st, GpuWorker& g, Device
     out->measure_ms += ms_since(trial_t0);
     const auto outputs_t0 = Clock::now();
     std::optional<protocol::CheckedCall> checked;
-    if (!plan.check_output.empty()) {
+    if (!plan.check_output.empty() && runner.staged()) {
       // Copied and written while the next trial runs; complete before the reply.
       g.writer().submit(plan.check_output, target.staged(), {}, g.stream());
-      checked = protocol::CheckedCall{runner.staged_call(), runner.staged_poison()};
+      checked = protocol::CheckedCall{runner.staged_call(), runner.staged_poison(),
+                                      runner.staged_position()};
     }
     out->outputs_ms += ms_since(outputs_t0);
     if (!result.samples_ms.empty()) out->call_ms = summarize(result.samples_ms).median;
@@ -145,7 +147,8 @@ Json gpu_json(GpuWorker& g) {
               {"arch", info.arch()},
               {"pci_bus_id", info.pci_bus_id},
               {"driver_version", info.driver_version},
-              {"runtime_version", info.runtime_version}};
+              {"runtime_version", info.runtime_version},
+              {"output_guard", output_guard_kind(g.device())}};
 }
 
 }  // namespace
@@ -243,9 +246,13 @@ protocol::ReferenceReply gpu_reference(WorkerState& st, const protocol::Referenc
       // them is queued after the copy on the same stream.
       std::vector<std::pair<std::string, Tensor>> extra;
       const auto check_set = static_cast<std::size_t>(order_of(plan, first).check_set);
-      append_set_reference_extras(req.definition, host->at(check_set), req.eval_extra, &extra);
+      // Sets made on the device have no host copy; the orchestrator asks for their outputs
+      // only where the op family adds no extras (see evaluate.cpp).
+      if (check_set < host->size()) {
+        append_set_reference_extras(req.definition, host->at(check_set), req.eval_extra, &extra);
+      }
       g.writer().submit(plan.check_output, target.staged(), std::move(extra), g.stream());
-      checked = protocol::CheckedCall{runner.staged_call(), {}};
+      checked = protocol::CheckedCall{runner.staged_call(), {}, runner.staged_position()};
     }
     reply.trials.push_back(trial_result(result, std::move(checked)));
   }

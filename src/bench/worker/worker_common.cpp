@@ -2,7 +2,9 @@
 #include "bench/worker/worker_common.h"
 
 #include <fmt/format.h>
+#include <sys/random.h>
 
+#include <cerrno>
 #include <cstring>
 
 #include "fib/bench/compare.h"
@@ -21,6 +23,22 @@ InputSets load_sets(WorkerState& st, const std::string& path) {
     st.sets_path = path;
   }
   return st.sets;
+}
+
+bool checked_call_kept(int check_position, std::size_t i) {
+  if (check_position >= 0) return static_cast<std::size_t>(check_position) == i;
+  std::uint64_t r = 0;
+  auto* p = reinterpret_cast<unsigned char*>(&r);
+  std::size_t got = 0;
+  while (got < sizeof r) {
+    const ssize_t n = ::getrandom(p + got, sizeof r - got, 0);
+    if (n > 0) {
+      got += static_cast<std::size_t>(n);
+    } else if (errno != EINTR) {
+      throw Error("worker", fmt::format("getrandom failed: {}", std::strerror(errno)));
+    }
+  }
+  return r % (i + 1) == 0;
 }
 
 void write_checked_outputs(const std::string& path,

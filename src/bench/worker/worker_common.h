@@ -43,6 +43,13 @@ struct WorkerState {
 // The input sets in the file at `path` (mapped once while requests name the same file).
 InputSets load_sets(WorkerState& st, const std::string& path);
 
+// Whether timed call `i` (from 0) of a trial becomes its checked call, replacing any before it:
+// at `check_position` when the request named one (the reference); otherwise drawn once the call
+// has returned, with probability 1/(i+1) from the kernel's random source (a reservoir of one:
+// every timed call of the trial ends up checked with the same probability, and nothing in the
+// process says during a call whether it will be).
+bool checked_call_kept(int check_position, std::size_t i);
+
 // Writes the outputs of a checked call where the orchestrator reads them once (scratch: no
 // fsync; a rerun remakes it).
 void write_checked_outputs(const std::string& path,

@@ -1,9 +1,10 @@
 // The worker's side (`fib worker`): loads solution libraries, runs the call schedule the
-// orchestrator sends (warmup, timed calls with one checked call hidden among them, sampling
-// draws), and reports raw facts: latency samples, the outputs of checked calls (written to
-// files the orchestrator compares against the reference, which never enters this process),
-// and contract violations (a guard region overwritten, an input modified, an error returned).
-// The same loop runs the native references in a separate worker that never loads a solution.
+// orchestrator sends (warmup, timed calls with one checked call drawn among them after they
+// return, sampling draws), and reports raw facts: latency samples, the outputs of checked calls
+// (written to files the orchestrator compares against the reference, which never enters this
+// process), and contract violations (a guard region overwritten, an input modified, an error
+// returned). The same loop runs the native references in a separate worker that never loads a
+// solution.
 #include <fcntl.h>
 #include <fmt/format.h>
 #include <signal.h>
@@ -15,6 +16,7 @@
 #include "bench/protocol/messages.h"
 #include "bench/worker/cpu_targets.h"
 #include "bench/worker/framing.h"
+#include "bench/worker/host_memory.h"
 #include "bench/worker/worker_common.h"
 #include "fib/bench/timing.h"
 #include "fib/bench/worker.h"
@@ -77,6 +79,7 @@ class CpuSchedule {
       if (plan.max_warmup_seconds > 0 && out->warmup_ms >= 1000 * plan.max_warmup_seconds) break;
     }
     out->stopped_by = "iterations";
+    std::vector<std::pair<std::string, Tensor>> kept;  // the checked call's outputs so far
     const auto start = Clock::now();
     const std::size_t must_reach = std::max<std::size_t>(
         s_.noise.min_samples, static_cast<std::size_t>(plan.check_position + 1));
@@ -84,9 +87,9 @@ class CpuSchedule {
       double ms = 0;
       if (!one_call(plan.timed[i], &ms, /*flush=*/true)) return false;
       out->samples_ms.push_back(ms);
-      if (static_cast<int>(i) == plan.check_position && !plan.check_output.empty()) {
-        write_checked_outputs(plan.check_output, target_.outputs());
-        out->checked = CheckedCall{call_ - 1, target_.poison()};
+      if (!plan.check_output.empty() && checked_call_kept(plan.check_position, i)) {
+        kept = target_.outputs();
+        out->checked = CheckedCall{call_ - 1, target_.poison(), static_cast<int>(i)};
       }
       if (s_.fixed_iterations || out->samples_ms.size() < must_reach) continue;
       if (precise_enough(out->samples_ms, s_.noise)) {
@@ -99,6 +102,7 @@ class CpuSchedule {
         break;
       }
     }
+    if (out->checked) write_checked_outputs(plan.check_output, kept);
     return true;
   }
 
@@ -121,7 +125,10 @@ protocol::EvaluateReply handle_evaluate(WorkerState& st, const protocol::Evaluat
   }
   CallBackend& backend = *opened;
   reply.signature = lib.signature;
-  install_input_fault_handler();
+  install_fault_handler();
+  // A fresh mapping of the inputs for every solution: one that made the last one writable and
+  // changed it leaves nothing behind for the next.
+  st.sets.reset();
   const auto load_t0 = Clock::now();
   HostSolutionTarget target(def, req.var_axes, load_sets(st, req.sets), backend, req.solution.dps);
   reply.load_inputs_ms = ms_since(load_t0);
@@ -142,6 +149,8 @@ protocol::EvaluateReply handle_evaluate(WorkerState& st, const protocol::Evaluat
       reply.sampling_draws = sp.draws;
     }
   }
+  Failure f;
+  if (!reply.failure && !target.verify_all_inputs(0, &f)) reply.failure = f;
   return reply;
 }
 
@@ -222,6 +231,7 @@ int worker_main(int channel_fd) {
     const Json req = Json::parse(text, nullptr, false);
     if (req.is_discarded()) return 4;
     if (protocol::command_of(req) == "exit") return 0;
+    const auto received = Clock::now();
     Json reply;
     try {
       reply = handle(state, req);
@@ -229,6 +239,11 @@ int worker_main(int channel_fd) {
       reply = protocol::error_reply("out of memory in the worker", /*oom=*/true);
     } catch (const std::exception& e) {
       reply = protocol::error_reply(e.what());
+    }
+    // The span the orchestrator holds against its own observation (a clock rewritten by the
+    // solution shrinks it with the calls' samples).
+    if (protocol::command_of(req) == "evaluate" && reply.is_object()) {
+      reply["worker_ms"] = ms_since(received);
     }
     try {
       detail::write_message(fd, reply.dump());

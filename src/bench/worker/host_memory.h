@@ -1,0 +1,72 @@
+// The CPU worker's memory discipline around a solution: output buffers with checked guard bytes
+// and inaccessible pages around them, buffers that are never handed out again at an address a
+// solution has seen, checksums of the read-only inputs, and the fault handler that names what a
+// faulting write hit (an input, or the pages past an output) before the worker dies of it.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "bench/inputs/input_set_file.h"
+#include "bench/worker/call/solution_call.h"
+
+namespace fib::bench::detail {
+
+// Guard bytes right before and after the data (checked after every call: a small overrun is
+// reported with its offset) and kGuardPages inaccessible pages beyond them on each side (any
+// write further out faults at once, however far up to 64 KiB it lands). The data is poisoned
+// with a pattern that changes from call to call.
+//
+// The mapping is never handed back to the allocator while the worker lives (up to
+// kQuarantineBytes of retired buffers): a retired buffer's pages are replaced by fresh,
+// writable zero pages, so a late write from a thread the solution left behind lands there,
+// harmlessly, instead of in memory the next solution is given.
+class HostBuffer : public OutputBuffer {
+ public:
+  static constexpr std::size_t kGuardBytes = 256;
+  static constexpr std::size_t kGuardPages = 16;
+  static constexpr std::size_t kQuarantineBytes = std::size_t{256} << 20;
+
+  HostBuffer(DType dtype, const Shape& shape);
+  ~HostBuffer() override;
+
+  void poison(std::uint64_t k) override;
+  // Offset of the first corrupted guard byte relative to the start of the data (negative:
+  // before it), or nullopt when both guards are intact.
+  std::optional<std::int64_t> guard_violation() const;
+  // How the fault handler names this buffer ("output 'y'").
+  void set_name(const std::string& name) const;
+
+ private:
+  std::byte* map_ = nullptr;  // the whole mapping, inaccessible pages included
+  std::size_t map_bytes_ = 0;
+  std::byte* body_ = nullptr;  // its accessible part: front guard, data, tail guard
+  std::size_t body_bytes_ = 0;
+};
+
+std::unique_ptr<OutputBuffer> make_host_buffer(DType dtype, const Shape& shape);
+
+// Installs the handler that names what a faulting write hit (an input: inputs are read-only
+// mappings; the inaccessible pages around an output) before the worker dies of the fault. Once
+// per process.
+void install_fault_handler();
+// The inputs of the call about to be made, for the handler.
+void watch_inputs(const InputSet& in);
+
+// Checksums of every input tensor of every set, taken before any call: a solution that makes its
+// read-only mapping writable (mprotect) and changes an input is caught by the next check.
+class InputChecksums {
+ public:
+  explicit InputChecksums(const std::vector<InputSet>& sets);
+  // The name of the first input of set `set` whose bytes changed; nullopt when none did.
+  std::optional<std::string> modified(const std::vector<InputSet>& sets, std::size_t set) const;
+
+ private:
+  std::vector<std::vector<std::uint64_t>> sums_;  // per set, per tensor in map order
+};
+
+}  // namespace fib::bench::detail

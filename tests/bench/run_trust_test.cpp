@@ -1,0 +1,372 @@
+// Red-team tests of the worker's trust boundary on the CPU (issue #26): a solution that rewrites
+// the worker's clock, writes far past its output, makes its read-only inputs writable and
+// mutates them, or computes only on the calls it guesses are checked. Each test shows the attack
+// doing what it does (the numbers or the effect it aims at) and fib catching it.
+#include <gtest/gtest.h>
+
+#include <string>
+#include <vector>
+
+#include "fib/bench/run.h"
+#include "fib/dataset/trace_set.h"
+#include "support/temp_dir.h"
+
+namespace fib::bench {
+namespace {
+
+namespace fs = std::filesystem;
+using testing::TempDir;
+
+const fs::path kSource = FIB_SOURCE_DIR;
+
+// A correct rmsnorm over bfloat16 rows, for the solutions below to call.
+const char* kRms = R"(
+#include <cmath>
+#include <cstdint>
+#include "fib/solution.h"
+static void rms(const std::uint16_t* x, const std::uint16_t* w, std::uint16_t* y, long rows,
+                long n) {
+  for (long r = 0; r < rows; ++r) {
+    float ss = 0;
+    for (long c = 0; c < n; ++c) { float v = fib::bf16_to_float(x[r * n + c]); ss += v * v; }
+    const float inv = 1.0f / std::sqrt(ss / n + 1e-5f);
+    for (long c = 0; c < n; ++c)
+      y[r * n + c] = fib::float_to_bf16(fib::bf16_to_float(x[r * n + c]) * inv *
+                                        fib::bf16_to_float(w[c]));
+  }
+}
+static void rms_view(fib::TensorView x, fib::TensorView w, fib::TensorView y) {
+  rms(x.data_ptr<const std::uint16_t>(), w.data_ptr<const std::uint16_t>(),
+      y.data_ptr<std::uint16_t>(), x.size(0), x.size(1));
+}
+)";
+
+class RunTrust : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    testing::copy_tree(kSource / "examples" / "dataset", tmp_.path() / "dataset");
+  }
+  void add_solution(const std::string& name, const std::string& code) {
+    Solution s;
+    s.name = name;
+    s.definition = "rmsnorm_h2048";
+    s.author = "trust";
+    s.spec.language = "cpp";
+    s.spec.binding = "fib";
+    s.spec.target_hardware = {"cpu"};
+    s.spec.entry_point = "kernel.cpp::run";
+    s.sources.push_back(SourceFile{"kernel.cpp", std::string(kRms) + code, {}});
+    write_solution(tmp_.path() / "dataset", s, "rmsnorm");
+  }
+  RunOptions options(std::vector<std::string> solutions) const {
+    RunOptions o;
+    o.dataset = tmp_.path() / "dataset";
+    o.worker_executable = FIB_EXE;
+    o.abi_include_dir = kSource / "include";
+    o.build_cache = tmp_.path() / "cache";
+    o.seed = 7;
+    o.timeout_seconds = 60;
+    o.cli.warmup_runs = 2;
+    o.cli.iterations = 6;
+    o.cli.num_trials = 2;
+    o.max_trial_seconds = 2;
+    o.definitions = {"rmsnorm_h2048"};
+    o.solutions = std::move(solutions);
+    return o;
+  }
+  static const Trace* trace_of(const RunResult& r, const std::string& solution, int k = 0) {
+    for (const Trace& t : r.traces) {
+      if (*t.solution == solution && k-- == 0) return &t;
+    }
+    return nullptr;
+  }
+  TempDir tmp_;
+};
+
+// Every call spins 25 ms of real time after computing, so a request takes ~350 ms and a clock
+// that runs 60x slow leaves far more unaccounted for than the cross-check allows.
+const char* kSpin = R"(
+#include <time.h>
+static long long real_ns() {
+  timespec t;
+  clock_gettime(CLOCK_MONOTONIC, &t);
+  return t.tv_sec * 1000000000LL + t.tv_nsec;
+}
+static void spin_25ms() {
+  const long long end = real_ns() + 25000000LL;
+  while (real_ns() < end) {
+  }
+}
+)";
+
+TEST_F(RunTrust, AClockRewrittenThroughTheWorkersGotIsFlaggedAndNotRanked) {
+  // Finds the worker executable's GOT slot of std::chrono::steady_clock::now (full RELRO leaves
+  // it read-only), makes it writable with mprotect and points it at a clock that runs 60x slow
+  // from the moment it is installed.
+  add_solution("slow_clock", std::string(kSpin) + R"(
+#include <elf.h>
+#include <link.h>
+#include <sys/mman.h>
+#include <unistd.h>
+#include <cstring>
+using NowFn = long long (*)();
+static NowFn real_now = nullptr;
+static long long installed_at = 0;
+static long long slow_now() { return installed_at + (real_now() - installed_at) / 60; }
+static int patch(dl_phdr_info* info, size_t, void* done) {
+  if (*static_cast<bool*>(done) || (info->dlpi_name && info->dlpi_name[0])) return 0;
+  const ElfW(Addr) base = info->dlpi_addr;
+  auto fix = [&](ElfW(Addr) p) { return p < base ? p + base : p; };
+  const ElfW(Dyn)* dyn = nullptr;
+  for (int i = 0; i < info->dlpi_phnum; ++i)
+    if (info->dlpi_phdr[i].p_type == PT_DYNAMIC)
+      dyn = reinterpret_cast<const ElfW(Dyn)*>(base + info->dlpi_phdr[i].p_vaddr);
+  if (!dyn) return 0;
+  const ElfW(Sym)* syms = nullptr; const char* strs = nullptr;
+  const ElfW(Rela)* tables[2] = {nullptr, nullptr}; size_t sizes[2] = {0, 0};
+  for (const ElfW(Dyn)* d = dyn; d->d_tag != DT_NULL; ++d) {
+    if (d->d_tag == DT_SYMTAB) syms = reinterpret_cast<const ElfW(Sym)*>(fix(d->d_un.d_ptr));
+    if (d->d_tag == DT_STRTAB) strs = reinterpret_cast<const char*>(fix(d->d_un.d_ptr));
+    if (d->d_tag == DT_JMPREL) tables[0] = reinterpret_cast<const ElfW(Rela)*>(fix(d->d_un.d_ptr));
+    if (d->d_tag == DT_PLTRELSZ) sizes[0] = d->d_un.d_val;
+    if (d->d_tag == DT_RELA) tables[1] = reinterpret_cast<const ElfW(Rela)*>(fix(d->d_un.d_ptr));
+    if (d->d_tag == DT_RELASZ) sizes[1] = d->d_un.d_val;
+  }
+  for (int t = 0; t < 2; ++t) {
+    for (size_t i = 0; tables[t] && i < sizes[t] / sizeof(ElfW(Rela)); ++i) {
+      const ElfW(Rela)& r = tables[t][i];
+      const char* name = strs + syms[ELF64_R_SYM(r.r_info)].st_name;
+      if (std::strcmp(name, "_ZNSt6chrono3_V212steady_clock3nowEv") != 0) continue;
+      auto* slot = reinterpret_cast<NowFn*>(base + r.r_offset);
+      const long page = sysconf(_SC_PAGESIZE);
+      void* start = reinterpret_cast<void*>(reinterpret_cast<uintptr_t>(slot) & ~(page - 1));
+      mprotect(start, static_cast<size_t>(page), PROT_READ | PROT_WRITE);
+      real_now = *slot;
+      installed_at = real_now();
+      *slot = &slow_now;
+      *static_cast<bool*>(done) = true;
+    }
+  }
+  return 0;
+}
+static void run_(fib::TensorView x, fib::TensorView w, fib::TensorView y) {
+  static bool done = false;
+  if (!done) dl_iterate_phdr(&patch, &done);
+  rms_view(x, w, y);
+  spin_25ms();
+}
+FIB_EXPORT_SOLUTION(run, run_);
+)");
+  add_solution("honest_spin", std::string(kSpin) + R"(
+static void run_(fib::TensorView x, fib::TensorView w, fib::TensorView y) {
+  rms_view(x, w, y);
+  spin_25ms();
+}
+FIB_EXPORT_SOLUTION(run, run_);
+)");
+  const RunResult r = run_benchmark(options({"honest_spin", "slow_clock"}));
+  ASSERT_EQ(r.traces.size(), 4u);
+  for (int k = 0; k < 2; ++k) {
+    const Trace* honest = trace_of(r, "honest_spin", k);
+    ASSERT_NE(honest, nullptr);
+    EXPECT_EQ(honest->evaluation->status, EvaluationStatus::kPassed) << honest->evaluation->log;
+    const Json& hc = honest->evaluation->environment.extra["timer_check"];
+    EXPECT_TRUE(hc["checked"].get<bool>());
+    EXPECT_LT(hc["unaccounted_ms"].get<double>(), hc["allowed_ms"].get<double>());
+
+    const Trace* cheat = trace_of(r, "slow_clock", k);
+    ASSERT_NE(cheat, nullptr);
+    EXPECT_EQ(cheat->evaluation->status, EvaluationStatus::kRuntimeError);
+    EXPECT_NE(cheat->evaluation->log.find("TIMER_MISMATCH"), std::string::npos)
+        << cheat->evaluation->log;
+    // The attack works on the samples: the reported calls are far shorter than the 25 ms each
+    // spins (14 calls), which the orchestrator's own observation shows.
+    const Json& cc = cheat->evaluation->environment.extra["timer_check"];
+    EXPECT_LT(cc["calls_ms"].get<double>() * 10, 14 * 25.0) << cc.dump();
+    EXPECT_GT(cc["observed_ms"].get<double>(), 14 * 25.0) << cc.dump();
+  }
+}
+
+TEST_F(RunTrust, AWriteFarPastAnOutputFaultsAndIsNamed) {
+  // 4 KiB past the end of its output: beyond the guard bytes fib checks after the call, into
+  // the inaccessible pages after them.
+  add_solution("writes_4k_past", R"(
+static void run_(fib::TensorView x, fib::TensorView w, fib::TensorView y) {
+  rms_view(x, w, y);
+  y.data_ptr<std::uint16_t>()[x.size(0) * x.size(1) + 2048] = 0x3f80;
+}
+FIB_EXPORT_SOLUTION(run, run_);
+)");
+  const RunResult r = run_benchmark(options({"writes_4k_past"}));
+  ASSERT_EQ(r.traces.size(), 2u);
+  for (const Trace& t : r.traces) {
+    EXPECT_EQ(t.evaluation->status, EvaluationStatus::kRuntimeError);
+    const std::string& log = t.evaluation->log;
+    EXPECT_NE(log.find("wrote past the end of output 'output' (byte "), std::string::npos) << log;
+    EXPECT_NE(log.find("in the inaccessible pages after it"), std::string::npos) << log;
+  }
+}
+
+TEST_F(RunTrust, AnInputMadeWritableAndChangedIsCaughtAndTheNextSolutionSeesItIntact) {
+  // mprotect makes the read-only mapping of its weight writable, and the solution changes it
+  // (computing its output from the changed weight, as a solution that scribbles on its inputs
+  // for scratch would); the honest solution evaluated next in the same worker must see the
+  // inputs as they were.
+  add_solution("a_unprotects_input", R"(
+#include <sys/mman.h>
+#include <unistd.h>
+#include <cstdint>
+static void run_(fib::TensorView x, fib::TensorView w, fib::TensorView y) {
+  const long page = sysconf(_SC_PAGESIZE);
+  auto* wp = const_cast<std::uint16_t*>(w.data_ptr<const std::uint16_t>());
+  const auto begin = reinterpret_cast<std::uintptr_t>(wp) & ~std::uintptr_t(page - 1);
+  const auto end = reinterpret_cast<std::uintptr_t>(wp + w.size(0));
+  if (mprotect(reinterpret_cast<void*>(begin), end - begin, PROT_READ | PROT_WRITE) != 0) return;
+  for (long c = 0; c < w.size(0); ++c) wp[c] = 0x3f80;  // every weight 1.0
+  rms_view(x, w, y);
+}
+FIB_EXPORT_SOLUTION(run, run_);
+)");
+  add_solution("b_honest", R"(
+static void run_(fib::TensorView x, fib::TensorView w, fib::TensorView y) { rms_view(x, w, y); }
+FIB_EXPORT_SOLUTION(run, run_);
+)");
+  RunOptions o = options({"a_unprotects_input", "b_honest"});
+  const RunResult r = run_benchmark(o);
+  ASSERT_EQ(r.traces.size(), 4u);
+  for (int k = 0; k < 2; ++k) {
+    const Trace* cheat = trace_of(r, "a_unprotects_input", k);
+    ASSERT_NE(cheat, nullptr);
+    EXPECT_EQ(cheat->evaluation->status, EvaluationStatus::kRuntimeError);
+    EXPECT_NE(cheat->evaluation->log.find("modified its input 'weight' (its bytes changed"),
+              std::string::npos)
+        << cheat->evaluation->log;
+    const Trace* honest = trace_of(r, "b_honest", k);
+    ASSERT_NE(honest, nullptr);
+    EXPECT_EQ(honest->evaluation->status, EvaluationStatus::kPassed) << honest->evaluation->log;
+  }
+}
+
+TEST_F(RunTrust, ALateWriterLeftBehindCannotReachTheNextSolutionsMemory) {
+  // Leaves a thread that keeps writing NaN into the output buffer it was given, long after its
+  // evaluation ended: the buffer is retired but never handed out again, so the honest solutions
+  // evaluated next in the same worker are unaffected. (Had its address gone to the next
+  // solution's output, the thread would overwrite that solution's results; had it been
+  // unmapped, the thread's next write would kill the worker under the next solution.)
+  add_solution("a_late_writer", R"(
+#include <atomic>
+#include <chrono>
+#include <thread>
+static void run_(fib::TensorView x, fib::TensorView w, fib::TensorView y) {
+  rms_view(x, w, y);
+  static std::atomic<bool> started{false};
+  if (started.exchange(true)) return;
+  auto* out = y.data_ptr<std::uint16_t>();
+  const long n = x.size(0) * x.size(1);
+  std::thread([out, n] {
+    for (;;) {
+      for (long i = 0; i < n; ++i) reinterpret_cast<volatile std::uint16_t*>(out)[i] = 0x7fc0;
+      std::this_thread::yield();
+    }
+  }).detach();
+}
+FIB_EXPORT_SOLUTION(run, run_);
+)");
+  add_solution("b_honest", R"(
+static void run_(fib::TensorView x, fib::TensorView w, fib::TensorView y) { rms_view(x, w, y); }
+FIB_EXPORT_SOLUTION(run, run_);
+)");
+  add_solution("c_honest", R"(
+static void run_(fib::TensorView x, fib::TensorView w, fib::TensorView y) { rms_view(x, w, y); }
+FIB_EXPORT_SOLUTION(run, run_);
+)");
+  const RunResult r = run_benchmark(options({"a_late_writer", "b_honest", "c_honest"}));
+  ASSERT_EQ(r.traces.size(), 6u);
+  for (int k = 0; k < 2; ++k) {
+    for (const char* name : {"b_honest", "c_honest"}) {
+      const Trace* t = trace_of(r, name, k);
+      ASSERT_NE(t, nullptr);
+      EXPECT_EQ(t->evaluation->status, EvaluationStatus::kPassed) << name << t->evaluation->log;
+    }
+  }
+}
+
+// Computes only on the calls whose inputs the input-set file names as a trial's checked set
+// ("0/..", "1/..", "2/.."): it finds the file's mapping in /proc/self/maps, reads the
+// safetensors header and compares its hidden_states pointer with those tensors' addresses.
+const char* kGuessesByName = R"(
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <fstream>
+#include <sstream>
+#include <string>
+static bool named_as_checked(const void* x) {
+  std::ifstream maps("/proc/self/maps");
+  std::string line;
+  while (std::getline(maps, line)) {
+    if (line.find("inputs.safetensors") == std::string::npos) continue;
+    const std::uintptr_t base = std::strtoull(line.c_str(), nullptr, 16);
+    const std::string path = line.substr(line.find('/'));
+    std::ifstream f(path, std::ios::binary);
+    std::uint64_t n = 0;
+    f.read(reinterpret_cast<char*>(&n), 8);
+    std::string header(n, '\0');
+    f.read(header.data(), static_cast<std::streamsize>(n));
+    for (int k = 0; k < 3; ++k) {
+      const std::string key = "\"" + std::to_string(k) + "/hidden_states\"";
+      const auto at = header.find(key);
+      if (at == std::string::npos) continue;
+      const auto offsets = header.find("data_offsets", at);
+      const auto open = header.find('[', offsets);
+      const std::uintptr_t begin = std::strtoull(header.c_str() + open + 1, nullptr, 10);
+      if (base + 8 + n + begin == reinterpret_cast<std::uintptr_t>(x)) return true;
+    }
+  }
+  return false;
+}
+static void run_(fib::TensorView x, fib::TensorView w, fib::TensorView y) {
+  if (named_as_checked(x.raw().data)) rms_view(x, w, y);
+}
+FIB_EXPORT_SOLUTION(run, run_);
+)";
+
+// Computes only on the first two timed calls of each trial (after the first trial's warmup).
+const char* kGuessesByIndex = R"(
+static int calls = 0;
+static void run_(fib::TensorView x, fib::TensorView w, fib::TensorView y) {
+  const int c = calls++;
+  const int in_trial = c < 2 ? -1 : (c - 2) % 40;
+  if (in_trial >= 0 && in_trial < 2) rms_view(x, w, y);
+}
+FIB_EXPORT_SOLUTION(run, run_);
+)";
+
+TEST_F(RunTrust, ASolutionThatComputesOnlyTheCallsItGuessesAreCheckedFails) {
+  add_solution("guesses_by_name", kGuessesByName);
+  add_solution("guesses_by_index", kGuessesByIndex);
+  add_solution("honest", R"(
+static void run_(fib::TensorView x, fib::TensorView w, fib::TensorView y) { rms_view(x, w, y); }
+FIB_EXPORT_SOLUTION(run, run_);
+)");
+  // 40 timed calls in each of 3 trials: a solution that computes 1 or 2 of each trial's calls
+  // passes only if every trial's draw lands on one of them, (2/40)^3 ~ 1e-4 at most.
+  RunOptions o = options({"guesses_by_name", "guesses_by_index", "honest"});
+  o.cli.iterations = 40;
+  o.cli.num_trials = 3;
+  o.fixed_iterations = true;
+  const RunResult r = run_benchmark(o);
+  ASSERT_EQ(r.traces.size(), 6u);
+  for (const Trace& t : r.traces) {
+    const EvaluationStatus want =
+        *t.solution == "honest" ? EvaluationStatus::kPassed : EvaluationStatus::kIncorrectNumerical;
+    EXPECT_EQ(t.evaluation->status, want) << *t.solution << ": " << t.evaluation->log;
+    // The drawn call was one it skipped: its outputs still hold the poison.
+    if (want != EvaluationStatus::kPassed) {
+      EXPECT_NE(t.evaluation->log.find("never written"), std::string::npos) << t.evaluation->log;
+    }
+  }
+}
+
+}  // namespace
+}  // namespace fib::bench
