@@ -105,6 +105,7 @@ int run_cmd(RunArgs& a) {
     throw Error("fib/solution.h", "cannot find the solution ABI header",
                 "set FIB_INCLUDE_DIR to the folder holding fib/solution.h (fib's include/)");
   }
+  o.python_bridge_dir = FIB_PYTHON_BRIDGE_DIR;
   Progress progress(a.json);
   bench::RunCallbacks cb;
   cb.on_start = [&](std::size_t n) { progress.start(n); };
@@ -161,6 +162,13 @@ void register_run(CLI::App& app, Runner& run) {
   cmd->add_option("--threads", a->options.threads, "CPU threads per worker (default: all cores)");
   cmd->add_option("--memory-limit-mb", a->memory_limit_mb,
                   "Address-space limit per worker (default: half of the RAM)");
+  cmd->add_option("--reference", a->options.reference,
+                  "What checks the solutions: native (fib's native reference), python (the "
+                  "definition's PyTorch reference) or auto (default: native where it exists, "
+                  "else python)");
+  cmd->add_option("--python", a->options.python,
+                  "Python with PyTorch for PyTorch references (default: $FIB_PYTHON, else the "
+                  "first python3 that imports torch)");
   cmd->add_option("--gpu-timer", a->options.gpu_timer,
                   "On CUDA devices: events (default; the empty event pair's cost subtracted), "
                   "events-raw, or cupti (every kernel of a call, on any stream)");

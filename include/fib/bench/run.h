@@ -55,6 +55,14 @@ struct RunOptions {
   // lanes only, since a judge on every core would disturb a CPU lane's timing.
   std::optional<bool> judge_beside;
   bool save_traces = true;
+  // What the solutions are checked against: "native" (fib's native reference; definitions
+  // without one are left out), "python" (the definition's own PyTorch `reference`, run by
+  // python_bridge_dir's run_reference.py) or "auto" (native where it exists, else python).
+  std::string reference = "auto";
+  // The interpreter of PyTorch references (--python); empty: $FIB_PYTHON, else the first
+  // python3 that imports torch.
+  std::string python;
+  std::filesystem::path python_bridge_dir;  // holds run_reference.py
   // On CUDA devices: "events" (CUDA events, the empty event pair's cost subtracted; default),
   // "events-raw" (not subtracted) or "cupti" (kernel activity of every stream).
   std::string gpu_timer = "events";
@@ -86,6 +94,7 @@ struct SolutionSummary {
 struct DefinitionSummary {
   std::string definition;
   std::vector<SolutionSummary> solutions;  // ranked: most workloads passed, then speedup
+  std::string reference;  // what checked them, as traces name it ("native:gemm", "python")
 };
 
 struct RunResult {

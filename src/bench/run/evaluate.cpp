@@ -33,13 +33,15 @@ Outcome failed(EvaluationStatus status, std::string log) {
 // The environment.extra entries of the evaluation: how it was timed, against what, and the
 // build it ran.
 Json evaluation_environment(const EvaluationJob& job, const RunOptions& o, bool gpu) {
-  return Json{{"timer", timer_description(gpu, o.gpu_timer)},
-              {"reference", "native:" + job.reference.kernel},
-              {"reference_threads", o.threads},
-              {"build", Json{{"key", job.build.key},
-                             {"toolchain", job.build.toolchain},
-                             {"flags", job.build.flags}}},
-              {"distinct_input_sets", job.prepared.trials + job.prepared.pool}};
+  Json env{{"timer", timer_description(gpu, o.gpu_timer)},
+           {"reference", job.reference.label()},
+           {"reference_threads", o.threads},
+           {"build", Json{{"key", job.build.key},
+                          {"toolchain", job.build.toolchain},
+                          {"flags", job.build.flags}}},
+           {"distinct_input_sets", job.prepared.trials + job.prepared.pool}};
+  if (!job.reference.runtime.is_null()) env["reference_runtime"] = job.reference.runtime;
+  return env;
 }
 
 // The lane's solution worker; a fresh one with --isolated. Starting one (the first evaluation,
@@ -151,7 +153,7 @@ struct PendingJudgement {
   Json environment;
   std::string output_log;
   Timing timing, reference;
-  std::string reference_kernel;
+  std::string reference_label;
   Json gpu_timing = Json::array();  // per trial
   Json worker_phases_ms;
 };
@@ -195,8 +197,8 @@ Outcome judge_outcome(const PendingJudgement& j) {
   if (verdict.status == EvaluationStatus::kPassed) {
     std::vector<std::string> seeds;
     for (const auto& c : j.calls) seeds.push_back(std::to_string(c.seed));
-    o.log = fmt::format("passed {} checked calls (input seeds {}) against native:{}{}",
-                        j.calls.size(), fmt::join(seeds, ", "), j.reference_kernel,
+    o.log = fmt::format("passed {} checked calls (input seeds {}) against {}{}", j.calls.size(),
+                        fmt::join(seeds, ", "), j.reference_label,
                         j.sampling_file ? "; sampling distribution check passed" : "");
   }
   o.log += j.output_log;
@@ -297,7 +299,7 @@ Attempt run_solution(Lane& lane, const EvaluationJob& job, const EvaluateSetting
   j.output_log = output_log;
   j.timing = timing;
   j.reference = job.reference.timing;
-  j.reference_kernel = job.reference.kernel;
+  j.reference_label = job.reference.label();
   for (const protocol::TrialResult& t : reply.trials) j.gpu_timing.push_back(t.gpu);
   j.worker_phases_ms = reply.worker_phases_ms.is_null() ? Json::object() : reply.worker_phases_ms;
   return Attempt{std::nullopt, std::move(j)};

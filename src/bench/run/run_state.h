@@ -4,12 +4,14 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <filesystem>
 #include <map>
 #include <memory>
 #include <mutex>
 #include <optional>
 #include <string>
 
+#include "bench/python/find_python.h"
 #include "bench/run/environment.h"
 #include "bench/run/outcome.h"
 #include "fib/bench/build.h"
@@ -32,6 +34,9 @@ struct RunState {
   bool gpu = false;  // the lanes are CUDA devices
   BuildOptions build;
   std::unique_ptr<Scratch> scratch;
+  // PyTorch references (definitions the plan checks with ReferenceKind::kPython).
+  std::optional<TorchPython> python;
+  std::filesystem::path python_bridge_dir;
 
   // Shared by the lanes: guard with mu.
   std::recursive_mutex mu;
