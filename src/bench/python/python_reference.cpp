@@ -74,13 +74,17 @@ PythonReferenceResult result_of(const PythonReferenceJob& job) {
 }  // namespace
 
 std::vector<PythonReferenceResult> run_python_references(
-    const PythonReferenceSettings& settings, const Definition& def,
-    const std::vector<PythonReferenceJob>& jobs) {
+    const PythonReferenceSettings& settings, const std::vector<PythonReferenceJob>& jobs) {
   fs::create_directories(settings.work_dir);
-  const fs::path def_file = settings.work_dir / "definition.json";
-  write_file_atomic(def_file, dump_json_pretty(to_json(def)));
+  std::map<std::string, fs::path> def_files;  // by definition name
   std::string batch;
   for (std::size_t i = 0; i < jobs.size(); ++i) {
+    const Definition& def = *jobs[i].def;
+    fs::path& def_file = def_files[def.name];
+    if (def_file.empty()) {
+      def_file = settings.work_dir / fmt::format("definition-{}.json", def_files.size());
+      write_file_atomic(def_file, dump_json_pretty(to_json(def)));
+    }
     const fs::path inputs = settings.work_dir / fmt::format("python-inputs-{}.safetensors", i);
     write_inputs(inputs, jobs[i].args);
     std::error_code ec;
@@ -117,6 +121,7 @@ std::vector<PythonReferenceResult> run_python_references(
   for (std::size_t i = 0; i < jobs.size(); ++i) {
     fs::remove(settings.work_dir / fmt::format("python-inputs-{}.safetensors", i), ec);
   }
+  for (const auto& [name, file] : def_files) fs::remove(file, ec);
   return results;
 }
 

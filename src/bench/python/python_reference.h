@@ -17,8 +17,9 @@
 
 namespace fib::bench {
 
-// One call of the reference.
+// One call of a definition's reference.
 struct PythonReferenceJob {
+  const Definition* def = nullptr;
   reference::Arguments args;
   std::filesystem::path outputs;  // the safetensors file the bridge writes
   std::uint64_t seed = 0;         // torch.manual_seed before the call (sampling references)
@@ -40,10 +41,9 @@ struct PythonReferenceSettings {
   std::chrono::steady_clock::time_point deadline;
 };
 
-// Runs every job in one bridge process; a result per job, in order.
+// Runs every job in one bridge process (torch is imported once); a result per job, in order.
 std::vector<PythonReferenceResult> run_python_references(
-    const PythonReferenceSettings& settings, const Definition& def,
-    const std::vector<PythonReferenceJob>& jobs);
+    const PythonReferenceSettings& settings, const std::vector<PythonReferenceJob>& jobs);
 
 // A job's outputs as the definition declares them: each output the definition names, converted
 // to its declared dtype where the reference returned another (a note in `notes` says so).

@@ -45,7 +45,8 @@ ReferenceRun run_python_reference(const Lane& lane, const PythonReferenceSetup& 
   std::vector<PythonReferenceJob> jobs;
   for (int t = 0; t < p.trials; ++t) {
     // Trial t's checked call runs on input set t (prepare.cpp's plan_trials).
-    jobs.push_back(PythonReferenceJob{.args = read_input_set(p.inputs_file, t),
+    jobs.push_back(PythonReferenceJob{.def = &def,
+                                      .args = read_input_set(p.inputs_file, t),
                                       .outputs = files.at(static_cast<std::size_t>(t)),
                                       .seed = p.set_seeds.at(static_cast<std::size_t>(t)),
                                       .repeat = repeat});
@@ -59,7 +60,7 @@ ReferenceRun run_python_reference(const Lane& lane, const PythonReferenceSetup& 
       .deadline = std::chrono::steady_clock::now() +
                   std::chrono::duration_cast<std::chrono::steady_clock::duration>(
                       std::chrono::duration<double>(std::max(120.0, o.timeout_seconds)))};
-  const std::vector<PythonReferenceResult> results = run_python_references(settings, def, jobs);
+  const std::vector<PythonReferenceResult> results = run_python_references(settings, jobs);
   std::vector<protocol::TrialResult> trials;
   for (std::size_t t = 0; t < results.size(); ++t) {
     if (!results[t].ok) {
