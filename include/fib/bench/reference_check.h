@@ -26,7 +26,8 @@ struct ReferenceCheckOptions {
   std::filesystem::path dataset_root;       // blobs are read from here
   // Per definition, at most this many workloads, the smallest (by input bytes) first; 0: all.
   std::size_t max_workloads = 0;
-  int synthesized = 2;  // workloads made for a definition that has none
+  // Workloads made for a definition that has none, or none whose inputs fit max_input_bytes.
+  int synthesized = 2;
   // A workload whose inputs take more is left out (and counted): both references hold them.
   std::uint64_t max_input_bytes = 512ull << 20;
   unsigned threads = 0;  // of the native CPU reference and torch; 0: all cores
@@ -47,7 +48,8 @@ struct ReferenceCheckRow {
   // are no element errors.
   bool draws = false;
   CheckVerdict verdict = CheckVerdict::kSkipped;
-  std::string reason;  // why it disagrees, failed or was skipped; notes otherwise
+  std::string reason;           // why it disagrees, failed or was skipped
+  std::string left_out_reason;  // why workloads were left out (left_out > 0)
 };
 
 struct ReferenceCheckResult {

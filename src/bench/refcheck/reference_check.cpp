@@ -82,37 +82,50 @@ struct Candidate {
   std::uint64_t bytes = 0;
 };
 
-// The workloads to compare: the definition's own or, where it has none, synthesized ones
-// (small: they run on a CPU in moments); the smallest first, within the caps.
-std::vector<Candidate> candidates(const TraceSet& set, const Definition& def,
-                                  const ReferenceCheckOptions& o, ReferenceCheckRow& row) {
-  std::vector<Candidate> all;
-  for (const auto& r : set.workloads(def.name)) all.push_back({r.value.workload, false, 0});
-  if (all.empty()) {
-    SynthOptions so;
-    so.count = o.synthesized;
-    so.seed = Rng::derive(o.seed, def.name);
-    so.max_tokens = 16;
-    so.max_kv_len = 256;
-    for (Workload& w : synthesize_workloads(def, so)) all.push_back({std::move(w), true, 0});
-  }
+std::vector<Candidate> synthesized(const Definition& def, const ReferenceCheckOptions& o) {
+  SynthOptions so;
+  so.count = o.synthesized;
+  so.seed = Rng::derive(o.seed, def.name);
+  so.max_tokens = 16;
+  so.max_kv_len = 256;
+  std::vector<Candidate> out;
+  for (Workload& w : synthesize_workloads(def, so)) out.push_back({std::move(w), true, 0});
+  return out;
+}
+
+// The smallest first, up to max_workloads, leaving out (and counting) those above the cap.
+std::vector<Candidate> within_caps(std::vector<Candidate> all, const Definition& def,
+                                   const ReferenceCheckOptions& o, ReferenceCheckRow& row) {
   for (Candidate& c : all) c.bytes = input_bytes(def, c.workload);
   std::stable_sort(all.begin(), all.end(),
                    [](const Candidate& a, const Candidate& b) { return a.bytes < b.bytes; });
   std::vector<Candidate> chosen;
-  std::uint64_t too_large = 0;
+  int too_large = 0;
   for (Candidate& c : all) {
     if (c.bytes > o.max_input_bytes) {
       ++too_large;
-      continue;
+    } else if (o.max_workloads == 0 || chosen.size() < o.max_workloads) {
+      chosen.push_back(std::move(c));
     }
-    if (o.max_workloads == 0 || chosen.size() < o.max_workloads) chosen.push_back(std::move(c));
   }
   if (too_large > 0) {
-    row.left_out += static_cast<int>(too_large);
-    row.reason = fmt::format("{} workload(s) left out: inputs above {} MiB", too_large,
-                             o.max_input_bytes >> 20);
+    row.left_out += too_large;
+    row.left_out_reason += fmt::format(
+        "{}{} {}workload(s) with inputs above {} MiB", row.left_out_reason.empty() ? "" : "; ",
+        too_large, all.front().synthesized ? "synthesized " : "", o.max_input_bytes >> 20);
   }
+  return chosen;
+}
+
+// The workloads to compare: the definition's own or, where it has none (or none within the
+// caps), synthesized ones, small enough to run on a CPU in moments.
+std::vector<Candidate> candidates(const TraceSet& set, const Definition& def,
+                                  const ReferenceCheckOptions& o, ReferenceCheckRow& row) {
+  std::vector<Candidate> own;
+  for (const auto& r : set.workloads(def.name)) own.push_back({r.value.workload, false, 0});
+  std::vector<Candidate> chosen =
+      own.empty() ? std::vector<Candidate>{} : within_caps(std::move(own), def, o, row);
+  if (chosen.empty()) chosen = within_caps(synthesized(def, o), def, o, row);
   return chosen;
 }
 
@@ -300,8 +313,8 @@ void Checker::prepare_workload(std::size_t row, const Definition& def, const Can
     p.args.scalars = std::move(in.scalars);
   } catch (const Error& e) {
     ++r.left_out;
-    r.reason = fmt::format("workload {}: inputs cannot be made: {}", c.workload.uuid.substr(0, 8),
-                           first_lines(e.what(), 1));
+    r.left_out_reason = fmt::format("workload {}: inputs cannot be made: {}",
+                                    c.workload.uuid.substr(0, 8), first_lines(e.what(), 1));
     return;
   }
   try {
@@ -354,8 +367,13 @@ void Checker::judge(const Pending& p, const PythonReferenceResult& result, const
   if (!result.ok) {
     if (result.error.find("is not supported by this PyTorch") != std::string::npos) {
       ++r.left_out;  // float8 before torch 2.1: the comparison needs a newer torch
-      r.reason = fmt::format("torch {} lacks a dtype of its inputs ({})", python_.torch_version,
-                             last_line(result.error));
+      const std::string line = last_line(result.error);
+      const auto at = line.find("dtype ");
+      const std::string code = at == std::string::npos
+                                   ? "a dtype"
+                                   : line.substr(at + 6, line.find(' ', at + 6) - at - 6);
+      r.left_out_reason = fmt::format("torch {} has no {} (float8 needs torch >= 2.1)",
+                                      python_.torch_version, code);
       return;
     }
     r.verdict = CheckVerdict::kError;
@@ -384,8 +402,14 @@ void Checker::judge(const Pending& p, const PythonReferenceResult& result, const
     return;
   }
   if (r.disagreeing++ == 0) {
-    r.reason =
-        fmt::format("workload {}: {}: {}", workload, status_name(v.status), first_lines(v.log, 2));
+    // NaN where the native reference has a number: how much of the disagreement it is.
+    std::string counts;
+    if (v.extra.contains("nan") && v.extra.contains("mismatches")) {
+      counts = fmt::format(" ({} mismatches, {} of them NaN in PyTorch's output)",
+                           v.extra.at("mismatches").dump(), v.extra.at("nan").dump());
+    }
+    r.reason = fmt::format("workload {}: {}{}: {}", workload, status_name(v.status), counts,
+                           first_lines(v.log, 2));
   }
   r.verdict = CheckVerdict::kDisagree;
 }

@@ -23,9 +23,8 @@ std::string workloads_cell(const ReferenceCheckRow& r) {
 std::string reason_cell(const ReferenceCheckRow& r) {
   std::string s = r.reason;
   if (s.empty() && r.draws) s = "PyTorch's draws lie in the native distribution's support";
-  if (r.left_out > 0 && r.reason.find("left out") == std::string::npos &&
-      r.verdict != CheckVerdict::kSkipped) {
-    s = fmt::format("{} workload(s) left out{}{}", r.left_out, s.empty() ? "" : ": ", s);
+  if (r.left_out > 0) {
+    s += fmt::format("{}{} left out: {}", s.empty() ? "" : "; ", r.left_out, r.left_out_reason);
   }
   return s.size() > kReasonWidth ? s.substr(0, kReasonWidth - 3) + "..." : s;
 }
@@ -71,7 +70,8 @@ Json to_json(const ReferenceCheckResult& result) {
                         {"max_rel_error", r.max_rel_error},
                         {"draws", r.draws},
                         {"verdict", std::string(check_verdict_name(r.verdict))},
-                        {"reason", r.reason}});
+                        {"reason", r.reason},
+                        {"left_out_reason", r.left_out_reason}});
   }
   return Json{{"python", result.python},
               {"torch", result.torch_version},
