@@ -295,6 +295,16 @@ int run_on_cuda(const ReferenceArgs& a, const Definition& def, const DeviceChoic
 #endif
 
 int run_reference_cmd(const ReferenceArgs& a) {
+  for (const auto& [flag, value] :
+       {std::pair<const char*, const std::string*>{"--definition", &a.definition},
+        {"--inputs", &a.inputs},
+        {"--output", &a.output}}) {
+    if (value->empty()) {
+      throw Error(flag, fmt::format("{} is required", flag),
+                  "fib reference --definition NAME --inputs IN --output OUT, or fib reference "
+                  "check");
+    }
+  }
   const DeviceChoice dev = parse_device(a.device);
   if (a.iterations == 0) throw Error("--iterations", "must be at least 1");
   if (a.mode != "events" && a.mode != "cupti" && a.mode != "graph") {
@@ -321,12 +331,14 @@ int run_reference_cmd(const ReferenceArgs& a) {
 void register_reference(CLI::App& app, Runner& run) {
   auto a = std::make_shared<ReferenceArgs>();
   CLI::App* cmd =
-      app.add_subcommand("reference", "Run a definition's native reference on saved inputs");
+      app.add_subcommand("reference",
+                         "Run a definition's native reference on saved inputs; `check`: against "
+                         "its PyTorch reference");
   cmd->add_option("--dataset", a->dataset, "Dataset folder (default: $FIB_DATASET_PATH)");
-  cmd->add_option("--definition", a->definition, "Definition name")->required();
-  cmd->add_option("--inputs", a->inputs, "Inputs .safetensors (as fib inputs writes it)")
-      ->required();
-  cmd->add_option("--output", a->output, "Output .safetensors file")->required();
+  // Required unless the `check` subcommand runs instead (checked in run_reference_cmd).
+  cmd->add_option("--definition", a->definition, "Definition name (required)");
+  cmd->add_option("--inputs", a->inputs, "Inputs .safetensors (as fib inputs writes it; required)");
+  cmd->add_option("--output", a->output, "Output .safetensors file (required)");
 #ifdef FIB_HAVE_CUDA
   cmd->add_option("--device", a->device, "cpu, cuda or cuda:N (the CUDA reference on GPU N)");
 #else
@@ -345,7 +357,10 @@ void register_reference(CLI::App& app, Runner& run) {
   cmd->add_option("--max-seconds", a->max_seconds,
                   "--time: stop sampling after this long (default 1)");
   cmd->add_flag("--json", a->json, "Print one JSON object (kernel, axes, timing) instead of text");
-  cmd->callback([&run, a] { run = [a] { return run_reference_cmd(*a); }; });
+  cmd->callback([&run, a, cmd] {
+    if (cmd->get_subcommands().empty()) run = [a] { return run_reference_cmd(*a); };
+  });
+  register_reference_check(*cmd, run);
 }
 
 }  // namespace fib::cli

@@ -118,6 +118,7 @@ int run_cmd(RunArgs& a) {
         "others need to verify these traces\n",
         key_path.string(), o.signing_key->public_key().key_id().substr(0, 16));
   }
+  o.python_bridge_dir = FIB_PYTHON_BRIDGE_DIR;
   Progress progress(a.json);
   bench::RunCallbacks cb;
   cb.on_start = [&](std::size_t n) { progress.start(n); };
@@ -182,6 +183,10 @@ void register_run(CLI::App& app, Runner& run) {
   cmd->add_option("--memory-limit-mb", a->memory_limit_mb,
                   "Memory limit per worker: its address space on the CPU (default: half of the "
                   "RAM), its data (RLIMIT_DATA) on CUDA devices (default: none)");
+  cmd->add_option("--reference", a->options.reference,
+                  "What checks the solutions: native (fib's native reference), python (the "
+                  "definition's PyTorch reference) or auto (default: native where it exists, "
+                  "else python)");
   cmd->add_option("--gpu-timer", a->options.gpu_timer,
                   "On CUDA devices: events (default; the empty event pair's cost subtracted), "
                   "events-raw, or cupti (every kernel of a call, on any stream)");

@@ -21,6 +21,8 @@ void register_onboard(CLI::App& app, Runner& run);
 void register_models(CLI::App& app, Runner& run);
 void register_inputs(CLI::App& app, Runner& run);
 void register_reference(CLI::App& app, Runner& run);
+// `fib reference check`, under the `reference` command.
+void register_reference_check(CLI::App& reference, Runner& run);
 void register_workloads(CLI::App& app, Runner& run);
 void register_run(CLI::App& app, Runner& run);
 void register_worker(CLI::App& app, Runner& run);

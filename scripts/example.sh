@@ -3,8 +3,10 @@
 #  1. validates the example dataset (Llama 3.2 1B's kernels, made by `fib onboard`, with
 #     synthesized workloads and example C++ solutions: see examples/README.md),
 #  2. runs every solution on every workload with `fib run` (in a scratch copy): builds them,
-#     runs them in isolated worker processes, checks them against the native reference, times
-#     them and appends traces; the red-team solutions show every status fib can give,
+#     runs them in isolated worker processes, checks them against the native reference (the
+#     SiLU-and-mul, which has none, against its definition's PyTorch reference, when a python3
+#     with torch is installed), times them and appends traces; the red-team solutions show
+#     every status fib can give,
 #  3. validates the traces written and prints the dataset report.
 set -euo pipefail
 cd "$(dirname "$0")/.."

@@ -3,7 +3,8 @@
 # provenance is reproducible: the same fib and the same examples/solutions give the same bytes.
 #
 #   1. fib onboard: every kernel definition Llama 3.2 1B runs at TP 1 (paged attention at page
-#      sizes 1 and 64, prefill and decode; Llama has no separate MTP kernel);
+#      sizes 1 and 64, prefill and decode; Llama has no separate MTP kernel), plus the
+#      hand-written examples/definitions/*.json (an op type with only a PyTorch reference);
 #   2. fib workloads synth: two small workloads per definition (seed 3, at most 8 query
 #      tokens and 256 keys per sequence; decode-shaped, prefill-shaped for prefill kernels; the
 #      lm_head GEMM gets one, M=1), all inputs random or scalar: no blobs;
@@ -39,6 +40,14 @@ DS="$WORK/dataset"
 # 1. Definitions.
 "$FIB" onboard --model llama-3.2-1b --tp 1 --page-sizes 1,64 --stages prefill,decode \
   --dataset "$DS" --quiet >/dev/null
+
+# 1b. Hand-written definitions of op types fib onboard does not generate and fib has no native
+# reference for (fib run checks their solutions against the definition's PyTorch reference).
+for file in "$ROOT"/examples/definitions/*.json; do
+  op_type=$(sed -n 's/^  "op_type": "\(.*\)",$/\1/p' "$file")
+  mkdir -p "$DS/definitions/$op_type"
+  cp "$file" "$DS/definitions/$op_type/"
+done
 
 # 2. Workloads: two per definition, in a fixed order.
 for file in $(cd "$DS/definitions" && LC_ALL=C ls -1 -- */*.json); do
@@ -111,6 +120,8 @@ pack $R tvm_ffi fib-examples dps \
   "RMSNorm written against tvm-ffi (TensorView arguments, TVM_FFI_DLL_EXPORT_TYPED_FUNC), as FlashInfer-Bench solutions are. Expected status: PASSED."
 pack fused_add_rmsnorm_h2048 naive fib-examples dps \
   "Straightforward fused add + RMSNorm: the residual added in fp32, one rounding to bfloat16. Expected status: PASSED."
+pack silu_and_mul_h16384 tvm_ffi fib-examples dps \
+  "SiLU-and-mul written against tvm-ffi (TensorView arguments, TVM_FFI_DLL_EXPORT_TYPED_FUNC), for an op type without a native reference: fib checks it against the definition's PyTorch reference. Expected status: PASSED."
 
 # CUDA solutions (device pointers, launched on tvm-ffi's environment stream, TVMFFIEnvGetStream,
 # which fib sets to the stream it times; run with --device cuda:N).

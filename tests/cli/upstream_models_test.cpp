@@ -178,8 +178,8 @@ TEST(UpstreamModels, WhatFibShipsAndWritesLoadsThere) {
   EXPECT_EQ(check_with_upstream(upstream, {example, onboarded, ran}, tmp, &output), 0) << output;
   EXPECT_THAT(output, ::testing::Not(HasSubstr("FAIL")));
   // Each dataset loaded whole, with the records that should be there.
-  EXPECT_THAT(count_line(output, example), HasSubstr(": 16 definitions, "));
-  EXPECT_THAT(count_line(output, example), HasSubstr(" 31 workloads, 0 traces; 0 failures"));
+  EXPECT_THAT(count_line(output, example), HasSubstr(": 17 definitions, "));
+  EXPECT_THAT(count_line(output, example), HasSubstr(" 33 workloads, 0 traces; 0 failures"));
   EXPECT_THAT(count_line(output, onboarded), HasSubstr(" 4 solutions, "));
   EXPECT_THAT(count_line(output, onboarded), ::testing::Not(HasSubstr(" 0 workloads")));
   // 9 solutions on 2 workloads, less the hang's second where it hangs.

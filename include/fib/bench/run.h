@@ -70,6 +70,11 @@ struct RunOptions {
   // Signs every trace of the run, in the orchestrator, once the trace is complete
   // (fib/trace/signature.h); unset: traces are written unsigned. `fib run` always sets it.
   std::optional<SigningKey> signing_key;
+  // What the solutions are checked against: "native" (fib's native reference; definitions
+  // without one are left out), "python" (the definition's own PyTorch `reference`, run by
+  // python_bridge_dir's run_reference.py) or "auto" (native where it exists, else python).
+  std::string reference = "auto";
+  std::filesystem::path python_bridge_dir;  // holds run_reference.py
   // On CUDA devices: "events" (CUDA events, the empty event pair's cost subtracted; default),
   // "events-raw" (not subtracted) or "cupti" (kernel activity of every stream).
   std::string gpu_timer = "events";
@@ -104,6 +109,7 @@ struct SolutionSummary {
 struct DefinitionSummary {
   std::string definition;
   std::vector<SolutionSummary> solutions;  // ranked: most workloads passed, then speedup
+  std::string reference;  // what checked them, as traces name it ("native:gemm", "python")
 };
 
 struct RunResult {

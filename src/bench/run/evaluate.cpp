@@ -36,13 +36,15 @@ Outcome failed(EvaluationStatus status, std::string log) {
 // The environment.extra entries of the evaluation: how it was timed, against what, and the
 // build it ran.
 Json evaluation_environment(const EvaluationJob& job, const RunOptions& o, bool gpu) {
-  return Json{{"timer", timer_description(gpu, o.gpu_timer)},
-              {"reference", "native:" + job.reference.kernel},
-              {"reference_threads", o.threads},
-              {"build", Json{{"key", job.build.key},
-                             {"toolchain", job.build.toolchain},
-                             {"flags", job.build.flags}}},
-              {"distinct_input_sets", job.prepared.trials + job.prepared.pool}};
+  Json env{{"timer", timer_description(gpu, o.gpu_timer)},
+           {"reference", job.reference.label()},
+           {"reference_threads", o.threads},
+           {"build", Json{{"key", job.build.key},
+                          {"toolchain", job.build.toolchain},
+                          {"flags", job.build.flags}}},
+           {"distinct_input_sets", job.prepared.trials + job.prepared.pool}};
+  if (!job.reference.runtime.is_null()) env["reference_runtime"] = job.reference.runtime;
+  return env;
 }
 
 // The lane's solution worker; a fresh one with --isolated. Starting one (the first evaluation,
@@ -158,8 +160,10 @@ std::vector<int> checked_sets(const protocol::EvaluateRequest& request,
 // request names it, as the reference's run checked it). Everywhere except where the judge needs
 // a checked set's inputs on the host and a GPU lane has them only on the device (the timing
 // sets it makes there): the exact distribution of a sampling op, the tie scoring of a top-k.
-bool checks_drawn(const Definition& def, bool gpu) {
+bool checks_drawn(const Definition& def, bool gpu, ReferenceKind reference) {
   if (!gpu) return true;
+  // The PyTorch reference reads its sets from the input file, which holds no device-made set.
+  if (reference == ReferenceKind::kPython) return false;
   return op_family(def).reference_extras == nullptr && policy_for(def).kind != PolicyKind::kTopkSet;
 }
 
@@ -206,7 +210,7 @@ struct PendingJudgement {
   Json environment;
   std::string output_log;
   Timing timing, reference;
-  std::string reference_kernel;
+  std::string reference_label;
   Json gpu_timing = Json::array();  // per trial
   Json worker_phases_ms;
 };
@@ -249,8 +253,8 @@ Outcome judge_outcome(const PendingJudgement& j) {
   if (verdict.status == EvaluationStatus::kPassed) {
     std::vector<std::string> seeds;
     for (const auto& c : j.calls) seeds.push_back(std::to_string(c.seed));
-    o.log = fmt::format("passed {} checked calls (input seeds {}) against native:{}{}",
-                        j.calls.size(), fmt::join(seeds, ", "), j.reference_kernel,
+    o.log = fmt::format("passed {} checked calls (input seeds {}) against {}{}", j.calls.size(),
+                        fmt::join(seeds, ", "), j.reference_label,
                         j.sampling ? "; sampling distribution check passed" : "");
   }
   o.log += j.output_log;
@@ -280,7 +284,7 @@ Attempt run_solution(Lane& lane, const EvaluationJob& job, const EvaluateSetting
   if (p.sampling) sampling_file = (p.dir / (job.name + "-draws.safetensors")).string();
   // Where the orchestrator judges the outputs; a sandboxed worker writes them in its box first.
   // Where checks are drawn, the worker is told of no checked call: it draws one afterwards.
-  const bool drawn = checks_drawn(job.def, lane.device != "cpu");
+  const bool drawn = checks_drawn(job.def, lane.device != "cpu", job.reference.kind);
   const auto schedule_in = [&](const fs::path& dir) {
     const protocol::Schedule s = with_check_outputs(p.schedule, dir, job.name);
     return drawn ? with_drawn_checks(s) : s;
@@ -419,7 +423,7 @@ Attempt run_solution(Lane& lane, const EvaluationJob& job, const EvaluateSetting
   j.output_log = output_log;
   j.timing = timing;
   j.reference = job.reference.timing;
-  j.reference_kernel = job.reference.kernel;
+  j.reference_label = job.reference.label();
   for (const protocol::TrialResult& t : reply.trials) j.gpu_timing.push_back(t.gpu);
   j.worker_phases_ms = reply.worker_phases_ms.is_null() ? Json::object() : reply.worker_phases_ms;
   return Attempt{std::nullopt, std::move(j)};

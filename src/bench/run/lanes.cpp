@@ -15,6 +15,7 @@
 #include "bench/run/inputs_ahead.h"
 #include "bench/run/outcome.h"
 #include "bench/run/prepare.h"
+#include "bench/run/python_reference_run.h"
 
 namespace fib::bench::detail {
 
@@ -175,8 +176,12 @@ std::optional<ReadyWorkload> LaneLoop::ready_workload(Lane& lane, const WorkItem
   ready.files = std::make_shared<RemoveWhenDone>(ready.prepared.dir);
   const auto reference0 = Clock::now();
   ready.reference =
-      run_reference(lane, worker_spec(run_.options, run_.gpu, run_.scratch->root(), "reference"),
-                    run_.options, def, w, ready.prepared);
+      item.reference == ReferenceKind::kPython
+          ? run_python_reference(lane, PythonReferenceSetup{*run_.python, run_.python_bridge_dir},
+                                 run_.options, def, ready.prepared)
+          : run_reference(lane,
+                          worker_spec(run_.options, run_.gpu, run_.scratch->root(), "reference"),
+                          run_.options, def, w, ready.prepared);
   std::lock_guard<std::recursive_mutex> lock(run_.mu);
   run_.result.reference_seconds += seconds_since(reference0);
   const ReferenceRun& ref = ready.reference;

@@ -17,6 +17,11 @@ Trace make_trace(const TraceContext& context, const Lane& lane, const Definition
   e.status = outcome.status;
   e.environment.hardware = lane.hardware;
   e.environment.libs = {{"fib", std::string(kVersion)}};
+  // A PyTorch reference checked the outputs: its torch is one of the evaluation's libraries.
+  if (const auto rt = outcome.environment.find("reference_runtime");
+      rt != outcome.environment.end() && rt->contains("torch")) {
+    e.environment.libs.emplace_back("torch", rt->at("torch").get<std::string>());
+  }
   Json extra = context.host;
   extra["device"] = lane.device;
   if (!lane.device_json.is_null()) extra["gpu"] = lane.device_json;

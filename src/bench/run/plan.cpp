@@ -6,6 +6,7 @@
 #include <set>
 #include <tuple>
 
+#include "fib/bench/op_family.h"
 #include "fib/reference/reference.h"
 #include "fib/trace/suggest.h"
 #ifdef FIB_HAVE_CUDA
@@ -88,27 +89,103 @@ bool has_native_reference(const Definition& def, bool gpu, std::string* why) {
   return reference::find_kernel(def, why) != nullptr;
 }
 
+// The interpreter of PyTorch references, looked for once per run, when first needed.
+class PythonLookup {
+ public:
+  explicit PythonLookup(const RunOptions& o) : o_(o) {}
+  const std::optional<TorchPython>& get(std::string* why) {
+    if (!done_) {
+      python_ = find_torch_python(o_.python, &why_);
+      done_ = true;
+    }
+    *why = why_;
+    return python_;
+  }
+
+ private:
+  const RunOptions& o_;
+  bool done_ = false;
+  std::optional<TorchPython> python_;
+  std::string why_;
+};
+
+// Whether the definition's PyTorch reference can check its solutions here; `why` when not.
+bool python_reference_usable(const Definition& def, PythonLookup& python, std::string* why) {
+  if (def.reference.empty()) {
+    *why = "it has no PyTorch reference";
+    return false;
+  }
+  if (op_family(def).samples) {
+    // The judge holds draws against the distribution the native reference computes; a PyTorch
+    // sampling reference gives one draw, not the distribution.
+    *why =
+        "the PyTorch reference of a sampling op type gives draws, not the distribution the "
+        "judge needs";
+    return false;
+  }
+  return python.get(why).has_value();
+}
+
+// The reference that checks the definition's solutions under --reference, or nullopt with the
+// warning that says why none does.
+std::optional<ReferenceKind> choose_reference(const Definition& def, const RunOptions& o, bool gpu,
+                                              PythonLookup& python, std::string* warning) {
+  std::string why_native, why_python;
+  const bool native = o.reference != "python" && has_native_reference(def, gpu, &why_native);
+  if (native) return ReferenceKind::kNative;
+  const std::string where = gpu ? " on CUDA" : "";
+  if (o.reference == "native") {
+    *warning = fmt::format(
+        "warning: {} has no native reference{} ({}); its solutions are not evaluated (--reference "
+        "native; --reference auto would use its PyTorch reference)",
+        def.name, where, why_native);
+    return std::nullopt;
+  }
+  if (python_reference_usable(def, python, &why_python)) return ReferenceKind::kPython;
+  *warning = o.reference == "python"
+                 ? fmt::format(
+                       "warning: {}: its PyTorch reference cannot check it: {}; its solutions "
+                       "are not evaluated (--reference python)",
+                       def.name, why_python)
+                 : fmt::format(
+                       "warning: {} has no native reference{} ({}) and its PyTorch reference "
+                       "cannot check it ({}); its solutions are not evaluated",
+                       def.name, where, why_native, why_python);
+  return std::nullopt;
+}
+
 }  // namespace
+
+void check_reference_choice(const std::string& reference) {
+  if (reference != "native" && reference != "python" && reference != "auto") {
+    throw Error("--reference", fmt::format("unknown reference '{}'", reference),
+                "expected native, python or auto");
+  }
+}
 
 Plan plan_run(const TraceSet& set, const RunOptions& o, bool gpu, const Message& message) {
   warn_unknown_names(set, o, message);
   const Finished finished = o.resume ? finished_evaluations(set) : Finished{};
   Plan plan;
+  PythonLookup python(o);
   for (const auto& d : set.definitions()) {
     const Definition& def = d.value;
     if (!selected(o.definitions, def.name)) continue;
     const std::vector<const Solution*> solutions = runnable_solutions(set, def, o, gpu, message);
     if (solutions.empty()) continue;
-    std::string why_no_ref;
-    if (!has_native_reference(def, gpu, &why_no_ref)) {
-      message(
-          fmt::format("warning: {} has no native reference{} ({}); its solutions are not evaluated",
-                      def.name, gpu ? " on CUDA" : "", why_no_ref));
+    std::string warning;
+    const std::optional<ReferenceKind> reference = choose_reference(def, o, gpu, python, &warning);
+    if (!reference) {
+      message(warning);
       ++plan.reference_failures;
       continue;
     }
+    if (*reference == ReferenceKind::kPython) {
+      std::string unused;
+      plan.python = python.get(&unused);
+    }
     for (const auto& wr : set.workloads(def.name)) {
-      WorkItem item{&def, &wr.value, {}};
+      WorkItem item{&def, &wr.value, {}, *reference};
       for (const Solution* s : solutions) {
         if (finished.count({def.name, wr.value.workload.uuid, s->name})) {
           ++plan.resumed;

@@ -3,33 +3,46 @@
 #pragma once
 
 #include <cstddef>
+#include <cstdint>
 #include <functional>
+#include <optional>
 #include <string>
 #include <vector>
 
+#include "bench/python/find_python.h"
 #include "fib/bench/build.h"
 #include "fib/bench/run.h"
 #include "fib/dataset/trace_set.h"
 
 namespace fib::bench::detail {
 
+// What checks a definition's solutions: fib's native reference, or the definition's own
+// PyTorch `reference` (--reference, docs/run.md).
+enum class ReferenceKind : std::uint8_t { kNative, kPython };
+
 // One (definition, workload) and the solutions still to evaluate on it.
 struct WorkItem {
   const Definition* def;
   const Trace* workload;
   std::vector<const Solution*> pending;
+  ReferenceKind reference = ReferenceKind::kNative;
 };
 
 struct Plan {
   std::vector<WorkItem> items;
   std::size_t evaluations = 0;  // pending, over all items
   std::size_t resumed = 0;      // found finished in the dataset (--resume)
-  // Definitions left out because no native reference can check them.
+  // Definitions left out because no reference (of the kind --reference allows) can check them.
   std::size_t reference_failures = 0;
+  // The interpreter of the PyTorch references, found when an item needs one.
+  std::optional<TorchPython> python;
 };
 
+// Throws fib::Error unless `reference` is "native", "python" or "auto" (--reference).
+void check_reference_choice(const std::string& reference);
+
 // `message` receives the warnings: unknown names in the allow-lists, solutions skipped (built
-// for the other kind of device), definitions without a native reference. Solutions of a
+// for the other kind of device), definitions no reference can check. Solutions of a
 // language or binding fib cannot build stay in the plan (their evaluations say why).
 Plan plan_run(const TraceSet& set, const RunOptions& o, bool gpu,
               const std::function<void(const std::string&)>& message);

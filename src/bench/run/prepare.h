@@ -11,6 +11,7 @@
 
 #include "bench/protocol/messages.h"
 #include "bench/run/devices.h"
+#include "bench/run/plan.h"
 #include "bench/run/trial_timing.h"
 #include "fib/bench/eval_config.h"
 #include "fib/bench/run.h"
@@ -52,9 +53,16 @@ PreparedWorkload prepare_workload(const PrepareSettings& settings, const Definit
 // The reference's run on a prepared workload.
 struct ReferenceRun {
   bool ok = false;
-  std::string error;   // why not ok
+  std::string error;  // why not ok
+  ReferenceKind kind = ReferenceKind::kNative;
   std::string kernel;  // the native reference's id
+  Json runtime;        // the PyTorch reference's interpreter, torch version, device and clock
   Timing timing;
+  // How traces and logs name it: "native:<kernel>", or "python" (the definition's own
+  // PyTorch reference).
+  std::string label() const {
+    return kind == ReferenceKind::kPython ? "python" : "native:" + kernel;
+  }
 };
 // Runs the reference in the lane's reference worker (started with `spec` when needed); on
 // success the workload's reference_outputs name its checked outputs. A reference worker that

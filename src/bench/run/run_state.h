@@ -4,12 +4,14 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <filesystem>
 #include <map>
 #include <memory>
 #include <mutex>
 #include <optional>
 #include <string>
 
+#include "bench/python/find_python.h"
 #include "bench/run/environment.h"
 #include "bench/run/outcome.h"
 #include "bench/run/sandbox.h"
@@ -34,6 +36,9 @@ struct RunState {
   BuildOptions build;
   std::unique_ptr<Scratch> scratch;
   SandboxChoice sandbox;  // of the solution workers
+  // PyTorch references (definitions the plan checks with ReferenceKind::kPython).
+  std::optional<TorchPython> python;
+  std::filesystem::path python_bridge_dir;
 
   // Shared by the lanes: guard with mu.
   std::recursive_mutex mu;

@@ -7,6 +7,7 @@
 #include <chrono>
 #include <random>
 
+#include "bench/python/python_reference.h"
 #include "bench/run/devices.h"
 #include "bench/run/environment.h"
 #include "bench/run/lanes.h"
@@ -61,6 +62,7 @@ RunResult run_benchmark(const RunOptions& options, const RunCallbacks& callbacks
   const auto wall0 = Clock::now();
   const detail::DeviceChoice devices = detail::parse_devices(options.device);
   detail::check_gpu_timer(options.gpu_timer);
+  detail::check_reference_choice(options.reference);
   detail::RunState run(options, callbacks);
   run.gpu = devices.gpu;
   TraceSet set = TraceSet::load(options.dataset);
@@ -76,6 +78,8 @@ RunResult run_benchmark(const RunOptions& options, const RunCallbacks& callbacks
   run.total = plan.evaluations;
   run.result.resumed = plan.resumed;
   run.result.reference_failures += plan.reference_failures;
+  run.python = plan.python;
+  if (run.python) run.python_bridge_dir = python_bridge_dir(options.python_bridge_dir);
   if (callbacks.on_start) callbacks.on_start(run.total);
   run.scratch = std::make_unique<detail::Scratch>();
   run.sandbox = detail::choose_sandbox(options, devices.gpu, *run.scratch,

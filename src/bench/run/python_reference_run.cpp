@@ -1,0 +1,103 @@
+#include "bench/run/python_reference_run.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <chrono>
+
+#include "bench/inputs/input_set_file.h"
+#include "bench/python/python_reference.h"
+#include "bench/run/worker_messages.h"
+#include "fib/tensor/safetensors.h"
+
+namespace fib::bench::detail {
+
+namespace {
+
+// Timed calls per trial: enough for a median, few enough that a slow PyTorch reference does not
+// dominate the run.
+constexpr int kMaxTimedCalls = 10;
+
+// Rewrites the outputs file when an output had to be converted to its declared dtype, so the
+// judge compares like with like.
+void conform_outputs(const Definition& def, const std::string& file) {
+  std::vector<std::string> notes;
+  reference::Outputs out = read_python_outputs(def, file, &notes);
+  if (notes.empty()) return;
+  std::vector<std::pair<std::string, Tensor>> tensors;
+  for (const auto& spec : def.outputs) tensors.emplace_back(spec.name, out.at(spec.name));
+  write_safetensors(file, tensors, {{"fib.definition", def.name}, {"fib.reference", "python"}});
+}
+
+}  // namespace
+
+ReferenceRun run_python_reference(const Lane& lane, const PythonReferenceSetup& setup,
+                                  const RunOptions& o, const Definition& def, PreparedWorkload& p) {
+  ReferenceRun run;
+  run.kind = ReferenceKind::kPython;
+  run.runtime = Json{{"python", setup.python.executable},
+                     {"torch", setup.python.torch_version},
+                     {"device", lane.device},
+                     {"clock", "python time.perf_counter"}};
+  const protocol::Schedule schedule = with_check_outputs(p.schedule, p.dir, "reference");
+  const std::vector<std::string> files = check_output_files(schedule);
+  const int repeat = std::clamp(p.eval.iterations, 1, kMaxTimedCalls);
+  std::vector<PythonReferenceJob> jobs;
+  // Job i is input set i: trial t's checked call runs on set t (prepare.cpp's plan_trials).
+  for (int t = 0; t < p.trials; ++t) {
+    jobs.push_back(PythonReferenceJob{.def = &def,
+                                      .args = read_input_set(p.inputs_file, t),
+                                      .outputs = files.at(static_cast<std::size_t>(t)),
+                                      .seed = p.set_seeds.at(static_cast<std::size_t>(t)),
+                                      .repeat = repeat});
+  }
+  if (lane.device == "cpu") {
+    // A solution's checked call may be drawn on any set of the pool (evaluate.cpp's
+    // checks_drawn): the reference's outputs on every other set are made now, once, where
+    // reference_outputs_for_sets finds them.
+    for (int set = p.trials; set < p.pool; ++set) {
+      jobs.push_back(PythonReferenceJob{
+          .def = &def,
+          .args = read_input_set(p.inputs_file, set),
+          .outputs = (p.dir / fmt::format("reference-set{}.safetensors", set)).string(),
+          .seed = p.set_seeds.at(static_cast<std::size_t>(set)),
+          .repeat = 1});
+    }
+  }
+  PythonReferenceSettings settings{
+      .python = setup.python,
+      .bridge_dir = setup.bridge_dir,
+      .work_dir = p.dir / "python-reference",
+      .device = lane.device,
+      .threads = o.threads,
+      .deadline = std::chrono::steady_clock::now() +
+                  std::chrono::duration_cast<std::chrono::steady_clock::duration>(
+                      std::chrono::duration<double>(std::max(120.0, o.timeout_seconds)))};
+  const std::vector<PythonReferenceResult> results = run_python_references(settings, jobs);
+  std::vector<protocol::TrialResult> trials;
+  for (std::size_t i = 0; i < results.size(); ++i) {
+    if (!results[i].ok) {
+      run.error =
+          fmt::format("the PyTorch reference failed on input set {}: {}", i, results[i].error);
+      return run;
+    }
+    try {
+      conform_outputs(def, jobs[i].outputs);
+    } catch (const Error& e) {
+      run.error = e.what();
+      return run;
+    }
+    if (i >= static_cast<std::size_t>(p.trials)) continue;  // an extra set: outputs only
+    protocol::TrialResult tr;
+    tr.samples_ms = results[i].runs_ms;
+    tr.warmup_calls = 2;  // the call whose outputs are saved, and one more
+    tr.stopped_by = "iterations";
+    trials.push_back(std::move(tr));
+  }
+  run.ok = true;
+  run.timing = timing_from_trials(trials);
+  p.reference_outputs = files;
+  return run;
+}
+
+}  // namespace fib::bench::detail
