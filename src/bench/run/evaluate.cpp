@@ -294,7 +294,8 @@ Attempt run_solution(Lane& lane, const EvaluationJob& job, const EvaluateSetting
   std::optional<StagedFiles> staged;
   if (!box.empty()) {
     try {
-      staged = stage_in_box(box, p.inputs_file, job.build.shared_object, job.build.key);
+      staged = stage_in_box(box, p.inputs_file, job.build.shared_object, job.build.key,
+                            job.build.python.has_value());
     } catch (const Error& e) {
       return failed_attempt(
           failed(EvaluationStatus::kRuntimeError, std::string("sandbox: ") + e.what()), env);

@@ -55,7 +55,7 @@ ReferenceRun run_python_reference(const Lane& lane, const PythonReferenceSetup& 
     // A solution's checked call may be drawn on any set of the pool (evaluate.cpp's
     // checks_drawn): the reference's outputs on every other set are made now, once, where
     // reference_outputs_for_sets finds them.
-    for (int set = p.trials; set < p.pool; ++set) {
+    for (int set = p.trials; set < p.trials + p.pool; ++set) {
       jobs.push_back(PythonReferenceJob{
           .def = &def,
           .args = read_input_set(p.inputs_file, set),

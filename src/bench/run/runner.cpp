@@ -4,9 +4,11 @@
 #include <fmt/format.h>
 #include <signal.h>
 
+#include <algorithm>
 #include <chrono>
 #include <random>
 
+#include "bench/build/python_build.h"
 #include "bench/python/python_reference.h"
 #include "bench/run/devices.h"
 #include "bench/run/environment.h"
@@ -15,6 +17,7 @@
 #include "bench/run/run_state.h"
 #include "bench/run/summary.h"
 #include "bench/run/timer.h"
+#include "fib/bench/python_runtime.h"
 #include "fib/bench/run.h"
 #include "fib/dataset/trace_set.h"
 
@@ -53,6 +56,34 @@ BuildOptions build_options(const RunOptions& o) {
   return b;
 }
 
+// What a sandboxed worker must see of the Python runtime when the plan has solutions that run
+// in it: the runtime's prefixes, its sys.path and its libpython's folder (under /usr on Debian,
+// anywhere for a conda or pyenv python). Probing the runtime costs an interpreter start, so only
+// such plans pay it.
+std::vector<std::filesystem::path> python_runtime_paths(const detail::Plan& plan,
+                                                        const RunOptions& o) {
+  const bool needed = std::any_of(plan.items.begin(), plan.items.end(), [](const auto& item) {
+    return std::any_of(item.pending.begin(), item.pending.end(),
+                       [](const Solution* s) { return detail::runs_in_python(*s); });
+  });
+  if (!needed) return {};
+  std::string why;
+  const std::optional<PythonRuntime> runtime = find_python_runtime(o.python, &why);
+  if (!runtime) return {};  // each such solution's build says why
+  std::vector<std::filesystem::path> paths = {
+      std::filesystem::path(runtime->library).parent_path()};
+  std::string home = runtime->home;
+  for (std::size_t at = 0; at <= home.size();) {
+    const std::size_t end = std::min(home.find(':', at), home.size());
+    if (end > at) paths.emplace_back(home.substr(at, end - at));
+    at = end + 1;
+  }
+  for (const std::string& entry : runtime->path) {
+    if (!entry.empty()) paths.emplace_back(entry);
+  }
+  return paths;
+}
+
 }  // namespace
 
 RunResult run_benchmark(const RunOptions& options, const RunCallbacks& callbacks) {
@@ -82,7 +113,11 @@ RunResult run_benchmark(const RunOptions& options, const RunCallbacks& callbacks
   if (run.python) run.python_bridge_dir = python_bridge_dir(options.python_bridge_dir);
   if (callbacks.on_start) callbacks.on_start(run.total);
   run.scratch = std::make_unique<detail::Scratch>();
-  run.sandbox = detail::choose_sandbox(options, devices.gpu, *run.scratch,
+  RunOptions sandboxed = options;
+  for (auto& path : python_runtime_paths(plan, options)) {
+    sandboxed.sandbox_read_only.push_back(std::move(path));
+  }
+  run.sandbox = detail::choose_sandbox(sandboxed, devices.gpu, *run.scratch,
                                        [&run](const std::string& m) { run.message(m); });
   for (std::size_t i = 0; i < lanes.size() && run.sandbox.spec.enabled(); ++i) {
     lanes[i]->box = run.scratch->make_box(

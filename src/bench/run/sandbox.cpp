@@ -116,25 +116,42 @@ void place(const fs::path& from, const fs::path& to, fs::perms mode) {
 }  // namespace
 
 StagedFiles stage_in_box(const fs::path& box, const std::string& inputs_file,
-                         const fs::path& library, const std::string& build_key) {
+                         const fs::path& library, const std::string& build_key, bool whole_folder) {
   const fs::path inputs = fs::path(inputs_file);
   StagedFiles st;
   st.inputs = (box / ("inputs-" + inputs.parent_path().filename().string() + "-" +
                       inputs.filename().string()))
                   .string();
-  // The build key in the name: a worker keeps the libraries it loaded, by path.
-  st.library = (box / ("lib-" + build_key + "-" + library.filename().string())).string();
+  // The build key in the folder's name: a worker keeps the libraries it loaded, by path. The
+  // file keeps its own name: a Python extension module's init function is named after it.
+  const fs::path folder = box / ("lib-" + build_key);
+  st.library = (folder / library.filename()).string();
   std::error_code ec;
   for (const auto& e : fs::directory_iterator(box, ec)) {
     const std::string name = e.path().filename().string();
-    if (name == "out" || e.path() == st.inputs || e.path() == st.library) continue;
+    if (name == "out" || e.path() == st.inputs || e.path() == folder) continue;
     fs::remove_all(e.path(), ec);
   }
   for (const auto& e : fs::directory_iterator(box / "out", ec)) fs::remove_all(e.path(), ec);
   const auto readable = fs::perms::owner_read | fs::perms::group_read | fs::perms::others_read;
+  const auto executable =
+      readable | fs::perms::owner_exec | fs::perms::group_exec | fs::perms::others_exec;
   place(inputs, st.inputs, readable);
-  place(library, st.library,
-        readable | fs::perms::owner_exec | fs::perms::group_exec | fs::perms::others_exec);
+  fs::create_directories(folder, ec);
+  if (!whole_folder) {
+    place(library, st.library, executable);
+    return st;
+  }
+  // A Python solution's entry imports its sibling sources: its whole build entry comes along.
+  const fs::path entry = library.parent_path();
+  for (const auto& e : fs::recursive_directory_iterator(entry, ec)) {
+    const fs::path to = folder / fs::relative(e.path(), entry, ec);
+    if (e.is_directory(ec)) {
+      fs::create_directories(to, ec);
+    } else if (e.is_regular_file(ec)) {
+      place(e.path(), to, executable);
+    }
+  }
   return st;
 }
 

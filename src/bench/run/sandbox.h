@@ -33,8 +33,10 @@ struct StagedFiles {
 };
 // Stages them, and clears the box of everything else (its out/ folder of what a worker left
 // there for a later one). The box is bound read-only: a worker cannot replace what is staged.
+// `whole_folder`: the library's whole folder comes along (a Python solution's build entry).
 StagedFiles stage_in_box(const std::filesystem::path& box, const std::string& inputs_file,
-                         const std::filesystem::path& library, const std::string& build_key);
+                         const std::filesystem::path& library, const std::string& build_key,
+                         bool whole_folder);
 // Moves the files the worker wrote in its box to where the orchestrator judges them, out of the
 // worker's reach; a file the worker did not write is left out.
 void take_from_box(const std::vector<std::string>& in_box, const std::vector<std::string>& to);

@@ -69,7 +69,9 @@ void add_gpu_devices(std::vector<std::string>& a) {
 
 std::vector<fs::path> sandbox_read_only_paths(const fs::path& executable,
                                               const std::vector<fs::path>& extra) {
-  std::vector<fs::path> paths = {"/usr", "/etc/ld.so.cache"};
+  // /etc/alternatives: Debian's switchable libraries (libblas.so.3, which torch loads) are
+  // symlinks through it.
+  std::vector<fs::path> paths = {"/usr", "/etc/ld.so.cache", "/etc/alternatives"};
   for (const fs::path& d : mapped_library_folders()) paths.push_back(d);
   std::error_code ec;
   paths.push_back(fs::weakly_canonical(executable, ec));
