@@ -16,6 +16,13 @@ done
 if ! command -v bwrap >/dev/null && [ -x "$_fib_deps/usr/bin/bwrap" ]; then
   export FIB_BWRAP="$_fib_deps/usr/bin/bwrap"
 fi
+# tvm-ffi from the carried wheel (prepare.sh), where the host's python3 lacks it: fib's CMake
+# asks python3 for its headers and library.
+if ! python3 -c "import tvm_ffi" 2>/dev/null && compgen -G "$_fib_root/.device-debs/wheels/*.whl" >/dev/null; then
+  python3 -m pip install -q --no-index --no-deps --no-compile --target /tmp/fib-pysite \
+    "$_fib_root"/.device-debs/wheels/*.whl >/dev/null 2>&1 || true
+  export PYTHONPATH="/tmp/fib-pysite${PYTHONPATH:+:$PYTHONPATH}"
+fi
 export CMAKE_PREFIX_PATH="$_fib_deps/usr"
 export CPATH="$_fib_deps/usr/include${CPATH:+:$CPATH}"
 export LIBRARY_PATH="$_fib_deps/usr/lib/x86_64-linux-gnu${LIBRARY_PATH:+:$LIBRARY_PATH}"

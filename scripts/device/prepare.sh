@@ -16,6 +16,15 @@ missing=()
 for p in "${pkgs[@]}"; do compgen -G "${p}_*.deb" >/dev/null || missing+=("$p"); done
 if [ ${#missing[@]} -gt 0 ]; then apt-get download "${missing[@]}"; fi
 ls -1 *.deb | wc -l | xargs echo "prepare: packages in .device-debs:"
+# apache-tvm-ffi for the GPU machine's python3 (3.12 there; PY_VERSION overrides): fib's
+# examples are tvm-ffi solutions, and env.sh installs the wheel before fib configures.
+tvm_ffi_version=$(sed -n 's/^TVM_FFI_VERSION=//p' ../scripts/install-deps.sh)
+mkdir -p wheels
+compgen -G "wheels/apache_tvm_ffi-${tvm_ffi_version}-*.whl" >/dev/null ||
+  python3 -m pip download --quiet --no-deps --only-binary=:all: --python-version "${PY_VERSION:-3.12}" \
+    --implementation cp --platform manylinux_2_28_x86_64 --platform manylinux_2_17_x86_64 \
+    --platform manylinux2014_x86_64 -d wheels "apache-tvm-ffi==${tvm_ffi_version}"
+ls -1 wheels | sed 's/^/prepare: wheel /'
 cd ..
 shared=${FIB_SHARED_DIR:-../shared}
 if [ -d "$shared/corpus" ]; then
