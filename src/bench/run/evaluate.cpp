@@ -367,13 +367,6 @@ Attempt run_solution(Lane& lane, const EvaluationJob& job, const EvaluateSetting
   // address space where its driver allows, else guard bytes only (gpu_memory.h).
   env["output_guard"] = lane.device == "cpu" ? Json("inaccessible pages")
                                              : reply.gpu.value("output_guard", Json("guard bytes"));
-  const ClockCheck clock = check_worker_clock(observed_ms, reply);
-  env["timer_check"] = clock.record;
-  if (!clock.mismatch.empty()) {
-    worker->kill();  // its clock may stay rewritten: the next evaluation gets a new worker
-    return failed_attempt(failed(EvaluationStatus::kRuntimeError, clock.mismatch + output_log),
-                          env);
-  }
   costs.input_load_ms = reply.load_inputs_ms;
   costs.worker_schedule_ms = reply.schedule_ms;
   costs.cache_flush_ms = reply.cache_flush_ms;
@@ -391,6 +384,15 @@ Attempt run_solution(Lane& lane, const EvaluationJob& job, const EvaluateSetting
     return failed_attempt(failed(EvaluationStatus::kRuntimeError,
                                  fmt::format("call #{}: {}{}{}", reply.failure->call,
                                              reply.failure->message, replaced, output_log)),
+                          env);
+  }
+  // Only a run whose times would be ranked is held to the clock check: a failed call's worker
+  // may spend long after its last timed call (a sticky CUDA error tears its context down).
+  const ClockCheck clock = check_worker_clock(observed_ms, reply);
+  env["timer_check"] = clock.record;
+  if (!clock.mismatch.empty()) {
+    worker->kill();  // its clock may stay rewritten: the next evaluation gets a new worker
+    return failed_attempt(failed(EvaluationStatus::kRuntimeError, clock.mismatch + output_log),
                           env);
   }
   std::string reference_error;
