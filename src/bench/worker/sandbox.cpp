@@ -103,15 +103,31 @@ std::vector<std::string> worker_command(const WorkerSpec& spec) {
   const SandboxSpec& s = spec.sandbox;
   if (!s.enabled()) return worker;
   const std::string uid = std::to_string(s.uid);
-  std::vector<std::string> a = {s.bwrap.string(), "--unshare-user", "--unshare-pid",
-                                "--unshare-net", "--unshare-ipc", "--unshare-uts",
-                                "--unshare-cgroup-try", "--uid", uid, "--gid", uid, "--hostname",
+  std::vector<std::string> a = {s.bwrap.string(),
+                                "--unshare-user",
+                                "--unshare-pid",
+                                "--unshare-net",
+                                "--unshare-ipc",
+                                "--unshare-uts",
+                                "--unshare-cgroup-try",
+                                "--uid",
+                                uid,
+                                "--gid",
+                                uid,
+                                "--hostname",
                                 "fib-worker",
-                                // The worker's whole process tree dies with it: bubblewrap's init
-                                // (pid 1 of the namespace) dies with the process fib started, and
-                                // with it every process of the namespace, setsid'd or not.
-                                "--die-with-parent", "--new-session", "--proc", "/proc", "--dev",
-                                "/dev", "--tmpfs", "/tmp", "--tmpfs", "/dev/shm"};
+                                "--proc",
+                                "/proc",
+                                "--dev",
+                                "/dev",
+                                "--tmpfs",
+                                "/tmp",
+                                "--tmpfs",
+                                "/dev/shm"};
+  // The worker's whole process tree dies with it: bubblewrap's init (pid 1 of the namespace)
+  // dies with the process fib started, and with it every process of the namespace, setsid'd or
+  // not. A session of its own keeps the solution off fib's terminal (no TIOCSTI into it).
+  a.insert(a.end(), {"--die-with-parent", "--new-session"});
   add_root_links(a);
   // Read-only, as the worker needs it: the cache sizes the CPU timer's flush is sized by, the
   // CPUs OpenMP and torch count, the PCI and NUMA description NVML and CUDA read.
