@@ -21,6 +21,7 @@
 #include "fib/bench/worker.h"
 #include "fib/dataset/trace_set.h"
 #include "fib/validate/validator.h"
+#include "support/rmsnorm_solution_source.h"
 #include "support/temp_dir.h"
 
 namespace fib::bench {
@@ -363,22 +364,7 @@ TVM_FFI_DLL_EXPORT_TYPED_FUNC(run, rms_);
 }
 
 // A correct RMSNorm body the cheats wrap.
-const char* kRmsnorm = R"(
-#include <cmath>
-#include <cstdint>
-#include "fib/solution.h"
-static void rms(const std::uint16_t* x, const std::uint16_t* w, std::uint16_t* y, long rows,
-                long n) {
-  for (long r = 0; r < rows; ++r) {
-    float ss = 0;
-    for (long c = 0; c < n; ++c) { float v = fib::bf16_to_float(x[r * n + c]); ss += v * v; }
-    const float inv = 1.0f / std::sqrt(ss / n + 1e-5f);
-    for (long c = 0; c < n; ++c)
-      y[r * n + c] = fib::float_to_bf16(fib::bf16_to_float(x[r * n + c]) * inv *
-                                        fib::bf16_to_float(w[c]));
-  }
-}
-)";
+const char* kRmsnorm = testing::kRmsnormSolutionSource;
 
 TEST_F(RunCheats, OutOfMemoryBecomesARuntimeError) {
   add_solution("oom", std::string(kRmsnorm) + R"(

@@ -9,6 +9,7 @@
 
 #include "fib/bench/run.h"
 #include "fib/dataset/trace_set.h"
+#include "support/rmsnorm_solution_source.h"
 #include "support/temp_dir.h"
 
 namespace fib::bench {
@@ -20,26 +21,7 @@ using testing::TempDir;
 const fs::path kSource = FIB_SOURCE_DIR;
 
 // A correct rmsnorm over bfloat16 rows, for the solutions below to call.
-const char* kRms = R"(
-#include <cmath>
-#include <cstdint>
-#include "fib/solution.h"
-static void rms(const std::uint16_t* x, const std::uint16_t* w, std::uint16_t* y, long rows,
-                long n) {
-  for (long r = 0; r < rows; ++r) {
-    float ss = 0;
-    for (long c = 0; c < n; ++c) { float v = fib::bf16_to_float(x[r * n + c]); ss += v * v; }
-    const float inv = 1.0f / std::sqrt(ss / n + 1e-5f);
-    for (long c = 0; c < n; ++c)
-      y[r * n + c] = fib::float_to_bf16(fib::bf16_to_float(x[r * n + c]) * inv *
-                                        fib::bf16_to_float(w[c]));
-  }
-}
-static void rms_view(fib::TensorView x, fib::TensorView w, fib::TensorView y) {
-  rms(x.data_ptr<const std::uint16_t>(), w.data_ptr<const std::uint16_t>(),
-      y.data_ptr<std::uint16_t>(), x.size(0), x.size(1));
-}
-)";
+const char* kRms = testing::kRmsnormSolutionSource;
 
 class RunTrust : public ::testing::Test {
  protected:
@@ -152,14 +134,14 @@ static int patch(dl_phdr_info* info, size_t, void* done) {
 static void run_(fib::TensorView x, fib::TensorView w, fib::TensorView y) {
   static bool done = false;
   if (!done) dl_iterate_phdr(&patch, &done);
-  rms_view(x, w, y);
+  rms(x, w, y);
   spin_25ms();
 }
 FIB_EXPORT_SOLUTION(run, run_);
 )");
   add_solution("honest_spin", std::string(kSpin) + R"(
 static void run_(fib::TensorView x, fib::TensorView w, fib::TensorView y) {
-  rms_view(x, w, y);
+  rms(x, w, y);
   spin_25ms();
 }
 FIB_EXPORT_SOLUTION(run, run_);
@@ -192,7 +174,7 @@ TEST_F(RunTrust, AWriteFarPastAnOutputFaultsAndIsNamed) {
   // the inaccessible pages after them.
   add_solution("writes_4k_past", R"(
 static void run_(fib::TensorView x, fib::TensorView w, fib::TensorView y) {
-  rms_view(x, w, y);
+  rms(x, w, y);
   y.data_ptr<std::uint16_t>()[x.size(0) * x.size(1) + 2048] = 0x3f80;
 }
 FIB_EXPORT_SOLUTION(run, run_);
@@ -223,12 +205,12 @@ static void run_(fib::TensorView x, fib::TensorView w, fib::TensorView y) {
   const auto end = reinterpret_cast<std::uintptr_t>(wp + w.size(0));
   if (mprotect(reinterpret_cast<void*>(begin), end - begin, PROT_READ | PROT_WRITE) != 0) return;
   for (long c = 0; c < w.size(0); ++c) wp[c] = 0x3f80;  // every weight 1.0
-  rms_view(x, w, y);
+  rms(x, w, y);
 }
 FIB_EXPORT_SOLUTION(run, run_);
 )");
   add_solution("b_honest", R"(
-static void run_(fib::TensorView x, fib::TensorView w, fib::TensorView y) { rms_view(x, w, y); }
+static void run_(fib::TensorView x, fib::TensorView w, fib::TensorView y) { rms(x, w, y); }
 FIB_EXPORT_SOLUTION(run, run_);
 )");
   RunOptions o = options({"a_unprotects_input", "b_honest"});
@@ -258,7 +240,7 @@ TEST_F(RunTrust, ALateWriterLeftBehindCannotReachTheNextSolutionsMemory) {
 #include <chrono>
 #include <thread>
 static void run_(fib::TensorView x, fib::TensorView w, fib::TensorView y) {
-  rms_view(x, w, y);
+  rms(x, w, y);
   static std::atomic<bool> started{false};
   if (started.exchange(true)) return;
   auto* out = y.data_ptr<std::uint16_t>();
@@ -273,11 +255,11 @@ static void run_(fib::TensorView x, fib::TensorView w, fib::TensorView y) {
 FIB_EXPORT_SOLUTION(run, run_);
 )");
   add_solution("b_honest", R"(
-static void run_(fib::TensorView x, fib::TensorView w, fib::TensorView y) { rms_view(x, w, y); }
+static void run_(fib::TensorView x, fib::TensorView w, fib::TensorView y) { rms(x, w, y); }
 FIB_EXPORT_SOLUTION(run, run_);
 )");
   add_solution("c_honest", R"(
-static void run_(fib::TensorView x, fib::TensorView w, fib::TensorView y) { rms_view(x, w, y); }
+static void run_(fib::TensorView x, fib::TensorView w, fib::TensorView y) { rms(x, w, y); }
 FIB_EXPORT_SOLUTION(run, run_);
 )");
   const RunResult r = run_benchmark(options({"a_late_writer", "b_honest", "c_honest"}));
@@ -326,7 +308,7 @@ static bool named_as_checked(const void* x) {
   return false;
 }
 static void run_(fib::TensorView x, fib::TensorView w, fib::TensorView y) {
-  if (named_as_checked(x.raw().data)) rms_view(x, w, y);
+  if (named_as_checked(x.raw().data)) rms(x, w, y);
 }
 FIB_EXPORT_SOLUTION(run, run_);
 )";
@@ -337,7 +319,7 @@ static int calls = 0;
 static void run_(fib::TensorView x, fib::TensorView w, fib::TensorView y) {
   const int c = calls++;
   const int in_trial = c < 2 ? -1 : (c - 2) % 40;
-  if (in_trial >= 0 && in_trial < 2) rms_view(x, w, y);
+  if (in_trial >= 0 && in_trial < 2) rms(x, w, y);
 }
 FIB_EXPORT_SOLUTION(run, run_);
 )";
@@ -346,7 +328,7 @@ TEST_F(RunTrust, ASolutionThatComputesOnlyTheCallsItGuessesAreCheckedFails) {
   add_solution("guesses_by_name", kGuessesByName);
   add_solution("guesses_by_index", kGuessesByIndex);
   add_solution("honest", R"(
-static void run_(fib::TensorView x, fib::TensorView w, fib::TensorView y) { rms_view(x, w, y); }
+static void run_(fib::TensorView x, fib::TensorView w, fib::TensorView y) { rms(x, w, y); }
 FIB_EXPORT_SOLUTION(run, run_);
 )");
   // 40 timed calls in each of 3 trials: a solution that computes 1 or 2 of each trial's calls

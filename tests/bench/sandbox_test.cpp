@@ -20,6 +20,7 @@
 #include "fib/bench/run.h"
 #include "fib/bench/worker.h"
 #include "fib/dataset/trace_set.h"
+#include "support/rmsnorm_solution_source.h"
 #include "support/temp_dir.h"
 #ifdef FIB_HAVE_CUDA
 #include "support/gpu.h"
@@ -34,7 +35,8 @@ using testing::TempDir;
 const fs::path kSource = FIB_SOURCE_DIR;
 
 // A correct RMSNorm (the example's rmsnorm_h2048) the attacks wrap: they pass unless contained.
-const char* kRmsnorm = R"(
+// The headers the attacks use come first.
+const std::string kRmsnorm = std::string(R"(
 #include <cmath>
 #include <cstdint>
 #include <cstdio>
@@ -42,22 +44,7 @@ const char* kRmsnorm = R"(
 #include <cstring>
 #include <string>
 #include <unistd.h>
-#include "fib/solution.h"
-static void rms(const fib::TensorView& xt, const fib::TensorView& wt, fib::TensorView& yt) {
-  const auto* x = static_cast<const std::uint16_t*>(xt.data());
-  const auto* w = static_cast<const std::uint16_t*>(wt.data());
-  auto* y = static_cast<std::uint16_t*>(yt.data());
-  const long rows = xt.size(0), n = xt.size(1);
-  for (long r = 0; r < rows; ++r) {
-    float ss = 0;
-    for (long c = 0; c < n; ++c) { float v = fib::bf16_to_float(x[r * n + c]); ss += v * v; }
-    const float inv = 1.0f / std::sqrt(ss / n + 1e-5f);
-    for (long c = 0; c < n; ++c)
-      y[r * n + c] = fib::float_to_bf16(fib::bf16_to_float(x[r * n + c]) * inv *
-                                        fib::bf16_to_float(w[c]));
-  }
-}
-)";
+)") + testing::kRmsnormSolutionSource;
 
 bool sandbox_available() { return !find_bwrap().empty(); }
 
