@@ -4,10 +4,12 @@
 
 #include <algorithm>
 #include <chrono>
+#include <set>
 
 #include "bench/inputs/input_set_file.h"
 #include "bench/python/python_reference.h"
 #include "bench/run/worker_messages.h"
+#include "bench/worker/device_pool.h"
 #include "fib/tensor/safetensors.h"
 
 namespace fib::bench::detail {
@@ -51,18 +53,23 @@ ReferenceRun run_python_reference(const Lane& lane, const PythonReferenceSetup& 
                                       .seed = p.set_seeds.at(static_cast<std::size_t>(t)),
                                       .repeat = repeat});
   }
-  if (lane.device == "cpu") {
-    // A solution's checked call may be drawn on any set of the pool (evaluate.cpp's
-    // checks_drawn): the reference's outputs on every other set are made now, once, where
-    // reference_outputs_for_sets finds them.
-    for (int set = p.trials; set < p.trials + p.pool; ++set) {
-      jobs.push_back(PythonReferenceJob{
-          .def = &def,
-          .args = read_input_set(p.inputs_file, set),
-          .outputs = (p.dir / fmt::format("reference-set{}.safetensors", set)).string(),
-          .seed = p.set_seeds.at(static_cast<std::size_t>(set)),
-          .repeat = 1});
+  // A solution's checked call may be drawn on any timed call's set: the reference's outputs on
+  // every such set are made now, once, where reference_outputs_for_sets finds them. On GPU
+  // lanes those sets are made on the device; the same sets are made here on the host.
+  const protocol::DevicePool& pool = p.schedule.device_pool;
+  std::set<int> timed_sets;
+  for (const protocol::TrialPlan& plan : p.schedule.trials) {
+    for (int set : plan.timed) {
+      if (set >= p.trials) timed_sets.insert(set);
     }
+  }
+  for (int set : timed_sets) {
+    jobs.push_back(PythonReferenceJob{
+        .def = &def,
+        .args = input_set_on_host(p.inputs_file, set, pool.count > 0 ? pool.first : 0, pool.seed),
+        .outputs = (p.dir / fmt::format("reference-set{}.safetensors", set)).string(),
+        .seed = p.set_seeds.at(static_cast<std::size_t>(set)),
+        .repeat = 1});
   }
   PythonReferenceSettings settings{
       .python = setup.python,
