@@ -61,6 +61,7 @@ PythonReferenceResult result_of(const PythonReferenceJob& job) {
       for (const Json& s : parsed.at("runs_s")) {
         r.runs_ms.push_back(s.get<double>() * 1e3);
       }
+      r.device = parsed.value("device", std::string());
     } catch (const std::exception& e) {
       r.error =
           fmt::format("the bridge's timing file {} is unreadable: {}", timing.string(), e.what());

@@ -30,6 +30,7 @@ struct PythonReferenceResult {
   bool ok = false;
   std::string error;            // the Python traceback, or why the process failed
   std::vector<double> runs_ms;  // repeat > 0: wall-clock milliseconds of each timed call
+  std::string device;           // repeat > 0: where its outputs were computed ("cpu", "cuda:0")
 };
 
 struct PythonReferenceSettings {

@@ -95,6 +95,8 @@ ReferenceRun run_python_reference(const Lane& lane, const PythonReferenceSetup& 
       return run;
     }
     if (i >= static_cast<std::size_t>(p.trials)) continue;  // an extra set: outputs only
+    // The device the bridge reports its outputs on, not the one it was asked for.
+    if (!results[i].device.empty()) run.runtime["device"] = results[i].device;
     protocol::TrialResult tr;
     tr.samples_ms = results[i].runs_ms;
     tr.warmup_calls = 2;  // the call whose outputs are saved, and one more
