@@ -119,10 +119,10 @@ RunResult run_benchmark(const RunOptions& options, const RunCallbacks& callbacks
   }
   run.sandbox = detail::choose_sandbox(sandboxed, devices.gpu, *run.scratch,
                                        [&run](const std::string& m) { run.message(m); });
+  const int box_uid = run.sandbox.spec.drop_to_uid ? static_cast<int>(run.sandbox.spec.uid) : -1;
   for (std::size_t i = 0; i < lanes.size() && run.sandbox.spec.enabled(); ++i) {
-    lanes[i]->box = run.scratch->make_box(
-        fmt::format("solution-{}", i),
-        run.sandbox.spec.drop_to_uid ? static_cast<int>(run.sandbox.spec.uid) : -1);
+    lanes[i]->box = run.scratch->make_box(fmt::format("solution-{}", i), box_uid);
+    lanes[i]->reference_box = run.scratch->make_box(fmt::format("reference-{}", i), box_uid);
   }
 
   detail::run_lanes(run, lanes, plan.items, set);

@@ -115,13 +115,35 @@ void place(const fs::path& from, const fs::path& to, fs::perms mode) {
 
 }  // namespace
 
+namespace {
+
+// The workload's scratch folder in the name: a worker keeps the input-set files it mapped, by
+// path.
+std::string staged_inputs_path(const fs::path& box, const fs::path& inputs) {
+  return (box /
+          ("inputs-" + inputs.parent_path().filename().string() + "-" + inputs.filename().string()))
+      .string();
+}
+
+}  // namespace
+
+std::string stage_inputs_in_box(const fs::path& box, const std::string& inputs_file) {
+  const std::string staged = staged_inputs_path(box, inputs_file);
+  std::error_code ec;
+  for (const auto& e : fs::directory_iterator(box, ec)) {
+    if (e.path().filename() != "out" && e.path() != staged) fs::remove_all(e.path(), ec);
+  }
+  for (const auto& e : fs::directory_iterator(box / "out", ec)) fs::remove_all(e.path(), ec);
+  place(inputs_file, staged,
+        fs::perms::owner_read | fs::perms::group_read | fs::perms::others_read);
+  return staged;
+}
+
 StagedFiles stage_in_box(const fs::path& box, const std::string& inputs_file,
                          const fs::path& library, const std::string& build_key, bool whole_folder) {
   const fs::path inputs = fs::path(inputs_file);
   StagedFiles st;
-  st.inputs = (box / ("inputs-" + inputs.parent_path().filename().string() + "-" +
-                      inputs.filename().string()))
-                  .string();
+  st.inputs = staged_inputs_path(box, inputs);
   // The build key in the folder's name: a worker keeps the libraries it loaded, by path. The
   // file keeps its own name: a Python extension module's init function is named after it.
   const fs::path folder = box / ("lib-" + build_key);

@@ -1,6 +1,7 @@
-// How a run isolates its solution workers (`--sandbox`): bubblewrap where it can be made, with a
-// box per lane (the only folder a worker can write), and the files an evaluation stages in the
-// box and takes back out of it. The reference worker never loads a solution and runs unsandboxed.
+// How a run isolates its workers (`--sandbox`): bubblewrap where it can be made, with a box per
+// lane and worker (the only folder a worker can write), and the files an evaluation stages in the
+// box and takes back out of it. The reference worker and the PyTorch reference run in the same
+// sandbox, each with a box of its own.
 #pragma once
 
 #include <filesystem>
@@ -37,6 +38,8 @@ struct StagedFiles {
 StagedFiles stage_in_box(const std::filesystem::path& box, const std::string& inputs_file,
                          const std::filesystem::path& library, const std::string& build_key,
                          bool whole_folder);
+// The reference worker's box: the input-set file staged alone (everything else cleared).
+std::string stage_inputs_in_box(const std::filesystem::path& box, const std::string& inputs_file);
 // Moves the files the worker wrote in its box to where the orchestrator judges them, out of the
 // worker's reach; a file the worker did not write is left out.
 void take_from_box(const std::vector<std::string>& in_box, const std::vector<std::string>& to);
