@@ -91,9 +91,9 @@ std::string log_of(const RunResult& r, const std::string& solution) {
 
 std::vector<std::string> twice(const char* status) { return {status, status}; }
 
-#define FIB_REQUIRE_PYTHON_TORCH(runtime)                        \
-  std::string fib_python_why;                                    \
-  const auto runtime = find_python_runtime("", &fib_python_why); \
+#define FIB_REQUIRE_PYTHON_TORCH(runtime)                                     \
+  std::string fib_python_why;                                                 \
+  const auto runtime = find_python("", PythonUse::kRuntime, &fib_python_why); \
   if (!runtime) GTEST_SKIP() << "no Python runtime: " << fib_python_why
 
 TEST_F(GpuPython, TheTritonExamplePassesAndItsSideStreamTwinIsCaught) {

@@ -11,7 +11,7 @@
 #include <string>
 #include <vector>
 
-#include "bench/python/find_python.h"
+#include "fib/bench/python_runtime.h"
 #include "fib/reference/reference.h"
 #include "fib/trace/definition.h"
 
@@ -34,7 +34,7 @@ struct PythonReferenceResult {
 };
 
 struct PythonReferenceSettings {
-  TorchPython python;
+  PythonRuntime python;
   std::filesystem::path bridge_dir;  // holds run_reference.py
   std::filesystem::path work_dir;    // the jobs' inputs and the batch file go here
   std::string device = "cpu";        // "cpu" or "cuda:N"

@@ -38,7 +38,7 @@ ReferenceRun run_python_reference(const Lane& lane, const PythonReferenceSetup& 
   ReferenceRun run;
   run.kind = ReferenceKind::kPython;
   run.runtime = Json{{"python", setup.python.executable},
-                     {"torch", setup.python.torch_version},
+                     {"torch", setup.python.torch},
                      {"device", lane.device},
                      {"clock", "python time.perf_counter"}};
   const protocol::Schedule schedule = with_check_outputs(p.schedule, p.dir, "reference");

@@ -68,7 +68,7 @@ std::vector<std::filesystem::path> python_runtime_paths(const detail::Plan& plan
   });
   if (!needed) return {};
   std::string why;
-  const std::optional<PythonRuntime> runtime = find_python_runtime(o.python, &why);
+  const std::optional<PythonRuntime> runtime = find_python(o.python, PythonUse::kRuntime, &why);
   if (!runtime) return {};  // each such solution's build says why
   std::vector<std::filesystem::path> paths = {
       std::filesystem::path(runtime->library).parent_path()};
