@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "fib/bench/python_runtime.h"
+#include "fib/bench/worker.h"
 #include "fib/reference/reference.h"
 #include "fib/trace/definition.h"
 
@@ -40,6 +41,10 @@ struct PythonReferenceSettings {
   std::string device = "cpu";        // "cpu" or "cuda:N"
   unsigned threads = 0;              // torch.set_num_threads; 0: torch's default
   std::chrono::steady_clock::time_point deadline;
+  // Enabled: the bridge runs in this sandbox (a definition's `reference` is code from the
+  // dataset); its files go in the sandbox's box instead of work_dir, its outputs in the box's
+  // out/ folder, from where they are moved to the jobs' paths.
+  SandboxSpec sandbox;
 };
 
 // Runs every job in one bridge process (torch is imported once); a result per job, in order.

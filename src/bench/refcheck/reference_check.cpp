@@ -348,7 +348,10 @@ void Checker::flush() {
       .work_dir = work_dir_,
       .device = ordinal_ >= 0 ? fmt::format("cuda:{}", ordinal_) : "cpu",
       .threads = o_.threads,
-      .deadline = Clock::now() + std::chrono::hours(4)};
+      .deadline = Clock::now() + std::chrono::hours(4),
+      // Unsandboxed: the check runs the references of the definitions its user names, as a
+      // development tool (docs/run.md, "The sandbox").
+      .sandbox = {}};
   const std::vector<PythonReferenceResult> results = run_python_references(settings, jobs);
   std::vector<Pending> batch = std::move(pending_);
   pending_.clear();

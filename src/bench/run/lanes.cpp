@@ -16,6 +16,7 @@
 #include "bench/run/outcome.h"
 #include "bench/run/prepare.h"
 #include "bench/run/python_reference_run.h"
+#include "bench/run/sandbox.h"
 
 namespace fib::bench::detail {
 
@@ -79,6 +80,7 @@ class LaneLoop {
   void record(Trace t, const Definition& def, const Solution& s);
   EvaluateSettings evaluate_settings(const Lane& lane);
   WorkerSpec reference_spec(const Lane& lane) const;
+  PythonReferenceSetup python_reference_setup(const Lane& lane) const;
 
   RunState& run_;
   std::vector<std::unique_ptr<Lane>>& lanes_;
@@ -178,8 +180,8 @@ std::optional<ReadyWorkload> LaneLoop::ready_workload(Lane& lane, const WorkItem
   const auto reference0 = Clock::now();
   ready.reference =
       item.reference == ReferenceKind::kPython
-          ? run_python_reference(lane, PythonReferenceSetup{*run_.python, run_.python_bridge_dir},
-                                 run_.options, def, ready.prepared)
+          ? run_python_reference(lane, python_reference_setup(lane), run_.options, def,
+                                 ready.prepared)
           : run_reference(lane, reference_spec(lane), run_.options, def, w, ready.prepared);
   std::lock_guard<std::recursive_mutex> lock(run_.mu);
   run_.result.reference_seconds += seconds_since(reference0);
@@ -238,6 +240,21 @@ EvaluateSettings LaneLoop::evaluate_settings(const Lane& lane) {
   return EvaluateSettings{
       run_.options,      run_.builtin,         run_.user ? &*run_.user : nullptr,
       std::move(worker), reference_spec(lane), [this](const std::string& m) { run_.message(m); }};
+}
+
+// A definition's PyTorch `reference` is code from the dataset: it runs in the sandbox too, in a
+// box of its own, seeing the python that runs it and fib's bridge besides what a worker sees.
+PythonReferenceSetup LaneLoop::python_reference_setup(const Lane& lane) const {
+  PythonReferenceSetup setup{*run_.python, run_.python_bridge_dir, {}};
+  if (run_.sandbox.spec.enabled()) {
+    setup.sandbox = run_.sandbox.spec;
+    setup.sandbox.box = lane.python_reference_box;
+    std::vector<std::filesystem::path> extra = setup.sandbox.read_only;
+    for (std::filesystem::path& p : python_paths(*run_.python)) extra.push_back(std::move(p));
+    extra.push_back(run_.python_bridge_dir);
+    setup.sandbox.read_only = sandbox_read_only_paths(run_.options.worker_executable, extra);
+  }
+  return setup;
 }
 
 // The reference worker runs only fib's code, in the same sandbox all the same: a box of its own,

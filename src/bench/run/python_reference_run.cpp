@@ -79,7 +79,8 @@ ReferenceRun run_python_reference(const Lane& lane, const PythonReferenceSetup& 
       .threads = o.threads,
       .deadline = std::chrono::steady_clock::now() +
                   std::chrono::duration_cast<std::chrono::steady_clock::duration>(
-                      std::chrono::duration<double>(std::max(120.0, o.timeout_seconds)))};
+                      std::chrono::duration<double>(std::max(120.0, o.timeout_seconds))),
+      .sandbox = setup.sandbox};
   const std::vector<PythonReferenceResult> results = run_python_references(settings, jobs);
   std::vector<protocol::TrialResult> trials;
   for (std::size_t i = 0; i < results.size(); ++i) {

@@ -19,6 +19,7 @@ namespace fib::bench::detail {
 struct PythonReferenceSetup {
   const PythonRuntime& python;
   std::filesystem::path bridge_dir;
+  SandboxSpec sandbox;  // enabled: the bridge runs in it (python_reference.h)
 };
 
 // Runs the definition's PyTorch reference on every trial's checked input set (on the lane's

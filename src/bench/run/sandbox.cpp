@@ -4,6 +4,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 
 #include "bench/run/devices.h"
@@ -44,6 +45,9 @@ Json isolation_json(const WorkerSpec& spec) {
               {"host_uid", s.drop_to_uid ? s.uid : ::getuid()},
               {"read_only", read_only},
               {"gpu_devices", s.gpu},
+              // Each in a box of its own: the solution worker, the reference worker and the
+              // definition's PyTorch reference.
+              {"processes", Json::array({"solution", "reference", "python_reference"})},
               {"limits", limits}};
 }
 
@@ -175,6 +179,26 @@ StagedFiles stage_in_box(const fs::path& box, const std::string& inputs_file,
     }
   }
   return st;
+}
+
+std::vector<fs::path> python_paths(const PythonRuntime& python) {
+  std::vector<fs::path> paths;
+  if (!python.executable.empty()) {
+    std::error_code ec;
+    paths.emplace_back(python.executable);
+    paths.push_back(fs::canonical(python.executable, ec));
+  }
+  if (!python.library.empty()) paths.push_back(fs::path(python.library).parent_path());
+  const std::string& home = python.home;
+  for (std::size_t at = 0; at <= home.size();) {
+    const std::size_t end = std::min(home.find(':', at), home.size());
+    if (end > at) paths.emplace_back(home.substr(at, end - at));
+    at = end + 1;
+  }
+  for (const std::string& entry : python.path) {
+    if (!entry.empty()) paths.emplace_back(entry);
+  }
+  return paths;
 }
 
 void take_from_box(const std::vector<std::string>& in_box, const std::vector<std::string>& to) {

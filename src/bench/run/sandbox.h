@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "bench/run/environment.h"
+#include "fib/bench/python_runtime.h"
 #include "fib/bench/run.h"
 #include "fib/bench/worker.h"
 #include "fib/trace/json_reader.h"
@@ -38,6 +39,11 @@ struct StagedFiles {
 StagedFiles stage_in_box(const std::filesystem::path& box, const std::string& inputs_file,
                          const std::filesystem::path& library, const std::string& build_key,
                          bool whole_folder);
+// What a sandboxed process must see of a python3 to run it (under /usr on Debian, anywhere
+// for a conda, pyenv or venv python): its executable, its base prefixes, its sys.path and its
+// libpython's folder.
+std::vector<std::filesystem::path> python_paths(const PythonRuntime& python);
+
 // The reference worker's box: the input-set file staged alone (everything else cleared).
 std::string stage_inputs_in_box(const std::filesystem::path& box, const std::string& inputs_file);
 // Moves the files the worker wrote in its box to where the orchestrator judges them, out of the
