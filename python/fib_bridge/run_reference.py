@@ -12,7 +12,7 @@ Importing torch once for many jobs is what makes parity tests over a whole corpu
 Timing mode (for benchmarks): a job with "repeat": R (and optionally "threads": N, which calls
 torch.set_num_threads(N) first) runs the reference once more as a warm-up after the call whose
 outputs are saved, then R times, and writes outputs + ".timing.json" with the median and every
-run's seconds (wall clock and process CPU time). Only the reference's `run(...)` call is timed: not importing torch, reading the
+run's seconds (wall clock and process CPU time) and the device its outputs were on. Only the reference's `run(...)` call is timed: not importing torch, reading the
 inputs, compiling the reference code, seeding, or writing the outputs.
 
 Old PyTorch builds (Debian's 1.13) lack some CPU kernels for float16 (e.g. matmul). When a
@@ -126,6 +126,8 @@ def run_job(definition_path, inputs_path, outputs_path, seed, device, repeat=0, 
             "threads": torch.get_num_threads(),
             "torch_version": torch.__version__,
             "upcast_float16": upcast,
+            # Where the reference computed: the device of its outputs, whatever was asked.
+            "device": str(next(iter(out.values())).device) if out else device,
         }
         with open(outputs_path + ".timing.json", "w") as f:
             json.dump(timing, f)

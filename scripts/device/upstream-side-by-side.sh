@@ -10,11 +10,17 @@
 #   bash scripts/device/upstream-side-by-side.sh .device-upstream/flashinfer-bench
 # (where the device call sends another checkout than this one, copy this tree with those two
 # folders into an ignored folder of that checkout, carry it and run the script from there).
-# The dataset is upstream's example as it is, plus one solution of fib's beside it
-# (scripts/device/side_by_side/gemm_cublas.cu: cuBLAS through tvm-ffi, dependencies ["cublas"]).
+# The dataset is upstream's example as it is, plus fib's solutions of the same definition beside
+# it, written as upstream writes them (scripts/device/side_by_side/add_solutions.py): cuBLAS
+# through tvm-ffi (gemm_cublas.cu, dependencies ["cublas"]), a Triton kernel (gemm_triton.py) and
+# a PyTorch C++/CUDA extension (gemm_torch.cu, binding torch), so both harnesses run the same
+# tvm-ffi, Triton and torch-extension solution files.
 #   UPSTREAM_DIR  upstream's source: flashinfer_bench/ and examples/ffi/Example-FlashInfer-Trace/
 #   WHEELS        folder of the wheels to install (default .device-upstream/wheels)
-#   PARTS         what to run (default "compare"): compare (the runs below), probe (upstream's
+#   SOLUTIONS     fib's solutions to add (default "cublas triton torch")
+#   PARTS         what to run (default "compare"): compare (the runs below), ecosystem (only
+#                 upstream cold, fib --fixed-iterations and upstream warm: the statuses and
+#                 latency ratios of every solution in less device time), probe (upstream's
 #                 timer against the same window with the GPU kept busy and against CUPTI's
 #                 kernel times: scripts/device/upstream_timer_probe.py; no fib build), timers
 #                 (fib --fixed-iterations with each GPU timer: events, events-raw, cupti; without
@@ -49,17 +55,9 @@ runs=$logs/runs.tsv
 : >"$runs"
 dataset=$base/dataset
 cp -r "$example" "$dataset"
-python3 - "$dataset/solutions/fib_cublas_gemm.json" scripts/device/side_by_side/gemm_cublas.cu <<'PY'
-import json, os, sys
-path, source = sys.argv[1], sys.argv[2]
-json.dump({"name": "fib_cublas_gemm", "definition": "gemm_n4096_k4096", "author": "fib",
-           "description": "cuBLAS GEMM (float32 accumulation) through tvm-ffi",
-           "spec": {"language": "cuda", "target_hardware": ["cuda"],
-                    "entry_point": "gemm_cublas.cu::gemm", "dependencies": ["cublas"],
-                    "destination_passing_style": True, "binding": "tvm-ffi"},
-           "sources": [{"path": os.path.basename(source), "content": open(source).read()}]},
-          open(path, "w"), indent=1)
-PY
+# fib's solutions beside upstream's example, as upstream's solution JSON.
+python3 scripts/device/side_by_side/add_solutions.py "$dataset" ${SOLUTIONS:-cublas triton torch} |
+  sed 's/^/side-by-side: solution /' || { echo "side-by-side: cannot add the solutions"; exit 1; }
 
 has() { [[ " ${PARTS:-compare} " == *" $1 "* ]]; }
 if has probe; then
@@ -67,7 +65,7 @@ if has probe; then
   FIB_CACHE_PATH=$base/upstream-cache python3 scripts/device/upstream_timer_probe.py "$dataset" 2>&1 |
     tee "$OUT/probe.txt"
 fi
-has compare || has timers || exit 0
+has compare || has timers || has ecosystem || exit 0
 
 source scripts/device/env.sh
 nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.mem,temperature.gpu,power.draw \
@@ -117,13 +115,18 @@ if has compare; then
   run_upstream upstream-warm
   run_fib fib-fixed-raw --fixed-iterations --gpu-timer events-raw
 fi
+if has ecosystem && ! has compare; then
+  run_upstream upstream-cold
+  run_fib fib-fixed --fixed-iterations
+  run_upstream upstream-warm
+fi
 if has timers; then
   has compare || run_fib fib-fixed --fixed-iterations
   has compare || run_fib fib-fixed-raw --fixed-iterations --gpu-timer events-raw
   run_fib fib-cupti --fixed-iterations --gpu-timer cupti
 fi
 baseline=upstream-warm
-has compare || baseline=fib-cupti
+has compare || has ecosystem || baseline=fib-cupti
 python3 scripts/device/side_by_side_summary.py "$runs" "$baseline" fib-fixed \
   "$OUT/summary.json" | tee "$OUT/summary.txt"
 for dir in "$base"/*/traces; do

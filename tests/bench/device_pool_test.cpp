@@ -6,7 +6,10 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <cstring>
+#include <map>
 #include <set>
+#include <string>
 #include <vector>
 
 namespace fib::bench::detail {
@@ -113,6 +116,35 @@ TEST(DevicePool, HostPermutationKeepsEachRowsValues) {
     }
   }
   EXPECT_NE(dst, src);
+}
+
+TEST(DevicePool, APoolSetMadeOnTheHostNumbersItsInputsByName) {
+  // The worker numbers a set's inputs in name order as it uploads them; the host copy of a
+  // device-made set (what a checked call drawn on it is judged with) must do the same.
+  std::map<std::string, Tensor, std::less<>> source;
+  Tensor a(DType::kFloat32, {4, 8}), b(DType::kFloat32, {4, 8}), n(DType::kInt32, {4});
+  for (std::int64_t i = 0; i < 32; ++i) {
+    a.set(i, static_cast<double>(i));
+    b.set(i, static_cast<double>(100 + i));
+  }
+  for (std::int64_t i = 0; i < 4; ++i) n.set(i, static_cast<double>(i));
+  source.emplace("b", b);
+  source.emplace("a", a);
+  source.emplace("lengths", n);
+  const int set = 5;
+  const std::uint64_t seed = 77;
+  const auto made = pool_tensors_on_host(source, seed, set);
+  ASSERT_EQ(made.size(), 3u);
+  const std::pair<const char*, int> numbered[] = {{"a", 0}, {"b", 1}};
+  for (const auto& [name, input] : numbered) {
+    const Tensor& src = source.at(name);
+    Tensor want(src.dtype(), src.shape());
+    permute_on_host(src.raw(), want.raw(),
+                    pool_permutation(src.dtype(), src.shape(), seed, set, input));
+    EXPECT_EQ(std::memcmp(made.at(name).raw(), want.raw(), want.nbytes()), 0) << name;
+    EXPECT_NE(std::memcmp(made.at(name).raw(), src.raw(), src.nbytes()), 0) << name;
+  }
+  EXPECT_EQ(std::memcmp(made.at("lengths").raw(), n.raw(), n.nbytes()), 0);
 }
 
 }  // namespace

@@ -1,7 +1,8 @@
 // The Python runtime on a GPU (GPU machine only; skipped visibly elsewhere): the example's Triton
 // RMSNorm passes and its side-stream twin is caught by the window audit; PyTorch solutions run
 // on device tensors in both calling styles; a torch extension (binding torch) builds with
-// torch.utils.cpp_extension, passes, and one writing past its output is caught by the guards.
+// torch.utils.cpp_extension, passes, and one writing past its output is caught by the guards;
+// the PyTorch reference of a definition without a native one judges on the lane's GPU.
 #ifdef FIB_HAVE_CUDA
 
 #include <gtest/gtest.h>
@@ -90,9 +91,9 @@ std::string log_of(const RunResult& r, const std::string& solution) {
 
 std::vector<std::string> twice(const char* status) { return {status, status}; }
 
-#define FIB_REQUIRE_PYTHON_TORCH(runtime)                        \
-  std::string fib_python_why;                                    \
-  const auto runtime = find_python_runtime("", &fib_python_why); \
+#define FIB_REQUIRE_PYTHON_TORCH(runtime)                                     \
+  std::string fib_python_why;                                                 \
+  const auto runtime = find_python("", PythonUse::kRuntime, &fib_python_why); \
   if (!runtime) GTEST_SKIP() << "no Python runtime: " << fib_python_why
 
 TEST_F(GpuPython, TheTritonExamplePassesAndItsSideStreamTwinIsCaught) {
@@ -156,6 +157,98 @@ PYBIND11_MODULE(TORCH_EXTENSION_NAME, m) { m.def("run", &run); }
   EXPECT_NE(log_of(r, "extension_past_end").find("wrote past the end of output 'output'"),
             std::string::npos)
       << log_of(r, "extension_past_end");
+}
+
+// SiLU-and-mul in CUDA (fib's ABI); `body` is the entry point's body (x, y, tokens, d in scope;
+// `c` the call's number in this worker) and calls launch() or not.
+std::string silu_and_mul_solution(const std::string& body) {
+  return R"(
+#include <cuda_bf16.h>
+#include <cuda_runtime.h>
+#include <cstdint>
+#include "fib/solution.h"
+__global__ void silu_and_mul(const __nv_bfloat16* x, __nv_bfloat16* y, std::int64_t tokens,
+                             std::int64_t d) {
+  const std::int64_t i = static_cast<std::int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
+  if (i >= tokens * d) return;
+  const std::int64_t t = i / d, c = i % d;
+  const float gate = __bfloat162float(x[t * 2 * d + c]);
+  const float up = __bfloat162float(x[t * 2 * d + d + c]);
+  y[i] = __float2bfloat16_rn(gate / (1.0f + expf(-gate)) * up);
+}
+static unsigned long long calls_made = 0;
+static void launch(const __nv_bfloat16* x, __nv_bfloat16* y, std::int64_t tokens, std::int64_t d) {
+  silu_and_mul<<<static_cast<unsigned>((tokens * d + 255) / 256), 256, 0, fib::stream()>>>(
+      x, y, tokens, d);
+}
+static void run_(fib::TensorView xv, fib::TensorView yv) {
+  const auto* x = xv.data_ptr<const __nv_bfloat16>();
+  auto* y = yv.data_ptr<__nv_bfloat16>();
+  const std::int64_t tokens = xv.size(0), d = yv.size(1);
+  const unsigned long long c = calls_made++;
+  (void)c;
+)" + body +
+         R"(
+}
+FIB_EXPORT_SOLUTION(run, run_);
+)";
+}
+
+TEST_F(GpuPython, ThePyTorchReferenceRunsOnTheLanesGpuAndAnyTimedCallMayBeChecked) {
+  FIB_REQUIRE_GPU();
+  FIB_REQUIRE_PYTHON_TORCH(runtime);
+  const fib::testing::ExclusiveGpu gpu;
+  // silu_and_mul_h16384's op type (activation) has no native reference: its PyTorch reference
+  // judges, on the lane's GPU, on every set a timed call may use (made on the device, remade on
+  // the host for it). Each worker is fresh (--isolated), so `c` counts from the first warmup
+  // call: 2 warmup calls, then 3 trials of 40 timed calls, then the window audit's, computed.
+  // The cheat passes only if every trial's draw lands on its first or last call, (2/40)^3.
+  const auto add_silu = [&](const std::string& name, const std::string& body) {
+    Solution s;
+    s.name = name;
+    s.definition = "silu_and_mul_h16384";
+    s.author = "python-tests";
+    s.spec.language = "cuda";
+    s.spec.binding = "fib";
+    s.spec.target_hardware = {"cuda"};
+    s.spec.entry_point = "kernel.cu::run";
+    s.sources.push_back(SourceFile{"kernel.cu", silu_and_mul_solution(body), {}});
+    write_solution(tmp_.path() / "dataset", s, "activation");
+  };
+  add_silu("every_call", "  launch(x, y, tokens, d);\n");
+  add_silu("first_and_last_only", R"(
+  const long long in_trial = c < 2 ? -1 : static_cast<long long>(c - 2) % 40;
+  if (c < 2 || c >= 2 + 3 * 40 || in_trial == 0 || in_trial == 39) launch(x, y, tokens, d);
+)");
+  RunOptions o;
+  o.dataset = tmp_.path() / "dataset";
+  o.worker_executable = FIB_EXE;
+  o.abi_include_dir = kSource / "include";
+  o.build_cache = tmp_.path() / "cache";
+  o.seed = 17;
+  o.timeout_seconds = 120;
+  o.cli.warmup_runs = 2;
+  o.cli.iterations = 40;
+  o.cli.num_trials = 3;
+  o.fixed_iterations = true;
+  o.max_trial_seconds = 2;
+  o.isolated = true;
+  o.device = "cuda:0";
+  o.python = runtime->executable;
+  o.definitions = {"silu_and_mul_h16384"};
+  o.solutions = {"every_call", "first_and_last_only"};
+  const RunResult r = run_benchmark(o);
+  const auto s = statuses(r);
+  ASSERT_EQ(s.at("every_call"), twice("PASSED")) << log_of(r, "every_call");
+  for (const std::string& status : s.at("first_and_last_only")) {
+    EXPECT_NE(status, "PASSED") << log_of(r, "first_and_last_only");
+  }
+  for (const Trace& t : r.traces) {
+    const Json& env = t.evaluation->environment.extra;
+    EXPECT_EQ(env["reference"], "python");
+    // Where the reference's outputs were computed, as the bridge reports it.
+    EXPECT_EQ(env["reference_runtime"]["device"], "cuda:0") << env.dump();
+  }
 }
 
 }  // namespace

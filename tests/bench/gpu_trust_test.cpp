@@ -1,7 +1,8 @@
 // Red-team tests of the worker's trust boundary on the GPU (GPU machine only; skipped visibly
 // elsewhere): a CUDA solution that writes 4 KiB past its output (beyond the guard bytes, into
-// the unmapped granule after it where the driver has virtual memory management), and one that
-// computes only on the calls it guesses are checked.
+// the unmapped granule after it where the driver has virtual memory management), and ones that
+// compute only on the calls they guess are checked (RMSNorm; top-k sampling, whose judge needs
+// the checked set's inputs on the host).
 #ifdef FIB_HAVE_CUDA
 
 #include <gtest/gtest.h>
@@ -142,6 +143,126 @@ TEST_F(GpuTrust, ASolutionThatComputesOnlyTheCallsItGuessesAreCheckedFails) {
     EXPECT_EQ(t.evaluation->status, *t.solution == "honest" ? EvaluationStatus::kPassed
                                                             : EvaluationStatus::kIncorrectNumerical)
         << *t.solution << ": " << t.evaluation->log;
+  }
+}
+
+// A top-k sampler (one block per row: the k-th largest probability by bisection on its bits,
+// non-negative floats ordering as their bits, then a Gumbel-max draw among the tokens at or
+// above it, which samples the renormalized top-k distribution); `body` is the entry point's body
+// (probs, top_k, samples in scope; `c` the call's number in this worker) and calls sample() or
+// not.
+std::string top_k_sampling_solution(const std::string& body) {
+  return R"(#include <cuda_runtime.h>
+#include <cstdint>
+#include "fib/solution.h"
+__device__ unsigned long long mix(unsigned long long z) {
+  z += 0x9e3779b97f4a7c15ull;
+  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+  z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+  return z ^ (z >> 31);
+}
+__global__ void top_k_sample(const float* probs, const std::int32_t* top_k, std::int64_t* samples,
+                             int vocab, unsigned long long seed) {
+  __shared__ unsigned int counts[256];
+  __shared__ float best_score[256];
+  __shared__ int best_index[256];
+  const int row = blockIdx.x, t = threadIdx.x;
+  const float* p = probs + static_cast<long long>(row) * vocab;
+  const int k = top_k[row];
+  unsigned int threshold = 0;
+  if (k > 0 && k < vocab) {
+    unsigned int lo = 0, hi = 0x7f800000u;
+    while (lo < hi) {
+      const unsigned int mid = lo + (hi - lo + 1) / 2;
+      unsigned int c = 0;
+      for (int i = t; i < vocab; i += 256) c += __float_as_uint(p[i]) >= mid ? 1u : 0u;
+      counts[t] = c;
+      __syncthreads();
+      for (int s = 128; s > 0; s >>= 1) {
+        if (t < s) counts[t] += counts[t + s];
+        __syncthreads();
+      }
+      const unsigned int total = counts[0];
+      __syncthreads();
+      if (total >= static_cast<unsigned int>(k)) lo = mid; else hi = mid - 1;
+    }
+    threshold = lo;
+  }
+  float best = -INFINITY;
+  int index = -1;
+  for (int i = t; i < vocab; i += 256) {
+    const float v = p[i];
+    if (!(v > 0.0f) || __float_as_uint(v) < threshold) continue;
+    const unsigned long long h = mix(seed ^ mix(static_cast<unsigned long long>(row) * vocab + i));
+    const double u = (static_cast<double>(h >> 11) + 0.5) * (1.0 / 9007199254740992.0);
+    const float score = logf(v) - static_cast<float>(log(-log(u)));
+    if (score > best) { best = score; index = i; }
+  }
+  best_score[t] = best;
+  best_index[t] = index;
+  __syncthreads();
+  for (int s = 128; s > 0; s >>= 1) {
+    if (t < s && best_score[t + s] > best_score[t]) {
+      best_score[t] = best_score[t + s];
+      best_index[t] = best_index[t + s];
+    }
+    __syncthreads();
+  }
+  if (t == 0) samples[row] = best_index[0];
+}
+static unsigned long long calls_made = 0;
+static void sample(fib::TensorView probs, fib::TensorView top_k, fib::TensorView samples) {
+  top_k_sample<<<static_cast<unsigned>(probs.size(0)), 256, 0, fib::stream()>>>(
+      probs.data_ptr<const float>(), top_k.data_ptr<const std::int32_t>(),
+      samples.data_ptr<std::int64_t>(), static_cast<int>(probs.size(1)),
+      0x5eedull + 0x9e3779b97f4a7c15ull * calls_made);
+}
+static void run_(fib::TensorView probs, fib::TensorView top_k, fib::TensorView samples) {
+  const unsigned long long c = calls_made++;
+  (void)c;
+)" + body +
+         R"(
+}
+FIB_EXPORT_SOLUTION(run, run_);
+)";
+}
+
+TEST_F(GpuTrust, ASamplingSolutionComputingOnlyTheFirstAndLastCallsOfATrialFails) {
+  FIB_REQUIRE_GPU();
+  const fib::testing::ExclusiveGpu gpu;
+  // A sampling op's judge needs the checked set's inputs on the host (the exact distribution),
+  // and a GPU lane makes its timing sets on the device: the checked call is still drawn after
+  // the calls, on any timed call's set, and that set remade on the host. Each worker is fresh
+  // (--isolated), so `c` counts from the first warmup call: 2 warmup calls, then 3 trials of 40
+  // timed calls, then the window audit's and the distribution check's calls, all computed. The
+  // cheat passes only if every trial's draw lands on its first or last call, (2/40)^3 ~ 1e-4.
+  const auto add_sampler = [&](const std::string& name, const std::string& body) {
+    Solution s;
+    s.name = name;
+    s.definition = "top_k_sampling_from_probs_v128256";
+    s.author = "trust";
+    s.spec.language = "cuda";
+    s.spec.binding = "fib";
+    s.spec.target_hardware = {"cuda"};
+    s.spec.entry_point = "kernel.cu::run";
+    s.sources.push_back(SourceFile{"kernel.cu", top_k_sampling_solution(body), {}});
+    write_solution(tmp_.path() / "dataset", s, "sampling");
+  };
+  add_sampler("first_and_last_only", R"(
+  const long long in_trial = c < 2 ? -1 : static_cast<long long>(c - 2) % 40;
+  if (c < 2 || c >= 2 + 3 * 40 || in_trial == 0 || in_trial == 39) sample(probs, top_k, samples);
+)");
+  add_sampler("every_call", "  sample(probs, top_k, samples);\n");
+  RunOptions o = options({"first_and_last_only", "every_call"});
+  o.definitions = {"top_k_sampling_from_probs_v128256"};
+  o.isolated = true;
+  o.timeout_seconds = 120;
+  const RunResult r = run_benchmark(o);
+  ASSERT_EQ(r.traces.size(), 4u);
+  for (const Trace& t : r.traces) {
+    const bool honest = *t.solution == "every_call";
+    EXPECT_EQ(t.evaluation->status == EvaluationStatus::kPassed, honest)
+        << *t.solution << ": " << status_name(t.evaluation->status) << " " << t.evaluation->log;
   }
 }
 

@@ -20,10 +20,10 @@ using testing::TempDir;
 
 const fs::path kSource = FIB_SOURCE_DIR;
 
-#define FIB_REQUIRE_PYTHON_TORCH()                                                    \
-  do {                                                                                \
-    std::string why;                                                                  \
-    if (!find_python_runtime("", &why)) GTEST_SKIP() << "no Python runtime: " << why; \
+#define FIB_REQUIRE_PYTHON_TORCH()                                                                 \
+  do {                                                                                             \
+    std::string why;                                                                               \
+    if (!find_python("", PythonUse::kRuntime, &why)) GTEST_SKIP() << "no Python runtime: " << why; \
   } while (0)
 
 class RunPython : public ::testing::Test {
@@ -178,7 +178,7 @@ TEST_F(RunPython, WithoutAPythonRuntimeASolutionSaysWhyAndIsNoCompileError) {
 TEST_F(RunPython, TritonWithoutTritonSaysSo) {
   FIB_REQUIRE_PYTHON_TORCH();
   std::string why;
-  if (!find_python_runtime("", &why)->triton.empty()) {
+  if (!find_python("", PythonUse::kRuntime, &why)->triton.empty()) {
     GTEST_SKIP() << "triton imports here (tests/bench/gpu_python_run_test.cpp runs it)";
   }
   add("triton_on_cpu", "triton", "import triton\ndef run(x, w, y):\n    pass\n");
@@ -226,7 +226,7 @@ PYBIND11_MODULE(TORCH_EXTENSION_NAME, m) { m.def("run", &run); }
 
 TEST(PythonRuntime, AGivenPythonWithoutTorchIsRefusedWithTheReason) {
   std::string why;
-  EXPECT_FALSE(find_python_runtime("/bin/true", &why));
+  EXPECT_FALSE(find_python("/bin/true", PythonUse::kRuntime, &why));
   EXPECT_NE(why.find("/bin/true did not describe itself"), std::string::npos) << why;
   const PythonRuntime p{"/usr/bin/python3",
                         "3.11.2",

@@ -17,6 +17,7 @@
 #include <sstream>
 #include <thread>
 
+#include "fib/bench/python_runtime.h"
 #include "fib/bench/run.h"
 #include "fib/bench/worker.h"
 #include "fib/dataset/trace_set.h"
@@ -85,6 +86,7 @@ class Sandbox : public ::testing::Test {
     o.definitions = {"rmsnorm_h2048"};
     o.solutions = std::move(solutions);
     o.sandbox = mode;
+    o.python_bridge_dir = kSource / "python" / "fib_bridge";
     return o;
   }
   static std::vector<std::string> statuses(const RunResult& r, const std::string& solution) {
@@ -487,6 +489,102 @@ FIB_EXPORT_SOLUTION(run, run_);
     EXPECT_EQ(t.evaluation->environment.extra["isolation"]["level"], "none");
     EXPECT_TRUE(t.evaluation->environment.extra["isolation"].contains("why"));
   }
+}
+
+// The references run in the sandbox too, each in a box of its own: the native reference worker
+// (fib's code only) and a definition's PyTorch `reference` (code from the dataset). A bubblewrap
+// that logs its command lines shows each one started through it.
+TEST_F(Sandbox, TheReferencesRunInTheSandboxInBoxesOfTheirOwn) {
+  SKIP_WITHOUT_SANDBOX();
+  add("honest", R"(
+static void run_(fib::TensorView x, fib::TensorView w, fib::TensorView y) { rms(x, w, y); }
+FIB_EXPORT_SOLUTION(run, run_);
+)");
+  // The wrapper runs as the sandbox's uid where fib drops to it: its folder and log are open.
+  const TempDir bin;
+  fs::permissions(bin.path(), fs::perms::owner_all | fs::perms::group_read | fs::perms::group_exec |
+                                  fs::perms::others_read | fs::perms::others_exec);
+  const fs::path log = bin.write("commands.log", "");
+  fs::permissions(log, fs::perms::all & ~(fs::perms::owner_exec | fs::perms::group_exec |
+                                          fs::perms::others_exec));
+  const fs::path wrapper =
+      bin.write("bwrap", fmt::format("#!/bin/sh\nprintf '%s\\n' \"$*\" >> {}\nexec {} \"$@\"\n",
+                                     log.string(), find_bwrap().string()));
+  fs::permissions(wrapper, fs::perms::owner_all | fs::perms::group_read | fs::perms::group_exec |
+                               fs::perms::others_read | fs::perms::others_exec);
+  std::string why;
+  const bool torch = find_python("", PythonUse::kReference, &why).has_value();
+  RunOptions o = options(SandboxMode::kRequired, {"honest"});
+  if (torch) {
+    // silu_and_mul_h16384 (op type activation) has no native reference: its PyTorch one judges.
+    o.definitions.push_back("silu_and_mul_h16384");
+    o.solutions.push_back("silu_and_mul_h16384_tvm_ffi");
+  }
+  ::setenv("FIB_BWRAP", wrapper.c_str(), 1);
+  const RunResult r = run_benchmark(o);
+  ::unsetenv("FIB_BWRAP");
+  ASSERT_EQ(r.traces.size(), torch ? 4u : 2u);
+  for (const Trace& t : r.traces) {
+    EXPECT_EQ(t.evaluation->status, EvaluationStatus::kPassed) << t.evaluation->log;
+  }
+  std::istringstream lines(TempDir::read_file(log));
+  bool reference_worker = false, python_reference = false;
+  for (std::string line; std::getline(lines, line);) {
+    const bool worker = line.find(" worker --channel 3") != std::string::npos;
+    if (worker && line.find("/box-reference-0 ") != std::string::npos) reference_worker = true;
+    if (line.find("run_reference.py --batch") != std::string::npos &&
+        line.find("/box-python-reference-0 ") != std::string::npos) {
+      python_reference = true;
+      // Nothing of the run's other files: no solution's box, no dataset.
+      EXPECT_EQ(line.find("/box-solution-"), std::string::npos) << line;
+      EXPECT_EQ(line.find(dataset().string()), std::string::npos) << line;
+    }
+  }
+  EXPECT_TRUE(reference_worker) << TempDir::read_file(log);
+  if (!torch) GTEST_SKIP() << "the PyTorch reference's part needs a python3 with torch: " << why;
+  EXPECT_TRUE(python_reference) << TempDir::read_file(log);
+}
+
+// A definition's PyTorch `reference` is code from the dataset: one that writes a forged trace
+// into the dataset (whose path it was written with) does so with `--sandbox off`, and cannot in
+// the sandbox, where it still computes the outputs that judge the solutions.
+TEST_F(Sandbox, AHostilePyTorchReferenceCannotReachTheDataset) {
+  SKIP_WITHOUT_SANDBOX();
+  std::string why;
+  if (!find_python("", PythonUse::kReference, &why)) {
+    GTEST_SKIP() << "needs a python3 with torch: " << why;
+  }
+  const fs::path definition = dataset() / "definitions" / "activation" / "silu_and_mul_h16384.json";
+  Json def = Json::parse(TempDir::read_file(definition));
+  const fs::path forged = dataset() / "traces" / "forged_by_the_reference.jsonl";
+  fs::create_directories(forged.parent_path());
+  def["reference"] = fmt::format(R"(
+try:
+    with open({}, "a") as f:
+        f.write("forged\n")
+except OSError:
+    pass
+)",
+                                 Json(forged.string()).dump()) +
+                     def["reference"].get<std::string>();
+  {
+    std::ofstream out(definition);
+    out << def.dump(2);
+  }
+  RunOptions o = options(SandboxMode::kOff, {"silu_and_mul_h16384_tvm_ffi"});
+  o.definitions = {"silu_and_mul_h16384"};
+  const RunResult off = run_benchmark(o);
+  ASSERT_EQ(off.traces.size(), 2u);
+  EXPECT_TRUE(fs::exists(forged)) << "the attack does not work unsandboxed: nothing is shown";
+  fs::remove(forged);
+  o.sandbox = SandboxMode::kRequired;
+  const RunResult on = run_benchmark(o);
+  ASSERT_EQ(on.traces.size(), 2u);
+  for (const Trace& t : on.traces) {
+    EXPECT_EQ(t.evaluation->status, EvaluationStatus::kPassed) << t.evaluation->log;
+    EXPECT_EQ(t.evaluation->environment.extra["reference"], "python");
+  }
+  EXPECT_FALSE(fs::exists(forged));
 }
 
 // The command line alone: every namespace, the uid, the process tree tied to the worker, the box

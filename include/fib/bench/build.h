@@ -90,7 +90,7 @@ struct BuildOptions {
   // nvcc spec (GPU solutions); empty: $FIB_NVCC, else $CUDACXX, else nvcc on PATH, else
   // /usr/local/cuda/bin/nvcc. The CUDA toolkit used (headers, libcudart, libcublas) is nvcc's.
   std::string nvcc;
-  // The python of solutions that run in the Python runtime (find_python_runtime); empty:
+  // The python of solutions that run in the Python runtime (find_python); empty:
   // $FIB_PYTHON, else the first python3 that imports torch.
   std::string python;
 };

@@ -1,7 +1,7 @@
-// The Python runtime solutions of language python, triton and tilelang (and binding torch, a
-// PyTorch C++/CUDA extension) run in: a python3 that imports torch, found once per process. The
-// worker embeds that python's own libpython (docs/solutions.md, "Python solutions"), so fib is
-// built against no particular Python.
+// The python3 that runs PyTorch code for fib: solutions of language python, triton and tilelang
+// (and binding torch, a PyTorch C++/CUDA extension), whose worker embeds that python's own
+// libpython (docs/solutions.md, "Python solutions"), so fib is built against no particular
+// Python; and definitions' PyTorch `reference` code, run by a child python3.
 #pragma once
 
 #include <optional>
@@ -32,10 +32,17 @@ Json to_json(const PythonRuntime& p);
 // Throws fib::Error when `j` is not a runtime's description.
 PythonRuntime python_runtime_from_json(const Json& j);
 
-// The runtime of `given` (a python executable), else of $FIB_PYTHON, else of the first python3
-// on PATH (then /usr/bin/python3) that imports torch and has a shared libpython. nullopt, with
-// *why saying what was tried, when there is none. Probed once per spec per process
-// (thread-safe).
-std::optional<PythonRuntime> find_python_runtime(const std::string& given, std::string* why);
+// What the python is for: the PyTorch reference (definitions' `reference` code, run by a child
+// python3) needs torch; the Python runtime of solutions, which embeds the interpreter, needs a
+// shared libpython as well.
+enum class PythonUse { kReference, kRuntime };
+
+// The python3 of `given` (--python's value, a path or a name on PATH), else of $FIB_PYTHON,
+// else the first python3 on PATH (then /usr/bin/python3) that serves `use`: one without torch (a
+// pyenv or venv interpreter) is passed over, so Debian's python3-torch is found behind it. One
+// that was named (--python, $FIB_PYTHON) and does not serve is not replaced by another. nullopt,
+// with *why saying what was tried in the words of that use, when there is none. Each python is
+// probed once per process, each answer remembered (thread-safe).
+std::optional<PythonRuntime> find_python(const std::string& given, PythonUse use, std::string* why);
 
 }  // namespace fib::bench

@@ -79,7 +79,7 @@ struct RunOptions {
   // "events-raw" (not subtracted) or "cupti" (kernel activity of every stream).
   std::string gpu_timer = "events";
   // The python3 that runs Python, Triton and torch-extension solutions (--python); empty:
-  // $FIB_PYTHON, else the first python3 that imports torch (find_python_runtime).
+  // $FIB_PYTHON, else the first python3 that imports torch (find_python).
   std::string python;
 };
 

@@ -59,6 +59,10 @@ struct WorkerSpec {
 // The command line that starts a worker: `fib worker --channel 3`, inside bubblewrap when the
 // spec has a sandbox.
 std::vector<std::string> worker_command(const WorkerSpec& spec);
+// `command` inside bubblewrap as `sandbox` describes it (its namespaces, uid, read-only paths,
+// box and devices); the worker's and the PyTorch reference's command lines both come from here.
+std::vector<std::string> sandbox_command(const SandboxSpec& sandbox,
+                                         const std::vector<std::string>& command);
 
 // The read-only paths a sandboxed worker needs: /usr (CUDA under /usr/local/cuda and tvm-ffi's
 // package under /usr/local come with it), the loader's cache, the folders outside /usr of the

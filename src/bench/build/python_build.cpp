@@ -182,7 +182,7 @@ BuildResult build_python_solution(const Solution& s, const BuildOptions& o) {
   };
   const bool torch = s.spec.binding_or_default() == "torch";
   std::string why;
-  const auto runtime = find_python_runtime(o.python, &why);
+  const auto runtime = find_python(o.python, PythonUse::kRuntime, &why);
   if (!runtime) {
     return done(BuildStatus::kUnsupported,
                 fmt::format("unsupported here: {} needs a python3 with PyTorch (--python, "

@@ -1,17 +1,22 @@
-// Finding the Python runtime (fib/bench/python_runtime.h): each candidate python3 is asked, in a
-// child process, where its libpython and packages are and which of torch, triton and tilelang it
-// imports.
+// Finding the python3 fib runs PyTorch code in (fib/bench/python_runtime.h): each candidate is
+// asked, once per process, in a child process, where its libpython and packages are and which of
+// torch, triton and tilelang it imports; each use then says in its own words why one does not
+// serve.
 #include "fib/bench/python_runtime.h"
 
 #include <fmt/format.h>
 #include <unistd.h>
 
+#include <chrono>
 #include <cstdlib>
 #include <filesystem>
 #include <map>
 #include <mutex>
+#include <optional>
 #include <set>
 #include <sstream>
+#include <string>
+#include <vector>
 
 #include "bench/build/process.h"
 #include "fib/trace/diagnostics.h"
@@ -94,60 +99,115 @@ std::vector<std::string> candidates() {
   return found;
 }
 
-// Asks `python` for its runtime; nullopt and *why when it cannot serve.
-std::optional<PythonRuntime> probe(const std::string& python, std::string* why) {
+// What a python3 says of itself: its description, or why there is none.
+struct Described {
+  std::optional<PythonRuntime> runtime;  // torch may be missing: runtime->torch empty
+  std::string torch_error;               // why torch does not import
+  std::string failure;                   // why it did not describe itself
+};
+
+// Asks `python` for its description, once per process (the imports take seconds).
+Described describe(const std::string& python) {
+  static std::mutex mu;
+  static std::map<std::string, Described> seen;
+  {
+    std::lock_guard<std::mutex> lock(mu);
+    if (auto it = seen.find(python); it != seen.end()) return it->second;
+  }
+  Described d;
   const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(120);
   const auto r = detail::run_process({python, "-c", kProbe}, fs::current_path(), deadline, 1 << 20);
   const auto at = r.output.rfind("FIB-PYTHON-RUNTIME ");
   if (!r.succeeded() || at == std::string::npos) {
-    *why = fmt::format("{} did not describe itself ({})", python,
-                       r.started ? r.output.substr(0, 300) : r.error);
-    return std::nullopt;
+    d.failure = r.started ? r.output.substr(0, 300) : r.error;
+  } else {
+    const auto line_end = r.output.find('\n', at);
+    const Json j = Json::parse(r.output.substr(at + 19, line_end - at - 19), nullptr, false);
+    if (j.is_discarded()) {
+      d.failure = "described itself in a form fib cannot read";
+    } else {
+      d.runtime = python_runtime_from_json(j);
+      if (d.runtime->executable.empty()) d.runtime->executable = python;
+      d.torch_error = text(j, "torch_error");
+    }
   }
-  const auto line_end = r.output.find('\n', at);
-  Json j = Json::parse(r.output.substr(at + 19, line_end - at - 19), nullptr, false);
-  if (j.is_discarded()) {
-    *why = fmt::format("{} described itself in a form fib cannot read", python);
-    return std::nullopt;
-  }
-  PythonRuntime p = python_runtime_from_json(j);
-  if (p.executable.empty()) p.executable = python;
-  if (p.torch.empty()) {
-    *why =
-        fmt::format("{} ({}) cannot import torch ({})", python, p.version, text(j, "torch_error"));
-    return std::nullopt;
-  }
-  if (p.library.empty()) {
-    *why = fmt::format(
-        "{} ({}) has no shared libpython to embed (a python built without --enable-shared)", python,
-        p.version);
-    return std::nullopt;
-  }
-  return p;
+  std::lock_guard<std::mutex> lock(mu);
+  seen.emplace(python, d);
+  return d;
 }
 
-std::optional<PythonRuntime> find_uncached(const std::string& given, std::string* why) {
-  std::string spec = given;
+// Whether `python` serves `use`: its runtime, or nullopt and *why in the words of that use.
+// `source` names where the python came from ("--python", "FIB_PYTHON"; empty: a search).
+std::optional<PythonRuntime> serving(const std::string& python, PythonUse use,
+                                     const std::string& source, std::string* why) {
+  const Described d = describe(python);
+  const bool torch = d.runtime && !d.runtime->torch.empty();
+  if (use == PythonUse::kReference) {
+    if (torch) return d.runtime;
+    // The PyTorch reference's wording: where the python came from, and what it answered.
+    std::string answer = d.runtime ? d.torch_error : d.failure;
+    while (!answer.empty() && answer.back() == '\n') answer.pop_back();
+    if (const auto nl = answer.rfind('\n'); nl != std::string::npos) answer = answer.substr(nl + 1);
+    *why = fmt::format("{} names {}, which cannot import torch ({})",
+                       source.empty() ? "the search" : source, python,
+                       answer.empty() ? "no output" : answer);
+    return std::nullopt;
+  }
+  if (!d.runtime) {
+    *why = fmt::format("{} did not describe itself ({})", python, d.failure);
+    return std::nullopt;
+  }
+  if (!torch) {
+    *why =
+        fmt::format("{} ({}) cannot import torch ({})", python, d.runtime->version, d.torch_error);
+    return std::nullopt;
+  }
+  if (d.runtime->library.empty()) {
+    *why = fmt::format(
+        "{} ({}) has no shared libpython to embed (a python built without --enable-shared)", python,
+        d.runtime->version);
+    return std::nullopt;
+  }
+  return d.runtime;
+}
+
+std::optional<PythonRuntime> find_uncached(const std::string& given, PythonUse use,
+                                           std::string* why) {
+  std::string spec = given, source = "--python";
   if (spec.empty()) {
     const char* env = std::getenv("FIB_PYTHON");
     if (env != nullptr) spec = env;
+    source = "FIB_PYTHON";
   }
   if (!spec.empty()) {
     const std::string program = resolve_program(spec);
     if (program.empty()) {
-      *why = fmt::format("python '{}' was not found", spec);
+      *why = use == PythonUse::kReference
+                 ? fmt::format("{} names '{}', which is not an executable", source, spec)
+                 : fmt::format("python '{}' was not found", spec);
       return std::nullopt;
     }
-    return probe(program, why);
+    return serving(program, use, source, why);
   }
-  std::vector<std::string> tried;
+  std::vector<std::string> tried, reasons;
   for (const auto& python : candidates()) {
     std::string reason;
-    if (auto p = probe(python, &reason)) return p;
-    tried.push_back(reason);
+    if (auto p = serving(python, use, "", &reason)) return p;
+    tried.push_back(python);
+    reasons.push_back(reason);
   }
-  *why = tried.empty() ? std::string("no python3 on PATH")
-                       : fmt::format("no python3 that imports torch: {}", fmt::join(tried, "; "));
+  if (use == PythonUse::kReference) {
+    *why = tried.empty() ? std::string("no python3 found on PATH or at /usr/bin/python3")
+                         : fmt::format(
+                               "no python3 that imports torch (tried {}); install PyTorch "
+                               "(apt-get install python3-torch) or name one with --python PATH "
+                               "or FIB_PYTHON",
+                               fmt::join(tried, ", "));
+  } else {
+    *why = tried.empty()
+               ? std::string("no python3 on PATH")
+               : fmt::format("no python3 that imports torch: {}", fmt::join(reasons, "; "));
+  }
   return std::nullopt;
 }
 
@@ -190,7 +250,8 @@ PythonRuntime python_runtime_from_json(const Json& j) {
   return p;
 }
 
-std::optional<PythonRuntime> find_python_runtime(const std::string& given, std::string* why) {
+std::optional<PythonRuntime> find_python(const std::string& given, PythonUse use,
+                                         std::string* why) {
   struct Found {
     std::optional<PythonRuntime> runtime;
     std::string why;
@@ -199,14 +260,15 @@ std::optional<PythonRuntime> find_python_runtime(const std::string& given, std::
   static std::map<std::string, Found> found;
   std::lock_guard<std::mutex> lock(mu);
   const char* env = std::getenv("FIB_PYTHON");
-  const std::string key = given + '\n' + (env != nullptr ? env : "");
+  const std::string key = given + '\n' + (env != nullptr ? env : "") + '\n' +
+                          (use == PythonUse::kReference ? "reference" : "runtime");
   auto it = found.find(key);
   if (it == found.end()) {
     Found f;
-    f.runtime = find_uncached(given, &f.why);
+    f.runtime = find_uncached(given, use, &f.why);
     it = found.emplace(key, std::move(f)).first;
   }
-  if (!it->second.runtime) *why = it->second.why;
+  if (!it->second.runtime && why != nullptr) *why = it->second.why;
   return it->second.runtime;
 }
 

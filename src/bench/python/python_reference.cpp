@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <array>
 #include <cstdlib>
 #include <fstream>
 #include <map>
@@ -61,6 +62,7 @@ PythonReferenceResult result_of(const PythonReferenceJob& job) {
       for (const Json& s : parsed.at("runs_s")) {
         r.runs_ms.push_back(s.get<double>() * 1e3);
       }
+      r.device = parsed.value("device", std::string());
     } catch (const std::exception& e) {
       r.error =
           fmt::format("the bridge's timing file {} is unreadable: {}", timing.string(), e.what());
@@ -71,39 +73,81 @@ PythonReferenceResult result_of(const PythonReferenceJob& job) {
   return r;
 }
 
+// The files the bridge writes for a job: its outputs, and beside them a traceback or timings.
+constexpr std::array<const char*, 3> kBridgeSuffixes = {"", ".error", ".timing.json"};
+
+// Sandboxed, the box holds only this batch's files: what an earlier one left is cleared.
+void clear_box(const fs::path& box) {
+  std::error_code ec;
+  for (const auto& e : fs::directory_iterator(box, ec)) {
+    if (e.path().filename() != "out") fs::remove_all(e.path(), ec);
+  }
+  for (const auto& e : fs::directory_iterator(box / "out", ec)) fs::remove_all(e.path(), ec);
+}
+
+// The bridge's command line: in the sandbox (where it has one), with HOME and TMPDIR in its
+// private /tmp.
+std::vector<std::string> bridge_command(const PythonReferenceSettings& settings,
+                                        const fs::path& batch_file) {
+  std::vector<std::string> bridge = {settings.python.executable,
+                                     (settings.bridge_dir / "run_reference.py").string(),
+                                     "--batch",
+                                     batch_file.string(),
+                                     "--device",
+                                     settings.device};
+  if (!settings.sandbox.enabled()) return bridge;
+  bridge.insert(bridge.begin(), {"/usr/bin/env", "HOME=/tmp", "TMPDIR=/tmp"});
+  return sandbox_command(settings.sandbox, bridge);
+}
+
 }  // namespace
 
 std::vector<PythonReferenceResult> run_python_references(
     const PythonReferenceSettings& settings, const std::vector<PythonReferenceJob>& jobs) {
-  fs::create_directories(settings.work_dir);
+  const bool boxed = settings.sandbox.enabled();
+  const fs::path work_dir = boxed ? settings.sandbox.box : settings.work_dir;
+  if (boxed) {
+    clear_box(work_dir);
+  } else {
+    fs::create_directories(work_dir);
+  }
   std::map<std::string, fs::path> def_files;  // by definition name
+  std::vector<fs::path> written;              // where the bridge writes each job's outputs
   std::string batch;
   for (std::size_t i = 0; i < jobs.size(); ++i) {
     const Definition& def = *jobs[i].def;
     fs::path& def_file = def_files[def.name];
     if (def_file.empty()) {
-      def_file = settings.work_dir / fmt::format("definition-{}.json", def_files.size());
+      def_file = work_dir / fmt::format("definition-{}.json", def_files.size());
       write_file_atomic(def_file, dump_json_pretty(to_json(def)));
     }
-    const fs::path inputs = settings.work_dir / fmt::format("python-inputs-{}.safetensors", i);
+    const fs::path inputs = work_dir / fmt::format("python-inputs-{}.safetensors", i);
     write_inputs(inputs, jobs[i].args);
     std::error_code ec;
-    fs::remove(jobs[i].outputs, ec);
-    fs::remove(jobs[i].outputs.string() + ".error", ec);
+    for (const char* suffix : kBridgeSuffixes) fs::remove(jobs[i].outputs.string() + suffix, ec);
+    written.push_back(boxed ? work_dir / "out" / fmt::format("python-outputs-{}.safetensors", i)
+                            : jobs[i].outputs);
     Json j{{"definition", def_file.string()},
            {"inputs", inputs.string()},
-           {"outputs", jobs[i].outputs.string()},
+           {"outputs", written.back().string()},
            {"seed", jobs[i].seed}};
     if (jobs[i].repeat > 0) j["repeat"] = jobs[i].repeat;
     if (settings.threads > 0) j["threads"] = settings.threads;
     batch += j.dump() + "\n";
   }
-  const fs::path batch_file = settings.work_dir / "python-jobs.jsonl";
+  const fs::path batch_file = work_dir / "python-jobs.jsonl";
   write_file_atomic(batch_file, batch);
-  const detail::ProcessResult p = detail::run_process(
-      {settings.python.executable, (settings.bridge_dir / "run_reference.py").string(), "--batch",
-       batch_file.string(), "--device", settings.device},
-      settings.work_dir, settings.deadline, 64 * 1024);
+  const detail::ProcessResult p = detail::run_process(bridge_command(settings, batch_file),
+                                                      work_dir, settings.deadline, 64 * 1024);
+  if (boxed) {
+    // Out of the box before anything reads them.
+    for (std::size_t i = 0; i < jobs.size(); ++i) {
+      for (const char* suffix : kBridgeSuffixes) {
+        std::error_code ec;
+        fs::rename(written[i].string() + suffix, jobs[i].outputs.string() + suffix, ec);
+      }
+    }
+  }
   std::vector<PythonReferenceResult> results;
   for (const PythonReferenceJob& job : jobs) {
     PythonReferenceResult r = result_of(job);
@@ -119,7 +163,7 @@ std::vector<PythonReferenceResult> run_python_references(
   }
   std::error_code ec;
   for (std::size_t i = 0; i < jobs.size(); ++i) {
-    fs::remove(settings.work_dir / fmt::format("python-inputs-{}.safetensors", i), ec);
+    fs::remove(work_dir / fmt::format("python-inputs-{}.safetensors", i), ec);
   }
   for (const auto& [name, file] : def_files) fs::remove(file, ec);
   return results;

@@ -11,7 +11,8 @@
 #include <string>
 #include <vector>
 
-#include "bench/python/find_python.h"
+#include "fib/bench/python_runtime.h"
+#include "fib/bench/worker.h"
 #include "fib/reference/reference.h"
 #include "fib/trace/definition.h"
 
@@ -30,15 +31,20 @@ struct PythonReferenceResult {
   bool ok = false;
   std::string error;            // the Python traceback, or why the process failed
   std::vector<double> runs_ms;  // repeat > 0: wall-clock milliseconds of each timed call
+  std::string device;           // repeat > 0: where its outputs were computed ("cpu", "cuda:0")
 };
 
 struct PythonReferenceSettings {
-  TorchPython python;
+  PythonRuntime python;
   std::filesystem::path bridge_dir;  // holds run_reference.py
   std::filesystem::path work_dir;    // the jobs' inputs and the batch file go here
   std::string device = "cpu";        // "cpu" or "cuda:N"
   unsigned threads = 0;              // torch.set_num_threads; 0: torch's default
   std::chrono::steady_clock::time_point deadline;
+  // Enabled: the bridge runs in this sandbox (a definition's `reference` is code from the
+  // dataset); its files go in the sandbox's box instead of work_dir, its outputs in the box's
+  // out/ folder, from where they are moved to the jobs' paths.
+  SandboxSpec sandbox;
 };
 
 // Runs every job in one bridge process (torch is imported once); a result per job, in order.

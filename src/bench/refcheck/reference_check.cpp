@@ -208,7 +208,7 @@ std::string last_line(std::string text) {
 // batches, each workload compared once both are there, each row handed on once complete.
 class Checker {
  public:
-  Checker(const TraceSet& set, const ReferenceCheckOptions& o, TorchPython python,
+  Checker(const TraceSet& set, const ReferenceCheckOptions& o, PythonRuntime python,
           const std::function<void(const ReferenceCheckRow&)>& on_row)
       : set_(set), o_(o), python_(std::move(python)), on_row_(on_row) {
     std::string dir = (fs::temp_directory_path() / "fib-reference-check-XXXXXX").string();
@@ -243,7 +243,7 @@ class Checker {
 
   const TraceSet& set_;
   const ReferenceCheckOptions& o_;
-  TorchPython python_;
+  PythonRuntime python_;
   const std::function<void(const ReferenceCheckRow&)>& on_row_;
   fs::path work_dir_;
   int ordinal_ = -1;
@@ -348,7 +348,10 @@ void Checker::flush() {
       .work_dir = work_dir_,
       .device = ordinal_ >= 0 ? fmt::format("cuda:{}", ordinal_) : "cpu",
       .threads = o_.threads,
-      .deadline = Clock::now() + std::chrono::hours(4)};
+      .deadline = Clock::now() + std::chrono::hours(4),
+      // Unsandboxed: the check runs the references of the definitions its user names, as a
+      // development tool (docs/run.md, "The sandbox").
+      .sandbox = {}};
   const std::vector<PythonReferenceResult> results = run_python_references(settings, jobs);
   std::vector<Pending> batch = std::move(pending_);
   pending_.clear();
@@ -372,8 +375,8 @@ void Checker::judge(const Pending& p, const PythonReferenceResult& result, const
       const std::string code = at == std::string::npos
                                    ? "a dtype"
                                    : line.substr(at + 6, line.find(' ', at + 6) - at - 6);
-      r.left_out_reason = fmt::format("torch {} has no {} (float8 needs torch >= 2.1)",
-                                      python_.torch_version, code);
+      r.left_out_reason =
+          fmt::format("torch {} has no {} (float8 needs torch >= 2.1)", python_.torch, code);
       return;
     }
     r.verdict = CheckVerdict::kError;
@@ -450,11 +453,12 @@ ReferenceCheckResult check_references(const TraceSet& set,
                                       const std::function<void(const ReferenceCheckRow&)>& on_row) {
   const auto t0 = Clock::now();
   std::string why;
-  const std::optional<TorchPython> python = find_torch_python(options.python, &why);
+  const std::optional<PythonRuntime> python =
+      find_python(options.python, PythonUse::kReference, &why);
   if (!python) throw Error("python3", why);
   ReferenceCheckResult result;
   result.python = python->executable;
-  result.torch_version = python->torch_version;
+  result.torch_version = python->torch;
   ReferenceCheckOptions o = options;
   o.python_bridge_dir = python_bridge_dir(options.python_bridge_dir);
   Checker checker(set, o, *python, on_row);

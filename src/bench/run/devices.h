@@ -37,7 +37,9 @@ struct Lane {
   cuda::DevicePeaks peaks;  // for the roofline of passed evaluations
 #endif
   std::unique_ptr<Worker> solution, reference;
-  std::filesystem::path box;  // the solution worker's sandbox box (empty: unsandboxed)
+  std::filesystem::path box;            // the solution worker's sandbox box (empty: unsandboxed)
+  std::filesystem::path reference_box;  // the reference worker's
+  std::filesystem::path python_reference_box;  // the PyTorch reference's (python_reference.h)
   // GPU lanes: judgements running on the host beside the lane's next evaluations, oldest
   // first. Each records its trace after the one before it, so a lane's traces are recorded in
   // the order it ran them.

@@ -156,17 +156,6 @@ std::vector<int> checked_sets(const protocol::EvaluateRequest& request,
   return sets;
 }
 
-// Whether the solution's worker draws each trial's checked call after the calls (else the
-// request names it, as the reference's run checked it). Everywhere except where the judge needs
-// a checked set's inputs on the host and a GPU lane has them only on the device (the timing
-// sets it makes there): the exact distribution of a sampling op, the tie scoring of a top-k.
-bool checks_drawn(const Definition& def, bool gpu, ReferenceKind reference) {
-  if (!gpu) return true;
-  // The PyTorch reference reads its sets from the input file, which holds no device-made set.
-  if (reference == ReferenceKind::kPython) return false;
-  return op_family(def).reference_extras == nullptr && policy_for(def).kind != PolicyKind::kTopkSet;
-}
-
 // The checked calls the reply reports: their input sets from the request's own plan (the reply
 // gives positions only), their outputs in the files the request named, the reference's in
 // `reference_files` (one per checked call, in order).
@@ -185,8 +174,9 @@ std::vector<CheckedCall> checked_calls(const protocol::EvaluateRequest& request,
     cc.seed = p.set_seeds.at(static_cast<std::size_t>(cc.set));
     cc.solution_outputs = request.schedule.trials.at(t).check_output;
     cc.reference_outputs = reference_files.at(i++);
-    // GPU lanes: sets past the checked ones are made on the device, not in the file.
-    if (!gpu || cc.set < p.trials) cc.inputs = p.inputs_file;
+    cc.inputs = p.inputs_file;
+    // GPU lanes: sets past the checked ones are made on the device, and remade on the host.
+    if (gpu) cc.pool = p.schedule.device_pool;
     cc.poison = trial.checked->poison;
     calls.push_back(std::move(cc));
   }
@@ -283,11 +273,9 @@ Attempt run_solution(Lane& lane, const EvaluationJob& job, const EvaluateSetting
   std::optional<std::string> sampling_file;
   if (p.sampling) sampling_file = (p.dir / (job.name + "-draws.safetensors")).string();
   // Where the orchestrator judges the outputs; a sandboxed worker writes them in its box first.
-  // Where checks are drawn, the worker is told of no checked call: it draws one afterwards.
-  const bool drawn = checks_drawn(job.def, lane.device != "cpu", job.reference.kind);
+  // The worker is told of no checked call: it draws one after the calls.
   const auto schedule_in = [&](const fs::path& dir) {
-    const protocol::Schedule s = with_check_outputs(p.schedule, dir, job.name);
-    return drawn ? with_drawn_checks(s) : s;
+    return with_drawn_checks(with_check_outputs(p.schedule, dir, job.name));
   };
   const protocol::Schedule judged = schedule_in(p.dir);
   const fs::path box = settings.worker.sandbox.box;

@@ -7,7 +7,7 @@
 #include <limits>
 #include <thread>
 
-#include "bench/inputs/input_set_file.h"
+#include "bench/worker/device_pool.h"
 #include "fib/bench/compare.h"
 #include "fib/bench/op_family.h"
 #include "fib/tensor/safetensors.h"
@@ -74,7 +74,7 @@ Judgement judge(const Definition& def, const EvalConfigFile& builtin, const Eval
     std::optional<reference::Arguments> args;
     std::optional<RowScorer> scorer;
     if (policy.kind == PolicyKind::kTopkSet && !c.inputs.empty()) {
-      args = read_input_set(c.inputs, c.set);
+      args = input_set_on_host(c.inputs, c.set, c.pool.count > 0 ? c.pool.first : 0, c.pool.seed);
       // No scorer for the definition: sets must match exactly.
       if (const auto make = op_family(def).row_scorer) scorer = make(def, *args);
       if (scorer) opt.scorer = &*scorer;

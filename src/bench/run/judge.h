@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "bench/protocol/messages.h"
 #include "fib/bench/eval_config.h"
 #include "fib/trace/definition.h"
 #include "fib/trace/trace.h"
@@ -20,8 +21,9 @@ struct CheckedCall {
   std::uint64_t seed = 0;         // of the checked input set (reproduces a failure)
   std::string solution_outputs;   // safetensors written by the solution worker
   std::string reference_outputs;  // safetensors written by the reference worker
-  std::string inputs;  // the input-set file holding set `set` (top-k tie scoring); empty: none
-  Json poison;         // integer poison sentinels of that call, by output
+  std::string inputs;             // the input-set file (top-k tie scoring); empty: none
+  protocol::DevicePool pool;      // count > 0: sets from pool.first on are made from the file's
+  Json poison;                    // integer poison sentinels of that call, by output
 };
 
 struct Judgement {

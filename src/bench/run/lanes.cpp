@@ -16,6 +16,7 @@
 #include "bench/run/outcome.h"
 #include "bench/run/prepare.h"
 #include "bench/run/python_reference_run.h"
+#include "bench/run/sandbox.h"
 
 namespace fib::bench::detail {
 
@@ -78,6 +79,8 @@ class LaneLoop {
   void settle(Lane& lane, std::size_t keep = 0);
   void record(Trace t, const Definition& def, const Solution& s);
   EvaluateSettings evaluate_settings(const Lane& lane);
+  WorkerSpec reference_spec(const Lane& lane) const;
+  PythonReferenceSetup python_reference_setup(const Lane& lane) const;
 
   RunState& run_;
   std::vector<std::unique_ptr<Lane>>& lanes_;
@@ -177,11 +180,9 @@ std::optional<ReadyWorkload> LaneLoop::ready_workload(Lane& lane, const WorkItem
   const auto reference0 = Clock::now();
   ready.reference =
       item.reference == ReferenceKind::kPython
-          ? run_python_reference(lane, PythonReferenceSetup{*run_.python, run_.python_bridge_dir},
-                                 run_.options, def, ready.prepared)
-          : run_reference(lane,
-                          worker_spec(run_.options, run_.gpu, run_.scratch->root(), "reference"),
-                          run_.options, def, w, ready.prepared);
+          ? run_python_reference(lane, python_reference_setup(lane), run_.options, def,
+                                 ready.prepared)
+          : run_reference(lane, reference_spec(lane), run_.options, def, w, ready.prepared);
   std::lock_guard<std::recursive_mutex> lock(run_.mu);
   run_.result.reference_seconds += seconds_since(reference0);
   const ReferenceRun& ref = ready.reference;
@@ -236,12 +237,36 @@ EvaluateSettings LaneLoop::evaluate_settings(const Lane& lane) {
     worker.sandbox = run_.sandbox.spec;
     worker.sandbox.box = lane.box;
   }
-  return EvaluateSettings{run_.options,
-                          run_.builtin,
-                          run_.user ? &*run_.user : nullptr,
-                          std::move(worker),
-                          worker_spec(run_.options, run_.gpu, run_.scratch->root(), "reference"),
-                          [this](const std::string& m) { run_.message(m); }};
+  return EvaluateSettings{
+      run_.options,      run_.builtin,         run_.user ? &*run_.user : nullptr,
+      std::move(worker), reference_spec(lane), [this](const std::string& m) { run_.message(m); }};
+}
+
+// A definition's PyTorch `reference` is code from the dataset: it runs in the sandbox too, in a
+// box of its own, seeing the python that runs it and fib's bridge besides what a worker sees.
+PythonReferenceSetup LaneLoop::python_reference_setup(const Lane& lane) const {
+  PythonReferenceSetup setup{*run_.python, run_.python_bridge_dir, {}};
+  if (run_.sandbox.spec.enabled()) {
+    setup.sandbox = run_.sandbox.spec;
+    setup.sandbox.box = lane.python_reference_box;
+    std::vector<std::filesystem::path> extra = setup.sandbox.read_only;
+    for (std::filesystem::path& p : python_paths(*run_.python)) extra.push_back(std::move(p));
+    extra.push_back(run_.python_bridge_dir);
+    setup.sandbox.read_only = sandbox_read_only_paths(run_.options.worker_executable, extra);
+  }
+  return setup;
+}
+
+// The reference worker runs only fib's code, in the same sandbox all the same: a box of its own,
+// so nothing a solution worker leaves can reach it, and a flaw in fib's parsing of a hostile
+// dataset's definitions or workloads stays contained.
+WorkerSpec LaneLoop::reference_spec(const Lane& lane) const {
+  WorkerSpec spec = worker_spec(run_.options, run_.gpu, run_.scratch->root(), "reference");
+  if (run_.sandbox.spec.enabled()) {
+    spec.sandbox = run_.sandbox.spec;
+    spec.sandbox.box = lane.reference_box;
+  }
+  return spec;
 }
 
 void LaneLoop::evaluate_solution(Lane& lane, const WorkItem& item, const Solution& s,

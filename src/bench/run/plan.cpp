@@ -93,9 +93,9 @@ bool has_native_reference(const Definition& def, bool gpu, std::string* why) {
 class PythonLookup {
  public:
   explicit PythonLookup(const RunOptions& o) : o_(o) {}
-  const std::optional<TorchPython>& get(std::string* why) {
+  const std::optional<PythonRuntime>& get(std::string* why) {
     if (!done_) {
-      python_ = find_torch_python(o_.python, &why_);
+      python_ = find_python(o_.python, PythonUse::kReference, &why_);
       done_ = true;
     }
     *why = why_;
@@ -105,7 +105,7 @@ class PythonLookup {
  private:
   const RunOptions& o_;
   bool done_ = false;
-  std::optional<TorchPython> python_;
+  std::optional<PythonRuntime> python_;
   std::string why_;
 };
 

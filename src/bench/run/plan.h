@@ -9,8 +9,8 @@
 #include <string>
 #include <vector>
 
-#include "bench/python/find_python.h"
 #include "fib/bench/build.h"
+#include "fib/bench/python_runtime.h"
 #include "fib/bench/run.h"
 #include "fib/dataset/trace_set.h"
 
@@ -35,7 +35,7 @@ struct Plan {
   // Definitions left out because no reference (of the kind --reference allows) can check them.
   std::size_t reference_failures = 0;
   // The interpreter of the PyTorch references, found when an item needs one.
-  std::optional<TorchPython> python;
+  std::optional<PythonRuntime> python;
 };
 
 // Throws fib::Error unless `reference` is "native", "python" or "auto" (--reference).

@@ -4,10 +4,12 @@
 
 #include <algorithm>
 #include <chrono>
+#include <set>
 
 #include "bench/inputs/input_set_file.h"
 #include "bench/python/python_reference.h"
 #include "bench/run/worker_messages.h"
+#include "bench/worker/device_pool.h"
 #include "fib/tensor/safetensors.h"
 
 namespace fib::bench::detail {
@@ -36,7 +38,7 @@ ReferenceRun run_python_reference(const Lane& lane, const PythonReferenceSetup& 
   ReferenceRun run;
   run.kind = ReferenceKind::kPython;
   run.runtime = Json{{"python", setup.python.executable},
-                     {"torch", setup.python.torch_version},
+                     {"torch", setup.python.torch},
                      {"device", lane.device},
                      {"clock", "python time.perf_counter"}};
   const protocol::Schedule schedule = with_check_outputs(p.schedule, p.dir, "reference");
@@ -51,18 +53,23 @@ ReferenceRun run_python_reference(const Lane& lane, const PythonReferenceSetup& 
                                       .seed = p.set_seeds.at(static_cast<std::size_t>(t)),
                                       .repeat = repeat});
   }
-  if (lane.device == "cpu") {
-    // A solution's checked call may be drawn on any set of the pool (evaluate.cpp's
-    // checks_drawn): the reference's outputs on every other set are made now, once, where
-    // reference_outputs_for_sets finds them.
-    for (int set = p.trials; set < p.trials + p.pool; ++set) {
-      jobs.push_back(PythonReferenceJob{
-          .def = &def,
-          .args = read_input_set(p.inputs_file, set),
-          .outputs = (p.dir / fmt::format("reference-set{}.safetensors", set)).string(),
-          .seed = p.set_seeds.at(static_cast<std::size_t>(set)),
-          .repeat = 1});
+  // A solution's checked call may be drawn on any timed call's set: the reference's outputs on
+  // every such set are made now, once, where reference_outputs_for_sets finds them. On GPU
+  // lanes those sets are made on the device; the same sets are made here on the host.
+  const protocol::DevicePool& pool = p.schedule.device_pool;
+  std::set<int> timed_sets;
+  for (const protocol::TrialPlan& plan : p.schedule.trials) {
+    for (int set : plan.timed) {
+      if (set >= p.trials) timed_sets.insert(set);
     }
+  }
+  for (int set : timed_sets) {
+    jobs.push_back(PythonReferenceJob{
+        .def = &def,
+        .args = input_set_on_host(p.inputs_file, set, pool.count > 0 ? pool.first : 0, pool.seed),
+        .outputs = (p.dir / fmt::format("reference-set{}.safetensors", set)).string(),
+        .seed = p.set_seeds.at(static_cast<std::size_t>(set)),
+        .repeat = 1});
   }
   PythonReferenceSettings settings{
       .python = setup.python,
@@ -72,7 +79,8 @@ ReferenceRun run_python_reference(const Lane& lane, const PythonReferenceSetup& 
       .threads = o.threads,
       .deadline = std::chrono::steady_clock::now() +
                   std::chrono::duration_cast<std::chrono::steady_clock::duration>(
-                      std::chrono::duration<double>(std::max(120.0, o.timeout_seconds)))};
+                      std::chrono::duration<double>(std::max(120.0, o.timeout_seconds))),
+      .sandbox = setup.sandbox};
   const std::vector<PythonReferenceResult> results = run_python_references(settings, jobs);
   std::vector<protocol::TrialResult> trials;
   for (std::size_t i = 0; i < results.size(); ++i) {
@@ -88,6 +96,8 @@ ReferenceRun run_python_reference(const Lane& lane, const PythonReferenceSetup& 
       return run;
     }
     if (i >= static_cast<std::size_t>(p.trials)) continue;  // an extra set: outputs only
+    // The device the bridge reports its outputs on, not the one it was asked for.
+    if (!results[i].device.empty()) run.runtime["device"] = results[i].device;
     protocol::TrialResult tr;
     tr.samples_ms = results[i].runs_ms;
     tr.warmup_calls = 2;  // the call whose outputs are saved, and one more

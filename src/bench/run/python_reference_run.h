@@ -8,17 +8,18 @@
 
 #include <filesystem>
 
-#include "bench/python/find_python.h"
 #include "bench/run/devices.h"
 #include "bench/run/prepare.h"
+#include "fib/bench/python_runtime.h"
 #include "fib/bench/run.h"
 #include "fib/trace/definition.h"
 
 namespace fib::bench::detail {
 
 struct PythonReferenceSetup {
-  const TorchPython& python;
+  const PythonRuntime& python;
   std::filesystem::path bridge_dir;
+  SandboxSpec sandbox;  // enabled: the bridge runs in it (python_reference.h)
 };
 
 // Runs the definition's PyTorch reference on every trial's checked input set (on the lane's

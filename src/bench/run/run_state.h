@@ -11,12 +11,12 @@
 #include <optional>
 #include <string>
 
-#include "bench/python/find_python.h"
 #include "bench/run/environment.h"
 #include "bench/run/outcome.h"
 #include "bench/run/sandbox.h"
 #include "fib/bench/build.h"
 #include "fib/bench/eval_config.h"
+#include "fib/bench/python_runtime.h"
 #include "fib/bench/run.h"
 
 namespace fib::bench::detail {
@@ -37,7 +37,7 @@ struct RunState {
   std::unique_ptr<Scratch> scratch;
   SandboxChoice sandbox;  // of the solution workers
   // PyTorch references (definitions the plan checks with ReferenceKind::kPython).
-  std::optional<TorchPython> python;
+  std::optional<PythonRuntime> python;
   std::filesystem::path python_bridge_dir;
 
   // Shared by the lanes: guard with mu.

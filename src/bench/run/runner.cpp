@@ -57,9 +57,8 @@ BuildOptions build_options(const RunOptions& o) {
 }
 
 // What a sandboxed worker must see of the Python runtime when the plan has solutions that run
-// in it: the runtime's prefixes, its sys.path and its libpython's folder (under /usr on Debian,
-// anywhere for a conda or pyenv python). Probing the runtime costs an interpreter start, so only
-// such plans pay it.
+// in it (its prefixes, sys.path and libpython's folder: python_paths). Probing the runtime costs
+// an interpreter start, so only such plans pay it.
 std::vector<std::filesystem::path> python_runtime_paths(const detail::Plan& plan,
                                                         const RunOptions& o) {
   const bool needed = std::any_of(plan.items.begin(), plan.items.end(), [](const auto& item) {
@@ -68,20 +67,9 @@ std::vector<std::filesystem::path> python_runtime_paths(const detail::Plan& plan
   });
   if (!needed) return {};
   std::string why;
-  const std::optional<PythonRuntime> runtime = find_python_runtime(o.python, &why);
+  const std::optional<PythonRuntime> runtime = find_python(o.python, PythonUse::kRuntime, &why);
   if (!runtime) return {};  // each such solution's build says why
-  std::vector<std::filesystem::path> paths = {
-      std::filesystem::path(runtime->library).parent_path()};
-  std::string home = runtime->home;
-  for (std::size_t at = 0; at <= home.size();) {
-    const std::size_t end = std::min(home.find(':', at), home.size());
-    if (end > at) paths.emplace_back(home.substr(at, end - at));
-    at = end + 1;
-  }
-  for (const std::string& entry : runtime->path) {
-    if (!entry.empty()) paths.emplace_back(entry);
-  }
-  return paths;
+  return detail::python_paths(*runtime);
 }
 
 }  // namespace
@@ -119,10 +107,14 @@ RunResult run_benchmark(const RunOptions& options, const RunCallbacks& callbacks
   }
   run.sandbox = detail::choose_sandbox(sandboxed, devices.gpu, *run.scratch,
                                        [&run](const std::string& m) { run.message(m); });
+  const int box_uid = run.sandbox.spec.drop_to_uid ? static_cast<int>(run.sandbox.spec.uid) : -1;
   for (std::size_t i = 0; i < lanes.size() && run.sandbox.spec.enabled(); ++i) {
-    lanes[i]->box = run.scratch->make_box(
-        fmt::format("solution-{}", i),
-        run.sandbox.spec.drop_to_uid ? static_cast<int>(run.sandbox.spec.uid) : -1);
+    lanes[i]->box = run.scratch->make_box(fmt::format("solution-{}", i), box_uid);
+    lanes[i]->reference_box = run.scratch->make_box(fmt::format("reference-{}", i), box_uid);
+    // The PyTorch reference's bubblewrap starts as fib's user (mapped to the sandbox's uid
+    // inside), so its box stays fib's user's.
+    lanes[i]->python_reference_box =
+        run.scratch->make_box(fmt::format("python-reference-{}", i), -1);
   }
 
   detail::run_lanes(run, lanes, plan.items, set);

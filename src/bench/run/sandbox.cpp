@@ -4,6 +4,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 
 #include "bench/run/devices.h"
@@ -44,6 +45,9 @@ Json isolation_json(const WorkerSpec& spec) {
               {"host_uid", s.drop_to_uid ? s.uid : ::getuid()},
               {"read_only", read_only},
               {"gpu_devices", s.gpu},
+              // Each in a box of its own: the solution worker, the reference worker and the
+              // definition's PyTorch reference.
+              {"processes", Json::array({"solution", "reference", "python_reference"})},
               {"limits", limits}};
 }
 
@@ -115,13 +119,35 @@ void place(const fs::path& from, const fs::path& to, fs::perms mode) {
 
 }  // namespace
 
+namespace {
+
+// The workload's scratch folder in the name: a worker keeps the input-set files it mapped, by
+// path.
+std::string staged_inputs_path(const fs::path& box, const fs::path& inputs) {
+  return (box /
+          ("inputs-" + inputs.parent_path().filename().string() + "-" + inputs.filename().string()))
+      .string();
+}
+
+}  // namespace
+
+std::string stage_inputs_in_box(const fs::path& box, const std::string& inputs_file) {
+  const std::string staged = staged_inputs_path(box, inputs_file);
+  std::error_code ec;
+  for (const auto& e : fs::directory_iterator(box, ec)) {
+    if (e.path().filename() != "out" && e.path() != staged) fs::remove_all(e.path(), ec);
+  }
+  for (const auto& e : fs::directory_iterator(box / "out", ec)) fs::remove_all(e.path(), ec);
+  place(inputs_file, staged,
+        fs::perms::owner_read | fs::perms::group_read | fs::perms::others_read);
+  return staged;
+}
+
 StagedFiles stage_in_box(const fs::path& box, const std::string& inputs_file,
                          const fs::path& library, const std::string& build_key, bool whole_folder) {
   const fs::path inputs = fs::path(inputs_file);
   StagedFiles st;
-  st.inputs = (box / ("inputs-" + inputs.parent_path().filename().string() + "-" +
-                      inputs.filename().string()))
-                  .string();
+  st.inputs = staged_inputs_path(box, inputs);
   // The build key in the folder's name: a worker keeps the libraries it loaded, by path. The
   // file keeps its own name: a Python extension module's init function is named after it.
   const fs::path folder = box / ("lib-" + build_key);
@@ -153,6 +179,26 @@ StagedFiles stage_in_box(const fs::path& box, const std::string& inputs_file,
     }
   }
   return st;
+}
+
+std::vector<fs::path> python_paths(const PythonRuntime& python) {
+  std::vector<fs::path> paths;
+  if (!python.executable.empty()) {
+    std::error_code ec;
+    paths.emplace_back(python.executable);
+    paths.push_back(fs::canonical(python.executable, ec));
+  }
+  if (!python.library.empty()) paths.push_back(fs::path(python.library).parent_path());
+  const std::string& home = python.home;
+  for (std::size_t at = 0; at <= home.size();) {
+    const std::size_t end = std::min(home.find(':', at), home.size());
+    if (end > at) paths.emplace_back(home.substr(at, end - at));
+    at = end + 1;
+  }
+  for (const std::string& entry : python.path) {
+    if (!entry.empty()) paths.emplace_back(entry);
+  }
+  return paths;
 }
 
 void take_from_box(const std::vector<std::string>& in_box, const std::vector<std::string>& to) {

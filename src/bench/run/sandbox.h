@@ -1,6 +1,7 @@
-// How a run isolates its solution workers (`--sandbox`): bubblewrap where it can be made, with a
-// box per lane (the only folder a worker can write), and the files an evaluation stages in the
-// box and takes back out of it. The reference worker never loads a solution and runs unsandboxed.
+// How a run isolates its workers (`--sandbox`): bubblewrap where it can be made, with a box per
+// lane and worker (the only folder a worker can write), and the files an evaluation stages in the
+// box and takes back out of it. The reference worker and the PyTorch reference run in the same
+// sandbox, each with a box of its own.
 #pragma once
 
 #include <filesystem>
@@ -9,6 +10,7 @@
 #include <vector>
 
 #include "bench/run/environment.h"
+#include "fib/bench/python_runtime.h"
 #include "fib/bench/run.h"
 #include "fib/bench/worker.h"
 #include "fib/trace/json_reader.h"
@@ -37,6 +39,13 @@ struct StagedFiles {
 StagedFiles stage_in_box(const std::filesystem::path& box, const std::string& inputs_file,
                          const std::filesystem::path& library, const std::string& build_key,
                          bool whole_folder);
+// What a sandboxed process must see of a python3 to run it (under /usr on Debian, anywhere
+// for a conda, pyenv or venv python): its executable, its base prefixes, its sys.path and its
+// libpython's folder.
+std::vector<std::filesystem::path> python_paths(const PythonRuntime& python);
+
+// The reference worker's box: the input-set file staged alone (everything else cleared).
+std::string stage_inputs_in_box(const std::filesystem::path& box, const std::string& inputs_file);
 // Moves the files the worker wrote in its box to where the orchestrator judges them, out of the
 // worker's reach; a file the worker did not write is left out.
 void take_from_box(const std::vector<std::string>& in_box, const std::vector<std::string>& to);

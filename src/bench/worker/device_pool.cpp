@@ -5,6 +5,7 @@
 #include <cstring>
 #include <numeric>
 
+#include "bench/inputs/input_set_file.h"
 #include "fib/tensor/random.h"
 
 namespace fib::bench::detail {
@@ -70,6 +71,31 @@ void permute_on_host(const void* src, void* dst, const PoolPermutation& p) {
       }
     }
   }
+}
+
+std::map<std::string, Tensor, std::less<>> pool_tensors_on_host(
+    const std::map<std::string, Tensor, std::less<>>& source, std::uint64_t pool_seed, int set) {
+  std::map<std::string, Tensor, std::less<>> made;
+  int input = 0;
+  for (const auto& [name, src] : source) {
+    const PoolPermutation how = pool_permutation(src.dtype(), src.shape(), pool_seed, set, input++);
+    if (!how.permuted) {
+      made.emplace(name, src);
+      continue;
+    }
+    Tensor dst(src.dtype(), src.shape());
+    permute_on_host(src.raw(), dst.raw(), how);
+    made.emplace(name, std::move(dst));
+  }
+  return made;
+}
+
+reference::Arguments input_set_on_host(const std::filesystem::path& inputs_file, int set,
+                                       int pool_first, std::uint64_t pool_seed) {
+  if (set < pool_first || pool_first <= 0) return read_input_set(inputs_file, set);
+  reference::Arguments args = read_input_set(inputs_file, (set - pool_first) % pool_first);
+  args.tensors = pool_tensors_on_host(args.tensors, pool_seed, set);
+  return args;
 }
 
 }  // namespace fib::bench::detail

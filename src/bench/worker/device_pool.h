@@ -8,7 +8,11 @@
 #pragma once
 
 #include <cstdint>
+#include <filesystem>
+#include <map>
+#include <string>
 
+#include "fib/reference/reference.h"
 #include "fib/tensor/tensor.h"
 
 namespace fib::bench::detail {
@@ -51,5 +55,18 @@ PoolPermutation pool_permutation(DType dtype, const Shape& shape, std::uint64_t 
 // The same rearrangement on the host (what the device kernel does; the tests compare the two).
 // `src` and `dst` hold rows.n * middle * cols.n units of p.unit bytes.
 void permute_on_host(const void* src, void* dst, const PoolPermutation& p);
+
+// The tensors of pool set `set` as a worker makes them on its device, made on the host from its
+// source set's tensors (by name: the order the worker uploads them in, which numbers them).
+std::map<std::string, Tensor, std::less<>> pool_tensors_on_host(
+    const std::map<std::string, Tensor, std::less<>>& source, std::uint64_t pool_seed, int set);
+
+// Input set `set` of a workload, on the host: read from the input-set file where it is one of the
+// file's `pool_first` sets (0: every set is in the file), else the device-made pool set (made
+// from file set (set - pool_first) % pool_first, the worker's cycle). A checked call may be drawn
+// on any set, and the judge's tie scoring, the reference's sampling extras and the PyTorch
+// reference need its inputs on the host.
+reference::Arguments input_set_on_host(const std::filesystem::path& inputs_file, int set,
+                                       int pool_first, std::uint64_t pool_seed);
 
 }  // namespace fib::bench::detail

@@ -16,9 +16,11 @@
 #include <functional>
 #include <optional>
 
+#include "bench/worker/device_pool.h"
 #include "bench/worker/gpu_memory.h"
 #include "bench/worker/gpu_trials.h"
 #include "bench/worker/worker_common.h"
+#include "fib/bench/op_family.h"
 #include "fib/bench/timing.h"
 #include "fib/reference_cuda/reference_cuda.h"
 
@@ -246,10 +248,17 @@ protocol::ReferenceReply gpu_reference(WorkerState& st, const protocol::Referenc
       // them is queued after the copy on the same stream.
       std::vector<std::pair<std::string, Tensor>> extra;
       const auto check_set = static_cast<std::size_t>(order_of(plan, first).check_set);
-      // Sets made on the device have no host copy; the orchestrator asks for their outputs
-      // only where the op family adds no extras (see evaluate.cpp).
       if (check_set < host->size()) {
         append_set_reference_extras(req.definition, host->at(check_set), req.eval_extra, &extra);
+      } else if (op_family(req.definition).reference_extras != nullptr) {
+        // A set made on the device (a solution's checked call may be drawn on any): its extras
+        // come from the same set made on the host.
+        InputSet made;
+        const InputSet& source = host->at((check_set - host->size()) % host->size());
+        made.scalars = source.scalars;
+        made.tensors = pool_tensors_on_host(source.tensors, req.schedule.device_pool.seed,
+                                            static_cast<int>(check_set));
+        append_set_reference_extras(req.definition, made, req.eval_extra, &extra);
       }
       g.writer().submit(plan.check_output, target.staged(), std::move(extra), g.stream());
       checked = protocol::CheckedCall{runner.staged_call(), {}, runner.staged_position()};

@@ -1,5 +1,6 @@
-// The worker's sandbox: the bubblewrap command line that starts `fib worker` in its own
-// namespaces, and the read-only paths a worker needs to find its libraries.
+// The workers' sandbox: the bubblewrap command line that starts `fib worker` (or the PyTorch
+// reference's python) in its own namespaces, and the read-only paths a worker needs to find its
+// libraries.
 #include <fmt/format.h>
 #include <unistd.h>
 
@@ -100,8 +101,12 @@ fs::path find_bwrap() {
 
 std::vector<std::string> worker_command(const WorkerSpec& spec) {
   const std::vector<std::string> worker = {spec.executable.string(), "worker", "--channel", "3"};
-  const SandboxSpec& s = spec.sandbox;
-  if (!s.enabled()) return worker;
+  if (!spec.sandbox.enabled()) return worker;
+  return sandbox_command(spec.sandbox, worker);
+}
+
+std::vector<std::string> sandbox_command(const SandboxSpec& s,
+                                         const std::vector<std::string>& command) {
   const std::string uid = std::to_string(s.uid);
   std::vector<std::string> a = {s.bwrap.string(),
                                 "--unshare-user",
@@ -139,7 +144,7 @@ std::vector<std::string> worker_command(const WorkerSpec& spec) {
   }
   if (s.gpu) add_gpu_devices(a);
   a.insert(a.end(), {"--chdir", "/tmp", "--"});
-  a.insert(a.end(), worker.begin(), worker.end());
+  a.insert(a.end(), command.begin(), command.end());
   return a;
 }
 
