@@ -235,6 +235,7 @@ TEST_F(GpuPython, ThePyTorchReferenceRunsOnTheLanesGpuAndAnyTimedCallMayBeChecke
   o.isolated = true;
   o.device = "cuda:0";
   o.python = runtime->executable;
+  o.python_bridge_dir = kSource / "python" / "fib_bridge";
   o.definitions = {"silu_and_mul_h16384"};
   o.solutions = {"every_call", "first_and_last_only"};
   const RunResult r = run_benchmark(o);
