@@ -4,12 +4,15 @@
 #include <signal.h>
 #include <sys/mman.h>
 #include <unistd.h>
-#include <xxhash.h>
 
 #include <algorithm>
+#include <atomic>
+#include <condition_variable>
 #include <cstring>
 #include <deque>
+#include <mutex>
 #include <new>
+#include <thread>
 #include <utility>
 
 namespace fib::bench::detail {
@@ -247,21 +250,151 @@ void watch_inputs(const InputSet& in) {
 }
 
 // ---- Input checksums --------------------------------------------------------------------------
-InputChecksums::InputChecksums(const std::vector<InputSet>& sets) {
+// Hashes the chunks of a list of byte ranges on its threads and the caller's: input_sum of each
+// range, the same value a serial input_sum gives.
+class ChunkHasher {
+ public:
+  struct Range {
+    const void* data;
+    std::size_t bytes;
+  };
+
+  ChunkHasher() {
+    const unsigned cores = std::max(1u, std::thread::hardware_concurrency());
+    for (unsigned t = 1; t < std::min(cores, 8u); ++t) threads_.emplace_back([this] { serve(); });
+  }
+  ~ChunkHasher() {
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      stop_ = true;
+    }
+    wake_.notify_all();
+    for (auto& t : threads_) t.join();
+  }
+
+  std::vector<InputSum> sums(const std::vector<Range>& ranges) {
+    chunks_.clear();
+    std::vector<std::size_t> first(ranges.size() + 1, 0);
+    for (std::size_t r = 0; r < ranges.size(); ++r) {
+      const auto* p = static_cast<const std::byte*>(ranges[r].data);
+      const std::size_t n = ranges[r].bytes;
+      first[r] = chunks_.size();
+      if (n <= kInputSumChunk) chunks_.push_back({p, n});
+      for (std::size_t at = 0; n > kInputSumChunk && at < n; at += kInputSumChunk) {
+        chunks_.push_back({p + at, std::min(kInputSumChunk, n - at)});
+      }
+    }
+    first[ranges.size()] = chunks_.size();
+    digests_.assign(chunks_.size(), InputSum{});
+    run_chunks();
+    std::vector<InputSum> out;
+    for (std::size_t r = 0; r < ranges.size(); ++r) {
+      out.push_back(ranges[r].bytes <= kInputSumChunk
+                        ? digests_[first[r]]
+                        : combine_chunk_sums(&digests_[first[r]], first[r + 1] - first[r]));
+    }
+    return out;
+  }
+
+ private:
+  void run_chunks() {
+    next_ = 0;
+    if (threads_.empty() || chunks_.size() < 2) {
+      work();
+      return;
+    }
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      busy_ = threads_.size();
+      ++generation_;
+    }
+    wake_.notify_all();
+    work();
+    std::unique_lock<std::mutex> lock(mu_);
+    done_.wait(lock, [this] { return busy_ == 0; });
+  }
+  void work() {
+    for (std::size_t i = next_++; i < chunks_.size(); i = next_++) {
+      digests_[i] = chunk_sum(chunks_[i].data, chunks_[i].bytes);
+    }
+  }
+  void serve() {
+    std::uint64_t seen = 0;
+    while (true) {
+      {
+        std::unique_lock<std::mutex> lock(mu_);
+        wake_.wait(lock, [&] { return stop_ || generation_ != seen; });
+        if (stop_) return;
+        seen = generation_;
+      }
+      work();
+      std::lock_guard<std::mutex> lock(mu_);
+      if (--busy_ == 0) done_.notify_one();
+    }
+  }
+
+  std::vector<std::thread> threads_;
+  std::mutex mu_;
+  std::condition_variable wake_, done_;
+  std::uint64_t generation_ = 0;
+  std::size_t busy_ = 0;
+  bool stop_ = false;
+  std::vector<Range> chunks_;
+  std::vector<InputSum> digests_;
+  std::atomic<std::size_t> next_{0};
+};
+
+namespace {
+std::vector<ChunkHasher::Range> ranges_of(const InputSet& set) {
+  std::vector<ChunkHasher::Range> r;
+  for (const auto& [name, t] : set.tensors) r.push_back({t.raw(), t.nbytes()});
+  return r;
+}
+}  // namespace
+
+InputChecksums::InputChecksums(const std::vector<InputSet>& sets)
+    : hasher_(std::make_unique<ChunkHasher>()) {
   sums_.reserve(sets.size());
   for (const InputSet& set : sets) {
-    std::vector<std::uint64_t> per_tensor;
-    for (const auto& [name, t] : set.tensors)
-      per_tensor.push_back(XXH3_64bits(t.raw(), t.nbytes()));
+    const bool given = std::all_of(set.tensors.begin(), set.tensors.end(),
+                                   [&](const auto& t) { return set.sums.contains(t.first); });
+    if (!given) {
+      sums_.push_back(hasher_->sums(ranges_of(set)));
+      continue;
+    }
+    std::vector<InputSum> per_tensor;
+    for (const auto& [name, t] : set.tensors) per_tensor.push_back(set.sums.find(name)->second);
     sums_.push_back(std::move(per_tensor));
   }
 }
 
+InputChecksums::~InputChecksums() = default;
+
 std::optional<std::string> InputChecksums::modified(const std::vector<InputSet>& sets,
                                                     std::size_t set) const {
+  const std::vector<InputSum> now = hasher_->sums(ranges_of(sets.at(set)));
   std::size_t i = 0;
   for (const auto& [name, t] : sets.at(set).tensors) {
-    if (XXH3_64bits(t.raw(), t.nbytes()) != sums_.at(set).at(i++)) return name;
+    if (now.at(i) != sums_.at(set).at(i)) return name;
+    ++i;
+  }
+  return std::nullopt;
+}
+
+std::optional<std::pair<std::size_t, std::string>> InputChecksums::modified_any(
+    const std::vector<InputSet>& sets) const {
+  std::vector<ChunkHasher::Range> all;
+  for (const InputSet& set : sets) {
+    const auto r = ranges_of(set);
+    all.insert(all.end(), r.begin(), r.end());
+  }
+  const std::vector<InputSum> now = hasher_->sums(all);
+  std::size_t i = 0;
+  for (std::size_t set = 0; set < sets.size(); ++set) {
+    std::size_t k = 0;
+    for (const auto& [name, t] : sets[set].tensors) {
+      if (now.at(i++) != sums_.at(set).at(k++)) return std::make_pair(set, name);
+    }
   }
   return std::nullopt;
 }
