@@ -251,7 +251,10 @@ void watch_inputs(const InputSet& in) {
 
 // ---- Input checksums --------------------------------------------------------------------------
 // Hashes the chunks of a list of byte ranges on its threads and the caller's: input_sum of each
-// range, the same value a serial input_sum gives.
+// range, the same value a serial input_sum gives. The caller never waits for a helper that has
+// not started: a chunk is claimed (generation and index in one atomic word, so a helper waking
+// late cannot claim from a later job, nor look at a job before it is published) and the caller
+// waits only for claimed chunks to finish.
 class ChunkHasher {
  public:
   struct Range {
@@ -297,25 +300,35 @@ class ChunkHasher {
   }
 
  private:
+  // The claim word: the job's generation, its chunk count and the next chunk to claim.
+  static constexpr std::uint64_t kBits = 20, kMask = (std::uint64_t{1} << kBits) - 1;
+
   void run_chunks() {
-    next_ = 0;
-    if (threads_.empty() || chunks_.size() < 2) {
-      work();
-      return;
-    }
+    const std::size_t count = chunks_.size();
+    if (count > kMask) throw Error("input checksums", "too many input chunks");
+    const std::uint64_t gen = ++generation_ & ((std::uint64_t{1} << (64 - 2 * kBits)) - 1);
     {
       std::lock_guard<std::mutex> lock(mu_);
-      busy_ = threads_.size();
-      ++generation_;
+      done_ = 0;
+      claim_.store(gen << (2 * kBits) | count << kBits, std::memory_order_release);
     }
-    wake_.notify_all();
-    work();
+    if (!threads_.empty() && count > 1) wake_.notify_all();
+    work(gen);
     std::unique_lock<std::mutex> lock(mu_);
-    done_.wait(lock, [this] { return busy_ == 0; });
+    finished_.wait(lock, [&] { return done_ == count; });
   }
-  void work() {
-    for (std::size_t i = next_++; i < chunks_.size(); i = next_++) {
+  // Hashes chunks of job `gen` until none is left to claim.
+  void work(std::uint64_t gen) {
+    std::uint64_t word = claim_.load(std::memory_order_acquire);
+    while (true) {
+      if ((word >> (2 * kBits)) != gen) return;
+      const std::size_t count = (word >> kBits) & kMask, i = word & kMask;
+      if (i >= count) return;
+      if (!claim_.compare_exchange_weak(word, word + 1, std::memory_order_acq_rel)) continue;
       digests_[i] = chunk_sum(chunks_[i].data, chunks_[i].bytes);
+      std::lock_guard<std::mutex> lock(mu_);
+      if (++done_ == count) finished_.notify_one();
+      word = claim_.load(std::memory_order_acquire);
     }
   }
   void serve() {
@@ -323,25 +336,25 @@ class ChunkHasher {
     while (true) {
       {
         std::unique_lock<std::mutex> lock(mu_);
-        wake_.wait(lock, [&] { return stop_ || generation_ != seen; });
+        wake_.wait(lock, [&] {
+          return stop_ || (claim_.load(std::memory_order_acquire) >> (2 * kBits)) != seen;
+        });
         if (stop_) return;
-        seen = generation_;
+        seen = claim_.load(std::memory_order_acquire) >> (2 * kBits);
       }
-      work();
-      std::lock_guard<std::mutex> lock(mu_);
-      if (--busy_ == 0) done_.notify_one();
+      work(seen);
     }
   }
 
   std::vector<std::thread> threads_;
   std::mutex mu_;
-  std::condition_variable wake_, done_;
-  std::uint64_t generation_ = 0;
-  std::size_t busy_ = 0;
+  std::condition_variable wake_, finished_;
   bool stop_ = false;
+  std::uint64_t generation_ = 0;  // the caller's count of jobs
+  std::atomic<std::uint64_t> claim_{0};
+  std::size_t done_ = 0;  // chunks of the current job hashed, under mu_
   std::vector<Range> chunks_;
   std::vector<InputSum> digests_;
-  std::atomic<std::size_t> next_{0};
 };
 
 namespace {
