@@ -66,9 +66,11 @@ bool write_atomically(const fs::path& path, const std::string& bytes) {
 
 ReferenceCache::ReferenceCache(fs::path dir, std::uint64_t max_bytes)
     : dir_(std::move(dir)), max_bytes_(max_bytes) {
-  fs::create_directories(dir_);
-  // The outputs are the answers a solution is judged by: only fib's user reads them.
-  fs::permissions(dir_, fs::perms::owner_all, fs::perm_options::replace);
+  // The outputs are the answers a solution is judged by: a folder fib makes only fib's user
+  // reads (one given that exists keeps its mode).
+  if (fs::create_directories(dir_)) {
+    fs::permissions(dir_, fs::perms::owner_all, fs::perm_options::replace);
+  }
 }
 
 fs::path ReferenceCache::entry_path(const std::string& key) const {
@@ -113,7 +115,8 @@ void ReferenceCache::store(const std::string& key, const std::string& payload) {
   if (!write_atomically(entry_path(key), bytes)) return;
   std::lock_guard<std::mutex> lock(mu_);
   ++counts_.stores;
-  evict();
+  if (bytes_) *bytes_ += bytes.size();
+  if (!bytes_ || *bytes_ > max_bytes_) evict();
 }
 
 // Under mu_: the least recently used entries go until the folder fits its bound.
@@ -132,6 +135,7 @@ void ReferenceCache::evict() {
     entries.push_back({e.path(), n, e.last_write_time(ec)});
     total += n;
   }
+  bytes_ = total;
   if (total <= max_bytes_) return;
   std::sort(entries.begin(), entries.end(),
             [](const Entry& a, const Entry& b) { return a.used < b.used; });
@@ -142,6 +146,7 @@ void ReferenceCache::evict() {
       ++counts_.evicted;
     }
   }
+  bytes_ = total;
 }
 
 bool ReferenceCache::fetch_file(const std::string& key, const fs::path& to) {

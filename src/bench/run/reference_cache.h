@@ -53,6 +53,9 @@ class ReferenceCache {
   std::uint64_t max_bytes_;
   mutable std::mutex mu_;
   ReferenceCacheCounts counts_;
+  // The folder's size as last scanned plus what was stored since: the folder is scanned again
+  // only once this passes the bound.
+  std::optional<std::uint64_t> bytes_;
 };
 
 // The default folder: "reference" beside the build cache's folder (--build-cache DIR, else

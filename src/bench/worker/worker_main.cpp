@@ -70,9 +70,12 @@ class CpuSchedule {
     }
     *ms = std::chrono::duration<double, std::milli>(t1 - t0).count();
     ++call_;
-    if (!keep_outputs_.empty() && kept_sets_.insert(set).second) {
+    if (!keep_outputs_.empty() && kept_bytes_ < kKeptOutputsBudget &&
+        kept_sets_.insert(set).second) {
+      const auto outputs = target_.outputs();
+      for (const auto& [name, t] : outputs) kept_bytes_ += t.nbytes();
       write_checked_outputs(keep_outputs_ + fmt::format("/reference-set{}.safetensors", set),
-                            target_.outputs());
+                            outputs);
     }
     return true;
   }
@@ -116,8 +119,11 @@ class CpuSchedule {
 
   Target& target_;
   const Schedule& s_;
+  // Large outputs (a long prefill's) are kept only up to this, as the input pool is bounded.
+  static constexpr std::uint64_t kKeptOutputsBudget = 256ull << 20;
   std::string keep_outputs_;
   std::set<int> kept_sets_;
+  std::uint64_t kept_bytes_ = 0;
   std::uint64_t call_ = 0;
   Failure failure_;
 };
