@@ -33,7 +33,7 @@
 # definition, one workload), to check the script itself.
 # In $OUT: summary-<set>.txt and .json, and logs.tar.gz (each run's log, fib's --json, traces).
 set -uo pipefail
-cd "$(dirname "$0")/../.."
+cd "$(dirname "$0")/../.." || exit 1
 root=$PWD
 t_start=$(date +%s)
 budget=${BUDGET_S:-570}
