@@ -27,6 +27,7 @@ struct RunArgs {
   std::optional<std::string> config;
   std::optional<std::uint64_t> seed;
   std::uint64_t memory_limit_mb = 0;
+  std::uint64_t reference_cache_mb = 4096;
   std::string signing_key;
   bool json = false;
   bool no_save = false;
@@ -100,6 +101,7 @@ int run_cmd(RunArgs& a) {
   if (a.config) o.config = *a.config;
   o.seed = a.seed;
   o.memory_limit_bytes = a.memory_limit_mb << 20;
+  o.reference_cache_bytes = a.reference_cache_mb << 20;
   o.save_traces = !a.no_save;
   o.worker_executable = std::filesystem::read_symlink("/proc/self/exe");
   o.abi_include_dir = abi_include_dir();
@@ -203,6 +205,12 @@ void register_run(CLI::App& app, Runner& run) {
       ->check(CLI::Range(0.0, 3600.0));
   cmd->add_option("--build-cache", a->options.build_cache,
                   "Build cache folder (default: $FIB_CACHE_DIR or ~/.cache/fib/build)");
+  cmd->add_option("--reference-cache", a->options.reference_cache,
+                  "Folder of the reference outputs and runs kept across runs, or off (default: "
+                  "\"reference\" beside the build cache's folder)");
+  cmd->add_option("--reference-cache-mb", a->reference_cache_mb,
+                  "Size bound of the reference cache; the least recently used entries go "
+                  "(default 4096)");
   cmd->add_flag("--rebuild", a->options.rebuild, "Compile solutions even when the cache has them");
   cmd->add_option("--python", a->options.python,
                   "The python3 (with PyTorch) that runs Python, Triton and torch-extension "

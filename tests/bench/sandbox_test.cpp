@@ -216,6 +216,47 @@ FIB_EXPORT_SOLUTION(run, run_);
       << logs(off, "reads_reference");
 }
 
+// (b') The solution knows where the reference cache lies (the default is no secret) and lists
+// it: the sandbox has no such folder; unsandboxed, the same code finds its entries.
+TEST_F(Sandbox, TheReferenceCacheIsOutOfReach) {
+  SKIP_WITHOUT_SANDBOX();
+  const fs::path cache = tmp_.path() / "references";
+  add("lists_reference_cache", fmt::format(R"(
+#include <dirent.h>
+static void run_(fib::TensorView x, fib::TensorView w, fib::TensorView y) {{
+  static bool done = false;
+  if (!done) {{
+    done = true;
+    int n = -1;
+    if (DIR* d = opendir("{}")) {{
+      n = 0;
+      while (readdir(d)) ++n;
+      closedir(d);
+    }}
+    std::printf("reference cache entries: %d\n", n);
+    std::fflush(stdout);
+  }}
+  rms(x, w, y);
+}}
+FIB_EXPORT_SOLUTION(run, run_);
+)",
+                                           cache.string()));
+  const auto run = [&](SandboxMode mode) {
+    RunOptions o = options(mode, {"lists_reference_cache"});
+    o.reference_cache = cache.string();
+    return run_benchmark(o);
+  };
+  const RunResult on = run(SandboxMode::kRequired);
+  EXPECT_GT(on.reference_cache_stores, 0u);
+  EXPECT_NE(logs(on, "lists_reference_cache").find("reference cache entries: -1"),
+            std::string::npos)
+      << logs(on, "lists_reference_cache");
+  const RunResult off = run(SandboxMode::kOff);
+  EXPECT_EQ(logs(off, "lists_reference_cache").find("reference cache entries: -1"),
+            std::string::npos)
+      << "unsandboxed, the folder is there to see (else this test shows nothing)";
+}
+
 // (c) The solution writes a reply of its own on the worker channel (fd 3), then garbage; another
 // closes the channel. Each is a RUNTIME_ERROR, a fresh worker takes the next solution, and the
 // run goes on. The channel's protection holds with or without the sandbox.

@@ -67,6 +67,44 @@ TEST(WorkerGuard, InputChecksumsNameTheChangedInput) {
   EXPECT_FALSE(sums.modified(sets, 1));
 }
 
+TEST(WorkerGuard, InputChecksumsHashLargeInputsInChunksAndFindAChangeInAnyOfThem) {
+  // Three and a half chunks: hashed in parallel, the same checksum as hashed serially.
+  std::vector<InputSet> sets(3);
+  for (auto& s : sets) {
+    Tensor t(DType::kUInt8, Shape{static_cast<std::int64_t>(kInputSumChunk * 7 / 2)});
+    for (std::size_t i = 0; i < t.nbytes(); ++i) static_cast<std::uint8_t*>(t.raw())[i] = i % 251;
+    s.tensors.emplace("x", std::move(t));
+  }
+  const Tensor& x = sets[2].tensors.at("x");
+  const InputChecksums sums(sets);
+  EXPECT_FALSE(sums.modified(sets, 2));
+  EXPECT_FALSE(sums.modified_any(sets));
+  static_cast<std::uint8_t*>(const_cast<void*>(x.raw()))[x.nbytes() - 1] ^= 1;  // the last chunk
+  EXPECT_EQ(sums.modified(sets, 2), std::optional<std::string>("x"));
+  EXPECT_FALSE(sums.modified(sets, 1));
+  const auto changed = sums.modified_any(sets);
+  ASSERT_TRUE(changed);
+  EXPECT_EQ(changed->first, 2u);
+  EXPECT_EQ(changed->second, "x");
+}
+
+TEST(WorkerGuard, InputChecksumsHoldTheMappingToTheSumsTheFileCarries) {
+  // The orchestrator's checksums (metadata of the input-set file) are what the bytes are held
+  // to: bytes that differ from what fib wrote are a modified input before any call.
+  std::vector<InputSet> sets(1);
+  Tensor t(DType::kFloat32, Shape{64});
+  std::memset(t.raw(), 0, t.nbytes());
+  sets[0].sums.emplace("a", input_sum(t.raw(), t.nbytes()));
+  sets[0].tensors.emplace("a", std::move(t));
+  {
+    const InputChecksums sums(sets);
+    EXPECT_FALSE(sums.modified(sets, 0));
+  }
+  sets[0].sums["a"].low ^= 1;
+  const InputChecksums sums(sets);
+  EXPECT_EQ(sums.modified(sets, 0), std::optional<std::string>("a"));
+}
+
 TEST(WorkerGuard, TheCheckedCallIsDrawnUniformlyAfterTheCalls) {
   // A named position is kept exactly; a drawn one replaces the kept call with probability
   // 1/(i+1), so over many trials of 8 calls each position ends up checked about 1/8 of the time.

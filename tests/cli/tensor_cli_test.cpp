@@ -2,9 +2,12 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <cstring>
 #include <filesystem>
+#include <fstream>
 
 #include "fib/tensor/safetensors.h"
+#include "fib/trace/json_reader.h"
 #include "run_fib.h"
 #include "support/temp_dir.h"
 #include "support/test_paths.h"
@@ -13,6 +16,7 @@ namespace fib::testing {
 namespace {
 
 using ::testing::HasSubstr;
+using ::testing::Not;
 namespace fs = std::filesystem;
 
 struct ExampleCopy {
@@ -81,6 +85,46 @@ TEST(InputsAndReferenceCli, MaterializeThenRunTheReference) {
   const Tensor c = outputs.read("C");
   EXPECT_EQ(c.shape(), (Shape{8, 2048}));
   EXPECT_EQ(c.dtype(), DType::kFloat16);
+}
+
+// A corpus workload names blobs the corpus does not carry: --write-blobs writes fib's synthesized
+// tensors there, under their tensor keys, and later reads find them (no "not present" note).
+TEST(InputsAndReferenceCli, WriteBlobsWritesTheMissingBlobsOthersThenRead) {
+  FIB_REQUIRE_CORPUS(corpus);
+  TempDir dir;
+  const std::string def = "gqa_paged_decode_h32_kv8_d128_ps1";
+  const auto root = dir.path() / "ds";
+  std::filesystem::create_directories(root / "definitions" / "gqa_paged");
+  std::filesystem::create_directories(root / "workloads" / "gqa_paged");
+  std::filesystem::copy_file(corpus / "definitions" / "gqa_paged" / (def + ".json"),
+                             root / "definitions" / "gqa_paged" / (def + ".json"));
+  std::string line;
+  std::getline(std::ifstream(corpus / "workloads" / "gqa_paged" / (def + ".jsonl")), line);
+  std::ofstream(root / "workloads" / "gqa_paged" / (def + ".jsonl")) << line << "\n";
+  const std::string uuid = Json::parse(line).at("workload").at("uuid").get<std::string>();
+  const std::string blob =
+      Json::parse(line).at("workload").at("inputs").at("kv_indices").at("path").get<std::string>();
+  ASSERT_FALSE(std::filesystem::exists(root / blob));
+  auto r = run_fib({"inputs", "--dataset", root.string(), "--definition", def, "--workload", uuid,
+                    "--write-blobs"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_THAT(r.out, HasSubstr("wrote blob "));
+  ASSERT_TRUE(std::filesystem::exists(root / blob));
+  const auto written = SafetensorsFile::open(root / blob);
+  EXPECT_EQ(written.read("kv_indptr").dtype(), DType::kInt32);
+  EXPECT_EQ(written.read("kv_indptr").shape(), (Shape{2}));
+  const auto in = dir.path() / "in.safetensors";
+  r = run_fib({"inputs", "--dataset", root.string(), "--definition", def, "--workload", uuid,
+               "--output", in.string()});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_THAT(r.err, Not(HasSubstr("not present")));
+  const Tensor indices = SafetensorsFile::open(in).read("kv_indices");
+  const Tensor blob_indices = written.read("kv_indices");
+  ASSERT_EQ(indices.nbytes(), blob_indices.nbytes());
+  EXPECT_EQ(std::memcmp(indices.raw(), blob_indices.raw(), indices.nbytes()), 0);
+  // Without --output and without --write-blobs there is nothing to do.
+  r = run_fib({"inputs", "--dataset", root.string(), "--definition", def, "--workload", uuid});
+  EXPECT_EQ(r.exit_code, 2);
 }
 
 TEST(InputsAndReferenceCli, UnknownWorkload) {

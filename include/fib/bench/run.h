@@ -44,12 +44,16 @@ struct RunOptions {
   std::optional<std::uint64_t> seed;        // absent: drawn at random and recorded
   std::filesystem::path worker_executable;  // the fib binary
   std::filesystem::path build_cache;        // empty: the default cache
-  bool rebuild = false;                     // compile even what the cache holds
-  std::filesystem::path abi_include_dir;    // holds fib/solution.h
-  std::uint64_t memory_limit_bytes = 0;     // per worker (RLIMIT_AS); 0: half of the RAM
-  unsigned threads = 0;                     // per worker; 0: all cores
-  bool fixed_iterations = false;            // no noise-based early stop
-  double max_trial_seconds = 2.0;           // time cap of one trial's timed calls
+  // The reference outputs (and runs) kept across runs, content-addressed (--reference-cache):
+  // a folder, "off", or empty for "reference" beside the build cache's folder.
+  std::string reference_cache;
+  std::uint64_t reference_cache_bytes = 4ull << 30;  // its size bound (oldest entries go)
+  bool rebuild = false;                              // compile even what the cache holds
+  std::filesystem::path abi_include_dir;             // holds fib/solution.h
+  std::uint64_t memory_limit_bytes = 0;              // per worker (RLIMIT_AS); 0: half of the RAM
+  unsigned threads = 0;                              // per worker; 0: all cores
+  bool fixed_iterations = false;                     // no noise-based early stop
+  double max_trial_seconds = 2.0;                    // time cap of one trial's timed calls
   // A trial's warmup stops once its calls took this long (after one call at least); 0: always
   // --warmup-runs calls. Long kernels need one call to warm up, not ten.
   double max_warmup_seconds = 0.1;
@@ -152,6 +156,13 @@ struct RunResult {
   // per evaluation with --isolated) and the time to start them, until they answered.
   double worker_start_seconds = 0;
   std::size_t worker_starts = 0;
+  // The reference cache's folder (empty: off) and its entries found, not found (absent or
+  // damaged), found damaged, stored and evicted during the run; a workload whose reference run
+  // was reused counts its run's entry and its outputs' entries.
+  std::string reference_cache_dir;
+  std::size_t reference_cache_hits = 0, reference_cache_misses = 0, reference_cache_corrupt = 0,
+              reference_cache_stores = 0, reference_cache_evicted = 0;
+  std::size_t reference_runs_reused = 0;  // workloads whose reference did not run
   std::vector<std::string> messages;
 };
 

@@ -2,15 +2,19 @@
 
 #include <fcntl.h>
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
+#include <xxhash.h>
 
 #include <algorithm>
 #include <cerrno>
 #include <cstring>
 #include <numeric>
+#include <optional>
 #include <random>
+#include <string_view>
 
 #include "fib/tensor/safetensors.h"
 
@@ -36,10 +40,68 @@ bool split_key(const std::string& key, int* k, std::string* name) {
   *name = key.substr(slash + 1);
   return true;
 }
+
+std::string sum_text(const InputSum& s) { return fmt::format("{:016x}{:016x}", s.high, s.low); }
+
+std::optional<InputSum> sum_from_text(const std::string& text) {
+  if (text.size() != 32) return std::nullopt;
+  try {
+    return InputSum{std::stoull(text.substr(0, 16), nullptr, 16),
+                    std::stoull(text.substr(16), nullptr, 16)};
+  } catch (const std::exception&) {
+    return std::nullopt;
+  }
+}
+
+constexpr std::string_view kSumPrefix = "fib.xxh3.";
 }  // namespace
 
+InputSum chunk_sum(const void* data, std::size_t bytes) {
+  const XXH128_hash_t h = XXH3_128bits(data, bytes);
+  return InputSum{h.high64, h.low64};
+}
+
+InputSum combine_chunk_sums(const InputSum* chunks, std::size_t count) {
+  return chunk_sum(chunks, count * sizeof(InputSum));
+}
+
+InputSum input_sum(const void* data, std::size_t bytes) {
+  if (bytes <= kInputSumChunk) return chunk_sum(data, bytes);
+  std::vector<InputSum> chunks;
+  const auto* p = static_cast<const std::byte*>(data);
+  for (std::size_t at = 0; at < bytes; at += kInputSumChunk) {
+    chunks.push_back(chunk_sum(p + at, std::min(kInputSumChunk, bytes - at)));
+  }
+  return combine_chunk_sums(chunks.data(), chunks.size());
+}
+
+InputSetDigest digest_input_set(const MaterializedInputs& set) {
+  InputSetDigest d;
+  XXH3_state_t* state = XXH3_createState();
+  XXH3_128bits_reset(state);
+  const auto add = [state](const std::string& text) {
+    const std::uint64_t n = text.size();
+    XXH3_128bits_update(state, &n, sizeof n);
+    XXH3_128bits_update(state, text.data(), text.size());
+  };
+  for (const auto& [name, t] : set.tensors) {
+    const InputSum s = input_sum(t.raw(), t.nbytes());
+    d.sums.emplace(name, s);
+    add(fmt::format("{}:{}:{}:{}", name, dtype_name(t.dtype()), fmt::join(t.shape(), "x"),
+                    sum_text(s)));
+  }
+  for (const auto& [name, v] : set.scalars) {
+    add(name + "=" + std::visit([](auto x) { return Json(x); }, v).dump());
+  }
+  const XXH128_hash_t h = XXH3_128bits_digest(state);
+  XXH3_freeState(state);
+  d.digest = sum_text(InputSum{h.high64, h.low64});
+  return d;
+}
+
 void write_input_sets(const std::filesystem::path& path, const Definition& def,
-                      const std::vector<MaterializedInputs>& sets, std::uint64_t layout_seed) {
+                      const std::vector<MaterializedInputs>& sets, std::uint64_t layout_seed,
+                      const std::vector<InputSetDigest>& digests) {
   std::vector<std::pair<std::string, Tensor>> tensors;
   std::map<std::string, std::string> meta;
   meta["fib.sets"] = std::to_string(sets.size());
@@ -50,6 +112,10 @@ void write_input_sets(const std::filesystem::path& path, const Definition& def,
     for (const auto& spec : def.inputs) {
       if (auto it = sets[k].tensors.find(spec.name); it != sets[k].tensors.end()) {
         tensors.emplace_back(fmt::format("{}/{}", k, spec.name), it->second);
+        if (k < digests.size()) {
+          meta.emplace(fmt::format("{}{}/{}", kSumPrefix, k, spec.name),
+                       sum_text(digests[k].sums.at(spec.name)));
+        }
       }
       if (auto it = sets[k].scalars.find(spec.name); it != sets[k].scalars.end()) {
         const Json v = std::visit([](auto x) { return Json(x); }, it->second);
@@ -104,10 +170,17 @@ std::vector<InputSet> read_input_sets(const std::filesystem::path& path) {
                            std::shared_ptr<std::byte[]>(mapping, mapping.get() + data + e.begin)));
   }
   for (const auto& [key, v] : meta) {
-    if (key.rfind("fib.scalar.", 0) != 0) continue;
-    if (split_key(key.substr(11), &k, &name) && k >= 0 &&
-        static_cast<std::size_t>(k) < sets.size()) {
-      sets[static_cast<std::size_t>(k)].scalars.emplace(name, scalar_from_json(v));
+    const bool scalar = key.rfind("fib.scalar.", 0) == 0;
+    const bool sum = key.rfind(kSumPrefix, 0) == 0;
+    if (!scalar && !sum) continue;
+    if (!split_key(key.substr(scalar ? 11 : kSumPrefix.size()), &k, &name) || k < 0 ||
+        static_cast<std::size_t>(k) >= sets.size())
+      continue;
+    InputSet& set = sets[static_cast<std::size_t>(k)];
+    if (scalar) {
+      set.scalars.emplace(name, scalar_from_json(v));
+    } else if (const std::optional<InputSum> s = sum_from_text(v)) {
+      set.sums.emplace(name, *s);
     }
   }
   return sets;

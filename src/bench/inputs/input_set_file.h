@@ -7,6 +7,7 @@
 // order, so a set's address says nothing about whether its call is checked.
 #pragma once
 
+#include <cstdint>
 #include <filesystem>
 #include <map>
 #include <memory>
@@ -19,14 +20,41 @@
 
 namespace fib::bench::detail {
 
+// An input tensor's checksum: XXH3-128 of the bytes where they fit in one chunk, else XXH3-128
+// over the XXH3-128 of each chunk, so the chunks of a large tensor can be hashed in parallel.
+struct InputSum {
+  std::uint64_t high = 0, low = 0;
+  bool operator==(const InputSum&) const = default;
+};
+inline constexpr std::size_t kInputSumChunk = std::size_t{1} << 20;
+InputSum input_sum(const void* data, std::size_t bytes);
+// The parts of input_sum: the digest of one chunk (or of a tensor of one chunk at most), and the
+// checksum of a tensor of several chunks from their digests, in order.
+InputSum chunk_sum(const void* data, std::size_t bytes);
+InputSum combine_chunk_sums(const InputSum* chunks, std::size_t count);
+
 struct InputSet {
   std::map<std::string, Tensor, std::less<>> tensors;
   std::map<std::string, Scalar, std::less<>> scalars;
+  // Each tensor's checksum as the orchestrator took it from the bytes it wrote (metadata
+  // "fib.xxh3.<k>/<name>"): a worker holds its mapping against these instead of hashing every
+  // set before the first call. Empty where the file has none.
+  std::map<std::string, InputSum, std::less<>> sums;
 };
 
-// `layout_seed` draws the order of the sets in the file.
+// A set's tensors' checksums (by name) and a digest of the whole set (names, dtypes, shapes,
+// checksums and scalars): its content address.
+struct InputSetDigest {
+  std::map<std::string, InputSum, std::less<>> sums;
+  std::string digest;  // hex
+};
+InputSetDigest digest_input_set(const MaterializedInputs& set);
+
+// `layout_seed` draws the order of the sets in the file; `digests` (one per set, or empty) are
+// written as the tensors' checksums.
 void write_input_sets(const std::filesystem::path& path, const Definition& def,
-                      const std::vector<MaterializedInputs>& sets, std::uint64_t layout_seed);
+                      const std::vector<MaterializedInputs>& sets, std::uint64_t layout_seed,
+                      const std::vector<InputSetDigest>& digests = {});
 // Maps the file read-only (pages populated up front, so no page fault lands in a timed call);
 // the tensors are views into the mapping, which lives as long as any of them.
 std::vector<InputSet> read_input_sets(const std::filesystem::path& path);

@@ -278,7 +278,8 @@ Json to_json(const ReferenceRequest& m) {
               {"threads", m.threads},
               {"eval_extra", m.eval_extra},
               {"schedule", to_json(m.schedule)},
-              {"device", m.device}};
+              {"device", m.device},
+              {"keep_outputs", m.keep_outputs}};
 }
 
 template <>
@@ -294,6 +295,7 @@ ReferenceRequest from_json<ReferenceRequest>(const Json& j) {
   m.eval_extra = r.get("eval_extra", Json::object());
   m.schedule = from_json<Schedule>(r.at("schedule"));
   m.device = r.get("device", std::string("cpu"));
+  m.keep_outputs = r.get("keep_outputs", std::string());
   r.finish();
   return m;
 }

@@ -101,6 +101,10 @@ struct ReferenceRequest {
   Json eval_extra = Json::object();  // the evaluation config's extra (sampling expectations)
   Schedule schedule;
   std::string device = "cpu";
+  // A folder where a CPU reference writes its outputs on every input set it calls
+  // ("reference-set<k>.safetensors", once per set): a solution's checked call, drawn after its
+  // calls, then mostly lands on a set whose reference outputs exist. Empty: none.
+  std::string keep_outputs;
 };
 
 // "evaluate", "reference", "hello", "exit"; empty when the request names none.

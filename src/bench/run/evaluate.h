@@ -39,6 +39,7 @@ struct EvaluateSettings {
   WorkerSpec worker;                             // of the lane's solution worker
   WorkerSpec reference_worker;                   // of its reference worker (checked sets' outputs)
   std::function<void(const std::string&)> warn;  // a non-fatal note, e.g. an implausible rate
+  ReferenceCache* reference_cache = nullptr;     // where drawn sets' reference outputs are kept
 };
 
 // What an evaluation adds to the run's totals (RunResult).

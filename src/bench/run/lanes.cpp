@@ -70,6 +70,7 @@ class LaneLoop {
   void loop(Lane& lane);
   void run_item(Lane& lane, std::size_t k);
   std::optional<ReadyWorkload> ready_workload(Lane& lane, const WorkItem& item, std::size_t k);
+  ReferenceRun reference_run(Lane& lane, const WorkItem& item, PreparedWorkload& p);
   bool skipped_after_timeout(const Solution& s, const Definition& def, const Workload& w);
   const BuildResult& build_for(const Lane& lane, const Solution& s);
   void evaluate_solution(Lane& lane, const WorkItem& item, const Solution& s, ReadyWorkload& ready);
@@ -178,13 +179,16 @@ std::optional<ReadyWorkload> LaneLoop::ready_workload(Lane& lane, const WorkItem
   ReadyWorkload ready{std::move(*taken.item.workload), {}, nullptr};
   ready.files = std::make_shared<RemoveWhenDone>(ready.prepared.dir);
   const auto reference0 = Clock::now();
-  ready.reference =
-      item.reference == ReferenceKind::kPython
-          ? run_python_reference(lane, python_reference_setup(lane), run_.options, def,
-                                 ready.prepared)
-          : run_reference(lane, reference_spec(lane), run_.options, def, w, ready.prepared);
+  ready.reference = reference_run(lane, item, ready.prepared);
   std::lock_guard<std::recursive_mutex> lock(run_.mu);
   run_.result.reference_seconds += seconds_since(reference0);
+  if (ready.reference.cache == "hit") {
+    // Its latency was measured when the entry was made: neither timed nor warmup time here.
+    ++run_.result.reference_runs_reused;
+    ++run_.result.workloads_prepared;
+    run_.result.workload_setup_seconds += seconds_since(setup0);
+    return ready;
+  }
   const ReferenceRun& ref = ready.reference;
   if (!ref.ok) {
     ++run_.result.reference_failures;
@@ -199,6 +203,36 @@ std::optional<ReadyWorkload> LaneLoop::ready_workload(Lane& lane, const WorkItem
       seconds_since(setup0) - (ref.timing.timed_ms + ref.timing.warmup_ms) / 1000.0;
   ++run_.result.workloads_prepared;
   return ready;
+}
+
+// The reference's run on the workload: from the reference cache where it holds the run (same
+// reference, inputs, schedule and hardware), else run, and stored there when it succeeds.
+ReferenceRun LaneLoop::reference_run(Lane& lane, const WorkItem& item, PreparedWorkload& p) {
+  const Definition& def = *item.def;
+  const Workload& w = item.workload->workload;
+  ReferenceCache* cache = run_.reference_cache.get();
+  std::string key;
+  if (cache != nullptr) {
+    p.reference_identity = reference_identity(
+        def, w, item.reference, lane.device,
+        run_.python ? run_.python->executable + " torch " + run_.python->torch : "",
+        p.eval.extra);
+    key = reference_run_key(p, lane.hardware, run_.options.gpu_timer);
+    ReferenceRun cached;
+    if (restore_reference_run(*cache, key, p, &cached)) {
+      cached.cache = "hit";
+      return cached;
+    }
+  }
+  ReferenceRun run =
+      item.reference == ReferenceKind::kPython
+          ? run_python_reference(lane, python_reference_setup(lane), run_.options, def, p)
+          : run_reference(lane, reference_spec(lane), run_.options, def, w, p);
+  if (cache != nullptr && run.ok) {
+    save_reference_run(*cache, key, p, run);
+    run.cache = "miss";
+  }
+  return run;
 }
 
 // A solution that timed out earlier in the run is not run again (--resume runs it later).
@@ -237,9 +271,13 @@ EvaluateSettings LaneLoop::evaluate_settings(const Lane& lane) {
     worker.sandbox = run_.sandbox.spec;
     worker.sandbox.box = lane.box;
   }
-  return EvaluateSettings{
-      run_.options,      run_.builtin,         run_.user ? &*run_.user : nullptr,
-      std::move(worker), reference_spec(lane), [this](const std::string& m) { run_.message(m); }};
+  return EvaluateSettings{run_.options,
+                          run_.builtin,
+                          run_.user ? &*run_.user : nullptr,
+                          std::move(worker),
+                          reference_spec(lane),
+                          [this](const std::string& m) { run_.message(m); },
+                          run_.reference_cache.get()};
 }
 
 // A definition's PyTorch `reference` is code from the dataset: it runs in the sandbox too, in a

@@ -11,6 +11,7 @@
 #include <thread>
 
 #include "bench/inputs/input_set_file.h"
+#include "bench/run/reference_cache.h"
 #include "bench/run/sandbox.h"
 #include "bench/run/worker_messages.h"
 #include "fib/bench/op_family.h"
@@ -30,13 +31,16 @@ std::uint64_t tensor_bytes(const MaterializedInputs& in) {
   return n;
 }
 
-// Appends sets [first, first + count) to `sets`, each from its own seed (appended to `seeds`):
-// made in parallel (random inputs of a large workload are hundreds of MiB), stored in order.
+// Appends sets [first, first + count) to `sets`, each from its own seed (appended to `seeds`),
+// and their checksums and digests to `digests`: made in parallel (random inputs of a large
+// workload are hundreds of MiB), stored in order.
 void make_input_sets(const Definition& def, const Workload& w, const fs::path& dataset,
                      std::uint64_t base, int first, int count, int max_threads,
-                     std::vector<MaterializedInputs>& sets, std::vector<std::uint64_t>& seeds) {
+                     std::vector<MaterializedInputs>& sets, std::vector<std::uint64_t>& seeds,
+                     std::vector<InputSetDigest>& digests) {
   const std::size_t at = sets.size();
   sets.resize(at + static_cast<std::size_t>(count));
+  digests.resize(at + static_cast<std::size_t>(count));
   std::vector<std::uint64_t> own(static_cast<std::size_t>(count));
   for (int i = 0; i < count; ++i) {
     own[static_cast<std::size_t>(i)] = Rng::derive(base, fmt::format("set{}", first + i));
@@ -51,6 +55,8 @@ void make_input_sets(const Definition& def, const Workload& w, const fs::path& d
         mo.seed = own[static_cast<std::size_t>(i)];
         mo.dataset_root = dataset;
         sets[at + static_cast<std::size_t>(i)] = materialize_inputs(def, w, mo);
+        digests[at + static_cast<std::size_t>(i)] =
+            digest_input_set(sets[at + static_cast<std::size_t>(i)]);
       } catch (...) {
         std::lock_guard<std::mutex> lock(error_mutex);
         if (!error) error = std::current_exception();
@@ -110,7 +116,8 @@ PreparedWorkload prepare_workload(const PrepareSettings& settings, const Definit
   const std::uint64_t base = Rng::derive(settings.seed, def.name + "/" + w.uuid);
 
   std::vector<MaterializedInputs> sets;
-  make_input_sets(def, w, o.dataset, base, 0, p.trials, max_threads, sets, p.set_seeds);
+  std::vector<InputSetDigest> digests;
+  make_input_sets(def, w, o.dataset, base, 0, p.trials, max_threads, sets, p.set_seeds, digests);
   p.notes = sets.front().notes;
   const std::uint64_t set_bytes = tensor_bytes(sets.front());
   // Distinct input sets for the unchecked calls too, up to the memory budget, so an output
@@ -129,10 +136,12 @@ PreparedWorkload prepare_workload(const PrepareSettings& settings, const Definit
       p.set_seeds.push_back(Rng::derive(base, fmt::format("set{}", p.trials + i)));
     }
   } else {
-    make_input_sets(def, w, o.dataset, base, p.trials, p.pool, max_threads, sets, p.set_seeds);
+    make_input_sets(def, w, o.dataset, base, p.trials, p.pool, max_threads, sets, p.set_seeds,
+                    digests);
   }
   p.inputs_file = (dir / "inputs.safetensors").string();
-  detail::write_input_sets(p.inputs_file, def, sets, Rng::derive(base, "layout"));
+  detail::write_input_sets(p.inputs_file, def, sets, Rng::derive(base, "layout"), digests);
+  for (const InputSetDigest& d : digests) p.set_digests.push_back(d.digest);
 
   const int min_samples = std::min(iterations, 10);
   std::optional<protocol::DevicePool> device_pool;
@@ -142,6 +151,17 @@ PreparedWorkload prepare_workload(const PrepareSettings& settings, const Definit
   p.schedule = make_schedule(
       plan_trials(p.trials, p.pool, warmup, iterations, min_samples, Rng::derive(base, "schedule")),
       min_samples, o, device_pool);
+  if (device_pool) {
+    // A device-made set is a function of the checked sets, the pool's seed and its index
+    // (gpu_checks.h): that is its content address.
+    const std::vector<std::string> checked = p.set_digests;
+    for (int i = 0; i < p.pool; ++i) {
+      std::vector<std::string> parts{"device-pool/v1", std::to_string(device_pool->seed),
+                                     std::to_string(p.trials + i)};
+      parts.insert(parts.end(), checked.begin(), checked.end());
+      p.set_digests.push_back(content_key(parts));
+    }
+  }
   return p;
 }
 
@@ -215,8 +235,15 @@ ReferenceCall reference_call(const RunOptions& o, const Definition& def, const W
 
 ReferenceRun run_reference(Lane& lane, const WorkerSpec& spec, const RunOptions& o,
                            const Definition& def, const Workload& w, PreparedWorkload& p) {
-  const protocol::ReferenceRequest request = make_reference_request(reference_call(
+  protocol::ReferenceRequest request = make_reference_request(reference_call(
       o, def, w, p, lane.device, with_check_outputs(p.schedule, p.dir, "reference")));
+  // On the CPU, the reference keeps its outputs on every set it calls, where
+  // reference_outputs_for_sets finds them: the sets of checked calls drawn later cost nothing
+  // more. Not where the judge needs the reference's extras (sampling), which a call does not
+  // write.
+  if (lane.device == "cpu" && op_family(def).reference_extras == nullptr) {
+    request.keep_outputs = p.dir.string();
+  }
   ReferenceRun run;
   const auto reply = call_reference(lane, spec, o, request, &run.error);
   if (!reply) return run;
@@ -235,7 +262,7 @@ int checked_set(const PreparedWorkload& p, int trial) {
 std::optional<std::vector<std::string>> reference_outputs_for_sets(
     Lane& lane, const WorkerSpec& spec, const RunOptions& o, const Definition& def,
     const Workload& w, const PreparedWorkload& p, const std::vector<int>& sets,
-    std::string* error) {
+    ReferenceCache* cache, std::string* error) {
   std::vector<std::string> files;
   std::vector<int> missing;
   std::vector<std::string> missing_files;
@@ -246,6 +273,9 @@ std::optional<std::vector<std::string>> reference_outputs_for_sets(
     }
     if (file.empty()) {
       file = (p.dir / fmt::format("reference-set{}.safetensors", set)).string();
+      if (!fs::exists(file) && cache != nullptr && !p.reference_identity.empty()) {
+        cache->fetch_file(reference_set_key(p, set), file);
+      }
       if (!fs::exists(file) && std::find(missing.begin(), missing.end(), set) == missing.end()) {
         missing.push_back(set);
         missing_files.push_back(file);
@@ -257,6 +287,11 @@ std::optional<std::vector<std::string>> reference_outputs_for_sets(
   const protocol::ReferenceRequest request = make_reference_request(reference_call(
       o, def, w, p, lane.device, one_call_per_set(missing, missing_files, p.schedule.device_pool)));
   if (!call_reference(lane, spec, o, request, error)) return std::nullopt;
+  if (cache != nullptr && !p.reference_identity.empty()) {
+    for (std::size_t i = 0; i < missing.size(); ++i) {
+      cache->store_file(reference_set_key(p, missing[i]), missing_files[i]);
+    }
+  }
   return files;
 }
 

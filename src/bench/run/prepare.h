@@ -33,6 +33,11 @@ struct PreparedWorkload {
   bool sampling = false;
   int sampling_draws = 0;  // draws of the distribution check (sampling op types)
   ResolvedEval eval;       // the definition-wide settings (trial counts, policy extras)
+  // Content addresses of the reference's outputs (reference_cache.h): each set's digest (the
+  // checked sets, then the pool, device-made ones included), and what the outputs depend on
+  // besides the inputs (set once the reference is chosen).
+  std::vector<std::string> set_digests;
+  std::string reference_identity;
 };
 
 // What preparing a workload depends on besides the workload.
@@ -58,6 +63,9 @@ struct ReferenceRun {
   std::string kernel;  // the native reference's id
   Json runtime;        // the PyTorch reference's interpreter, torch version, device and clock
   Timing timing;
+  // Whether the reference cache had the run ("hit": its outputs and latency are those it
+  // recorded), took it ("miss"), or is off (empty).
+  std::string cache;
   // How traces and logs name it: "native:<kernel>", or "python" (the definition's own
   // PyTorch reference).
   std::string label() const {
@@ -76,9 +84,12 @@ int checked_set(const PreparedWorkload& p, int trial);
 // The reference's outputs on each of `sets` (a solution's checked calls, drawn after they ran):
 // the files of the reference's run where it checked that set, else files made now by one request
 // to the lane's reference worker (kept in the workload's folder for later evaluations). Nullopt
-// with *error set when the reference fails.
+// with *error set when the reference fails. With a reference cache, outputs it holds are taken from
+// it and those made are stored in it.
+class ReferenceCache;
 std::optional<std::vector<std::string>> reference_outputs_for_sets(
     Lane& lane, const WorkerSpec& spec, const RunOptions& o, const Definition& def,
-    const Workload& w, const PreparedWorkload& p, const std::vector<int>& sets, std::string* error);
+    const Workload& w, const PreparedWorkload& p, const std::vector<int>& sets,
+    ReferenceCache* cache, std::string* error);
 
 }  // namespace fib::bench::detail

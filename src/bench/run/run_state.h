@@ -13,6 +13,7 @@
 
 #include "bench/run/environment.h"
 #include "bench/run/outcome.h"
+#include "bench/run/reference_cache.h"
 #include "bench/run/sandbox.h"
 #include "fib/bench/build.h"
 #include "fib/bench/eval_config.h"
@@ -39,6 +40,7 @@ struct RunState {
   // PyTorch references (definitions the plan checks with ReferenceKind::kPython).
   std::optional<PythonRuntime> python;
   std::filesystem::path python_bridge_dir;
+  std::unique_ptr<ReferenceCache> reference_cache;  // null: --reference-cache off
 
   // Shared by the lanes: guard with mu.
   std::recursive_mutex mu;

@@ -72,6 +72,50 @@ std::vector<std::filesystem::path> python_runtime_paths(const detail::Plan& plan
   return detail::python_paths(*runtime);
 }
 
+// The reference cache of --reference-cache: null when off, or (with a warning) where a solution
+// worker could see it: inside the run's scratch folder or a folder the sandbox binds.
+std::unique_ptr<detail::ReferenceCache> open_reference_cache(
+    const detail::RunState& run, const std::function<void(const std::string&)>& warn) {
+  const RunOptions& o = run.options;
+  if (o.reference_cache == "off") return nullptr;
+  namespace fs = std::filesystem;
+  const fs::path dir = o.reference_cache.empty()
+                           ? detail::default_reference_cache_dir(o.build_cache)
+                           : fs::absolute(o.reference_cache).lexically_normal();
+  const auto inside = [&dir](const fs::path& folder) {
+    const fs::path f = fs::absolute(folder).lexically_normal();
+    const auto [end, _] = std::mismatch(f.begin(), f.end(), dir.begin(), dir.end());
+    return end == f.end();
+  };
+  std::vector<fs::path> seen = run.sandbox.spec.read_only;
+  seen.push_back(run.scratch->root());
+  for (const fs::path& folder : seen) {
+    if (!folder.empty() && inside(folder)) {
+      warn(
+          fmt::format("warning: the reference cache {} lies in {}, which solution workers see; "
+                      "it is not used (--reference-cache DIR elsewhere)",
+                      dir.string(), folder.string()));
+      return nullptr;
+    }
+  }
+  try {
+    return std::make_unique<detail::ReferenceCache>(dir, o.reference_cache_bytes);
+  } catch (const std::exception& e) {
+    warn(fmt::format("warning: the reference cache {} cannot be used: {}", dir.string(), e.what()));
+    return nullptr;
+  }
+}
+
+void count_reference_cache(const detail::ReferenceCache& cache, RunResult& r) {
+  const detail::ReferenceCacheCounts c = cache.counts();
+  r.reference_cache_dir = cache.dir().string();
+  r.reference_cache_hits = c.hits;
+  r.reference_cache_misses = c.misses;
+  r.reference_cache_corrupt = c.corrupt;
+  r.reference_cache_stores = c.stores;
+  r.reference_cache_evicted = c.evicted;
+}
+
 }  // namespace
 
 RunResult run_benchmark(const RunOptions& options, const RunCallbacks& callbacks) {
@@ -117,7 +161,10 @@ RunResult run_benchmark(const RunOptions& options, const RunCallbacks& callbacks
         run.scratch->make_box(fmt::format("python-reference-{}", i), -1);
   }
 
+  run.reference_cache = open_reference_cache(run, [&run](const std::string& m) { run.message(m); });
+
   detail::run_lanes(run, lanes, plan.items, set);
+  if (run.reference_cache) count_reference_cache(*run.reference_cache, run.result);
 
   run.result.gpu = devices.gpu;
   for (const auto& lane : lanes) run.result.devices.push_back(detail::lane_label(*lane));

@@ -125,6 +125,14 @@ std::string render_summary(const RunResult& r) {
       r.worker_starts > 0 ? 1000.0 * r.worker_start_seconds / static_cast<double>(r.worker_starts)
                           : 0.0,
       r.worker_starts, r.seed);
+  if (!r.reference_cache_dir.empty()) {
+    out += fmt::format(
+        "reference cache {}: {} reference runs reused; entries {} found, {} not found ({} "
+        "damaged), {} stored, {} evicted\n",
+        r.reference_cache_dir, r.reference_runs_reused, r.reference_cache_hits,
+        r.reference_cache_misses, r.reference_cache_corrupt, r.reference_cache_stores,
+        r.reference_cache_evicted);
+  }
   if (r.gpu && r.wall_seconds > 0) {
     // Timed GPU work (solutions' and references' samples) against the devices' wall time.
     const double lanes = static_cast<double>(r.devices.size());
@@ -219,6 +227,14 @@ Json summary_to_json(const RunResult& r) {
       {"inputs_made_ahead", r.inputs_made_ahead},
       {"inputs_wait_seconds", r.inputs_wait_seconds},
       {"reference_seconds", r.reference_seconds},
+      {"reference_cache",
+       Json{{"dir", r.reference_cache_dir.empty() ? Json() : Json(r.reference_cache_dir)},
+            {"runs_reused", r.reference_runs_reused},
+            {"hits", r.reference_cache_hits},
+            {"misses", r.reference_cache_misses},
+            {"corrupt", r.reference_cache_corrupt},
+            {"stores", r.reference_cache_stores},
+            {"evicted", r.reference_cache_evicted}}},
       {"worker_starts", r.worker_starts},
       {"worker_start_ms_per_start",
        r.worker_starts > 0 ? 1000.0 * r.worker_start_seconds / static_cast<double>(r.worker_starts)

@@ -115,11 +115,9 @@ bool HostSolutionTarget::verify(std::uint64_t call, Failure* failure) {
 }
 
 bool HostSolutionTarget::verify_all_inputs(std::uint64_t call, Failure* failure) {
-  for (std::size_t set = 0; set < sets_->size(); ++set) {
-    if (auto name = checksums_.modified(*sets_, set)) {
-      *failure = Failure{"input_modified", modified_input_message(*name), call};
-      return false;
-    }
+  if (auto changed = checksums_.modified_any(*sets_)) {
+    *failure = Failure{"input_modified", modified_input_message(changed->second), call};
+    return false;
   }
   return true;
 }

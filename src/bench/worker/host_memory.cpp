@@ -4,12 +4,15 @@
 #include <signal.h>
 #include <sys/mman.h>
 #include <unistd.h>
-#include <xxhash.h>
 
 #include <algorithm>
+#include <atomic>
+#include <condition_variable>
 #include <cstring>
 #include <deque>
+#include <mutex>
 #include <new>
+#include <thread>
 #include <utility>
 
 namespace fib::bench::detail {
@@ -247,21 +250,164 @@ void watch_inputs(const InputSet& in) {
 }
 
 // ---- Input checksums --------------------------------------------------------------------------
-InputChecksums::InputChecksums(const std::vector<InputSet>& sets) {
+// Hashes the chunks of a list of byte ranges on its threads and the caller's: input_sum of each
+// range, the same value a serial input_sum gives. The caller never waits for a helper that has
+// not started: a chunk is claimed (generation and index in one atomic word, so a helper waking
+// late cannot claim from a later job, nor look at a job before it is published) and the caller
+// waits only for claimed chunks to finish.
+class ChunkHasher {
+ public:
+  struct Range {
+    const void* data;
+    std::size_t bytes;
+  };
+
+  ChunkHasher() {
+    const unsigned cores = std::max(1u, std::thread::hardware_concurrency());
+    for (unsigned t = 1; t < std::min(cores, 8u); ++t) threads_.emplace_back([this] { serve(); });
+  }
+  ~ChunkHasher() {
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      stop_ = true;
+    }
+    wake_.notify_all();
+    for (auto& t : threads_) t.join();
+  }
+
+  std::vector<InputSum> sums(const std::vector<Range>& ranges) {
+    chunks_.clear();
+    std::vector<std::size_t> first(ranges.size() + 1, 0);
+    for (std::size_t r = 0; r < ranges.size(); ++r) {
+      const auto* p = static_cast<const std::byte*>(ranges[r].data);
+      const std::size_t n = ranges[r].bytes;
+      first[r] = chunks_.size();
+      if (n <= kInputSumChunk) chunks_.push_back({p, n});
+      for (std::size_t at = 0; n > kInputSumChunk && at < n; at += kInputSumChunk) {
+        chunks_.push_back({p + at, std::min(kInputSumChunk, n - at)});
+      }
+    }
+    first[ranges.size()] = chunks_.size();
+    digests_.assign(chunks_.size(), InputSum{});
+    run_chunks();
+    std::vector<InputSum> out;
+    for (std::size_t r = 0; r < ranges.size(); ++r) {
+      out.push_back(ranges[r].bytes <= kInputSumChunk
+                        ? digests_[first[r]]
+                        : combine_chunk_sums(&digests_[first[r]], first[r + 1] - first[r]));
+    }
+    return out;
+  }
+
+ private:
+  // The claim word: the job's generation, its chunk count and the next chunk to claim.
+  static constexpr std::uint64_t kBits = 20, kMask = (std::uint64_t{1} << kBits) - 1;
+
+  void run_chunks() {
+    const std::size_t count = chunks_.size();
+    if (count > kMask) throw Error("input checksums", "too many input chunks");
+    const std::uint64_t gen = ++generation_ & ((std::uint64_t{1} << (64 - 2 * kBits)) - 1);
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      done_ = 0;
+      claim_.store(gen << (2 * kBits) | count << kBits, std::memory_order_release);
+    }
+    if (!threads_.empty() && count > 1) wake_.notify_all();
+    work(gen);
+    std::unique_lock<std::mutex> lock(mu_);
+    finished_.wait(lock, [&] { return done_ == count; });
+  }
+  // Hashes chunks of job `gen` until none is left to claim.
+  void work(std::uint64_t gen) {
+    std::uint64_t word = claim_.load(std::memory_order_acquire);
+    while (true) {
+      if ((word >> (2 * kBits)) != gen) return;
+      const std::size_t count = (word >> kBits) & kMask, i = word & kMask;
+      if (i >= count) return;
+      if (!claim_.compare_exchange_weak(word, word + 1, std::memory_order_acq_rel)) continue;
+      digests_[i] = chunk_sum(chunks_[i].data, chunks_[i].bytes);
+      std::lock_guard<std::mutex> lock(mu_);
+      if (++done_ == count) finished_.notify_one();
+      word = claim_.load(std::memory_order_acquire);
+    }
+  }
+  void serve() {
+    std::uint64_t seen = 0;
+    while (true) {
+      {
+        std::unique_lock<std::mutex> lock(mu_);
+        wake_.wait(lock, [&] {
+          return stop_ || (claim_.load(std::memory_order_acquire) >> (2 * kBits)) != seen;
+        });
+        if (stop_) return;
+        seen = claim_.load(std::memory_order_acquire) >> (2 * kBits);
+      }
+      work(seen);
+    }
+  }
+
+  std::vector<std::thread> threads_;
+  std::mutex mu_;
+  std::condition_variable wake_, finished_;
+  bool stop_ = false;
+  std::uint64_t generation_ = 0;  // the caller's count of jobs
+  std::atomic<std::uint64_t> claim_{0};
+  std::size_t done_ = 0;  // chunks of the current job hashed, under mu_
+  std::vector<Range> chunks_;
+  std::vector<InputSum> digests_;
+};
+
+namespace {
+std::vector<ChunkHasher::Range> ranges_of(const InputSet& set) {
+  std::vector<ChunkHasher::Range> r;
+  for (const auto& [name, t] : set.tensors) r.push_back({t.raw(), t.nbytes()});
+  return r;
+}
+}  // namespace
+
+InputChecksums::InputChecksums(const std::vector<InputSet>& sets)
+    : hasher_(std::make_unique<ChunkHasher>()) {
   sums_.reserve(sets.size());
   for (const InputSet& set : sets) {
-    std::vector<std::uint64_t> per_tensor;
-    for (const auto& [name, t] : set.tensors)
-      per_tensor.push_back(XXH3_64bits(t.raw(), t.nbytes()));
+    const bool given = std::all_of(set.tensors.begin(), set.tensors.end(),
+                                   [&](const auto& t) { return set.sums.contains(t.first); });
+    if (!given) {
+      sums_.push_back(hasher_->sums(ranges_of(set)));
+      continue;
+    }
+    std::vector<InputSum> per_tensor;
+    for (const auto& [name, t] : set.tensors) per_tensor.push_back(set.sums.find(name)->second);
     sums_.push_back(std::move(per_tensor));
   }
 }
 
+InputChecksums::~InputChecksums() = default;
+
 std::optional<std::string> InputChecksums::modified(const std::vector<InputSet>& sets,
                                                     std::size_t set) const {
+  const std::vector<InputSum> now = hasher_->sums(ranges_of(sets.at(set)));
   std::size_t i = 0;
   for (const auto& [name, t] : sets.at(set).tensors) {
-    if (XXH3_64bits(t.raw(), t.nbytes()) != sums_.at(set).at(i++)) return name;
+    if (now.at(i) != sums_.at(set).at(i)) return name;
+    ++i;
+  }
+  return std::nullopt;
+}
+
+std::optional<std::pair<std::size_t, std::string>> InputChecksums::modified_any(
+    const std::vector<InputSet>& sets) const {
+  std::vector<ChunkHasher::Range> all;
+  for (const InputSet& set : sets) {
+    const auto r = ranges_of(set);
+    all.insert(all.end(), r.begin(), r.end());
+  }
+  const std::vector<InputSum> now = hasher_->sums(all);
+  std::size_t i = 0;
+  for (std::size_t set = 0; set < sets.size(); ++set) {
+    std::size_t k = 0;
+    for (const auto& [name, t] : sets[set].tensors) {
+      if (now.at(i++) != sums_.at(set).at(k++)) return std::make_pair(set, name);
+    }
   }
   return std::nullopt;
 }

@@ -57,16 +57,29 @@ void install_fault_handler();
 // The inputs of the call about to be made, for the handler.
 void watch_inputs(const InputSet& in);
 
-// Checksums of every input tensor of every set, taken before any call: a solution that makes its
-// read-only mapping writable (mprotect) and changes an input is caught by the next check.
+// Checksums of every input tensor of every set, known before any call: a solution that makes its
+// read-only mapping writable (mprotect) and changes an input is caught by the next check. Where
+// the input-set file carries the orchestrator's checksums (InputSet::sums) they are the ones held
+// to, so the bytes the solution sees must be the bytes fib wrote; a set without them is hashed
+// here, before any call.
+// The chunks of large inputs are hashed on up to eight threads (ChunkHasher), which wait, idle,
+// while the calls run.
+class ChunkHasher;
 class InputChecksums {
  public:
   explicit InputChecksums(const std::vector<InputSet>& sets);
+  ~InputChecksums();
+  InputChecksums(const InputChecksums&) = delete;
+  InputChecksums& operator=(const InputChecksums&) = delete;
   // The name of the first input of set `set` whose bytes changed; nullopt when none did.
   std::optional<std::string> modified(const std::vector<InputSet>& sets, std::size_t set) const;
+  // The same over every set: (set, name) of the first changed input.
+  std::optional<std::pair<std::size_t, std::string>> modified_any(
+      const std::vector<InputSet>& sets) const;
 
  private:
-  std::vector<std::vector<std::uint64_t>> sums_;  // per set, per tensor in map order
+  std::vector<std::vector<InputSum>> sums_;  // per set, per tensor in map order
+  std::unique_ptr<ChunkHasher> hasher_;
 };
 
 }  // namespace fib::bench::detail

@@ -12,6 +12,7 @@
 
 #include <chrono>
 #include <optional>
+#include <set>
 
 #include "bench/protocol/messages.h"
 #include "bench/worker/cpu_targets.h"
@@ -37,7 +38,10 @@ double ms_since(Clock::time_point t0) {
 // The CPU schedule: each call timed on the host clock between prepare and verify.
 class CpuSchedule {
  public:
-  CpuSchedule(Target& target, const Schedule& s) : target_(target), s_(s) {}
+  // `keep_outputs`: a folder where the outputs of the first call on each input set are written
+  // (a reference's, for checked calls drawn later); empty: none.
+  CpuSchedule(Target& target, const Schedule& s, std::string keep_outputs = {})
+      : target_(target), s_(s), keep_outputs_(std::move(keep_outputs)) {}
 
   // Every trial, until a call fails (*failure set; the trials before it are returned).
   std::vector<TrialResult> run(std::optional<Failure>* failure) {
@@ -66,6 +70,13 @@ class CpuSchedule {
     }
     *ms = std::chrono::duration<double, std::milli>(t1 - t0).count();
     ++call_;
+    if (!keep_outputs_.empty() && kept_bytes_ < kKeptOutputsBudget &&
+        kept_sets_.insert(set).second) {
+      const auto outputs = target_.outputs();
+      for (const auto& [name, t] : outputs) kept_bytes_ += t.nbytes();
+      write_checked_outputs(keep_outputs_ + fmt::format("/reference-set{}.safetensors", set),
+                            outputs);
+    }
     return true;
   }
 
@@ -108,6 +119,11 @@ class CpuSchedule {
 
   Target& target_;
   const Schedule& s_;
+  // Large outputs (a long prefill's) are kept only up to this, as the input pool is bounded.
+  static constexpr std::uint64_t kKeptOutputsBudget = 256ull << 20;
+  std::string keep_outputs_;
+  std::set<int> kept_sets_;
+  std::uint64_t kept_bytes_ = 0;
   std::uint64_t call_ = 0;
   Failure failure_;
 };
@@ -165,7 +181,7 @@ protocol::ReferenceReply handle_reference(WorkerState& st, const protocol::Refer
   HostReferenceTarget target(req.definition, req.var_axes, load_sets(st, req.sets), req.threads,
                              req.seeds, req.eval_extra);
   std::optional<Failure> failure;
-  reply.trials = CpuSchedule(target, req.schedule).run(&failure);
+  reply.trials = CpuSchedule(target, req.schedule, req.keep_outputs).run(&failure);
   if (failure) {
     reply.ok = false;
     reply.error = failure->message;
