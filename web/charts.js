@@ -1,0 +1,65 @@
+// fast_p curves with Chart.js (Debian's libjs-chart.js): x is the speedup threshold p, y the share
+// of compared workloads where the solution passed and was at least p times as fast as the basis.
+"use strict";
+
+const FibCharts = (() => {
+  // The x range worth showing: up to a little past the largest p any curve still has a
+  // workload at (the grid spans the whole dataset's largest ratio), and at least 0..1.
+  function xMax(grid, series) {
+    let last = 0;
+    for (const s of series) {
+      s.curve.forEach((v, k) => {
+        if (v > 0 && grid[k] > last) last = grid[k];
+      });
+    }
+    const end = grid.length ? grid[grid.length - 1] : 1;
+    return Math.min(end, Math.max(1, Math.ceil(last * 1.1 * 10) / 10));
+  }
+
+  // series: [{label, curve}] sampled on `grid`. Returns the Chart (tests read its data).
+  function fastP(canvas, grid, series) {
+    if (!window.Chart) {
+      canvas.replaceWith(Fib.el("p", { class: "message" }, "Chart.js is not installed on the server (Debian package libjs-chart.js)."));
+      return null;
+    }
+    const datasets = series.map((s, i) => ({
+      label: s.label,
+      data: grid.map((p, k) => ({ x: p, y: s.curve[k] })),
+      borderColor: Fib.palette[i % Fib.palette.length],
+      backgroundColor: Fib.palette[i % Fib.palette.length],
+      borderWidth: 2,
+      pointRadius: 0,
+      tension: 0,
+    }));
+    return new window.Chart(canvas.getContext("2d"), {
+      type: "line",
+      data: { datasets },
+      options: {
+        animation: false,
+        maintainAspectRatio: false,
+        parsing: false,
+        interaction: { mode: "nearest", axis: "x", intersect: false },
+        scales: {
+          x: {
+            type: "linear",
+            min: 0,
+            max: xMax(grid, series),
+            title: { display: true, text: "p (speedup over the basis)" },
+          },
+          y: { min: 0, max: 100, title: { display: true, text: "fast_p (%)" } },
+        },
+        plugins: {
+          legend: { position: "bottom" },
+          tooltip: {
+            callbacks: {
+              title: (items) => (items.length ? `p = ${items[0].parsed.x.toFixed(2)}` : ""),
+              label: (item) => `${item.dataset.label}: ${item.parsed.y.toFixed(1)}%`,
+            },
+          },
+        },
+      },
+    });
+  }
+
+  return { fastP };
+})();

@@ -1,0 +1,116 @@
+// The leaderboard: fast_p curves per author, the author ranking, and each definition's basis.
+// Every number comes from GET /api/leaderboard, which is `fib report summary` and `fib report
+// fast-p` computed by the server.
+"use strict";
+
+const { el } = Fib;
+
+function totals(summary, baselineAuthor) {
+  const t = summary.totals;
+  return el(
+    "div",
+    { class: "stats" },
+    Fib.stat("Traces", t.traces.total, "traces"),
+    Fib.stat("Passed", t.traces.passed, "passed"),
+    Fib.stat("Definitions", t.definitions, "definitions"),
+    Fib.stat("Solutions", t.solutions, "solutions"),
+    Fib.stat("Workloads", t.workloads, "workloads"),
+    Fib.stat("Baseline author", baselineAuthor, "baseline"),
+  );
+}
+
+function authorSeries(fastP) {
+  return fastP.series.filter((s) => s.kind === "author");
+}
+
+function fastPPanel(fastP) {
+  const authors = authorSeries(fastP);
+  if (!authors.length) {
+    return Fib.panel("fast_p", null, el("p", { class: "muted" }, "No author has traces compared with a basis yet."));
+  }
+  const canvas = el("canvas", { id: "fastp-chart" });
+  const box = el("div", { class: "chart-box" }, canvas);
+  const labels = authors.map((s) => (s.basis === "baseline" ? s.name : `${s.name} (vs reference)`));
+  requestAnimationFrame(() => {
+    window.fibCharts = window.fibCharts || {};
+    window.fibCharts.leaderboard = FibCharts.fastP(
+      canvas,
+      fastP.grid,
+      authors.map((s, i) => ({ label: labels[i], curve: s.curve })),
+    );
+  });
+  const columns = [
+    ["Author", (s) => s.name],
+    ["Basis", (s) => el("span", { class: `badge ${s.basis === "baseline" ? "" : "muted"}` }, s.basis)],
+    ...fastP.p.map((p, k) => [
+      `fast_${p}`,
+      (s) => Fib.numberCell(s.fast_p[k].fast_p, `${Fib.fixed(s.fast_p[k].fast_p, 1)}%`, `fast_p:${s.name}:${s.basis}:${p}`),
+      "num",
+    ]),
+    ["Compared", (s) => `${s.comparisons} / ${s.possible}`, "num"],
+    ["Coverage", (s) => Fib.percent(s.coverage), "num"],
+  ];
+  return Fib.panel(
+    "fast_p per author",
+    "share of compared workloads where the author's solutions passed and were at least p× as fast as the basis",
+    box,
+    el("h2", { style: "margin-top:18px" }, "Scoreboard"),
+    Fib.table(columns, authors, { id: "fastp-table" }),
+  );
+}
+
+function rankingPanel(summary) {
+  const columns = [
+    ["#", (a) => a.rank, "num"],
+    ["Author", (a) => el("strong", {}, a.author)],
+    ["Basis", (a) => el("span", { class: `badge ${a.basis === "baseline" ? "" : "muted"}` }, a.basis)],
+    ["Avg speedup", (a) => Fib.numberCell(a.avg_speedup, Fib.speedup(a.avg_speedup), `avg_speedup:${a.author}:${a.basis}`), "num"],
+    ["Success", (a) => Fib.numberCell(a.success_rate, Fib.percent(a.success_rate), `success_rate:${a.author}:${a.basis}`), "num"],
+    ["Wins", (a) => Fib.numberCell(a.win_rate, Fib.percent(a.win_rate), `win_rate:${a.author}:${a.basis}`), "num"],
+    ["Workloads", (a) => Fib.numberCell(a.workloads, a.workloads, `workloads:${a.author}:${a.basis}`), "num"],
+    ["Definitions", (a) => a.definitions, "num"],
+    [
+      "Best solutions",
+      (a) =>
+        Object.entries(a.best_solutions).map(([def, sol]) =>
+          el("div", {}, Fib.kernelLink(def), el("span", { class: "muted" }, ` · ${sol}`)),
+        ),
+    ],
+  ];
+  const body = summary.rankings.length
+    ? Fib.table(columns, summary.rankings, { id: "ranking-table" })
+    : el("p", { class: "muted" }, "No author to rank yet.");
+  const notes = summary.notes.length ? el("ul", { class: "notes" }, summary.notes.map((n) => el("li", {}, n))) : null;
+  return Fib.panel(
+    "Author ranking",
+    `average of basis latency / author latency over compared workloads; a failed workload counts 0`,
+    body,
+    notes,
+  );
+}
+
+function basisPanel(fastP) {
+  const columns = [
+    ["Definition", (d) => Fib.kernelLink(d.definition)],
+    ["Basis", (d) => d.basis_description],
+    ["Workloads with a basis", (d) => d.basis_workloads, "num"],
+  ];
+  const notes = fastP.notes.length ? el("ul", { class: "notes" }, fastP.notes.map((n) => el("li", {}, n))) : null;
+  return Fib.panel("What each definition is compared with", null, Fib.table(columns, fastP.definitions, { id: "basis-table" }), notes);
+}
+
+Fib.run("index.html", async (content) => {
+  const data = await Fib.api("/api/leaderboard");
+  content.replaceChildren(
+    el("h1", {}, "Leaderboard"),
+    el(
+      "p",
+      { class: "subtitle" },
+      "Solutions ranked against the baseline author's solutions (or, for a definition without one, the reference latency in its traces).",
+    ),
+    totals(data.summary, data.baseline_author),
+    fastPPanel(data.fast_p),
+    rankingPanel(data.summary),
+    basisPanel(data.fast_p),
+  );
+});
