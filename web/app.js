@@ -83,12 +83,20 @@ const Fib = (() => {
     container.replaceChildren(el("div", { class: "message error" }, message));
   }
 
-  // Runs a page's async render into #content, showing any failure there.
+  // Runs a page's async render into #content, showing any failure there. The body's
+  // data-state says when the page is done ("ready" or "error"), for scripts that drive it.
   function run(active, render) {
     header(active);
     const content = document.getElementById("content");
     content.append(el("p", { class: "muted" }, "Loading…"));
-    render(content).catch((error) => showError(content, error));
+    render(content)
+      .then(() => {
+        document.body.dataset.state = "ready";
+      })
+      .catch((error) => {
+        showError(content, error);
+        document.body.dataset.state = "error";
+      });
   }
 
   // [a, b, c] -> [a, sep, b, sep, c]

@@ -77,11 +77,18 @@ Fib.run("task.html", async (content) => {
     box,
   );
   if (!id) return;
-  // Long-polls: the server answers when the task finishes or after the timeout.
+  const task = await Fib.api(`/tasks/${encodeURIComponent(id)}`);
+  renderTask(box, task);
+  if (!finished(task.status)) follow(box, id).catch((error) => Fib.showError(box, error));
+});
+
+// Long-polls until the task is finished: the server answers when it finishes or after the
+// timeout.
+async function follow(box, id) {
   for (;;) {
     const task = await Fib.api(`/tasks/${encodeURIComponent(id)}?timeout=10`);
     renderTask(box, task);
     if (finished(task.status)) return;
     await new Promise((resolve) => setTimeout(resolve, 1000));
   }
-});
+}

@@ -177,9 +177,13 @@ Json SiteApi::trace(const std::string& definition, std::size_t index) const {
 
 namespace {
 
+// With a charset the library does not compress the body on the fly: its Brotli runs at the
+// highest quality, which costs far more than sending a few kilobytes over loopback.
+constexpr const char* kJsonType = "application/json; charset=utf-8";
+
 void send_json(httplib::Response& res, const Json& j, int status = 200) {
   res.status = status;
-  res.set_content(dump_json_line(j), "application/json");
+  res.set_content(dump_json_line(j), kJsonType);
 }
 
 // A name the dataset or the bundled models do not hold is a 404; anything else a 500.
@@ -234,8 +238,13 @@ void register_site_routes(httplib::Server& server, std::shared_ptr<const SiteApi
                                     : api->traces(definition, req.get_param_value("solution"));
     })(req, res);
   });
+  // Scripts are served uncompressed (see kJsonType: Brotli at the highest quality takes
+  // seconds on highlight.js's 850 kB) and the Debian libraries are cached by the browser.
+  server.set_file_extension_and_mimetype_mapping("js", "application/javascript; charset=utf-8");
   const auto js = api->source().javascript_dir;
-  if (std::filesystem::is_directory(js)) server.set_mount_point("/vendor", js.string());
+  if (std::filesystem::is_directory(js)) {
+    server.set_mount_point("/vendor", js.string(), {{"Cache-Control", "public, max-age=86400"}});
+  }
 }
 
 }  // namespace fib::serve
