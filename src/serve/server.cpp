@@ -11,6 +11,7 @@
 #include "serve/auth.h"
 #include "serve/dataset_routes.h"
 #include "serve/routes.h"
+#include "serve/site_api.h"
 
 namespace fib::serve {
 
@@ -176,6 +177,7 @@ void Server::register_routes() {
   RouteTable routes(*http_, routes_);
   register_service_routes(routes);
   register_dataset_routes(routes, *context_);
+  register_site_routes(routes, *context_);
   register_site_files(routes);
 }
 

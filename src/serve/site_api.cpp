@@ -5,12 +5,15 @@
 
 #include <algorithm>
 #include <charconv>
+#include <optional>
 
+#include "fib/dataset/keys.h"
 #include "fib/report/best.h"
 #include "fib/report/fast_p.h"
 #include "fib/report/summary.h"
+#include "fib/serve/server.h"
 #include "fib/trace/diagnostics.h"
-#include "fib/trace/json_file.h"
+#include "serve/routes.h"
 
 namespace fib::serve {
 
@@ -177,73 +180,80 @@ Json SiteApi::trace(const std::string& definition, std::size_t index) const {
 
 namespace {
 
-// With a charset the library does not compress the body on the fly: its Brotli runs at the
-// highest quality, which costs far more than sending a few kilobytes over loopback.
-constexpr const char* kJsonType = "application/json; charset=utf-8";
-
-void send_json(httplib::Response& res, const Json& j, int status = 200) {
-  res.status = status;
-  res.set_content(dump_json_line(j), kJsonType);
-}
-
 // A name the dataset or the bundled models do not hold is a 404; anything else a 500.
 template <typename F>
-httplib::Server::Handler json_route(F make) {
+Handler json_route(F make) {
   return [make](const httplib::Request& req, httplib::Response& res) {
     try {
       send_json(res, make(req));
     } catch (const Error& e) {
-      send_json(res, Json{{"error", e.what()}}, 404);
+      send_error(res, 404, e.what());
     } catch (const std::exception& e) {
-      send_json(res, Json{{"error", e.what()}}, 500);
+      send_error(res, 500, e.what());
     }
   };
 }
 
-std::size_t parse_index(const std::string& s) {
+std::optional<std::size_t> parse_index(const std::string& s) {
   std::size_t v = 0;
   const auto [end, ec] = std::from_chars(s.data(), s.data() + s.size(), v);
-  if (ec != std::errc{} || end != s.data() + s.size())
-    throw std::invalid_argument(fmt::format("index '{}' is not a non-negative integer", s));
+  if (ec != std::errc{} || end != s.data() + s.size()) return std::nullopt;
   return v;
+}
+
+void get_traces(const SiteApi& api, const httplib::Request& req, httplib::Response& res) {
+  const std::string definition = req.get_param_value("definition");
+  if (definition.empty()) return send_error(res, 400, "give ?definition=NAME");
+  if (!req.has_param("index")) {
+    const std::string solution = req.get_param_value("solution");
+    return json_route([&](const httplib::Request&) { return api.traces(definition, solution); })(
+        req, res);
+  }
+  const auto index = parse_index(req.get_param_value("index"));
+  if (!index) return send_error(res, 400, "index must be a non-negative integer");
+  json_route([&](const httplib::Request&) { return api.trace(definition, *index); })(req, res);
 }
 
 }  // namespace
 
-void register_site_routes(httplib::Server& server, std::shared_ptr<const SiteApi> api) {
-  server.Get("/api/leaderboard",
+report::TrustPolicy report_trust_policy() {
+  report::TrustPolicy policy;
+  Diagnostics diag;
+  policy.trusted = default_trusted_keys(diag);
+  policy.include_unverified = false;
+  return policy;
+}
+
+void register_site_routes(RouteTable& routes, ServeContext& context) {
+  SiteSource source;
+  ServeContext* c = &context;
+  source.dataset = [c] { return c->traces(); };
+  if (!context.baseline_author().empty()) source.baseline_author = context.baseline_author();
+  source.trust = report_trust_policy();
+  auto api = std::make_shared<const SiteApi>(std::move(source));
+
+  routes.get("/api/leaderboard", "The leaderboard: `fib report summary` and `fast-p` as JSON",
              json_route([api](const httplib::Request&) { return api->leaderboard(); }));
-  server.Get("/api/models", json_route([api](const httplib::Request&) { return api->models(); }));
-  server.Get(R"(/api/models/([^/]+))",
-             json_route([api](const httplib::Request& r) { return api->model(r.matches[1]); }));
-  server.Get(R"(/api/kernels/([^/]+))",
-             json_route([api](const httplib::Request& r) { return api->kernel(r.matches[1]); }));
-  server.Get("/api/traces", [api](const httplib::Request& req, httplib::Response& res) {
-    const std::string definition = req.get_param_value("definition");
-    if (definition.empty()) {
-      send_json(res, Json{{"error", "give ?definition=NAME"}}, 400);
-      return;
-    }
-    std::size_t index = 0;
-    if (req.has_param("index")) {
-      try {
-        index = parse_index(req.get_param_value("index"));
-      } catch (const std::invalid_argument& e) {
-        send_json(res, Json{{"error", e.what()}}, 400);
-        return;
-      }
-    }
-    json_route([&](const httplib::Request&) {
-      return req.has_param("index") ? api->trace(definition, index)
-                                    : api->traces(definition, req.get_param_value("solution"));
-    })(req, res);
-  });
-  // Scripts are served uncompressed (see kJsonType: Brotli at the highest quality takes
-  // seconds on highlight.js's 850 kB) and the Debian libraries are cached by the browser.
-  server.set_file_extension_and_mimetype_mapping("js", "application/javascript; charset=utf-8");
+  routes.get("/api/models", "Bundled and onboarded models",
+             json_route([api](const httplib::Request&) { return api->models(); }));
+  routes.get("/api/models/{id}", "A model's module tree and definitions",
+             json_route([api](const httplib::Request& r) { return api->model(path_param(r, 1)); }));
+  routes.get(
+      "/api/kernels/{name}", "A definition with its workloads, ranked solutions, fast_p and traces",
+      json_route([api](const httplib::Request& r) { return api->kernel(path_param(r, 1)); }));
+  routes.get(
+      "/api/traces",
+      "A definition's traces in brief (?definition=D[&solution=S]), or one in full "
+      "(?definition=D&index=N)",
+      [api](const httplib::Request& req, httplib::Response& res) { get_traces(*api, req, res); });
+
+  // Scripts are served without on-the-fly compression (the library's Brotli runs at its
+  // highest quality: seconds for highlight.js's 850 kB), and the Debian libraries are cached.
+  httplib::Server& http = routes.http();
+  http.set_file_extension_and_mimetype_mapping("js", "application/javascript; charset=utf-8");
   const auto js = api->source().javascript_dir;
   if (std::filesystem::is_directory(js)) {
-    server.set_mount_point("/vendor", js.string(), {{"Cache-Control", "public, max-age=86400"}});
+    http.set_mount_point("/vendor", js.string(), {{"Cache-Control", "public, max-age=86400"}});
   }
 }
 

@@ -14,11 +14,10 @@
 #include "fib/report/comparison.h"
 #include "fib/trace/json_reader.h"
 
-namespace httplib {
-class Server;
-}
-
 namespace fib::serve {
+
+class RouteTable;
+class ServeContext;
 
 struct SiteSource {
   // The dataset as it stands now (the server appends traces as evaluations finish).
@@ -66,9 +65,14 @@ class SiteApi {
   std::unique_ptr<ModelCache> models_;
 };
 
+// The trust policy of `fib report`'s default: traces signed by fib's own key or a key of the
+// trusted-keys files are ranked, others are shown only.
+report::TrustPolicy report_trust_policy();
+
 // Adds GET /api/leaderboard, /api/models, /api/models/{id}, /api/kernels/{name},
 // /api/traces?definition=D[&solution=S], /api/traces?definition=D&index=N and the /vendor/
-// mount to a server (authentication is the server's, as for every other route).
-void register_site_routes(httplib::Server& server, std::shared_ptr<const SiteApi> api);
+// mount, over the server's dataset, with its baseline author and `fib report`'s trust policy
+// (authentication is the server's, as for every other route).
+void register_site_routes(RouteTable& routes, ServeContext& context);
 
 }  // namespace fib::serve

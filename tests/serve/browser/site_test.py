@@ -292,7 +292,7 @@ def main():
     print(f"dataset with {len(SOLUTIONS)} solutions evaluated in {time.time() - started:.1f} s")
     token = "site-test-token-0123456789abcdef"
     token_file = os.path.join(tmp, "token")
-    with open(token_file, "w") as f:
+    with open(os.open(token_file, os.O_WRONLY | os.O_CREAT, 0o600), "w") as f:
         f.write(token + "\n")
     port = free_port()
     base = f"http://127.0.0.1:{port}"
