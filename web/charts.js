@@ -16,7 +16,8 @@ const FibCharts = (() => {
     return Math.min(end, Math.max(1, Math.ceil(last * 1.1 * 10) / 10));
   }
 
-  // series: [{label, curve}] sampled on `grid`. Returns the Chart (tests read its data).
+  // series: [{label, curve}] sampled on `grid`; the p axis starts logarithmic. Returns the
+  // Chart (tests read its data).
   function fastP(canvas, grid, series) {
     if (!window.Chart) {
       canvas.replaceWith(Fib.el("p", { class: "message" }, "Chart.js is not installed on the server (Debian package libjs-chart.js)."));
@@ -31,7 +32,7 @@ const FibCharts = (() => {
       pointRadius: 0,
       tension: 0,
     }));
-    return new window.Chart(canvas.getContext("2d"), {
+    const chart = new window.Chart(canvas.getContext("2d"), {
       type: "line",
       data: { datasets },
       options: {
@@ -59,7 +60,38 @@ const FibCharts = (() => {
         },
       },
     });
+    setLogScale(chart, true);
+    return chart;
   }
 
-  return { fastP };
+  // Switches the p axis between linear (from 0) and logarithmic (from 0.1, where the
+  // differences around p = 1 show even when one solution is many times faster).
+  function setLogScale(chart, log) {
+    const x = chart.options.scales.x;
+    x.type = log ? "logarithmic" : "linear";
+    x.min = log ? 0.1 : 0;
+    x.ticks = log ? { autoSkip: false, callback: logTick } : {};
+    chart.update();
+  }
+
+  // On the log axis, label only 1-2-5 steps (the others crowd each other).
+  const logSteps = [0.1, 0.2, 0.5, 1, 2, 5, 10, 20, 50, 100, 200, 500, 1000];
+  function logTick(value) {
+    return logSteps.some((s) => Math.abs(s - value) < 1e-9 * s) ? `${value}×` : "";
+  }
+
+  // Linear/log buttons for a chart made later (getChart() returns it, or null).
+  function scaleToggle(getChart) {
+    const buttons = [];
+    const pick = (log) => {
+      const chart = getChart();
+      if (chart) setLogScale(chart, log);
+      buttons.forEach((b, i) => b.classList.toggle("active", (i === 1) === log));
+    };
+    buttons.push(Fib.el("button", { type: "button", class: "toggle", onclick: () => pick(false) }, "linear p"));
+    buttons.push(Fib.el("button", { type: "button", class: "toggle active", onclick: () => pick(true) }, "log p"));
+    return Fib.el("div", { class: "toolbar scale-toggle" }, buttons);
+  }
+
+  return { fastP, setLogScale, scaleToggle };
 })();

@@ -83,8 +83,14 @@ function solutionsPanel(k) {
     ],
     ["Workloads", (c) => `${c.workloads} / ${c.attempted}`, "num"],
     ["Failed", (c) => c.failed, "num"],
-    ["Status", (c) => (c.eligible ? el("span", { class: "badge good" }, "ranked") : el("span", { class: "badge muted", title: c.reason }, c.reason || "not ranked"))],
-    ["Traces", (c) => el("a", { href: `#traces`, "data-solution": c.solution, onclick: () => filterTraces(c.solution) }, `${c.traces} traces`)],
+    [
+      "Status",
+      (c) =>
+        c.eligible
+          ? el("span", { class: "badge good" }, "ranked")
+          : [el("span", { class: "badge bad" }, "not ranked"), el("div", { class: "muted small" }, c.reason)],
+    ],
+    ["Traces", (c) => el("a", { href: `#traces`, class: "nowrap", "data-solution": c.solution, onclick: () => filterTraces(c.solution) }, `${c.traces} traces`)],
   ];
   const body = candidates.length ? Fib.table(columns, candidates, { id: "solutions-table" }) : el("p", { class: "muted" }, "No solutions yet.");
   const basis = ranking ? el("p", { class: "muted" }, `Basis: ${ranking.basis_description}. Ranking: ${k.best_rule}.`) : null;
@@ -92,7 +98,11 @@ function solutionsPanel(k) {
   let chart = null;
   if (chartSeries.length) {
     const canvas = el("canvas", { id: "kernel-fastp-chart" });
-    chart = el("div", { class: "chart-box", style: "height:280px;margin-top:16px" }, canvas);
+    chart = [
+      el("h2", { style: "margin-top:18px" }, "fast_p per solution"),
+      FibCharts.scaleToggle(() => window.fibCharts && window.fibCharts.kernel),
+      el("div", { class: "chart-box", style: "height:280px" }, canvas),
+    ];
     requestAnimationFrame(() => {
       window.fibCharts = window.fibCharts || {};
       window.fibCharts.kernel = FibCharts.fastP(
@@ -112,13 +122,12 @@ function tracesTable(traces) {
   return Fib.table(
     [
       ["", (t) => Fib.traceLink(kernelName, t.index, "view")],
-      ["Solution", (t) => t.solution],
-      ["Author", (t) => t.author || "–"],
+      ["Solution", (t) => [t.solution, el("div", { class: "muted small" }, t.author || "")]],
       ["Workload", (t) => el("code", { title: t.workload }, Object.entries(t.axes).map(([a, v]) => `${a}=${v}`).join(" "))],
       ["Status", (t) => Fib.statusBadge(t.status)],
       ["Latency", (t) => Fib.latency(t.latency_ms), "num"],
       ["vs reference", (t) => (t.speedup_factor > 0 ? Fib.speedup(t.speedup_factor) : "–"), "num"],
-      ["Hardware", (t) => el("span", { class: "muted" }, t.hardware || "")],
+      ["Hardware", (t) => el("span", { class: "muted small nowrap" }, t.hardware || "")],
       ["Signed", (t) => (t.verified ? el("span", { class: "badge good" }, "verified") : el("span", { class: "badge muted" }, "unverified"))],
     ],
     traces,

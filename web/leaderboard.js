@@ -53,6 +53,7 @@ function fastPPanel(fastP) {
   return Fib.panel(
     "fast_p per author",
     "share of compared workloads where the author's solutions passed and were at least p× as fast as the basis",
+    FibCharts.scaleToggle(() => window.fibCharts && window.fibCharts.leaderboard),
     box,
     el("h2", { style: "margin-top:18px" }, "Scoreboard"),
     Fib.table(columns, authors, { id: "fastp-table" }),
