@@ -74,7 +74,7 @@ function rankingPanel(summary) {
       "Best solutions",
       (a) =>
         Object.entries(a.best_solutions).map(([def, sol]) =>
-          el("div", {}, Fib.kernelLink(def), el("span", { class: "muted" }, ` · ${sol}`)),
+          el("a", { class: "chip", href: `kernel.html?name=${encodeURIComponent(def)}`, title: `best on ${def}` }, sol),
         ),
     ],
   ];
