@@ -13,6 +13,7 @@ packages=(
   libxxhash-dev        # fast content hashing
   libssl-dev           # SHA-256 for content addressing
   libcpp-httplib-dev   # fib serve
+  libsqlite3-dev       # fib serve's task store
   libgtest-dev libgmock-dev googletest
   libbenchmark-dev
   python3

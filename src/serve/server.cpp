@@ -12,6 +12,8 @@
 #include "serve/dataset_routes.h"
 #include "serve/routes.h"
 #include "serve/site_api.h"
+#include "serve/task_routes.h"
+#include "serve/tasks.h"
 
 namespace fib::serve {
 
@@ -73,11 +75,15 @@ Server::Server(ServeOptions options) : options_(std::move(options)) {
   web_dir_ = find_web_dir(options_.web_dir);
   context_ = std::make_unique<ServeContext>(options_.dataset, options_.baseline_author,
                                             options_.state_dir);
+  tasks_ = std::make_unique<TaskService>(*context_, options_);
   http_ = std::make_unique<httplib::Server>();
   register_routes();
 }
 
-Server::~Server() { stop(); }
+Server::~Server() {
+  stop();
+  tasks_->stop();
+}
 
 void Server::install_handlers() {
   const unsigned threads = options_.http_threads ? options_.http_threads : kDefaultHttpThreads;
@@ -135,7 +141,8 @@ void Server::register_service_routes(RouteTable& routes) {
              [this](const httplib::Request&, httplib::Response& res) { send_json(res, health()); });
   routes.get("/login", "Log a browser in: sets the token cookie and redirects to /ui/",
              [this](const httplib::Request& req, httplib::Response& res) { login(req, res); });
-  routes.post("/shutdown", "Stop the server (queued tasks resume on the next start)",
+  routes.post("/shutdown",
+              "Stop the server: running tasks finish, queued ones resume on the next start",
               [this](const httplib::Request&, httplib::Response& res) {
                 send_json(res, Json{{"status", "shutting_down"}});
                 stop();
@@ -155,9 +162,6 @@ void Server::login(const httplib::Request& req, httplib::Response& res) {
 }
 
 void Server::register_site_files(RouteTable& routes) {
-  routes.get(
-      "/ui", "The web interface (redirects to /ui/)",
-      [](const httplib::Request&, httplib::Response& res) { res.set_redirect("/ui/", 301); });
   if (!web_dir_.empty()) {
     http_->set_mount_point("/ui/", web_dir_.string());
     return;
@@ -177,13 +181,13 @@ void Server::register_routes() {
   RouteTable routes(*http_, routes_);
   register_service_routes(routes);
   register_dataset_routes(routes, *context_);
-  register_site_routes(routes, *context_);
+  register_task_routes(routes, *context_, *tasks_);
+  // The web interface: its static files, then the JSON endpoints only its pages read.
   register_site_files(routes);
+  register_site_routes(routes, *context_);
 }
 
-Json Server::health() const {
-  return Json{{"status", "ok"}, {"workers", Json::array()}, {"queue_size", 0}};
-}
+Json Server::health() const { return tasks_->health(); }
 
 int Server::bind() {
   if (options_.port == 0) {
@@ -198,7 +202,11 @@ int Server::bind() {
   return port_;
 }
 
-void Server::listen() { http_->listen_after_bind(); }
+void Server::listen() {
+  tasks_->start();
+  http_->listen_after_bind();
+  tasks_->stop();
+}
 
 void Server::stop() {
   if (http_) http_->stop();

@@ -79,6 +79,7 @@ class ServeContext {
 std::filesystem::path find_web_dir(const std::filesystem::path& flag);
 
 class RouteTable;
+class TaskService;
 
 struct RouteInfo {
   std::string method;  // "GET", "POST"
@@ -99,7 +100,8 @@ class Server {
 
   // Binds; returns the port (the chosen one when options.port is 0). Throws fib::Error.
   int bind();
-  // Serves until stop(). bind() first.
+  // Starts the evaluation queues and serves until stop(); then waits for the running tasks (the
+  // queued ones stay in the store for the next start). bind() first.
   void listen();
   void stop();
 
@@ -122,6 +124,7 @@ class Server {
 
   ServeOptions options_;
   std::unique_ptr<ServeContext> context_;
+  std::unique_ptr<TaskService> tasks_;
   std::unique_ptr<httplib::Server> http_;
   std::string token_;
   std::filesystem::path token_path_;
