@@ -8,7 +8,8 @@ port, logs in through /login?token=, and then:
     --format json` run on the same dataset, and its fast_p chart has data and drawn pixels;
   - a kernel page shows the definition's axes, its solutions ranked, its chart and traces;
   - every page the site links to, followed from the start pages, loads without an error, and
-    every other link (the API's OpenAPI file) answers 200.
+    every other link (the API's OpenAPI file) answers 200;
+  - an evaluation submitted with POST /evaluate is followed on the task page to its result.
 Exits 77 (CTest's skip) where chromium, chromedriver or python3-selenium is missing.
 """
 
@@ -260,6 +261,35 @@ def crawl(driver, base, token, starts):
     return pages
 
 
+def post_json(url, token, body):
+    req = urllib.request.Request(
+        url,
+        data=json.dumps(body).encode(),
+        headers={"Authorization": f"Bearer {token}", "Content-Type": "application/json"},
+    )
+    with urllib.request.urlopen(req, timeout=60) as r:
+        return json.loads(r.read())
+
+
+def check_task(driver, base, token, dataset):
+    """Submits an evaluation and follows it on the task page until it is finished."""
+    with open(os.path.join(dataset, "solutions", "alice", "rmsnorm", "rmsnorm_h2048",
+                           "rmsnorm_h2048_fast.json")) as f:
+        solution = json.load(f)
+    with open(os.path.join(dataset, "workloads", "rmsnorm", "rmsnorm_h2048.jsonl")) as f:
+        uuid = json.loads(f.readline())["workload"]["uuid"]
+    task = post_json(base + "/evaluate", token, {"solution": solution, "workload_uuids": [uuid]})
+    load(driver, f"{base}/ui/task.html?id={task['task_id']}")
+    WebDriverWait(driver, 120).until(
+        lambda d: d.find_element(By.ID, "task-status").text in ("completed", "failed")
+    )
+    status = driver.find_element(By.ID, "task-status").text
+    check(status == "completed", f"task {task['task_id']}: {status}")
+    rows = driver.find_elements(By.CSS_SELECTOR, "#task-traces tbody tr")
+    check(len(rows) == 1 and "PASSED" in rows[0].text, f"task page rows: {[r.text for r in rows]}")
+    print(f"task {task['task_id']}: followed to completed, 1 PASSED trace shown")
+
+
 def screenshot(driver, base, path, out):
     driver.set_window_size(1280, 900)
     load(driver, base + path)
@@ -300,7 +330,8 @@ def main():
     server = subprocess.Popen(
         [args.fib, "serve", "--local", dataset, "--host", "127.0.0.1", "--port", str(port),
          "--token-file", token_file, "--state", os.path.join(tmp, "state"),
-         "--baseline-author", "baseline"],
+         "--baseline-author", "baseline", "--warmup-runs", "1", "--iterations", "5",
+         "--num-trials", "1", "--threads", "1", "--build-cache", os.path.join(tmp, "cache")],
         env=env, stdout=log, stderr=subprocess.STDOUT,
     )
     driver = None
@@ -312,6 +343,7 @@ def main():
         check_leaderboard(driver, base, summary, fast_p)
         for op, name in DEFINITIONS:
             check_kernel(driver, base, dataset, op, name)
+        check_task(driver, base, token, dataset)
         starts = [f"{base}/ui/{p}" for p in
                   ("index.html", "kernels.html", "models.html", "trace.html", "task.html")]
         check(crawl(driver, base, token, starts) > len(starts), "the crawl found no links")
