@@ -149,7 +149,12 @@ const Fib = (() => {
   }
 
   function stat(label, value, field) {
-    return el("div", { class: "stat" }, el("div", { class: "label" }, label), el("div", { class: "value", "data-field": field }, value));
+    return el(
+      "div",
+      { class: "stat" },
+      el("div", { class: "label" }, label),
+      el("div", { class: "value", "data-field": field }, value),
+    );
   }
 
   // Highlighted source (highlight.js from Debian's libjs-highlight.js, when it loaded).

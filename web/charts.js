@@ -20,7 +20,8 @@ const FibCharts = (() => {
   // Chart (tests read its data).
   function fastP(canvas, grid, series) {
     if (!window.Chart) {
-      canvas.replaceWith(Fib.el("p", { class: "message" }, "Chart.js is not installed on the server (Debian package libjs-chart.js)."));
+      const why = "Chart.js is not installed on the server (Debian package libjs-chart.js).";
+      canvas.replaceWith(Fib.el("p", { class: "message" }, why));
       return null;
     }
     const datasets = series.map((s, i) => ({

@@ -19,7 +19,9 @@ function header(k) {
     el(
       "div",
       { class: "toolbar" },
-      k.models.length ? el("span", { id: "kernel-models" }, "Used by ", Fib.joined(k.models.map((m) => Fib.modelLink(m)), ", ")) : null,
+      k.models.length
+        ? el("span", { id: "kernel-models" }, "Used by ", Fib.joined(k.models.map((m) => Fib.modelLink(m)), ", "))
+        : null,
       tags.map((t) => el("span", { class: "chip absent" }, t)),
     ),
   ];
@@ -69,9 +71,16 @@ function solutionsPanel(k) {
   let rank = 0;
   const columns = [
     ["#", (c) => (c.eligible ? ++rank : "–"), "num"],
-    ["Solution", (c) => el("span", {}, el("strong", {}, c.solution), c.is_baseline ? el("span", { class: "badge muted" }, " baseline") : null)],
+    [
+      "Solution",
+      (c) => el("span", {}, el("strong", {}, c.solution), c.is_baseline ? el("span", { class: "badge muted" }, " baseline") : null),
+    ],
     ["Author", (c) => c.author],
-    ["Geomean speedup", (c) => Fib.numberCell(c.geomean_speedup, c.eligible ? Fib.speedup(c.geomean_speedup) : "–", `geomean:${c.solution}`), "num"],
+    [
+      "Geomean speedup",
+      (c) => Fib.numberCell(c.geomean_speedup, c.eligible ? Fib.speedup(c.geomean_speedup) : "–", `geomean:${c.solution}`),
+      "num",
+    ],
     ["Range", (c) => (c.eligible ? `${Fib.fixed(c.min_speedup)}–${Fib.fixed(c.max_speedup)}×` : "–"), "num"],
     [
       "fast_1",
@@ -90,9 +99,19 @@ function solutionsPanel(k) {
           ? el("span", { class: "badge good" }, "ranked")
           : [el("span", { class: "badge bad" }, "not ranked"), el("div", { class: "muted small" }, c.reason)],
     ],
-    ["Traces", (c) => el("a", { href: `#traces`, class: "nowrap", "data-solution": c.solution, onclick: () => filterTraces(c.solution) }, `${c.traces} traces`)],
+    [
+      "Traces",
+      (c) =>
+        el(
+          "a",
+          { href: "#traces", class: "nowrap", "data-solution": c.solution, onclick: () => filterTraces(c.solution) },
+          `${c.traces} traces`,
+        ),
+    ],
   ];
-  const body = candidates.length ? Fib.table(columns, candidates, { id: "solutions-table" }) : el("p", { class: "muted" }, "No solutions yet.");
+  const body = candidates.length
+    ? Fib.table(columns, candidates, { id: "solutions-table" })
+    : el("p", { class: "muted" }, "No solutions yet.");
   const basis = ranking ? el("p", { class: "muted" }, `Basis: ${ranking.basis_description}. Ranking: ${k.best_rule}.`) : null;
   const chartSeries = k.fast_p.series.filter((s) => s.comparisons > 0);
   let chart = null;
@@ -128,7 +147,10 @@ function tracesTable(traces) {
       ["Latency", (t) => Fib.latency(t.latency_ms), "num"],
       ["vs reference", (t) => (t.speedup_factor > 0 ? Fib.speedup(t.speedup_factor) : "–"), "num"],
       ["Hardware", (t) => el("span", { class: "muted small nowrap" }, t.hardware || "")],
-      ["Signed", (t) => (t.verified ? el("span", { class: "badge good" }, "verified") : el("span", { class: "badge muted" }, "unverified"))],
+      [
+        "Signed",
+        (t) => (t.verified ? el("span", { class: "badge good" }, "verified") : el("span", { class: "badge muted" }, "unverified")),
+      ],
     ],
     traces,
     { id: "traces-table" },
@@ -174,7 +196,12 @@ Fib.run("kernels.html", async (content) => {
     k.definition ? interfacePanels(k.definition) : null,
     solutionsPanel(k),
     workloadsPanel(k),
-    el("section", { class: "panel", id: "traces" }, el("h2", {}, "Traces", el("span", { class: "hint" }, `${k.traces.length}`)), el("div", { id: "traces-box" })),
+    el(
+      "section",
+      { class: "panel", id: "traces" },
+      el("h2", {}, "Traces", el("span", { class: "hint" }, `${k.traces.length}`)),
+      el("div", { id: "traces-box" }),
+    ),
   ]);
   filterTraces(null);
 });

@@ -5,7 +5,11 @@ const { el } = Fib;
 
 function kernelRows(summary) {
   const columns = [
-    ["Definition", (d) => (d.has_definition ? Fib.kernelLink(d.name) : el("span", {}, d.name, el("span", { class: "muted" }, " (no definition file)")))],
+    [
+      "Definition",
+      (d) =>
+        d.has_definition ? Fib.kernelLink(d.name) : el("span", {}, d.name, el("span", { class: "muted" }, " (no definition file)")),
+    ],
     ["Op type", (d) => (d.op_type ? el("span", { class: "badge muted" }, d.op_type) : "–")],
     ["Workloads", (d) => d.workloads, "num"],
     ["Solutions", (d) => d.solutions, "num"],

@@ -107,7 +107,8 @@ Fib.run("index.html", async (content) => {
     el(
       "p",
       { class: "subtitle" },
-      "Solutions ranked against the baseline author's solutions (or, for a definition without one, the reference latency in its traces).",
+      "Solutions ranked against the baseline author's solutions (or, for a definition without one, " +
+        "the reference latency in its traces).",
     ),
     totals(data.summary, data.baseline_author),
     fastPPanel(data.fast_p),

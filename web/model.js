@@ -69,7 +69,11 @@ Fib.run("models.html", async (content) => {
       )
     : null;
   const tree = m.graph
-    ? Fib.panel("Module tree", `${Object.keys(m.graph.modules).length} modules; blue definitions are in the dataset`, moduleTree(m.graph, held))
+    ? Fib.panel(
+        "Module tree",
+        `${Object.keys(m.graph.modules).length} modules; blue definitions are in the dataset`,
+        moduleTree(m.graph, held),
+      )
     : Fib.panel(
         "Module tree",
         null,
@@ -93,7 +97,14 @@ Fib.run("models.html", async (content) => {
       : null;
   content.replaceChildren(
     el("h1", {}, m.name),
-    el("p", { class: "subtitle" }, m.bundled ? [el("code", {}, m.id), m.hf_repo ? ` · ${m.hf_repo}` : "", m.graph.description ? ` · ${m.graph.description}` : ""] : el("code", {}, m.id)),
+    el(
+      "p",
+      { class: "subtitle" },
+      el("code", {}, m.id),
+      m.hf_repo ? ` · ${m.hf_repo}` : "",
+      m.graph && m.graph.description ? ` · ${m.graph.description}` : "",
+    ),
   );
-  Fib.append(content, [facts, tree, Fib.panel("Definitions", `${m.definition_list.length}`, definitionsTable(m.definition_list)), unsupported]);
+  const definitions = Fib.panel("Definitions", `${m.definition_list.length}`, definitionsTable(m.definition_list));
+  Fib.append(content, [facts, tree, definitions, unsupported]);
 });

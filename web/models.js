@@ -4,14 +4,23 @@
 
 const { el } = Fib;
 
+// "TP 1,2" or "TP 8 / EP 8": the default serving setup the definitions are counted at.
+function servingText(serving) {
+  const ep = serving.ep.some((e) => e > 1) ? ` / EP ${serving.ep.join(",")}` : "";
+  return `TP ${serving.tp.join(",")}${ep}`;
+}
+
 function modelCard(m) {
   const facts = m.error
     ? el("div", { class: "meta" }, el("span", { class: "badge bad" }, "config error"))
     : [
         el("div", { class: "meta" }, `${m.family} · ${m.layers} layers · ${m.parameters_text} parameters`),
-        el("div", { class: "meta" }, `${m.definitions} definitions at TP ${m.serving.tp.join(",")}${m.serving.ep.some((e) => e > 1) ? ` / EP ${m.serving.ep.join(",")}` : ""}`),
+        el("div", { class: "meta" }, `${m.definitions} definitions at ${servingText(m.serving)}`),
       ];
-  const held = m.in_dataset > 0 ? el("span", { class: "badge good" }, `${m.in_dataset} in dataset`) : el("span", { class: "badge muted" }, "not onboarded");
+  const held =
+    m.in_dataset > 0
+      ? el("span", { class: "badge good" }, `${m.in_dataset} in dataset`)
+      : el("span", { class: "badge muted" }, "not onboarded");
   return el(
     "a",
     { class: "card", href: `model.html?id=${encodeURIComponent(m.id)}`, "data-model": m.id },
@@ -43,9 +52,14 @@ Fib.run("models.html", async (content) => {
     el(
       "p",
       { class: "subtitle" },
-      "Each model's module tree comes from fib onboard's module graph at its default serving setup; every module links to the kernel definitions it runs.",
+      "Each model's module tree comes from fib onboard's module graph at its default serving setup; " +
+        "every module links to the kernel definitions it runs.",
     ),
-    Fib.panel("Bundled models", `${data.bundled.length}`, el("div", { class: "cards", id: "bundled-models" }, data.bundled.map(modelCard))),
+    Fib.panel(
+      "Bundled models",
+      `${data.bundled.length}`,
+      el("div", { class: "cards", id: "bundled-models" }, data.bundled.map(modelCard)),
+    ),
     Fib.panel("Other onboarded models", "from the dataset's model: tags", onboarded),
   );
 });

@@ -11,12 +11,17 @@ function statusBadge(status) {
   return el("span", { class: `badge ${kind}`, id: "task-status" }, status);
 }
 
+const axesText = (axes) =>
+  Object.entries(axes || {})
+    .map(([a, v]) => `${a}=${v}`)
+    .join(" ");
+
 function tracesTable(task) {
   const traces = task.traces || [];
   if (!traces.length) return el("p", { class: "muted" }, finished(task.status) ? "No traces." : "Waiting for results…");
   return Fib.table(
     [
-      ["Workload", (t) => el("code", {}, Object.entries(t.workload.axes || {}).map(([a, v]) => `${a}=${v}`).join(" ") || t.workload.uuid)],
+      ["Workload", (t) => el("code", {}, axesText(t.workload.axes) || t.workload.uuid)],
       ["Status", (t) => Fib.statusBadge(t.evaluation && t.evaluation.status)],
       ["Latency", (t) => Fib.latency(t.evaluation && t.evaluation.performance ? t.evaluation.performance.latency_ms : null), "num"],
       [
@@ -27,7 +32,7 @@ function tracesTable(task) {
         },
         "num",
       ],
-      ["Hardware", (t) => el("span", { class: "muted" }, (t.evaluation && t.evaluation.environment && t.evaluation.environment.hardware) || "")],
+      ["Hardware", (t) => el("span", { class: "muted" }, (t.evaluation && t.evaluation.environment.hardware) || "")],
     ],
     traces,
     { id: "task-traces" },

@@ -27,11 +27,15 @@ function evaluationPanel(trace, extra) {
     ["Timestamp", e.timestamp || "–"],
   ];
   if (extra) {
-    facts.push(["Signature", extra.verified ? el("span", { class: "badge good" }, `verified (${extra.signer})`) : el("span", { class: "badge muted" }, extra.signer ? `signed by untrusted ${extra.signer}` : "unsigned")]);
+    const untrusted = extra.signer ? `signed by an untrusted key ${extra.signer.slice(0, 16)}…` : "unsigned";
+    const signature = extra.verified
+      ? el("span", { class: "badge good", title: extra.signer }, `verified (${extra.signer.slice(0, 16)}…)`)
+      : el("span", { class: "badge muted" }, untrusted);
+    facts.push(["Signature", signature]);
     facts.push(["Stored in", el("code", {}, extra.source)]);
   }
   const kv = el("dl", { class: "kv", id: "trace-facts" }, facts.map(([k, v]) => [el("dt", {}, k), el("dd", {}, v)]));
-  const log = e.log ? [el("h2", { style: "margin-top:16px" }, "Log"), el("pre", { class: "code" }, e.log)] : null;
+  const log = e.log ? [el("h2", { style: "margin-top:16px" }, "Log"), el("pre", { class: "code log" }, e.log)] : null;
   return Fib.panel("Evaluation", null, kv, log);
 }
 
@@ -41,7 +45,12 @@ function workloadPanel(workload) {
   return Fib.panel(
     "Workload",
     null,
-    el("dl", { class: "kv" }, el("dt", {}, "UUID"), el("dd", {}, el("code", {}, workload.uuid)), el("dt", {}, "Axes"), el("dd", {}, el("code", {}, axes || "–"))),
+    el(
+      "dl",
+      { class: "kv" },
+      [el("dt", {}, "UUID"), el("dd", {}, el("code", {}, workload.uuid))],
+      [el("dt", {}, "Axes"), el("dd", {}, el("code", {}, axes || "–"))],
+    ),
     inputs.length
       ? Fib.table(
           [
@@ -62,7 +71,10 @@ function solutionPanel(solution) {
     `Solution ${solution.name}`,
     `${solution.author} · ${spec.language}${spec.binding ? ` · ${spec.binding}` : ""} · entry ${spec.entry_point}`,
     solution.description ? el("p", {}, solution.description) : null,
-    solution.sources.map((s) => [el("h2", { style: "margin-top:12px;font-size:15px" }, el("code", {}, s.path)), Fib.code(s.content, languageOf(s.path))]),
+    solution.sources.map((s) => [
+      el("h2", { style: "margin-top:12px;font-size:15px" }, el("code", {}, s.path)),
+      Fib.code(s.content, languageOf(s.path)),
+    ]),
   );
 }
 
@@ -78,7 +90,8 @@ function render(content, trace, extra) {
 }
 
 function pasteForm(content) {
-  const area = el("textarea", { id: "trace-json", placeholder: '{"definition": "...", "workload": {...}, "solution": "...", "evaluation": {...}}' });
+  const example = '{"definition": "...", "workload": {...}, "solution": "...", "evaluation": {...}}';
+  const area = el("textarea", { id: "trace-json", placeholder: example });
   const out = el("div", {});
   const show = () => {
     try {
@@ -90,7 +103,12 @@ function pasteForm(content) {
   content.replaceChildren(
     el("h1", {}, "Trace viewer"),
     el("p", { class: "subtitle" }, "Open a trace from a kernel page, or paste one trace (a line of a traces/*.jsonl file)."),
-    Fib.panel("Paste a trace", null, area, el("div", { class: "toolbar", style: "margin-top:10px" }, el("button", { onclick: show }, "Show"))),
+    Fib.panel(
+      "Paste a trace",
+      null,
+      area,
+      el("div", { class: "toolbar", style: "margin-top:10px" }, el("button", { onclick: show }, "Show")),
+    ),
     out,
   );
 }
