@@ -16,9 +16,9 @@ const FibCharts = (() => {
     return Math.min(end, Math.max(1, Math.ceil(last * 1.1 * 10) / 10));
   }
 
-  // series: [{label, curve}] sampled on `grid`; the p axis starts logarithmic. Returns the
-  // Chart (tests read its data).
-  function fastP(canvas, grid, series) {
+  // series: [{label, curve}] sampled on `grid`; the p axis starts logarithmic unless `log` is
+  // false. Returns the Chart (tests read its data).
+  function fastP(canvas, grid, series, log = true) {
     if (!window.Chart) {
       const why = "Chart.js is not installed on the server (Debian package libjs-chart.js).";
       canvas.replaceWith(Fib.el("p", { class: "message" }, why));
@@ -61,7 +61,7 @@ const FibCharts = (() => {
         },
       },
     });
-    setLogScale(chart, true);
+    setLogScale(chart, log);
     return chart;
   }
 
@@ -81,13 +81,15 @@ const FibCharts = (() => {
     return logSteps.some((s) => Math.abs(s - value) < 1e-9 * s) ? `${value}×` : "";
   }
 
-  // Linear/log buttons for a chart made later (getChart() returns it, or null).
-  function scaleToggle(getChart) {
+  // Linear/log buttons for a chart made later (getChart() returns it, or null); onPick(log)
+  // hears each choice.
+  function scaleToggle(getChart, onPick) {
     const buttons = [];
     const pick = (log) => {
       const chart = getChart();
       if (chart) setLogScale(chart, log);
       buttons.forEach((b, i) => b.classList.toggle("active", (i === 1) === log));
+      if (onPick) onPick(log);
     };
     buttons.push(Fib.el("button", { type: "button", class: "toggle", onclick: () => pick(false) }, "linear p"));
     buttons.push(Fib.el("button", { type: "button", class: "toggle active", onclick: () => pick(true) }, "log p"));

@@ -19,26 +19,14 @@ function totals(summary, baselineAuthor) {
   );
 }
 
-function authorSeries(fastP) {
-  return fastP.series.filter((s) => s.kind === "author");
+// The author series of one definition, or pooled over all of them ("").
+function authorSeries(fastP, definition) {
+  return definition
+    ? fastP.series.filter((s) => s.kind === "author_definition" && s.definition === definition)
+    : fastP.series.filter((s) => s.kind === "author");
 }
 
-function fastPPanel(fastP) {
-  const authors = authorSeries(fastP);
-  if (!authors.length) {
-    return Fib.panel("fast_p", null, el("p", { class: "muted" }, "No author has traces compared with a basis yet."));
-  }
-  const canvas = el("canvas", { id: "fastp-chart" });
-  const box = el("div", { class: "chart-box" }, canvas);
-  const labels = authors.map((s) => (s.basis === "baseline" ? s.name : `${s.name} (vs reference)`));
-  requestAnimationFrame(() => {
-    window.fibCharts = window.fibCharts || {};
-    window.fibCharts.leaderboard = FibCharts.fastP(
-      canvas,
-      fastP.grid,
-      authors.map((s, i) => ({ label: labels[i], curve: s.curve })),
-    );
-  });
+function scoreboard(fastP, authors) {
   const columns = [
     ["Author", (s) => s.name],
     ["Basis", (s) => el("span", { class: `badge ${s.basis === "baseline" ? "" : "muted"}` }, s.basis)],
@@ -50,13 +38,54 @@ function fastPPanel(fastP) {
     ["Compared", (s) => `${s.comparisons} / ${s.possible}`, "num"],
     ["Coverage", (s) => Fib.percent(s.coverage), "num"],
   ];
+  return Fib.table(columns, authors, { id: "fastp-table" });
+}
+
+function fastPPanel(fastP) {
+  if (!authorSeries(fastP, "").length) {
+    return Fib.panel("fast_p", null, el("p", { class: "muted" }, "No author has traces compared with a basis yet."));
+  }
+  let log = true;
+  const chartBox = el("div", { class: "chart-box" });
+  const tableBox = el("div", {});
+  const show = (definition) => {
+    const authors = authorSeries(fastP, definition);
+    const canvas = el("canvas", { id: "fastp-chart" });
+    chartBox.replaceChildren(canvas);
+    tableBox.replaceChildren(scoreboard(fastP, authors));
+    window.fibCharts = window.fibCharts || {};
+    if (window.fibCharts.leaderboard) window.fibCharts.leaderboard.destroy();
+    requestAnimationFrame(() => {
+      const labels = authors.map((s) => (s.basis === "baseline" ? s.name : `${s.name} (vs reference)`));
+      window.fibCharts.leaderboard = FibCharts.fastP(
+        canvas,
+        fastP.grid,
+        authors.map((s, i) => ({ label: labels[i], curve: s.curve })),
+        log,
+      );
+    });
+  };
+  const withSeries = fastP.definitions.filter((d) => authorSeries(fastP, d.definition).length);
+  const select = el(
+    "select",
+    { id: "fastp-definition", onchange: (e) => show(e.target.value) },
+    el("option", { value: "" }, "All definitions (pooled)"),
+    withSeries.map((d) => el("option", { value: d.definition }, d.definition)),
+  );
+  show("");
+  const toggle = FibCharts.scaleToggle(
+    () => window.fibCharts && window.fibCharts.leaderboard,
+    (picked) => {
+      log = picked;
+    },
+  );
   return Fib.panel(
     "fast_p per author",
     "share of compared workloads where the author's solutions passed and were at least p× as fast as the basis",
-    FibCharts.scaleToggle(() => window.fibCharts && window.fibCharts.leaderboard),
-    box,
+    el("div", { class: "toolbar chart-controls" }, select, toggle),
+    chartBox,
     el("h2", { style: "margin-top:18px" }, "Scoreboard"),
-    Fib.table(columns, authors, { id: "fastp-table" }),
+    tableBox,
   );
 }
 

@@ -112,6 +112,7 @@ Json SiteApi::leaderboard() const {
   report::FastPOptions o;
   o.baseline = baseline_of(source_);
   o.trust = source_.trust;
+  o.per_definition = true;
   Json j;
   j["baseline_author"] = source_.baseline_author;
   j["summary"] = report::to_json(report::summarize(*set, {source_.baseline_author, source_.trust}));

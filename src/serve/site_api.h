@@ -40,7 +40,7 @@ class SiteApi {
   SiteApi& operator=(const SiteApi&) = delete;
 
   // {baseline_author, summary: `fib report summary --json`, fast_p: `fib report fast-p
-  // --format json`} with the server's baseline author and trust policy.
+  // --per-definition --format json`} with the server's baseline author and trust policy.
   Json leaderboard() const;
   // {bundled: [...], onboarded: [...]}: every bundled model (family, size, definitions at its
   // default serving setup, how many the dataset holds) and every model: tag of the dataset that

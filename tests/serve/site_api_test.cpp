@@ -76,6 +76,7 @@ TEST(SiteApi, LeaderboardIsTheReportModulesOutput) {
   const Json board = api.leaderboard();
   report::FastPOptions o;
   o.baseline.author = "fib-examples";
+  o.per_definition = true;
   EXPECT_EQ(board["summary"], report::to_json(report::summarize(*set, {"fib-examples", {}})));
   EXPECT_EQ(board["fast_p"], report::to_json(report::fast_p(*set, o)));
   EXPECT_EQ(board["baseline_author"], "fib-examples");

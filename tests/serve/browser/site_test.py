@@ -201,7 +201,28 @@ def check_leaderboard(driver, base, summary, fast_p):
     for d, s in zip(chart, authors):
         check(d["ys"] == s["curve"], f"chart curve of {d['label']} differs from fib report's")
     check(canvas_has_ink(driver, "fastp-chart"), "the fast_p chart's canvas is blank")
+    for _, definition in DEFINITIONS:
+        check_definition_curves(driver, fast_p, definition)
     print(f"leaderboard: {len(summary['rankings'])} ranked authors, {len(shown)} fast_p cells match")
+
+
+def check_definition_curves(driver, fast_p, definition):
+    """Picks one definition in the chart's selector: its authors' curves are drawn."""
+    expected = [s for s in fast_p["series"]
+                if s["kind"] == "author_definition" and s["definition"] == definition]
+    driver.execute_script(
+        "const s = document.getElementById('fastp-definition'); s.value = arguments[0];"
+        "s.dispatchEvent(new Event('change'));",
+        definition,
+    )
+    WebDriverWait(driver, 10).until(lambda d: d.execute_script(
+        "const c = window.fibCharts.leaderboard; return c && c.canvas &&"
+        " document.body.contains(c.canvas) && c.data.datasets.length === arguments[0];",
+        len(expected)))
+    curves = driver.execute_script(
+        "return window.fibCharts.leaderboard.data.datasets.map(d => d.data.map(p => p.y));")
+    check(curves == [s["curve"] for s in expected], f"{definition}: chart curves differ")
+    check(canvas_has_ink(driver, "fastp-chart"), f"{definition}: the chart is blank")
 
 
 def canvas_has_ink(driver, canvas_id):
@@ -316,7 +337,8 @@ def main():
          "--num-trials", "1", "--threads", "1", "--build-cache", os.path.join(tmp, "cache")], env)
     summary = json.loads(run([args.fib, "report", "summary", "--local", dataset, "--json"], env))
     fast_p = json.loads(
-        run([args.fib, "report", "fast-p", "--local", dataset, "--format", "json"], env)
+        run([args.fib, "report", "fast-p", "--local", dataset, "--per-definition", "--format",
+             "json"], env)
     )
 
     print(f"dataset with {len(SOLUTIONS)} solutions evaluated in {time.time() - started:.1f} s")
