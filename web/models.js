@@ -19,7 +19,7 @@ function modelCard(m) {
       ];
   const held =
     m.in_dataset > 0
-      ? el("span", { class: "badge good" }, `${m.in_dataset} in dataset`)
+      ? el("span", { class: "badge good", title: `dataset definitions tagged model:${m.id}` }, `onboarded: ${m.in_dataset} definitions`)
       : el("span", { class: "badge muted" }, "not onboarded");
   return el(
     "a",
