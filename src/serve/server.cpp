@@ -4,12 +4,16 @@
 #include <arpa/inet.h>
 #include <fmt/format.h>
 #include <httplib.h>
+#include <sys/socket.h>
 
+#include <cerrno>
+#include <cstring>
 #include <thread>
 
 #include "fib/version.h"
 #include "serve/auth.h"
 #include "serve/dataset_routes.h"
+#include "serve/openapi.h"
 #include "serve/routes.h"
 #include "serve/site_api.h"
 #include "serve/task_routes.h"
@@ -89,6 +93,9 @@ void Server::install_handlers() {
   const unsigned threads = options_.http_threads ? options_.http_threads : kDefaultHttpThreads;
   http_->new_task_queue = [threads] { return new httplib::ThreadPool(threads); };
   http_->set_payload_max_length(options_.max_body_bytes);
+  // httplib closes a keep-alive connection after 5 requests by default: a client polling tasks
+  // or a browser loading the site would reconnect all the time.
+  http_->set_keep_alive_max_count(1000);
   const std::size_t max_body = options_.max_body_bytes;
   http_->set_error_handler([max_body](const httplib::Request& req, httplib::Response& res) {
     if (res.body.empty()) send_error(res, res.status, error_detail(req, res.status, max_body));
@@ -137,6 +144,10 @@ void Server::register_service_routes(RouteTable& routes) {
                                    {"docs", "/openapi.json"},
                                    {"endpoints", endpoints}});
              });
+  routes.get("/openapi.json", "This API's OpenAPI document",
+             [](const httplib::Request&, httplib::Response& res) {
+               res.set_content(std::string(openapi_document()), "application/json");
+             });
   routes.get("/health", "Server health and worker status (no token needed)",
              [this](const httplib::Request&, httplib::Response& res) { send_json(res, health()); });
   routes.get("/login", "Log a browser in: sets the token cookie and redirects to /ui/",
@@ -166,7 +177,7 @@ void Server::register_site_files(RouteTable& routes) {
     http_->set_mount_point("/ui/", web_dir_.string());
     return;
   }
-  routes.get("/ui/{page}", "The web interface's files",
+  routes.get("/ui/{path}", "The web interface's files",
              [](const httplib::Request&, httplib::Response& res) {
                send_error(res, 404,
                           "The web interface's files were not found: start fib serve with "
@@ -190,6 +201,14 @@ void Server::register_routes() {
 Json Server::health() const { return tasks_->health(); }
 
 int Server::bind() {
+  // Debian's cpp-httplib listens with a backlog of 5, compiled in: a burst of connections (200
+  // agents submitting at once) overflows it and clients see resets. The listening socket is
+  // captured here and given the system's backlog once bound.
+  int listening = -1;
+  http_->set_socket_options([&listening](int sock) {
+    httplib::default_socket_options(sock);
+    listening = sock;
+  });
   if (options_.port == 0) {
     port_ = http_->bind_to_any_port(options_.host);
   } else {
@@ -198,6 +217,10 @@ int Server::bind() {
   if (port_ <= 0) {
     throw Error(fmt::format("{}:{}", options_.host, options_.port), "cannot listen there",
                 "is another server using the port? choose one with --port");
+  }
+  if (::listen(listening, SOMAXCONN) != 0) {
+    throw Error(fmt::format("{}:{}", options_.host, port_), "cannot listen there",
+                std::strerror(errno));
   }
   return port_;
 }

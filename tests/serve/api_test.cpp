@@ -153,6 +153,39 @@ TEST_F(ServeApi, BodiesOverTheLimitAre413) {
   EXPECT_EQ(body_json(r)["detail"], "Request body too large: the limit is 1048576 bytes");
 }
 
+// GET / lists every route the server registered (route groups register through one table);
+// each must be in the OpenAPI document, and the document must describe no route that is not.
+TEST_F(ServeApi, OpenApiDocumentsEveryRoute) {
+  auto c = server_->client();
+  auto r = c->Get("/openapi.json");
+  ASSERT_TRUE(r);
+  ASSERT_EQ(r->status, 200);
+  EXPECT_EQ(r->get_header_value("Content-Type"), "application/json");
+  const Json doc = body_json(r);
+  EXPECT_EQ(doc["openapi"].get<std::string>().substr(0, 2), "3.");
+  std::set<std::string> documented, registered;
+  for (const auto& [path, methods] : doc["paths"].items()) {
+    for (const auto& [method, op] : methods.items()) {
+      std::string upper = method;
+      for (char& ch : upper) ch = static_cast<char>(std::toupper(static_cast<unsigned char>(ch)));
+      documented.insert(upper + " " + path);
+    }
+  }
+  const Json info = body_json(c->Get("/"));
+  for (const Json& e : info["endpoints"]) {
+    registered.insert(e["method"].get<std::string>() + " " + e["path"].get<std::string>());
+  }
+  EXPECT_GE(registered.size(), 12u);
+  for (const std::string& route : registered) {
+    EXPECT_TRUE(documented.count(route)) << route << " is not in docs/openapi.json";
+  }
+  // The site's files are served by a mount, not a route, when the web folder exists.
+  documented.erase("GET /ui/{path}");
+  for (const std::string& route : documented) {
+    EXPECT_TRUE(registered.count(route)) << route << " is documented but not served";
+  }
+}
+
 TEST(ServeOptions, NoAuthOnlyOnLoopbackAndNoOpenBindWithoutAToken) {
   TempDir tmp;
   make_rmsnorm_dataset(tmp.path() / "dataset");

@@ -34,7 +34,8 @@ void make_rmsnorm_dataset(const fs::path& root) {
 
 Json rmsnorm_solution_json(const std::string& name) {
   const std::string code = std::string(kRmsnormSolutionSource) + R"(
-extern "C" void run(const fib::TensorView* in, const fib::TensorView* out) { rms(in[0], in[1], out[0]); }
+static void run_(fib::TensorView x, fib::TensorView w, fib::TensorView y) { rms(x, w, y); }
+FIB_EXPORT_SOLUTION(run, run_);
 )";
   return Json{{"name", name},
               {"definition", "rmsnorm_h2048"},
