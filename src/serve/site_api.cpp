@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <charconv>
+#include <iostream>
 #include <optional>
 
 #include "fib/dataset/keys.h"
@@ -64,7 +65,7 @@ Json brief_trace(const TraceSet& set, const Trace& t, std::size_t index,
 const std::vector<Record<Trace>>& traces_of(const TraceSet& set, const std::string& definition) {
   const auto names = report::definition_names(set);
   if (std::find(names.begin(), names.end(), definition) == names.end())
-    throw Error("definition", fmt::format("no definition '{}' in the dataset", definition));
+    throw NotFound("definition", fmt::format("no definition '{}' in the dataset", definition));
   return set.traces(definition);
 }
 
@@ -161,8 +162,8 @@ Json SiteApi::trace(const std::string& definition, std::size_t index) const {
   const auto set = snapshot(source_);
   const auto& traces = traces_of(*set, definition);
   if (index >= traces.size()) {
-    throw Error("trace", fmt::format("definition '{}' has {} traces; there is no trace {}",
-                                     definition, traces.size(), index));
+    throw NotFound("trace", fmt::format("definition '{}' has {} traces; there is no trace {}",
+                                        definition, traces.size(), index));
   }
   const Trace& t = traces[index].value;
   Json j;
@@ -196,7 +197,7 @@ Handler json_route(F make) {
   return [make](const httplib::Request& req, httplib::Response& res) {
     try {
       send_page_json(res, make(req));
-    } catch (const Error& e) {
+    } catch (const NotFound& e) {
       send_error(res, 404, e.what());
     } catch (const std::exception& e) {
       send_error(res, 500, e.what());
@@ -231,6 +232,10 @@ report::TrustPolicy report_trust_policy() {
   Diagnostics diag;
   policy.trusted = default_trusted_keys(diag);
   policy.include_unverified = false;
+  if (!diag.empty()) {
+    std::cerr << fmt::format("fib serve: {} finding(s) while reading the trusted keys:\n{}",
+                             diag.size(), diag.to_string());
+  }
   return policy;
 }
 

@@ -12,6 +12,7 @@
 
 #include "fib/dataset/trace_set.h"
 #include "fib/report/comparison.h"
+#include "fib/trace/diagnostics.h"
 #include "fib/trace/json_reader.h"
 
 namespace fib::serve {
@@ -30,8 +31,14 @@ struct SiteSource {
   std::filesystem::path javascript_dir = "/usr/share/javascript";
 };
 
+// A name the dataset or the bundled models do not hold (the routes answer 404).
+class NotFound : public Error {
+ public:
+  using Error::Error;
+};
+
 // The JSON of each route, callable without a server (the routes only wrap these). Each throws
-// fib::Error for a name the dataset or the bundled models do not hold.
+// NotFound for a name the dataset or the bundled models do not hold.
 class SiteApi {
  public:
   explicit SiteApi(SiteSource source);

@@ -173,9 +173,9 @@ Json SiteApi::model(const std::string& id) const {
   const auto others = onboarded_only(*set, bundled);
   const auto it = others.find(id);
   if (it == others.end())
-    throw Error("model", fmt::format("no bundled model and no dataset definition tagged "
-                                     "'model:{}'",
-                                     id));
+    throw NotFound("model", fmt::format("no bundled model and no dataset definition tagged "
+                                        "'model:{}'",
+                                        id));
   Json defs = Json::array();
   for (const auto& name : it->second)
     defs.push_back(definition_entry(*set, name, set->definition(name)->op_type));

@@ -98,7 +98,7 @@ TEST(SiteApi, KernelHasItsInterfaceSolutionsRankedAndTraces) {
   for (const auto& s : k["fast_p"]["series"]) with_curve.insert(s["name"]);
   EXPECT_TRUE(with_curve.contains("rmsnorm_h2048_wrong_result"));
   for (const auto& s : k["solutions"]) EXPECT_FALSE(s.contains("sources"));
-  EXPECT_THROW(api.kernel("no_such_kernel"), Error);
+  EXPECT_THROW(api.kernel("no_such_kernel"), NotFound);
 }
 
 TEST(SiteApi, TracesListInBriefAndOneInFullWithItsSolution) {
@@ -111,8 +111,8 @@ TEST(SiteApi, TracesListInBriefAndOneInFullWithItsSolution) {
   EXPECT_FALSE(full["solution"]["sources"].empty());
   EXPECT_EQ(full["workload"]["uuid"], brief["traces"][1]["workload"]);
   EXPECT_FALSE(full["verified"].get<bool>());
-  EXPECT_THROW(api.trace("rmsnorm_h2048", 6), Error);
-  EXPECT_THROW(api.traces("no_such_kernel", ""), Error);
+  EXPECT_THROW(api.trace("rmsnorm_h2048", 6), NotFound);
+  EXPECT_THROW(api.traces("no_such_kernel", ""), NotFound);
 }
 
 TEST(SiteApi, ModelTreeLinksTheDatasetsDefinitions) {
@@ -132,7 +132,7 @@ TEST(SiteApi, ModelTreeLinksTheDatasetsDefinitions) {
     EXPECT_NE(set->definition(d["name"].get<std::string>()), nullptr) << d["name"];
   }
   EXPECT_EQ(m["definition_list"].size(), 16u);
-  EXPECT_THROW(api.model("no-such-model"), Error);
+  EXPECT_THROW(api.model("no-such-model"), NotFound);
 }
 
 TEST(SiteApi, ModelsListTheBundledOnesAndTheDatasetsOwn) {

@@ -122,6 +122,20 @@ def http_status(url, token):
         return e.code
 
 
+def check_api_errors(base, token):
+    """The site's JSON routes answer an unknown name with 404 and a bad query with 400."""
+    for path, status in (
+        ("/api/kernels/no_such_kernel", 404),
+        ("/api/models/no-such-model", 404),
+        ("/api/traces", 400),
+        ("/api/traces?definition=rmsnorm_h2048&index=x", 400),
+        ("/api/traces?definition=rmsnorm_h2048&index=99", 404),
+        ("/api/traces?definition=rmsnorm_h2048", 200),
+    ):
+        got = http_status(base + path, token)
+        check(got == status, f"GET {path}: {got}, expected {status}")
+
+
 def start_browser():
     options = Options()
     for arg in (
@@ -359,6 +373,7 @@ def main():
     driver = None
     try:
         wait_healthy(base, server, time.time() + 60)
+        check_api_errors(base, token)
         driver = start_browser()
         driver.get(f"{base}/login?token={token}")
         check(driver.get_cookie("fib_token"), "/login?token= set no fib_token cookie")
