@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <charconv>
 #include <iostream>
+#include <mutex>
 #include <optional>
 
 #include "fib/dataset/keys.h"
@@ -15,6 +16,7 @@
 #include "fib/serve/server.h"
 #include "fib/trace/diagnostics.h"
 #include "serve/routes.h"
+#include "serve/site_caches.h"
 
 namespace fib::serve {
 
@@ -89,12 +91,8 @@ Json solutions_json(const TraceSet& set, const std::string& definition) {
   return out;
 }
 
-// The solution series of fast_p that belong to one definition.
-Json fast_p_of(const TraceSet& set, const SiteSource& source, const std::string& definition) {
-  report::FastPOptions o;
-  o.baseline = baseline_of(source);
-  o.trust = source.trust;
-  const Json all = report::to_json(report::fast_p(set, o));
+// The solution series of the dataset's fast_p report that belong to one definition.
+Json fast_p_of(const Json& all, const std::string& definition) {
   Json series = Json::array();
   for (const auto& s : all["series"]) {
     if (s["kind"] == "solution" && s["definition"] == definition) series.push_back(s);
@@ -108,18 +106,31 @@ Json fast_p_of(const TraceSet& set, const SiteSource& source, const std::string&
 
 }  // namespace
 
-Json SiteApi::leaderboard() const {
-  const auto set = snapshot(source_);
+SiteApi::SiteApi(SiteSource source)
+    : source_(std::move(source)),
+      models_(std::make_unique<ModelCache>()),
+      reports_(std::make_unique<ReportCache>()) {}
+
+SiteApi::~SiteApi() = default;
+
+std::shared_ptr<const Json> SiteApi::reports(const std::shared_ptr<const TraceSet>& set) const {
+  std::lock_guard lock(reports_->mutex);
+  if (reports_->leaderboard && reports_->of.lock() == set) return reports_->leaderboard;
   report::FastPOptions o;
   o.baseline = baseline_of(source_);
   o.trust = source_.trust;
   o.per_definition = true;
-  Json j;
-  j["baseline_author"] = source_.baseline_author;
-  j["summary"] = report::to_json(report::summarize(*set, {source_.baseline_author, source_.trust}));
-  j["fast_p"] = report::to_json(report::fast_p(*set, o));
+  auto j = std::make_shared<Json>();
+  (*j)["baseline_author"] = source_.baseline_author;
+  (*j)["summary"] =
+      report::to_json(report::summarize(*set, {source_.baseline_author, source_.trust}));
+  (*j)["fast_p"] = report::to_json(report::fast_p(*set, o));
+  reports_->of = set;
+  reports_->leaderboard = j;
   return j;
 }
+
+Json SiteApi::leaderboard() const { return *reports(snapshot(source_)); }
 
 Json SiteApi::kernel(const std::string& name) const {
   const auto set = snapshot(source_);
@@ -138,7 +149,7 @@ Json SiteApi::kernel(const std::string& name) const {
   const Json best = report::to_json(report::best_solutions(*set, b));
   j["best_rule"] = report::kBestRule;
   j["ranking"] = best["definitions"].empty() ? Json(nullptr) : best["definitions"][0];
-  j["fast_p"] = fast_p_of(*set, source_, name);
+  j["fast_p"] = fast_p_of((*reports(set))["fast_p"], name);
   Json brief = Json::array();
   for (std::size_t i = 0; i < traces.size(); ++i)
     brief.push_back(brief_trace(*set, traces[i].value, i, source_.trust));

@@ -68,8 +68,13 @@ class SiteApi {
 
  private:
   struct ModelCache;
+  struct ReportCache;
+  // {baseline_author, summary, fast_p} of a snapshot, cached while it is the current one.
+  std::shared_ptr<const Json> reports(const std::shared_ptr<const TraceSet>& set) const;
+
   SiteSource source_;
   std::unique_ptr<ModelCache> models_;
+  std::unique_ptr<ReportCache> reports_;
 };
 
 // The trust policy of `fib report`'s default: traces signed by fib's own key or a key of the

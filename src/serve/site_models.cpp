@@ -12,6 +12,7 @@
 #include "fib/onboard/onboard.h"
 #include "fib/trace/diagnostics.h"
 #include "serve/site_api.h"
+#include "serve/site_caches.h"
 
 namespace fib::serve {
 
@@ -94,26 +95,14 @@ Json definition_entry(const TraceSet& set, const std::string& name, const std::s
 
 }  // namespace
 
-struct SiteApi::ModelCache {
-  std::mutex mutex;
-  std::optional<std::vector<onboard::BundledModel>> bundled;
-  // A model's page against the dataset it was deduplicated with (by definition count, since
-  // the server only appends traces).
-  std::map<std::string, std::pair<std::size_t, Json>> pages;
-
-  const std::vector<onboard::BundledModel>& load(const std::filesystem::path& dir) {
-    if (!bundled) {
-      Diagnostics diag;
-      bundled = onboard::load_bundled_models(dir.empty() ? onboard::models_dir() : dir, diag);
-    }
-    return *bundled;
+const std::vector<onboard::BundledModel>& SiteApi::ModelCache::load(
+    const std::filesystem::path& dir) {
+  if (!bundled) {
+    Diagnostics diag;
+    bundled = onboard::load_bundled_models(dir.empty() ? onboard::models_dir() : dir, diag);
   }
-};
-
-SiteApi::SiteApi(SiteSource source)
-    : source_(std::move(source)), models_(std::make_unique<ModelCache>()) {}
-
-SiteApi::~SiteApi() = default;
+  return *bundled;
+}
 
 Json SiteApi::models() const {
   const auto set = source_.dataset();

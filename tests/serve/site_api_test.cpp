@@ -84,6 +84,25 @@ TEST(SiteApi, LeaderboardIsTheReportModulesOutput) {
   EXPECT_EQ(board["summary"]["rankings"][0]["author"], "red-team");
 }
 
+// The reports are kept per snapshot: a new snapshot (the server's after an evaluation) is
+// reported anew, the same one is not recomputed.
+TEST(SiteApi, LeaderboardFollowsTheCurrentSnapshot) {
+  std::shared_ptr<const TraceSet> current = dataset();
+  SiteSource source;
+  source.dataset = [&current] { return current; };
+  source.baseline_author = "fib-examples";
+  const SiteApi api(std::move(source));
+  const Json before = api.leaderboard();
+  EXPECT_EQ(api.leaderboard(), before);
+  auto grown = std::make_shared<TraceSet>(*current);
+  grown->add_trace(evaluation_of(grown->workloads("rmsnorm_h2048")[0], "rmsnorm_h2048_fast",
+                                 EvaluationStatus::kRuntimeError, 0));
+  current = grown;
+  const Json after = api.leaderboard();
+  EXPECT_EQ(after["summary"]["totals"]["traces"]["total"].get<std::size_t>(),
+            before["summary"]["totals"]["traces"]["total"].get<std::size_t>() + 1);
+}
+
 TEST(SiteApi, KernelHasItsInterfaceSolutionsRankedAndTraces) {
   const SiteApi api = make_api(dataset());
   const Json k = api.kernel("rmsnorm_h2048");
