@@ -28,5 +28,6 @@ void register_run(CLI::App& app, Runner& run);
 void register_worker(CLI::App& app, Runner& run);
 void register_solution(CLI::App& app, Runner& run);
 void register_key(CLI::App& app, Runner& run);
+void register_serve(CLI::App& app, Runner& run);
 
 }  // namespace fib::cli

@@ -24,6 +24,9 @@ int main(int argc, char** argv) {
   fib::cli::register_solution(app, run);
   fib::cli::register_run(app, run);
   fib::cli::register_key(app, run);
+#ifdef FIB_HAVE_SERVE
+  fib::cli::register_serve(app, run);
+#endif
   fib::cli::register_worker(app, run);
   try {
     app.parse(argc, argv);

@@ -13,6 +13,7 @@ packages=(
   libxxhash-dev        # fast content hashing
   libssl-dev           # SHA-256 for content addressing
   libcpp-httplib-dev   # fib serve
+  libsqlite3-dev       # fib serve's task store
   libgtest-dev libgmock-dev googletest
   libbenchmark-dev
   python3
@@ -21,6 +22,8 @@ packages=(
   python3-dev          # libpython3.x.so, which fib's worker embeds for Python solutions
   libtorch-dev pybind11-dev  # torch/extension.h: solutions of binding torch (PyTorch extensions)
   bubblewrap           # the solution workers' sandbox (fib run --sandbox)
+  libjs-chart.js libjs-highlight.js  # the web interface's charts and code (served at /vendor/)
+  chromium chromium-driver python3-selenium  # the web interface's browser test
 )
 
 # tvm-ffi's headers and libtvm_ffi.so, for solutions of binding "tvm-ffi" (upstream's default):

@@ -31,6 +31,7 @@ struct RunOptions {
   std::filesystem::path dataset;
   std::vector<std::string> definitions;         // allow-list; empty: all
   std::vector<std::string> solutions;           // allow-list; empty: all
+  std::vector<std::string> workloads;           // allow-list of workload uuids; empty: all
   EvalSettings cli;                             // --warmup-runs, --iterations, ... (highest layer)
   std::optional<std::filesystem::path> config;  // --config eval.yaml
   double timeout_seconds = 300;                 // per (solution, workload) evaluation
@@ -74,6 +75,9 @@ struct RunOptions {
   // Signs every trace of the run, in the orchestrator, once the trace is complete
   // (fib/trace/signature.h); unset: traces are written unsigned. `fib run` always sets it.
   std::optional<SigningKey> signing_key;
+  // Entries added to every trace's environment.extra, before it is signed: `fib serve` records
+  // the task a trace belongs to, so a restart finds the evaluations already done.
+  Json environment_extra = Json::object();
   // What the solutions are checked against: "native" (fib's native reference; definitions
   // without one are left out), "python" (the definition's own PyTorch `reference`, run by
   // python_bridge_dir's run_reference.py) or "auto" (native where it exists, else python).

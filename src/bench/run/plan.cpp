@@ -185,6 +185,7 @@ Plan plan_run(const TraceSet& set, const RunOptions& o, bool gpu, const Message&
       plan.python = python.get(&unused);
     }
     for (const auto& wr : set.workloads(def.name)) {
+      if (!selected(o.workloads, wr.value.workload.uuid)) continue;
       WorkItem item{&def, &wr.value, {}, *reference};
       for (const Solution* s : solutions) {
         if (finished.count({def.name, wr.value.workload.uuid, s->name})) {

@@ -133,6 +133,9 @@ RunResult run_benchmark(const RunOptions& options, const RunCallbacks& callbacks
   run.seed = run_seed(options);
   run.result.seed = run.seed;
   run.host = detail::host_json();
+  for (auto it = options.environment_extra.begin(); it != options.environment_extra.end(); ++it) {
+    run.host[it.key()] = *it;
+  }
   std::vector<std::unique_ptr<detail::Lane>> lanes = detail::make_lanes(devices);
 
   run.build = build_options(options);

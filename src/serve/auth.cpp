@@ -1,0 +1,122 @@
+#include "serve/auth.h"
+
+#include <fcntl.h>
+#include <fmt/format.h>
+#include <httplib.h>
+#include <openssl/crypto.h>
+#include <openssl/rand.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+#include <fstream>
+
+#include "fib/trace/diagnostics.h"
+
+namespace fib::serve {
+
+namespace fs = std::filesystem;
+
+namespace {
+
+std::string_view trim(std::string_view s) {
+  while (!s.empty() && std::isspace(static_cast<unsigned char>(s.front()))) s.remove_prefix(1);
+  while (!s.empty() && std::isspace(static_cast<unsigned char>(s.back()))) s.remove_suffix(1);
+  return s;
+}
+
+// The value of one cookie in a Cookie header ("a=1; fib_token=...").
+std::string_view cookie_value(std::string_view header, std::string_view name) {
+  while (!header.empty()) {
+    const std::size_t end = std::min(header.find(';'), header.size());
+    std::string_view pair = trim(header.substr(0, end));
+    const std::size_t eq = pair.find('=');
+    if (eq != std::string_view::npos && pair.substr(0, eq) == name) return pair.substr(eq + 1);
+    header.remove_prefix(std::min(end + 1, header.size()));
+  }
+  return {};
+}
+
+// Writes the token with mode 0600 from the start, then renames it into place, so it is never
+// readable by others and a second server starting at once finds a whole file or none.
+void write_private_file(const fs::path& path, const std::string& content) {
+  fs::create_directories(path.parent_path());
+  const fs::path tmp = path.string() + fmt::format(".tmp{}", ::getpid());
+  const int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+  if (fd < 0) throw Error(tmp.string(), "cannot create the token file", std::strerror(errno));
+  const bool ok =
+      ::write(fd, content.data(), content.size()) == static_cast<ssize_t>(content.size()) &&
+      ::fsync(fd) == 0;
+  ::close(fd);
+  if (!ok || ::rename(tmp.c_str(), path.c_str()) != 0) {
+    ::unlink(tmp.c_str());
+    throw Error(path.string(), "cannot write the token file", std::strerror(errno));
+  }
+}
+
+}  // namespace
+
+std::string make_token() {
+  unsigned char bytes[32];
+  if (RAND_bytes(bytes, sizeof bytes) != 1) {
+    throw Error("token", "the system's random source failed", "check /dev/urandom");
+  }
+  std::string hex;
+  for (unsigned char b : bytes) hex += fmt::format("{:02x}", b);
+  return hex;
+}
+
+std::string read_token_file(const fs::path& path) {
+  struct stat st {};
+  if (::stat(path.c_str(), &st) != 0) {
+    throw Error(path.string(), "cannot read the token file", std::strerror(errno));
+  }
+  if ((st.st_mode & 077) != 0) {
+    throw Error(
+        path.string(),
+        fmt::format("the token file's mode {:o} lets other users read it", st.st_mode & 0777),
+        fmt::format("chmod 600 {}", path.string()));
+  }
+  std::ifstream in(path);
+  std::string line;
+  std::getline(in, line);
+  const std::string token(trim(line));
+  if (token.empty())
+    throw Error(path.string(), "the token file is empty", "put a token on its first line");
+  if (token.size() < 16) {
+    throw Error(path.string(), "the token is shorter than 16 characters",
+                "use a long random token, e.g. `openssl rand -hex 32`");
+  }
+  return token;
+}
+
+std::string load_or_create_token(const fs::path& path, bool* created) {
+  *created = false;
+  if (fs::exists(path)) return read_token_file(path);
+  write_private_file(path, make_token() + "\n");
+  *created = true;
+  return read_token_file(path);
+}
+
+bool token_matches(std::string_view given, const std::string& token) {
+  return !token.empty() && given.size() == token.size() &&
+         CRYPTO_memcmp(given.data(), token.data(), token.size()) == 0;
+}
+
+bool request_has_token(const httplib::Request& req, const std::string& token) {
+  const std::string auth = req.get_header_value("Authorization");
+  constexpr std::string_view kBearer = "Bearer ";
+  if (auth.size() > kBearer.size() && auth.compare(0, kBearer.size(), kBearer) == 0 &&
+      token_matches(trim(std::string_view(auth).substr(kBearer.size())), token)) {
+    return true;
+  }
+  const std::string cookies = req.get_header_value("Cookie");
+  return !cookies.empty() && token_matches(cookie_value(cookies, kTokenCookie), token);
+}
+
+std::string login_cookie(const std::string& token) {
+  return fmt::format("{}={}; HttpOnly; SameSite=Strict; Path=/", kTokenCookie, token);
+}
+
+}  // namespace fib::serve

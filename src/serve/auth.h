@@ -1,0 +1,35 @@
+// fib serve's bearer token: where it comes from (a --token-file, else one fib makes in the state
+// folder) and how a request proves it has it (an Authorization header or the cookie /login sets).
+#pragma once
+
+#include <filesystem>
+#include <string>
+#include <string_view>
+
+namespace httplib {
+struct Request;
+}
+
+namespace fib::serve {
+
+inline constexpr const char* kTokenCookie = "fib_token";
+
+// 32 random bytes, hex.
+std::string make_token();
+// The first line of a token file, trimmed. Throws fib::Error when it is missing, empty or
+// readable by others than its owner (a token anyone on the host can read protects nothing).
+std::string read_token_file(const std::filesystem::path& path);
+// The state folder's token file, made (mode 0600, atomically) when absent; `created` says which.
+std::string load_or_create_token(const std::filesystem::path& path, bool* created);
+
+// Whether the request carries `token` as "Authorization: Bearer <token>" or as the fib_token
+// cookie. Compared in constant time.
+bool request_has_token(const httplib::Request& req, const std::string& token);
+
+// Whether `given` is the token, compared in constant time.
+bool token_matches(std::string_view given, const std::string& token);
+
+// The Set-Cookie value that logs a browser in.
+std::string login_cookie(const std::string& token);
+
+}  // namespace fib::serve

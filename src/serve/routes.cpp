@@ -1,0 +1,80 @@
+#include "serve/routes.h"
+
+#include <httplib.h>
+
+#include "fib/trace/json_file.h"
+
+namespace fib::serve {
+
+std::string route_pattern(std::string_view path) {
+  std::string out;
+  for (std::size_t i = 0; i < path.size(); ++i) {
+    if (path[i] == '{') {
+      const std::size_t close = path.find('}', i);
+      out += "([^/]+)";
+      i = close;
+    } else if (std::string_view(".+*?()[]|^$\\").find(path[i]) != std::string_view::npos) {
+      out += '\\';
+      out += path[i];
+    } else {
+      out += path[i];
+    }
+  }
+  return out;
+}
+
+void RouteTable::add(std::string_view method, std::string_view path, std::string description) {
+  listed_.push_back(RouteInfo{std::string(method), std::string(path), std::move(description)});
+}
+
+void RouteTable::get(std::string_view path, std::string description, Handler handler) {
+  add("GET", path, std::move(description));
+  http_.Get(route_pattern(path), std::move(handler));
+}
+
+void RouteTable::post(std::string_view path, std::string description, Handler handler) {
+  add("POST", path, std::move(description));
+  http_.Post(route_pattern(path), std::move(handler));
+}
+
+// httplib decodes the path before matching, so the captured segments are decoded already.
+std::string path_param(const httplib::Request& req, std::size_t i) {
+  return i < req.matches.size() ? req.matches[i].str() : std::string();
+}
+
+void send_json(httplib::Response& res, const Json& body, int status) {
+  res.status = status;
+  res.set_content(body.dump(-1, ' ', false, Json::error_handler_t::replace), "application/json");
+}
+
+void send_error(httplib::Response& res, int status, std::string_view detail) {
+  send_json(res, Json{{"detail", detail}}, status);
+}
+
+void send_diagnostics(httplib::Response& res, int status, std::string_view detail,
+                      const Diagnostics& diagnostics) {
+  Json errors = Json::array();
+  for (const Diagnostic& d : diagnostics) {
+    if (d.severity != Severity::kError) continue;
+    Json e{{"path", d.path}, {"message", d.message}};
+    if (!d.hint.empty()) e["hint"] = d.hint;
+    errors.push_back(std::move(e));
+  }
+  send_json(res, Json{{"detail", detail}, {"errors", std::move(errors)}}, status);
+}
+
+std::optional<Json> read_json_body(const httplib::Request& req, httplib::Response& res) {
+  Diagnostics diag;
+  std::optional<Json> body = parse_json(req.body, "request body", diag);
+  if (!body) {
+    send_diagnostics(res, 400, "the request body is not JSON", diag);
+    return std::nullopt;
+  }
+  if (!body->is_object()) {
+    send_error(res, 400, "the request body must be a JSON object, found " + json_preview(*body));
+    return std::nullopt;
+  }
+  return body;
+}
+
+}  // namespace fib::serve

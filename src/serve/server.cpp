@@ -1,0 +1,238 @@
+// Server: options checked, token settled, routes registered group by group, then served.
+#include "fib/serve/server.h"
+
+#include <arpa/inet.h>
+#include <fmt/format.h>
+#include <httplib.h>
+#include <sys/socket.h>
+
+#include <cerrno>
+#include <cstring>
+#include <thread>
+
+#include "fib/version.h"
+#include "serve/auth.h"
+#include "serve/dataset_routes.h"
+#include "serve/openapi.h"
+#include "serve/routes.h"
+#include "serve/site_api.h"
+#include "serve/task_routes.h"
+#include "serve/tasks.h"
+
+namespace fib::serve {
+
+namespace fs = std::filesystem;
+
+namespace {
+
+// Keep-alive connections hold a pool thread each, and a long poll holds one for its timeout: the
+// pool is sized for 100 concurrent clients, well beyond the cores.
+constexpr unsigned kDefaultHttpThreads = 128;
+
+bool accepts_html(const httplib::Request& req) {
+  return req.get_header_value("Accept").find("text/html") != std::string::npos;
+}
+
+std::string error_detail(const httplib::Request& req, int status, std::size_t max_body) {
+  switch (status) {
+    case 400:
+      return "Bad request: malformed HTTP, or a POST without Content-Length (curl: -d '')";
+    case 404:
+      return fmt::format("Not found: {} {} (GET / lists the endpoints)", req.method, req.path);
+    case 405:
+      return fmt::format("Method not allowed: {} {}", req.method, req.path);
+    case 413:
+      return fmt::format("Request body too large: the limit is {} bytes", max_body);
+    case 414:
+      return "Request URI too long";
+    default:
+      return fmt::format("HTTP error {}", status);
+  }
+}
+
+}  // namespace
+
+bool is_loopback_host(const std::string& host) {
+  if (host == "localhost" || host == "::1" || host == "[::1]") return true;
+  in_addr addr{};
+  return ::inet_pton(AF_INET, host.c_str(), &addr) == 1 && (ntohl(addr.s_addr) >> 24) == 127;
+}
+
+Server::Server(ServeOptions options) : options_(std::move(options)) {
+  const bool loopback = is_loopback_host(options_.host);
+  if (options_.no_auth && !loopback) {
+    throw Error("--no-auth",
+                fmt::format("--no-auth needs a loopback --host, not {}", options_.host),
+                "anyone who can reach the port could run code on this machine; use a token");
+  }
+  if (options_.state_dir.empty()) options_.state_dir = options_.dataset / ".fib-serve";
+  fs::create_directories(options_.state_dir);
+  if (!options_.no_auth) {
+    if (!options_.token_file.empty()) {
+      token_ = read_token_file(options_.token_file);
+    } else {
+      token_path_ = options_.state_dir / "token";
+      bool created = false;
+      token_ = load_or_create_token(token_path_, &created);
+    }
+  }
+  web_dir_ = find_web_dir(options_.web_dir);
+  context_ = std::make_unique<ServeContext>(options_.dataset, options_.baseline_author,
+                                            options_.state_dir);
+  tasks_ = std::make_unique<TaskService>(*context_, options_);
+  http_ = std::make_unique<httplib::Server>();
+  register_routes();
+}
+
+Server::~Server() {
+  stop();
+  tasks_->stop();
+}
+
+void Server::install_handlers() {
+  const unsigned threads = options_.http_threads ? options_.http_threads : kDefaultHttpThreads;
+  http_->new_task_queue = [threads] { return new httplib::ThreadPool(threads); };
+  http_->set_payload_max_length(options_.max_body_bytes);
+  // httplib closes a keep-alive connection after 5 requests by default: a client polling tasks
+  // or a browser loading the site would reconnect all the time.
+  http_->set_keep_alive_max_count(1000);
+  const std::size_t max_body = options_.max_body_bytes;
+  http_->set_error_handler([max_body](const httplib::Request& req, httplib::Response& res) {
+    if (res.body.empty()) send_error(res, res.status, error_detail(req, res.status, max_body));
+  });
+  http_->set_exception_handler(
+      [](const httplib::Request&, httplib::Response& res, std::exception_ptr ep) {
+        try {
+          std::rethrow_exception(ep);
+        } catch (const std::exception& e) {
+          send_error(res, 500, fmt::format("Internal error: {}", e.what()));
+        } catch (...) {
+          send_error(res, 500, "Internal error");
+        }
+      });
+  // Everything but /health and /login needs the token: the API, the site's files, GET /.
+  http_->set_pre_routing_handler([this](const httplib::Request& req, httplib::Response& res) {
+    if (!token_.empty() && req.path != "/health" && req.path != "/login" &&
+        !request_has_token(req, token_)) {
+      res.set_header("WWW-Authenticate", "Bearer");
+      send_error(res, 401,
+                 "Missing or wrong token: send 'Authorization: Bearer <token>', or open "
+                 "/login?token=<token> in a browser");
+      return httplib::Server::HandlerResponse::Handled;
+    }
+    // The static-file handler, which runs before the routes, would serve the site's index at
+    // /ui, where its relative links resolve against /.
+    if (req.path == "/ui") {
+      res.set_redirect("/ui/", 301);
+      return httplib::Server::HandlerResponse::Handled;
+    }
+    return httplib::Server::HandlerResponse::Unhandled;
+  });
+}
+
+void Server::register_service_routes(RouteTable& routes) {
+  routes.get("/", "Server info and endpoint discovery (browsers are sent to /ui/)",
+             [this](const httplib::Request& req, httplib::Response& res) {
+               if (accepts_html(req)) return res.set_redirect("/ui/", 303);
+               Json endpoints = Json::array();
+               for (const RouteInfo& r : routes_) {
+                 endpoints.push_back(
+                     Json{{"method", r.method}, {"path", r.path}, {"description", r.description}});
+               }
+               send_json(res, Json{{"name", "fib serve"},
+                                   {"version", kVersion},
+                                   {"docs", "/openapi.json"},
+                                   {"endpoints", endpoints}});
+             });
+  routes.get("/openapi.json", "This API's OpenAPI document",
+             [](const httplib::Request&, httplib::Response& res) {
+               res.set_content(std::string(openapi_document()), "application/json");
+             });
+  routes.get("/health", "Server health and worker status (no token needed)",
+             [this](const httplib::Request&, httplib::Response& res) { send_json(res, health()); });
+  routes.get("/login", "Log a browser in: sets the token cookie and redirects to /ui/",
+             [this](const httplib::Request& req, httplib::Response& res) { login(req, res); });
+  routes.post("/shutdown",
+              "Stop the server: running tasks finish, queued ones resume on the next start",
+              [this](const httplib::Request&, httplib::Response& res) {
+                send_json(res, Json{{"status", "shutting_down"}});
+                stop();
+              });
+}
+
+void Server::login(const httplib::Request& req, httplib::Response& res) {
+  if (!token_.empty()) {
+    const std::string given = req.get_param_value("token");
+    if (!token_matches(given, token_)) {
+      send_error(res, 401, "Missing or wrong token: open /login?token=<token>");
+      return;
+    }
+    res.set_header("Set-Cookie", login_cookie(token_));
+  }
+  res.set_redirect("/ui/", 303);
+}
+
+void Server::register_site_files(RouteTable& routes) {
+  if (!web_dir_.empty()) {
+    http_->set_mount_point("/ui/", web_dir_.string());
+    return;
+  }
+  routes.get("/ui/{path}", "The web interface's files",
+             [](const httplib::Request&, httplib::Response& res) {
+               send_error(res, 404,
+                          "The web interface's files were not found: start fib serve with "
+                          "--web-dir (the web/ folder of a fib checkout) or set FIB_WEB_DIR");
+             });
+}
+
+// The route groups, one by one. A group registers its routes through the RouteTable so that
+// GET / lists them and the OpenAPI test checks them.
+void Server::register_routes() {
+  install_handlers();
+  RouteTable routes(*http_, routes_);
+  register_service_routes(routes);
+  register_dataset_routes(routes, *context_);
+  register_task_routes(routes, *context_, *tasks_);
+  // The web interface: its static files, then the JSON endpoints only its pages read.
+  register_site_files(routes);
+  register_site_routes(routes, *context_);
+}
+
+Json Server::health() const { return tasks_->health(); }
+
+int Server::bind() {
+  // Debian's cpp-httplib listens with a backlog of 5, compiled in: a burst of connections (200
+  // agents submitting at once) overflows it and clients see resets. The listening socket is
+  // captured here and given the system's backlog once bound.
+  int listening = -1;
+  http_->set_socket_options([&listening](int sock) {
+    httplib::default_socket_options(sock);
+    listening = sock;
+  });
+  if (options_.port == 0) {
+    port_ = http_->bind_to_any_port(options_.host);
+  } else {
+    port_ = http_->bind_to_port(options_.host, options_.port) ? options_.port : -1;
+  }
+  if (port_ <= 0) {
+    throw Error(fmt::format("{}:{}", options_.host, options_.port), "cannot listen there",
+                "is another server using the port? choose one with --port");
+  }
+  if (::listen(listening, SOMAXCONN) != 0) {
+    throw Error(fmt::format("{}:{}", options_.host, port_), "cannot listen there",
+                std::strerror(errno));
+  }
+  return port_;
+}
+
+void Server::listen() {
+  tasks_->start();
+  http_->listen_after_bind();
+  tasks_->stop();
+}
+
+void Server::stop() {
+  if (http_) http_->stop();
+}
+
+}  // namespace fib::serve

@@ -1,0 +1,90 @@
+// The web interface's own JSON (beyond upstream's endpoints) and the static files it is made of:
+// the leaderboard (fib's report module, so its numbers are `fib report`'s), the bundled and
+// onboarded models with their module trees, a page's worth of data per kernel, the traces, and
+// the Debian JavaScript libraries the pages load (Chart.js, highlight.js) from
+// /usr/share/javascript at /vendor/.
+#pragma once
+
+#include <filesystem>
+#include <functional>
+#include <memory>
+#include <string>
+
+#include "fib/dataset/trace_set.h"
+#include "fib/report/comparison.h"
+#include "fib/trace/diagnostics.h"
+#include "fib/trace/json_reader.h"
+
+namespace fib::serve {
+
+class RouteTable;
+class ServeContext;
+
+struct SiteSource {
+  // The dataset as it stands now (the server appends traces as evaluations finish).
+  std::function<std::shared_ptr<const TraceSet>()> dataset;
+  std::string baseline_author = "baseline";
+  report::TrustPolicy trust;
+  // Where the bundled models are; empty: onboard::models_dir().
+  std::filesystem::path models_dir;
+  // Where Debian's JavaScript libraries are installed.
+  std::filesystem::path javascript_dir = "/usr/share/javascript";
+};
+
+// A name the dataset or the bundled models do not hold (the routes answer 404).
+class NotFound : public Error {
+ public:
+  using Error::Error;
+};
+
+// The JSON of each route, callable without a server (the routes only wrap these). Each throws
+// NotFound for a name the dataset or the bundled models do not hold.
+class SiteApi {
+ public:
+  explicit SiteApi(SiteSource source);
+  ~SiteApi();
+  SiteApi(const SiteApi&) = delete;
+  SiteApi& operator=(const SiteApi&) = delete;
+
+  // {baseline_author, summary: `fib report summary --json`, fast_p: `fib report fast-p
+  // --per-definition --format json`} with the server's baseline author and trust policy.
+  Json leaderboard() const;
+  // {bundled: [...], onboarded: [...]}: every bundled model (family, size, definitions at its
+  // default serving setup, how many the dataset holds) and every model: tag of the dataset that
+  // no bundled model answers to.
+  Json models() const;
+  // One model: its module tree (`fib onboard`'s module graph, deduplicated against the dataset
+  // so each module names the dataset's definitions) and its definitions.
+  Json model(const std::string& id) const;
+  // One definition: the definition, its workloads, its solutions ranked (`fib report best`)
+  // with their fast_p, its traces in brief, and the models that run it.
+  Json kernel(const std::string& name) const;
+  // The traces of a definition in brief (optionally of one solution).
+  Json traces(const std::string& definition, const std::string& solution) const;
+  // One trace in full, with its solution (sources included) and workload.
+  Json trace(const std::string& definition, std::size_t index) const;
+
+  const SiteSource& source() const { return source_; }
+
+ private:
+  struct ModelCache;
+  struct ReportCache;
+  // {baseline_author, summary, fast_p} of a snapshot, cached while it is the current one.
+  std::shared_ptr<const Json> reports(const std::shared_ptr<const TraceSet>& set) const;
+
+  SiteSource source_;
+  std::unique_ptr<ModelCache> models_;
+  std::unique_ptr<ReportCache> reports_;
+};
+
+// The trust policy of `fib report`'s default: traces signed by fib's own key or a key of the
+// trusted-keys files are ranked, others are shown only.
+report::TrustPolicy report_trust_policy();
+
+// Adds GET /api/leaderboard, /api/models, /api/models/{id}, /api/kernels/{name},
+// /api/traces?definition=D[&solution=S], /api/traces?definition=D&index=N and the /vendor/
+// mount, over the server's dataset, with its baseline author and `fib report`'s trust policy
+// (authentication is the server's, as for every other route).
+void register_site_routes(RouteTable& routes, ServeContext& context);
+
+}  // namespace fib::serve

@@ -1,0 +1,135 @@
+#include "serve/task_routes.h"
+
+#include <fmt/format.h>
+#include <httplib.h>
+
+#include <charconv>
+
+namespace fib::serve {
+
+namespace {
+
+constexpr double kMaxWaitSeconds = 3600;
+constexpr std::size_t kMaxBatch = 10000;
+
+void evaluate(ServeContext& context, TaskService& tasks, const httplib::Request& req,
+              httplib::Response& res) {
+  const std::optional<Json> body = read_json_body(req, res);
+  if (!body) return;
+  Rejection rejection;
+  const std::optional<Submission> s = parse_submission(
+      *body, *context.traces(), tasks.has_cpu_queue(), tasks.has_gpu_queue(), rejection);
+  if (!s) {
+    if (rejection.diagnostics.empty()) return send_error(res, rejection.status, rejection.detail);
+    return send_diagnostics(res, rejection.status, rejection.detail, rejection.diagnostics);
+  }
+  const std::string id = tasks.submit(*s);
+  send_json(res, Json{{"task_id", id}, {"normalized_solution_name", s->solution.name}});
+}
+
+// A wait in seconds, 0..3600, or nullopt after answering 422.
+std::optional<double> read_timeout(const Json& value, httplib::Response& res) {
+  if (!value.is_number() || value.get<double>() < 0 || value.get<double>() > kMaxWaitSeconds) {
+    send_error(res, 422,
+               fmt::format("timeout must be a number of seconds from 0 to {}, found {}",
+                           kMaxWaitSeconds, json_preview(value)));
+    return std::nullopt;
+  }
+  return value.get<double>();
+}
+
+std::optional<double> timeout_param(const httplib::Request& req, httplib::Response& res) {
+  if (!req.has_param("timeout")) return 0.0;
+  const std::string text = req.get_param_value("timeout");
+  double value = 0;
+  const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), value);
+  if (ec != std::errc() || end != text.data() + text.size()) {
+    return read_timeout(Json(text), res);
+  }
+  return read_timeout(Json(value), res);
+}
+
+// The tasks' current answers; nullopt after a 404 naming the first unknown id.
+std::optional<Json> task_answers(TaskService& tasks, const std::vector<std::string>& ids,
+                                 httplib::Response& res) {
+  Json out = Json::array();
+  for (const std::string& id : ids) {
+    const std::optional<Task> t = tasks.get(id);
+    if (!t) {
+      send_error(res, 404, fmt::format("Task not found: {}", id));
+      return std::nullopt;
+    }
+    out.push_back(task_response(*t));
+  }
+  return out;
+}
+
+void get_task(TaskService& tasks, const httplib::Request& req, httplib::Response& res) {
+  const std::string id = path_param(req, 1);
+  const std::optional<double> timeout = timeout_param(req, res);
+  if (!timeout) return;
+  if (!tasks.get(id)) return send_error(res, 404, fmt::format("Task not found: {}", id));
+  if (*timeout > 0) tasks.wait({id}, *timeout);
+  if (const std::optional<Json> answers = task_answers(tasks, {id}, res)) {
+    send_json(res, (*answers)[0]);
+  }
+}
+
+// {task_ids: [...], timeout: seconds}, or nullopt after a 422.
+std::optional<std::pair<std::vector<std::string>, double>> read_batch(const Json& body,
+                                                                      httplib::Response& res) {
+  const Json* ids = body.contains("task_ids") ? &body.at("task_ids") : nullptr;
+  bool all_strings = ids != nullptr && ids->is_array();
+  for (std::size_t i = 0; all_strings && i < ids->size(); ++i) all_strings = (*ids)[i].is_string();
+  if (!all_strings) {
+    send_error(res, 422, "task_ids must be a list of task ids");
+    return std::nullopt;
+  }
+  if (ids->size() > kMaxBatch) {
+    send_error(res, 422, fmt::format("at most {} task ids in one batch", kMaxBatch));
+    return std::nullopt;
+  }
+  const std::optional<double> timeout =
+      body.contains("timeout") ? read_timeout(body.at("timeout"), res) : 0.0;
+  if (!timeout) return std::nullopt;
+  return std::make_pair(ids->get<std::vector<std::string>>(), *timeout);
+}
+
+void get_batch(TaskService& tasks, const httplib::Request& req, httplib::Response& res) {
+  const std::optional<Json> body = read_json_body(req, res);
+  if (!body) return;
+  const auto batch = read_batch(*body, res);
+  if (!batch || !task_answers(tasks, batch->first, res)) return;
+  if (batch->second > 0) tasks.wait(batch->first, batch->second);
+  if (const std::optional<Json> answers = task_answers(tasks, batch->first, res)) {
+    send_json(res, *answers);
+  }
+}
+
+}  // namespace
+
+Json task_response(const Task& t) {
+  Json j{{"task_id", t.id},
+         {"status", task_status_name(t.status)},
+         {"definition", t.definition},
+         {"solution", t.solution},
+         {"traces", t.traces.empty() ? Json() : t.traces},
+         {"error", t.error.empty() ? Json() : Json(t.error)}};
+  if (!t.device.empty()) j["device"] = t.device;
+  return j;
+}
+
+void register_task_routes(RouteTable& routes, ServeContext& context, TaskService& tasks) {
+  ServeContext* c = &context;
+  TaskService* t = &tasks;
+  routes.post(
+      "/evaluate", "Submit a solution for evaluation",
+      [c, t](const httplib::Request& req, httplib::Response& res) { evaluate(*c, *t, req, res); });
+  routes.get("/tasks/{task_id}", "Get task status and results (?timeout= waits up to 3600 s)",
+             [t](const httplib::Request& req, httplib::Response& res) { get_task(*t, req, res); });
+  routes.post(
+      "/tasks/batch", "Batch get multiple tasks",
+      [t](const httplib::Request& req, httplib::Response& res) { get_batch(*t, req, res); });
+}
+
+}  // namespace fib::serve

@@ -1,0 +1,222 @@
+#include "serve/task_store.h"
+
+#include <fmt/format.h>
+
+#include <chrono>
+
+#include "fib/trace/diagnostics.h"
+
+namespace fib::serve {
+
+namespace {
+
+constexpr TaskStatus kStatuses[] = {TaskStatus::kPending, TaskStatus::kRunning,
+                                    TaskStatus::kCompleted, TaskStatus::kFailed};
+
+constexpr const char* kSchema = R"(
+CREATE TABLE IF NOT EXISTS tasks (
+  seq INTEGER PRIMARY KEY AUTOINCREMENT,
+  id TEXT NOT NULL UNIQUE,
+  status TEXT NOT NULL,
+  definition TEXT NOT NULL,
+  solution TEXT NOT NULL,
+  workloads TEXT NOT NULL,
+  gpu INTEGER NOT NULL,
+  device TEXT NOT NULL DEFAULT '',
+  traces TEXT NOT NULL DEFAULT '[]',
+  error TEXT NOT NULL DEFAULT '',
+  created REAL NOT NULL,
+  updated REAL NOT NULL
+);
+CREATE INDEX IF NOT EXISTS tasks_by_status ON tasks(status, seq);
+)";
+
+constexpr const char* kColumns =
+    "id, status, definition, solution, workloads, gpu, device, traces, error, created, updated";
+
+double now_seconds() {
+  return std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
+}
+
+TaskStatus parse_task_status(std::string_view s) {
+  for (TaskStatus t : kStatuses) {
+    if (task_status_name(t) == s) return t;
+  }
+  throw Error("task store", fmt::format("unknown task status '{}'", s));
+}
+
+// One prepared statement, finalized when it goes out of scope.
+class Statement {
+ public:
+  Statement(sqlite3* db, const std::string& sql) : db_(db) {
+    if (sqlite3_prepare_v2(db, sql.c_str(), -1, &stmt_, nullptr) != SQLITE_OK) {
+      throw Error("task store", fmt::format("{} ({})", sqlite3_errmsg(db), sql));
+    }
+  }
+  ~Statement() { sqlite3_finalize(stmt_); }
+  Statement(const Statement&) = delete;  // owns the statement
+  Statement& operator=(const Statement&) = delete;
+
+  Statement& bind(int i, std::string_view text) {
+    check(
+        sqlite3_bind_text(stmt_, i, text.data(), static_cast<int>(text.size()), SQLITE_TRANSIENT));
+    return *this;
+  }
+  Statement& bind(int i, double value) {
+    check(sqlite3_bind_double(stmt_, i, value));
+    return *this;
+  }
+  Statement& bind(int i, int value) {
+    check(sqlite3_bind_int(stmt_, i, value));
+    return *this;
+  }
+  // Steps once: true while a row is available.
+  bool step() {
+    const int rc = sqlite3_step(stmt_);
+    if (rc == SQLITE_ROW) return true;
+    if (rc != SQLITE_DONE) check(rc);
+    return false;
+  }
+  std::string text(int col) const {
+    const auto* p = sqlite3_column_text(stmt_, col);
+    return p ? std::string(reinterpret_cast<const char*>(p)) : std::string();
+  }
+  double real(int col) const { return sqlite3_column_double(stmt_, col); }
+  std::int64_t integer(int col) const { return sqlite3_column_int64(stmt_, col); }
+
+ private:
+  void check(int rc) const {
+    if (rc != SQLITE_OK) throw Error("task store", sqlite3_errmsg(db_));
+  }
+  sqlite3* db_;
+  sqlite3_stmt* stmt_ = nullptr;
+};
+
+Task read_task(const Statement& s) {
+  Task t;
+  t.id = s.text(0);
+  t.status = parse_task_status(s.text(1));
+  t.definition = s.text(2);
+  t.solution = s.text(3);
+  t.workloads = Json::parse(s.text(4)).get<std::vector<std::string>>();
+  t.gpu = s.integer(5) != 0;
+  t.device = s.text(6);
+  t.traces = Json::parse(s.text(7));
+  t.error = s.text(8);
+  t.created = s.real(9);
+  t.updated = s.real(10);
+  return t;
+}
+
+}  // namespace
+
+std::string_view task_status_name(TaskStatus s) {
+  switch (s) {
+    case TaskStatus::kPending:
+      return "pending";
+    case TaskStatus::kRunning:
+      return "running";
+    case TaskStatus::kCompleted:
+      return "completed";
+    case TaskStatus::kFailed:
+      return "failed";
+  }
+  return "unknown";
+}
+
+bool task_finished(TaskStatus s) { return s == TaskStatus::kCompleted || s == TaskStatus::kFailed; }
+
+TaskStore::TaskStore(const std::filesystem::path& file) {
+  if (sqlite3_open_v2(file.c_str(), &db_,
+                      SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_FULLMUTEX,
+                      nullptr) != SQLITE_OK) {
+    const std::string why = db_ ? sqlite3_errmsg(db_) : "out of memory";
+    sqlite3_close(db_);
+    throw Error(file.string(), fmt::format("cannot open the task store: {}", why));
+  }
+  sqlite3_busy_timeout(db_, 10000);
+  try {
+    // WAL: a committed task survives the process being killed at any point; readers (long
+    // polls) never block the queues' writes.
+    exec("PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL;");
+    exec(kSchema);
+  } catch (const Error& e) {
+    sqlite3_close(db_);
+    throw Error(file.string(), fmt::format("not a usable task store: {}", e.what()),
+                "move it away to start with an empty one");
+  }
+}
+
+TaskStore::~TaskStore() { sqlite3_close(db_); }
+
+void TaskStore::exec(const char* sql) const {
+  char* message = nullptr;
+  if (sqlite3_exec(db_, sql, nullptr, nullptr, &message) != SQLITE_OK) {
+    const std::string why = message ? message : "unknown error";
+    sqlite3_free(message);
+    throw Error("task store", why);
+  }
+}
+
+void TaskStore::insert(const Task& t) {
+  std::lock_guard<std::mutex> lock(mu_);
+  Statement s(db_, fmt::format("INSERT INTO tasks ({}) VALUES (?,?,?,?,?,?,?,?,?,?,?)", kColumns));
+  s.bind(1, t.id)
+      .bind(2, task_status_name(t.status))
+      .bind(3, t.definition)
+      .bind(4, t.solution)
+      .bind(5, Json(t.workloads).dump())
+      .bind(6, t.gpu ? 1 : 0)
+      .bind(7, t.device)
+      .bind(8, t.traces.dump())
+      .bind(9, t.error)
+      .bind(10, t.created ? t.created : now_seconds())
+      .bind(11, now_seconds());
+  s.step();
+}
+
+std::optional<Task> TaskStore::get(const std::string& id) const {
+  std::lock_guard<std::mutex> lock(mu_);
+  Statement s(db_, fmt::format("SELECT {} FROM tasks WHERE id = ?", kColumns));
+  s.bind(1, id);
+  if (!s.step()) return std::nullopt;
+  return read_task(s);
+}
+
+void TaskStore::set_running(const std::string& id, const std::string& device) {
+  std::lock_guard<std::mutex> lock(mu_);
+  Statement s(db_, "UPDATE tasks SET status = 'running', device = ?, updated = ? WHERE id = ?");
+  s.bind(1, device).bind(2, now_seconds()).bind(3, id);
+  s.step();
+}
+
+void TaskStore::finish(const std::string& id, TaskStatus status, const Json& traces,
+                       const std::string& error) {
+  std::lock_guard<std::mutex> lock(mu_);
+  Statement s(db_, "UPDATE tasks SET status = ?, traces = ?, error = ?, updated = ? WHERE id = ?");
+  s.bind(1, task_status_name(status))
+      .bind(2, traces.dump(-1, ' ', false, Json::error_handler_t::replace))
+      .bind(3, error)
+      .bind(4, now_seconds())
+      .bind(5, id);
+  s.step();
+}
+
+std::vector<Task> TaskStore::unfinished() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  Statement s(db_, fmt::format("SELECT {} FROM tasks WHERE status IN ('pending', 'running') "
+                               "ORDER BY seq",
+                               kColumns));
+  std::vector<Task> out;
+  while (s.step()) out.push_back(read_task(s));
+  return out;
+}
+
+std::size_t TaskStore::count(TaskStatus status) const {
+  std::lock_guard<std::mutex> lock(mu_);
+  Statement s(db_, "SELECT COUNT(*) FROM tasks WHERE status = ?");
+  s.bind(1, task_status_name(status));
+  return s.step() ? static_cast<std::size_t>(s.integer(0)) : 0;
+}
+
+}  // namespace fib::serve

@@ -1,0 +1,242 @@
+#include "serve/tasks.h"
+
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+#include <openssl/rand.h>
+
+#include <chrono>
+#include <iostream>
+#include <map>
+#include <regex>
+#include <unordered_map>
+
+#include "fib/bench/run.h"
+#include "fib/dataset/layout.h"
+#include "fib/trace/json_file.h"
+
+namespace fib::serve {
+
+namespace fs = std::filesystem;
+
+namespace {
+
+// A random (version 4) UUID.
+std::string make_task_id() {
+  unsigned char b[16];
+  if (RAND_bytes(b, sizeof b) != 1) throw Error("task", "the system's random source failed");
+  b[6] = static_cast<unsigned char>((b[6] & 0x0F) | 0x40);
+  b[8] = static_cast<unsigned char>((b[8] & 0x3F) | 0x80);
+  std::string hex;
+  for (int i = 0; i < 16; ++i) {
+    if (i == 4 || i == 6 || i == 8 || i == 10) hex += '-';
+    hex += fmt::format("{:02x}", b[i]);
+  }
+  return hex;
+}
+
+bool is_gpu_device(const std::string& device) {
+  static const std::regex cuda(R"(cuda:\d+)");
+  if (device == "cpu") return false;
+  if (std::regex_match(device, cuda)) return true;
+  throw Error("--devices", fmt::format("unknown device '{}'", device),
+              "expected cpu or cuda:N (a list: cuda:0,cuda:1)");
+}
+
+std::string task_of(const Trace& t) {
+  if (!t.evaluation) return {};
+  const Json& extra = t.evaluation->environment.extra;
+  if (!extra.is_object()) return {};
+  const auto it = extra.find(kTaskIdKey);
+  return it != extra.end() && it->is_string() ? it->get<std::string>() : std::string();
+}
+
+}  // namespace
+
+std::vector<const Trace*> traces_of_task(const TraceSet& set, const Task& task) {
+  std::unordered_map<std::string, const Trace*> by_workload;
+  for (const auto& r : set.traces(task.definition)) {
+    const Trace& t = r.value;
+    if (t.solution == task.solution && task_of(t) == task.id) {
+      by_workload.emplace(t.workload.uuid, &t);
+    }
+  }
+  std::vector<const Trace*> out;
+  for (const std::string& uuid : task.workloads) {
+    if (const auto it = by_workload.find(uuid); it != by_workload.end()) out.push_back(it->second);
+  }
+  return out;
+}
+
+TaskService::TaskService(ServeContext& context, const ServeOptions& options)
+    : context_(context), options_(options), store_(options.state_dir / "tasks.sqlite3") {
+  for (const std::string& device : options.devices) {
+    auto q = std::make_unique<Queue>();
+    q->device = device;
+    q->gpu = is_gpu_device(device);
+    queues_.push_back(std::move(q));
+  }
+  for (const Task& t : store_.unfinished()) pending_.push_back(Queued{t.id, t.gpu});
+}
+
+TaskService::~TaskService() { stop(); }
+
+void TaskService::start() {
+  for (auto& q : queues_) {
+    Queue* queue = q.get();
+    q->thread = std::thread([this, queue] { serve_queue(*queue); });
+  }
+}
+
+void TaskService::stop() {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    stopping_ = true;
+  }
+  work_.notify_all();
+  finished_.notify_all();
+  for (auto& q : queues_) {
+    if (q->thread.joinable()) q->thread.join();
+  }
+}
+
+bool TaskService::has_cpu_queue() const {
+  return std::any_of(queues_.begin(), queues_.end(), [](const auto& q) { return !q->gpu; });
+}
+
+bool TaskService::has_gpu_queue() const {
+  return std::any_of(queues_.begin(), queues_.end(), [](const auto& q) { return q->gpu; });
+}
+
+// The solution file is what the task's traces name; the same code submitted again has the same
+// name and content, so an existing file is left as it is.
+void TaskService::write_solution_file(const Submission& s) {
+  std::lock_guard<std::mutex> lock(solution_files_mu_);
+  const fs::path path =
+      context_.dataset_root() /
+      layout::solution_file(s.solution.author, s.op_type, s.solution.definition, s.solution.name);
+  if (fs::exists(path)) return;
+  write_solution(context_.dataset_root(), s.solution, s.op_type);
+  context_.mark_changed();
+}
+
+std::string TaskService::submit(const Submission& s) {
+  write_solution_file(s);
+  Task t;
+  t.id = make_task_id();
+  t.definition = s.solution.definition;
+  t.solution = s.solution.name;
+  t.workloads = s.workloads;
+  t.gpu = s.gpu;
+  store_.insert(t);
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    pending_.push_back(Queued{t.id, t.gpu});
+  }
+  work_.notify_all();
+  return t.id;
+}
+
+std::optional<TaskService::Queued> TaskService::next_task(const Queue& queue) {
+  std::unique_lock<std::mutex> lock(mu_);
+  auto mine = pending_.end();
+  work_.wait(lock, [&] {
+    mine = std::find_if(pending_.begin(), pending_.end(),
+                        [&](const Queued& q) { return q.gpu == queue.gpu; });
+    return stopping_ || mine != pending_.end();
+  });
+  if (stopping_) return std::nullopt;
+  Queued q = *mine;
+  pending_.erase(mine);
+  return q;
+}
+
+void TaskService::serve_queue(Queue& queue) {
+  while (std::optional<Queued> q = next_task(queue)) {
+    if (std::optional<Task> task = store_.get(q->id)) evaluate(queue, *task);
+  }
+}
+
+void TaskService::evaluate(Queue& queue, const Task& task) {
+  store_.set_running(task.id, queue.device);
+  // Workloads with a trace of this task were evaluated before a restart: not again.
+  const std::shared_ptr<const TraceSet> set = context_.traces();
+  Json traces = Json::array();
+  std::vector<std::string> remaining = task.workloads;
+  for (const Trace* t : traces_of_task(*set, task)) {
+    traces.push_back(to_json(*t));
+    std::erase(remaining, t->workload.uuid);
+  }
+  std::vector<std::string> messages;
+  if (!remaining.empty()) {
+    bench::RunOptions o = options_.run;
+    o.dataset = context_.dataset_root();
+    o.device = queue.device;
+    o.definitions = {task.definition};
+    o.solutions = {task.solution};
+    o.workloads = remaining;
+    o.resume = false;
+    o.save_traces = true;
+    o.environment_extra = Json{{kTaskIdKey, task.id}};
+    bench::RunCallbacks cb;
+    cb.on_message = [&](const std::string& m) { messages.push_back(m); };
+    cb.on_evaluation = [this](const bench::EvaluationEvent&) { context_.mark_changed(); };
+    try {
+      const bench::RunResult r = bench::run_benchmark(o, cb);
+      for (const Trace& t : r.traces) traces.push_back(to_json(t));
+      queue.healthy = true;
+    } catch (const std::exception& e) {
+      // The engine could not run at all here (a device, the sandbox, the build setup): the
+      // task fails with why, and /health shows the queue unhealthy until a run succeeds.
+      queue.healthy = false;
+      finish(task.id, TaskStatus::kFailed, traces, e.what());
+      return;
+    }
+  }
+  if (traces.size() == task.workloads.size()) {
+    finish(task.id, TaskStatus::kCompleted, traces, "");
+  } else {
+    finish(task.id, TaskStatus::kFailed, traces,
+           fmt::format("{} of {} workloads evaluated: {}", traces.size(), task.workloads.size(),
+                       messages.empty() ? "no reason given"
+                                        : fmt::format("{}", fmt::join(messages, "; "))));
+  }
+}
+
+void TaskService::finish(const std::string& id, TaskStatus status, const Json& traces,
+                         const std::string& error) {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    store_.finish(id, status, traces, error);
+  }
+  finished_.notify_all();
+  std::map<std::string, int> statuses;
+  for (const Json& t : traces) ++statuses[t["evaluation"]["status"].get<std::string>()];
+  std::string line = fmt::format("fib serve: task {} {}", id, task_status_name(status));
+  for (const auto& [name, n] : statuses) line += fmt::format(" {} {}", n, name);
+  if (!error.empty()) line += ": " + error;
+  std::cerr << line + "\n";
+}
+
+void TaskService::wait(const std::vector<std::string>& ids, double timeout_seconds) {
+  const auto deadline = std::chrono::steady_clock::now() +
+                        std::chrono::duration_cast<std::chrono::steady_clock::duration>(
+                            std::chrono::duration<double>(timeout_seconds));
+  std::unique_lock<std::mutex> lock(mu_);
+  finished_.wait_until(lock, deadline, [&] {
+    if (stopping_) return true;
+    return std::all_of(ids.begin(), ids.end(), [&](const std::string& id) {
+      const std::optional<Task> t = store_.get(id);
+      return !t || task_finished(t->status);
+    });
+  });
+}
+
+Json TaskService::health() const {
+  Json workers = Json::array();
+  std::lock_guard<std::mutex> lock(mu_);
+  for (const auto& q : queues_)
+    workers.push_back(Json{{"device", q->device}, {"healthy", q->healthy.load()}});
+  return Json{{"status", "ok"}, {"workers", workers}, {"queue_size", pending_.size()}};
+}
+
+}  // namespace fib::serve

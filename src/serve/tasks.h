@@ -1,0 +1,84 @@
+// The evaluation side of fib serve: the task store, one queue thread per device, and the waits
+// of long polls. Each task runs through bench::run_benchmark (the engine of `fib run`: build
+// cache, sandboxed workers, signed traces appended to the dataset), restricted to the task's
+// solution and workloads, with the task id in every trace's environment.extra.
+#pragma once
+
+#include <atomic>
+#include <condition_variable>
+#include <deque>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "fib/serve/server.h"
+#include "serve/submission.h"
+#include "serve/task_store.h"
+
+namespace fib::serve {
+
+// The key of environment.extra that names the task a trace belongs to.
+inline constexpr const char* kTaskIdKey = "serve_task_id";
+
+class TaskService {
+ public:
+  // Opens the store and queues the tasks an earlier server left unfinished (their workloads
+  // that already have a trace of the task are not evaluated again).
+  TaskService(ServeContext& context, const ServeOptions& options);
+  ~TaskService();
+  TaskService(const TaskService&) = delete;  // owns threads
+  TaskService& operator=(const TaskService&) = delete;
+
+  // Starts one queue thread per device.
+  void start();
+  // Stops taking tasks and waits for the running ones; the queued ones stay pending in the store.
+  void stop();
+
+  bool has_cpu_queue() const;
+  bool has_gpu_queue() const;
+
+  // Writes the solution into the dataset, stores the task and queues it; returns its id.
+  std::string submit(const Submission& submission);
+  std::optional<Task> get(const std::string& id) const { return store_.get(id); }
+  // Waits until every task is finished, the timeout passes or the service stops.
+  void wait(const std::vector<std::string>& ids, double timeout_seconds);
+
+  Json health() const;
+
+ private:
+  struct Queued {
+    std::string id;
+    bool gpu = false;
+  };
+  struct Queue {
+    std::string device;
+    bool gpu = false;
+    std::thread thread;
+    std::atomic<bool> healthy{true};  // false after the engine itself failed (not a solution)
+  };
+
+  void serve_queue(Queue& queue);
+  std::optional<Queued> next_task(const Queue& queue);
+  void evaluate(Queue& queue, const Task& task);
+  void finish(const std::string& id, TaskStatus status, const Json& traces,
+              const std::string& error);
+  void write_solution_file(const Submission& s);
+
+  ServeContext& context_;
+  const ServeOptions& options_;
+  TaskStore store_;
+  std::vector<std::unique_ptr<Queue>> queues_;
+  mutable std::mutex mu_;
+  std::condition_variable work_;      // a task was queued, or stopping
+  std::condition_variable finished_;  // a task finished, or stopping
+  std::deque<Queued> pending_;
+  bool stopping_ = false;
+  std::mutex solution_files_mu_;
+};
+
+// The traces of the dataset that belong to a task, one per workload (the first recorded).
+std::vector<const Trace*> traces_of_task(const TraceSet& set, const Task& task);
+
+}  // namespace fib::serve

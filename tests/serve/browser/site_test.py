@@ -1,0 +1,410 @@
+#!/usr/bin/env python3
+"""The web interface in headless Chromium, against a real `fib serve` on loopback.
+
+Makes a small dataset with real, signed traces (`fib run` on CPU solutions of the bundled
+example, re-authored as a baseline and two competitors), starts `fib serve` on a free loopback
+port, logs in through /login?token=, and then:
+  - the leaderboard's numbers equal `fib report summary --json` and `fib report fast-p
+    --format json` run on the same dataset, and its fast_p chart has data and drawn pixels;
+  - a kernel page shows the definition's axes, its solutions ranked, its chart and traces;
+  - every page the site links to, followed from the start pages, loads without an error, and
+    every other link (the API's OpenAPI file) answers 200;
+  - an evaluation submitted with POST /evaluate is followed on the task page to its result.
+Exits 77 (CTest's skip) where chromium, chromedriver or python3-selenium is missing.
+"""
+
+import argparse
+import json
+import os
+import shutil
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+import urllib.error
+import urllib.parse
+import urllib.request
+
+SKIP = 77
+
+
+def skip(why):
+    print(f"SKIP: {why}")
+    sys.exit(SKIP)
+
+
+try:
+    from selenium import webdriver
+    from selenium.webdriver.chrome.options import Options
+    from selenium.webdriver.chrome.service import Service
+    from selenium.webdriver.common.by import By
+    from selenium.webdriver.support.ui import WebDriverWait
+except ImportError:
+    skip(f"python3-selenium is not installed for {sys.executable}")
+
+CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
+CHROMEDRIVER = shutil.which("chromedriver") or (
+    "/usr/bin/chromedriver" if os.path.exists("/usr/bin/chromedriver") else None
+)
+
+# (source author, op type, definition, solution, author in the test dataset)
+SOLUTIONS = [
+    ("fib-examples", "rmsnorm", "rmsnorm_h2048", "rmsnorm_h2048_naive", "baseline"),
+    ("fib-examples", "rmsnorm", "rmsnorm_h2048", "rmsnorm_h2048_fast", "alice"),
+    ("red-team", "rmsnorm", "rmsnorm_h2048", "rmsnorm_h2048_wrong_result", "mallory"),
+    ("fib-examples", "gemm", "gemm_n2048_k2048", "gemm_n2048_k2048_naive", "baseline"),
+    ("fib-examples", "gemm", "gemm_n2048_k2048", "gemm_n2048_k2048_blocked", "alice"),
+]
+DEFINITIONS = [("rmsnorm", "rmsnorm_h2048"), ("gemm", "gemm_n2048_k2048")]
+
+
+class Failure(Exception):
+    pass
+
+
+def check(cond, what):
+    if not cond:
+        raise Failure(what)
+
+
+def make_dataset(source, root):
+    example = os.path.join(source, "examples", "dataset")
+    for op, name in DEFINITIONS:
+        for kind, ext in (("definitions", "json"), ("workloads", "jsonl")):
+            os.makedirs(os.path.join(root, kind, op), exist_ok=True)
+            shutil.copy(
+                os.path.join(example, kind, op, f"{name}.{ext}"), os.path.join(root, kind, op)
+            )
+    for author, op, definition, name, new_author in SOLUTIONS:
+        with open(os.path.join(example, "solutions", author, op, definition, f"{name}.json")) as f:
+            solution = json.load(f)
+        solution["author"] = new_author
+        folder = os.path.join(root, "solutions", new_author, op, definition)
+        os.makedirs(folder, exist_ok=True)
+        with open(os.path.join(folder, f"{name}.json"), "w") as f:
+            json.dump(solution, f, indent=2)
+
+
+def run(cmd, env, **kw):
+    out = subprocess.run(cmd, env=env, capture_output=True, text=True, **kw)
+    if out.returncode != 0:
+        raise Failure(f"{' '.join(cmd)} exited {out.returncode}:\n{out.stdout}\n{out.stderr}")
+    return out.stdout
+
+
+def free_port():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def wait_healthy(base, server, deadline):
+    while time.time() < deadline:
+        if server.poll() is not None:
+            raise Failure(f"fib serve exited {server.returncode}")
+        try:
+            with urllib.request.urlopen(base + "/health", timeout=2) as r:
+                if r.status == 200:
+                    return
+        except (urllib.error.URLError, ConnectionError):
+            pass
+        time.sleep(0.2)
+    raise Failure("fib serve did not answer /health in time")
+
+
+def http_status(url, token):
+    req = urllib.request.Request(url, headers={"Authorization": f"Bearer {token}"})
+    try:
+        with urllib.request.urlopen(req, timeout=30) as r:
+            return r.status
+    except urllib.error.HTTPError as e:
+        return e.code
+
+
+def check_api_errors(base, token):
+    """The site's JSON routes answer an unknown name with 404 and a bad query with 400."""
+    for path, status in (
+        ("/api/kernels/no_such_kernel", 404),
+        ("/api/models/no-such-model", 404),
+        ("/api/traces", 400),
+        ("/api/traces?definition=rmsnorm_h2048&index=x", 400),
+        ("/api/traces?definition=rmsnorm_h2048&index=99", 404),
+        ("/api/traces?definition=rmsnorm_h2048", 200),
+    ):
+        got = http_status(base + path, token)
+        check(got == status, f"GET {path}: {got}, expected {status}")
+
+
+def start_browser():
+    options = Options()
+    for arg in (
+        "--headless=new",
+        "--no-sandbox",
+        "--disable-gpu",
+        "--disable-dev-shm-usage",
+        "--window-size=1280,1000",
+    ):
+        options.add_argument(arg)
+    options.binary_location = CHROMIUM
+    options.set_capability("goog:loggingPrefs", {"browser": "ALL"})
+    return webdriver.Chrome(service=Service(CHROMEDRIVER), options=options)
+
+
+def load(driver, url):
+    """Loads a page and waits until its script says it is done; fails on an error page."""
+    driver.get(url)
+    WebDriverWait(driver, 60).until(
+        lambda d: d.execute_script("return document.body && document.body.dataset.state")
+    )
+    state = driver.execute_script("return document.body.dataset.state")
+    if state != "ready":
+        raise Failure(f"{url}: {driver.find_element(By.ID, 'content').text}")
+    errors = [
+        e["message"]
+        for e in driver.get_log("browser")
+        if e["level"] == "SEVERE" and "favicon" not in e["message"]
+    ]
+    check(not errors, f"{url}: browser errors: {errors}")
+
+
+def cells(driver, field_prefix):
+    out = {}
+    for node in driver.find_elements(By.CSS_SELECTOR, f'[data-field^="{field_prefix}"]'):
+        out[node.get_attribute("data-field")] = (
+            float(node.get_attribute("data-value")),
+            node.text,
+        )
+    return out
+
+
+def close(a, b):
+    return abs(a - b) <= 1e-9 * max(1.0, abs(a), abs(b))
+
+
+def check_leaderboard(driver, base, summary, fast_p):
+    load(driver, base + "/ui/index.html")
+    ranking = cells(driver, "avg_speedup:")
+    check(summary["rankings"], "fib report summary ranks nobody: the dataset is wrong")
+    check(len(ranking) == len(summary["rankings"]), f"ranking rows {ranking} vs {summary}")
+    for a in summary["rankings"]:
+        key = f"{a['author']}:{a['basis']}"
+        for field, text in (
+            ("avg_speedup", f"{a['avg_speedup']:.2f}×"),
+            ("success_rate", f"{a['success_rate'] * 100:.2f}%"),
+            ("win_rate", f"{a['win_rate'] * 100:.2f}%"),
+            ("workloads", str(a["workloads"])),
+        ):
+            value, shown = cells(driver, f"{field}:{key}")[f"{field}:{key}"]
+            check(close(value, a[field]), f"{field} of {key}: page {value}, fib report {a[field]}")
+            check(shown == text, f"{field} of {key}: page shows {shown!r}, expected {text!r}")
+    authors = [s for s in fast_p["series"] if s["kind"] == "author"]
+    shown = cells(driver, "fast_p:")
+    check(len(shown) == len(authors) * len(fast_p["p"]), f"fast_p cells {shown}")
+    for s in authors:
+        for point in s["fast_p"]:
+            key = f"fast_p:{s['name']}:{s['basis']}:{point['p']:g}"
+            check(key in shown, f"no cell {key} among {sorted(shown)}")
+            check(close(shown[key][0], point["fast_p"]), f"{key}: {shown[key][0]} vs {point}")
+    chart = driver.execute_script(
+        "const c = window.fibCharts && window.fibCharts.leaderboard;"
+        "return c ? c.data.datasets.map(d => ({label: d.label,"
+        " ys: d.data.map(p => p.y)})) : null;"
+    )
+    check(chart and len(chart) == len(authors), f"leaderboard chart datasets: {chart}")
+    for d, s in zip(chart, authors):
+        check(d["ys"] == s["curve"], f"chart curve of {d['label']} differs from fib report's")
+    check(canvas_has_ink(driver, "fastp-chart"), "the fast_p chart's canvas is blank")
+    for _, definition in DEFINITIONS:
+        check_definition_curves(driver, fast_p, definition)
+    print(f"leaderboard: {len(summary['rankings'])} ranked authors, {len(shown)} fast_p cells match")
+
+
+def check_definition_curves(driver, fast_p, definition):
+    """Picks one definition in the chart's selector: its authors' curves are drawn."""
+    expected = [s for s in fast_p["series"]
+                if s["kind"] == "author_definition" and s["definition"] == definition]
+    driver.execute_script(
+        "const s = document.getElementById('fastp-definition'); s.value = arguments[0];"
+        "s.dispatchEvent(new Event('change'));",
+        definition,
+    )
+    WebDriverWait(driver, 10).until(lambda d: d.execute_script(
+        "const c = window.fibCharts.leaderboard; return c && c.canvas &&"
+        " document.body.contains(c.canvas) && c.data.datasets.length === arguments[0];",
+        len(expected)))
+    curves = driver.execute_script(
+        "return window.fibCharts.leaderboard.data.datasets.map(d => d.data.map(p => p.y));")
+    check(curves == [s["curve"] for s in expected], f"{definition}: chart curves differ")
+    check(canvas_has_ink(driver, "fastp-chart"), f"{definition}: the chart is blank")
+
+
+def canvas_has_ink(driver, canvas_id):
+    return driver.execute_script(
+        "const c = document.getElementById(arguments[0]); if (!c) return false;"
+        "const d = c.getContext('2d').getImageData(0, 0, c.width, c.height).data;"
+        "let ink = 0; for (let i = 0; i < d.length; i += 4)"
+        " if (d[i + 3] > 0 && (d[i] < 200 || d[i + 1] < 200 || d[i + 2] < 200)) ink++;"
+        "return ink > 500;",
+        canvas_id,
+    )
+
+
+def check_kernel(driver, base, dataset, op, name):
+    load(driver, f"{base}/ui/kernel.html?name={name}")
+    with open(os.path.join(dataset, "definitions", op, f"{name}.json")) as f:
+        definition = json.load(f)
+    axes = driver.find_element(By.ID, "axes-table").text
+    for axis, spec in definition["axes"].items():
+        check(axis in axes, f"{name}: axis {axis} missing from {axes!r}")
+        if "value" in spec:
+            check(str(spec["value"]) in axes, f"{name}: value of {axis} missing")
+    solutions = driver.find_element(By.ID, "solutions-table").text
+    expected = [s for s in SOLUTIONS if s[2] == name]
+    for _, _, _, solution, _ in expected:
+        check(solution in solutions, f"{name}: solution {solution} missing from the page")
+    rows = driver.find_elements(By.CSS_SELECTOR, "#traces-table tbody tr")
+    check(len(rows) == 2 * len(expected), f"{name}: {len(rows)} trace rows")
+    check(canvas_has_ink(driver, "kernel-fastp-chart"), f"{name}: the fast_p chart is blank")
+    print(f"kernel {name}: axes, {len(expected)} solutions and {len(rows)} traces shown")
+
+
+def crawl(driver, base, token, starts):
+    """Follows every link from the start pages; site pages must render, others answer 200."""
+    seen, queue, pages, others = set(), list(starts), 0, 0
+    while queue:
+        url = queue.pop(0)
+        if url in seen:
+            continue
+        seen.add(url)
+        path = urllib.parse.urlparse(url).path
+        if not (path.startswith("/ui/") and path.endswith(".html")):
+            check(http_status(url, token) == 200, f"link {url} does not resolve")
+            others += 1
+            continue
+        load(driver, url)
+        pages += 1
+        hrefs = driver.execute_script(
+            "return Array.from(document.querySelectorAll('a[href]')).map(a => a.href);"
+        )
+        for href in hrefs:
+            target = urllib.parse.urldefrag(href)[0]
+            check(target.startswith(base), f"{url} links outside the server: {href}")
+            if target not in seen:
+                queue.append(target)
+    print(f"crawl: {pages} pages rendered, {others} other links answered")
+    return pages
+
+
+def post_json(url, token, body):
+    req = urllib.request.Request(
+        url,
+        data=json.dumps(body).encode(),
+        headers={"Authorization": f"Bearer {token}", "Content-Type": "application/json"},
+    )
+    with urllib.request.urlopen(req, timeout=60) as r:
+        return json.loads(r.read())
+
+
+def check_task(driver, base, token, dataset):
+    """Submits an evaluation and follows it on the task page until it is finished."""
+    with open(os.path.join(dataset, "solutions", "alice", "rmsnorm", "rmsnorm_h2048",
+                           "rmsnorm_h2048_fast.json")) as f:
+        solution = json.load(f)
+    with open(os.path.join(dataset, "workloads", "rmsnorm", "rmsnorm_h2048.jsonl")) as f:
+        uuid = json.loads(f.readline())["workload"]["uuid"]
+    task = post_json(base + "/evaluate", token, {"solution": solution, "workload_uuids": [uuid]})
+    load(driver, f"{base}/ui/task.html?id={task['task_id']}")
+    WebDriverWait(driver, 120).until(
+        lambda d: d.find_element(By.ID, "task-status").text in ("completed", "failed")
+    )
+    status = driver.find_element(By.ID, "task-status").text
+    check(status == "completed", f"task {task['task_id']}: {status}")
+    rows = driver.find_elements(By.CSS_SELECTOR, "#task-traces tbody tr")
+    check(len(rows) == 1 and "PASSED" in rows[0].text, f"task page rows: {[r.text for r in rows]}")
+    print(f"task {task['task_id']}: followed to completed, 1 PASSED trace shown")
+
+
+def screenshot(driver, base, path, out):
+    driver.set_window_size(1280, 900)
+    load(driver, base + path)
+    driver.save_screenshot(out)
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--fib", required=True)
+    ap.add_argument("--source", required=True)
+    ap.add_argument("--screenshot", help="also save the leaderboard as this PNG")
+    args = ap.parse_args()
+    if not CHROMIUM:
+        skip("chromium is not installed (Debian package chromium)")
+    if not CHROMEDRIVER:
+        skip("chromedriver is not installed (Debian package chromium-driver)")
+
+    started = time.time()
+    tmp = tempfile.mkdtemp(prefix="fib-site-test-")
+    env = dict(os.environ, FIB_HOME=os.path.join(tmp, "home"))
+    dataset = os.path.join(tmp, "dataset")
+    make_dataset(args.source, dataset)
+    run([args.fib, "run", "--local", dataset, "--warmup-runs", "1", "--iterations", "5",
+         "--num-trials", "1", "--threads", "1", "--build-cache", os.path.join(tmp, "cache")], env)
+    summary = json.loads(run([args.fib, "report", "summary", "--local", dataset, "--json"], env))
+    fast_p = json.loads(
+        run([args.fib, "report", "fast-p", "--local", dataset, "--per-definition", "--format",
+             "json"], env)
+    )
+
+    print(f"dataset with {len(SOLUTIONS)} solutions evaluated in {time.time() - started:.1f} s")
+    token = "site-test-token-0123456789abcdef"
+    token_file = os.path.join(tmp, "token")
+    with open(os.open(token_file, os.O_WRONLY | os.O_CREAT, 0o600), "w") as f:
+        f.write(token + "\n")
+    port = free_port()
+    base = f"http://127.0.0.1:{port}"
+    log = open(os.path.join(tmp, "serve.log"), "w")
+    server = subprocess.Popen(
+        [args.fib, "serve", "--local", dataset, "--host", "127.0.0.1", "--port", str(port),
+         "--token-file", token_file, "--state", os.path.join(tmp, "state"),
+         "--baseline-author", "baseline", "--warmup-runs", "1", "--iterations", "5",
+         "--num-trials", "1", "--threads", "1", "--build-cache", os.path.join(tmp, "cache")],
+        env=env, stdout=log, stderr=subprocess.STDOUT,
+    )
+    driver = None
+    try:
+        wait_healthy(base, server, time.time() + 60)
+        check_api_errors(base, token)
+        driver = start_browser()
+        driver.get(f"{base}/login?token={token}")
+        check(driver.get_cookie("fib_token"), "/login?token= set no fib_token cookie")
+        check_leaderboard(driver, base, summary, fast_p)
+        for op, name in DEFINITIONS:
+            check_kernel(driver, base, dataset, op, name)
+        check_task(driver, base, token, dataset)
+        starts = [f"{base}/ui/{p}" for p in
+                  ("index.html", "kernels.html", "models.html", "trace.html", "task.html")]
+        check(crawl(driver, base, token, starts) > len(starts), "the crawl found no links")
+        if args.screenshot:
+            screenshot(driver, base, "/ui/index.html", args.screenshot)
+    except Failure as e:
+        log.flush()
+        with open(os.path.join(tmp, "serve.log")) as f:
+            tail = f.read()[-3000:]
+        print(f"FAIL: {e}\n--- fib serve log ---\n{tail}")
+        return 1
+    finally:
+        if driver:
+            driver.quit()
+        server.terminate()
+        try:
+            server.wait(10)
+        except subprocess.TimeoutExpired:
+            server.kill()
+        log.close()
+        shutil.rmtree(tmp, ignore_errors=True)
+    print(f"PASS in {time.time() - started:.1f} s")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

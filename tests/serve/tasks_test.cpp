@@ -1,0 +1,169 @@
+// fib serve's evaluation API against a real server: a task runs the solution through the engine
+// of `fib run` and appends one signed trace per workload; bad requests get 400/404/422 bodies
+// that say what is wrong; the task store survives a restart and resumes queued tasks.
+#include <gtest/gtest.h>
+
+#include <fstream>
+#include <regex>
+
+#include "serve_process.h"
+#include "support/temp_dir.h"
+
+namespace fib::testing {
+namespace {
+
+namespace fs = std::filesystem;
+
+const std::vector<std::string> kFastRun = {"--warmup-runs", "1", "--iterations", "2",
+                                           "--num-trials",  "1", "--timeout",    "60"};
+
+class ServeTasks : public ::testing::Test {
+ protected:
+  void SetUp() override { make_rmsnorm_dataset(dataset()); }
+  fs::path dataset() const { return tmp_.path() / "dataset"; }
+  std::unique_ptr<ServeProcess> start(std::vector<std::string> extra = {}) const {
+    std::vector<std::string> args = kFastRun;
+    args.insert(args.end(), {"--build-cache", (tmp_.path() / "cache").string()});
+    args.insert(args.end(), extra.begin(), extra.end());
+    return std::make_unique<ServeProcess>(dataset(), tmp_.path() / "home", args);
+  }
+  static std::string submit(httplib::Client& c, const Json& request) {
+    auto r = c.Post("/evaluate", request.dump(), "application/json");
+    EXPECT_TRUE(r && r->status == 200) << (r ? r->body : "no response");
+    return body_json(r).value("task_id", "");
+  }
+  // The trace lines of the dataset, each as JSON.
+  std::vector<Json> trace_lines() const {
+    std::vector<Json> out;
+    const fs::path file = dataset() / "traces" / "serve-test" / "rmsnorm" / "rmsnorm_h2048.jsonl";
+    std::ifstream in(file);
+    for (std::string line; std::getline(in, line);) {
+      if (!line.empty()) out.push_back(Json::parse(line));
+    }
+    return out;
+  }
+  TempDir tmp_;
+};
+
+TEST_F(ServeTasks, EvaluateRunsTheSolutionAndAppendsOneSignedTrace) {
+  auto server = start();
+  auto c = server->client();
+  auto r = c->Post("/evaluate", Json{{"solution", rmsnorm_solution_json("rms")}}.dump(),
+                   "application/json");
+  ASSERT_TRUE(r);
+  ASSERT_EQ(r->status, 200) << r->body;
+  const Json submitted = body_json(r);
+  const std::string name = submitted["normalized_solution_name"];
+  EXPECT_TRUE(std::regex_match(name, std::regex("rms_[0-9a-f]{8}"))) << name;
+  EXPECT_TRUE(fs::exists(dataset() / "solutions" / "serve-test" / "rmsnorm" / "rmsnorm_h2048" /
+                         (name + ".json")));
+  const std::string id = submitted["task_id"];
+  const Json task = body_json(c->Get(("/tasks/" + id + "?timeout=120").c_str()));
+  ASSERT_EQ(task["status"], "completed") << task.dump(2) << server->log();
+  EXPECT_EQ(task["solution"], name);
+  EXPECT_EQ(task["definition"], "rmsnorm_h2048");
+  EXPECT_TRUE(task["error"].is_null());
+  ASSERT_EQ(task["traces"].size(), 1u);
+  const Json& evaluation = task["traces"][0]["evaluation"];
+  EXPECT_EQ(evaluation["status"], "PASSED") << evaluation["log"];
+  EXPECT_EQ(evaluation["environment"]["extra"]["serve_task_id"], id);
+  EXPECT_TRUE(evaluation["environment"]["extra"].contains("signature"));
+  const std::vector<Json> lines = trace_lines();
+  ASSERT_EQ(lines.size(), 1u);
+  EXPECT_EQ(lines[0], task["traces"][0]);
+  // The same code again: the same name, one solution file, a second task and trace.
+  const std::string again = submit(*c, Json{{"solution", rmsnorm_solution_json("rms")}});
+  EXPECT_NE(again, id);
+  const Json second = body_json(c->Get(("/tasks/" + again + "?timeout=120").c_str()));
+  EXPECT_EQ(second["solution"], name);
+  EXPECT_EQ(trace_lines().size(), 2u);
+  const Json health = body_json(server->client(false)->Get("/health"));
+  EXPECT_EQ(health["workers"], Json::parse(R"([{"device": "cpu", "healthy": true}])"));
+  EXPECT_EQ(health["queue_size"], 0);
+}
+
+TEST_F(ServeTasks, BadRequestsSayWhatIsWrong) {
+  auto server = start();
+  auto c = server->client();
+  auto post = [&](const std::string& path, const std::string& body) {
+    auto r = c->Post(path.c_str(), body, "application/json");
+    EXPECT_TRUE(r);
+    return std::make_pair(r ? r->status : 0, r ? body_json(r) : Json());
+  };
+  Json unknown_def = rmsnorm_solution_json("rms");
+  unknown_def["definition"] = "rmsnorm_h4096";
+  auto [s1, b1] = post("/evaluate", Json{{"solution", unknown_def}}.dump());
+  EXPECT_EQ(s1, 400);
+  EXPECT_EQ(b1["detail"], "Definition not found: rmsnorm_h4096");
+  auto [s2, b2] =
+      post("/evaluate",
+           Json{{"solution", rmsnorm_solution_json("rms")}, {"workload_uuids", {"nope"}}}.dump());
+  EXPECT_EQ(s2, 400);
+  EXPECT_EQ(b2["detail"], "Workloads not found for definition rmsnorm_h2048: nope");
+  Json bad_spec = rmsnorm_solution_json("rms");
+  bad_spec["spec"]["language"] = "fortran";
+  bad_spec["spec"]["entry_point"] = "kernel.cpp";
+  auto [s3, b3] = post("/evaluate", Json{{"solution", bad_spec}}.dump());
+  EXPECT_EQ(s3, 422);
+  EXPECT_EQ(b3["detail"], "The solution is not valid");
+  std::set<std::string> paths;
+  for (const Json& e : b3["errors"]) paths.insert(e["path"]);
+  EXPECT_TRUE(paths.count("$.solution.spec.language")) << b3.dump(2);
+  EXPECT_TRUE(paths.count("$.solution.spec.entry_point")) << b3.dump(2);
+  auto [s4, b4] = post("/evaluate", Json{{"solutoin", rmsnorm_solution_json("rms")}}.dump());
+  EXPECT_EQ(s4, 422);
+  EXPECT_NE(b4.dump().find("did you mean 'solution'"), std::string::npos) << b4.dump(2);
+  auto [s5, b5] = post("/evaluate", "{not json");
+  EXPECT_EQ(s5, 400);
+  EXPECT_EQ(b5["detail"], "the request body is not JSON");
+  Json gpu = rmsnorm_solution_json("rms");
+  gpu["spec"]["target_hardware"] = {"NVIDIA_H100"};
+  gpu["spec"]["language"] = "cuda";
+  auto [s6, b6] = post("/evaluate", Json{{"solution", gpu}}.dump());
+  EXPECT_EQ(s6, 422);
+  EXPECT_NE(b6["detail"].get<std::string>().find("targets a GPU"), std::string::npos);
+  auto task = c->Get("/tasks/0000?timeout=1");
+  ASSERT_TRUE(task);
+  EXPECT_EQ(task->status, 404);
+  EXPECT_EQ(body_json(task)["detail"], "Task not found: 0000");
+  auto wait = c->Get("/tasks/0000?timeout=5000");
+  ASSERT_TRUE(wait);
+  EXPECT_EQ(wait->status, 422);
+  auto [s7, b7] = post("/tasks/batch", R"({"task_ids": "x"})");
+  EXPECT_EQ(s7, 422);
+  auto [s8, b8] = post("/tasks/batch", R"({"task_ids": ["missing"], "timeout": 0})");
+  EXPECT_EQ(s8, 404);
+  EXPECT_EQ(b8["detail"], "Task not found: missing");
+  EXPECT_TRUE(trace_lines().empty());
+}
+
+TEST_F(ServeTasks, RestartKeepsResultsAndResumesQueuedTasks) {
+  auto server = start();
+  auto c = server->client();
+  const Json request{{"solution", rmsnorm_solution_json("rms")}};
+  const std::string first = submit(*c, request);
+  const Json done = body_json(c->Get(("/tasks/" + first + "?timeout=120").c_str()));
+  ASSERT_EQ(done["status"], "completed") << server->log();
+  std::vector<std::string> queued;
+  for (int i = 0; i < 4; ++i) queued.push_back(submit(*c, request));
+  auto r = c->Post("/shutdown", "", "application/json");
+  ASSERT_TRUE(r);
+  EXPECT_EQ(server->wait(), 0) << server->log();
+  EXPECT_LT(trace_lines().size(), 5u) << "every task ran before the shutdown; none was queued";
+
+  server = start();
+  c = server->client();
+  EXPECT_EQ(body_json(c->Get(("/tasks/" + first).c_str())), done);
+  auto batch = c->Post("/tasks/batch", Json{{"task_ids", queued}, {"timeout", 300}}.dump(),
+                       "application/json");
+  const Json answers = body_json(batch);
+  ASSERT_EQ(answers.size(), queued.size());
+  for (const Json& a : answers) {
+    EXPECT_EQ(a["status"], "completed") << a.dump(2) << server->log();
+    EXPECT_EQ(a["traces"].size(), 1u);
+  }
+  EXPECT_EQ(trace_lines().size(), 5u);
+}
+
+}  // namespace
+}  // namespace fib::testing

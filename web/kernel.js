@@ -1,0 +1,207 @@
+// One kernel definition: its interface (axes, constraints, inputs, outputs), the reference,
+// its solutions ranked (`fib report best`) with their fast_p, its workloads and traces.
+"use strict";
+
+const { el } = Fib;
+
+function header(k) {
+  const d = k.definition;
+  const tags = d ? d.tags.filter((t) => !t.startsWith("model:")) : [];
+  return [
+    el("h1", { id: "kernel-name" }, k.name),
+    el(
+      "p",
+      { class: "subtitle" },
+      d ? el("span", { class: "badge" }, d.op_type) : el("span", { class: "badge warn" }, "no definition file"),
+      " ",
+      d && d.description ? d.description : "",
+    ),
+    el(
+      "div",
+      { class: "toolbar" },
+      k.models.length
+        ? el("span", { id: "kernel-models" }, "Used by ", Fib.joined(k.models.map((m) => Fib.modelLink(m)), ", "))
+        : null,
+      tags.map((t) => el("span", { class: "chip absent" }, t)),
+    ),
+  ];
+}
+
+function shapeText(shape) {
+  return shape === null || shape === undefined ? "scalar" : `[${shape.join(", ")}]`;
+}
+
+function interfacePanels(d) {
+  const axes = Object.entries(d.axes).map(([name, a]) => ({ name, ...a }));
+  const axisTable = Fib.table(
+    [
+      ["Axis", (a) => el("code", {}, a.name)],
+      ["Kind", (a) => el("span", { class: `badge ${a.type === "const" ? "muted" : ""}` }, a.type)],
+      ["Value", (a) => (a.value === undefined ? "per workload" : String(a.value)), "num"],
+      ["Description", (a) => a.description || ""],
+    ],
+    axes,
+    { id: "axes-table" },
+  );
+  const tensors = (specs) =>
+    Fib.table(
+      [
+        ["Name", (t) => el("code", {}, t.name)],
+        ["Shape", (t) => el("code", {}, shapeText(t.shape))],
+        ["Dtype", (t) => el("span", { class: "badge muted" }, t.dtype)],
+        ["Description", (t) => t.description || ""],
+      ],
+      Object.entries(specs).map(([name, t]) => ({ name, ...t })),
+    );
+  const constraints = (d.constraints || []).length
+    ? el("ul", {}, d.constraints.map((c) => el("li", {}, el("code", {}, c))))
+    : el("p", { class: "muted" }, "None.");
+  return [
+    el("div", { class: "two-col" }, Fib.panel("Axes", null, axisTable), Fib.panel("Constraints", null, constraints)),
+    el("div", { class: "two-col" }, Fib.panel("Inputs", null, tensors(d.inputs)), Fib.panel("Outputs", null, tensors(d.outputs))),
+    Fib.panel("Reference", "the PyTorch function every solution is checked against", Fib.code(d.reference, "python")),
+  ];
+}
+
+function solutionsPanel(k) {
+  const ranking = k.ranking;
+  const series = new Map(k.fast_p.series.map((s) => [s.name, s]));
+  const pIndex = k.fast_p.p.indexOf(1);
+  const candidates = ranking ? ranking.candidates : [];
+  let rank = 0;
+  const columns = [
+    ["#", (c) => (c.eligible ? ++rank : "–"), "num"],
+    [
+      "Solution",
+      (c) => el("span", {}, el("strong", {}, c.solution), c.is_baseline ? el("span", { class: "badge muted" }, " baseline") : null),
+    ],
+    ["Author", (c) => c.author],
+    [
+      "Geomean speedup",
+      (c) => Fib.numberCell(c.geomean_speedup, c.eligible ? Fib.speedup(c.geomean_speedup) : "–", `geomean:${c.solution}`),
+      "num",
+    ],
+    ["Range", (c) => (c.eligible ? `${Fib.fixed(c.min_speedup)}–${Fib.fixed(c.max_speedup)}×` : "–"), "num"],
+    [
+      "fast_1",
+      (c) => {
+        const s = series.get(c.solution);
+        return s && pIndex >= 0 ? `${Fib.fixed(s.fast_p[pIndex].fast_p, 1)}%` : "–";
+      },
+      "num",
+    ],
+    ["Workloads", (c) => `${c.workloads} / ${c.attempted}`, "num"],
+    ["Failed", (c) => c.failed, "num"],
+    [
+      "Status",
+      (c) =>
+        c.eligible
+          ? el("span", { class: "badge good" }, "ranked")
+          : [el("span", { class: "badge bad" }, "not ranked"), el("div", { class: "muted small" }, c.reason)],
+    ],
+    [
+      "Traces",
+      (c) =>
+        el(
+          "a",
+          { href: "#traces", class: "nowrap", "data-solution": c.solution, onclick: () => filterTraces(c.solution) },
+          `${c.traces} traces`,
+        ),
+    ],
+  ];
+  const body = candidates.length
+    ? Fib.table(columns, candidates, { id: "solutions-table" })
+    : el("p", { class: "muted" }, "No solutions yet.");
+  const basis = ranking ? el("p", { class: "muted" }, `Basis: ${ranking.basis_description}. Ranking: ${k.best_rule}.`) : null;
+  const chartSeries = k.fast_p.series.filter((s) => s.comparisons > 0);
+  let chart = null;
+  if (chartSeries.length) {
+    const canvas = el("canvas", { id: "kernel-fastp-chart" });
+    chart = [
+      el("h2", { style: "margin-top:18px" }, "fast_p per solution"),
+      FibCharts.scaleToggle(() => window.fibCharts && window.fibCharts.kernel),
+      el("div", { class: "chart-box", style: "height:280px" }, canvas),
+    ];
+    requestAnimationFrame(() => {
+      window.fibCharts = window.fibCharts || {};
+      window.fibCharts.kernel = FibCharts.fastP(
+        canvas,
+        k.fast_p.grid,
+        chartSeries.map((s) => ({ label: s.name, curve: s.curve })),
+      );
+    });
+  }
+  return Fib.panel("Solutions", "ranked by geometric-mean speedup over the basis", body, basis, chart);
+}
+
+let allTraces = [];
+let kernelName = "";
+
+function tracesTable(traces) {
+  return Fib.table(
+    [
+      ["", (t) => Fib.traceLink(kernelName, t.index, "view")],
+      ["Solution", (t) => [t.solution, el("div", { class: "muted small" }, t.author || "")]],
+      ["Workload", (t) => el("code", { title: t.workload }, Object.entries(t.axes).map(([a, v]) => `${a}=${v}`).join(" "))],
+      ["Status", (t) => Fib.statusBadge(t.status)],
+      ["Latency", (t) => Fib.latency(t.latency_ms), "num"],
+      ["vs reference", (t) => (t.speedup_factor > 0 ? Fib.speedup(t.speedup_factor) : "–"), "num"],
+      ["Hardware", (t) => el("span", { class: "muted small nowrap" }, t.hardware || "")],
+      [
+        "Signed",
+        (t) => (t.verified ? el("span", { class: "badge good" }, "verified") : el("span", { class: "badge muted" }, "unverified")),
+      ],
+    ],
+    traces,
+    { id: "traces-table" },
+  );
+}
+
+function filterTraces(solution) {
+  const box = document.getElementById("traces-box");
+  const shown = solution ? allTraces.filter((t) => t.solution === solution) : allTraces;
+  box.replaceChildren();
+  Fib.append(box, [
+    solution
+      ? el("p", {}, `Traces of ${solution} · `, el("a", { href: "#traces", onclick: () => filterTraces(null) }, "show all"))
+      : null,
+    shown.length ? tracesTable(shown) : el("p", { class: "muted" }, "No traces yet."),
+  ]);
+}
+
+function workloadsPanel(k) {
+  const body = k.workloads.length
+    ? Fib.table(
+        [
+          ["UUID", (w) => el("code", {}, w.uuid)],
+          ["Axes", (w) => el("code", {}, Object.entries(w.axes).map(([a, v]) => `${a}=${v}`).join(" "))],
+        ],
+        k.workloads,
+        { id: "workloads-table" },
+      )
+    : el("p", { class: "muted" }, "No workloads.");
+  return Fib.panel("Workloads", `${k.workloads.length}`, body);
+}
+
+Fib.run("kernels.html", async (content) => {
+  const name = Fib.param("name");
+  if (!name) throw new Error("Give a definition: kernel.html?name=NAME (see Kernels).");
+  const k = await Fib.api(`/api/kernels/${encodeURIComponent(name)}`);
+  document.title = `${k.name} · fib`;
+  kernelName = k.name;
+  allTraces = k.traces;
+  content.replaceChildren();
+  Fib.append(content, [
+    header(k),
+    k.definition ? interfacePanels(k.definition) : null,
+    solutionsPanel(k),
+    workloadsPanel(k),
+    el(
+      "section",
+      { class: "panel", id: "traces" },
+      el("h2", {}, "Traces", el("span", { class: "hint" }, `${k.traces.length}`)),
+      el("div", { id: "traces-box" }),
+    ),
+  ]);
+  filterTraces(null);
+});
