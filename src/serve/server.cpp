@@ -67,7 +67,10 @@ Server::Server(ServeOptions options) : options_(std::move(options)) {
                 "anyone who can reach the port could run code on this machine; use a token");
   }
   if (options_.state_dir.empty()) options_.state_dir = options_.dataset / ".fib-serve";
-  fs::create_directories(options_.state_dir);
+  // The state folder holds the token and every submitted solution's results: its owner's only.
+  if (fs::create_directories(options_.state_dir)) {
+    fs::permissions(options_.state_dir, fs::perms::owner_all, fs::perm_options::replace);
+  }
   if (!options_.no_auth) {
     if (!options_.token_file.empty()) {
       token_ = read_token_file(options_.token_file);
@@ -194,7 +197,8 @@ void Server::register_routes() {
   register_service_routes(routes);
   register_dataset_routes(routes, *context_);
   register_task_routes(routes, *context_, *tasks_);
-  // The web interface: its static files, then the JSON endpoints only its pages read.
+  // The web interface: its static files; the JSON endpoints only its pages read register after
+  // them, as a group of their own (register_site_routes(routes, *context_)).
   register_site_files(routes);
 }
 
