@@ -42,6 +42,7 @@ class TaskService {
   // Writes the solution into the dataset, stores the task and queues it; returns its id.
   std::string submit(const Submission& submission);
   std::optional<Task> get(const std::string& id) const { return store_.get(id); }
+  const TaskStore& store() const { return store_; }
   // Waits until every task is finished, the timeout passes or the service stops.
   void wait(const std::vector<std::string>& ids, double timeout_seconds);
 

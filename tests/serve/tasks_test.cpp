@@ -164,6 +164,17 @@ TEST_F(ServeTasks, RestartKeepsResultsAndResumesQueuedTasks) {
     EXPECT_EQ(a["traces"].size(), 1u);
   }
   EXPECT_EQ(trace_lines().size(), 5u);
+
+  const Json listed = body_json(c->Get("/tasks?limit=3"));
+  EXPECT_EQ(listed["counts"], Json::parse(R"({"pending": 0, "running": 0, "completed": 5,
+                                                "failed": 0})"));
+  ASSERT_EQ(listed["tasks"].size(), 3u);
+  EXPECT_EQ(listed["tasks"][0]["task_id"], queued.back()) << "newest first";
+  EXPECT_FALSE(listed["tasks"][0].contains("traces"));
+  EXPECT_EQ(body_json(c->Get("/tasks?status=failed"))["tasks"].size(), 0u);
+  auto bad = c->Get("/tasks?status=done");
+  ASSERT_TRUE(bad);
+  EXPECT_EQ(bad->status, 422);
 }
 
 // A server killed after a trace was appended but before its task was finished in the store: the
