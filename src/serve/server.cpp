@@ -26,10 +26,6 @@ namespace fs = std::filesystem;
 
 namespace {
 
-// Keep-alive connections hold a pool thread each, and a long poll holds one for its timeout: the
-// pool is sized for 100 concurrent clients, well beyond the cores.
-constexpr unsigned kDefaultHttpThreads = 128;
-
 bool accepts_html(const httplib::Request& req) {
   return req.get_header_value("Accept").find("text/html") != std::string::npos;
 }

@@ -76,6 +76,8 @@ TaskService::TaskService(ServeContext& context, const ServeOptions& options)
     queues_.push_back(std::move(q));
   }
   for (const Task& t : store_.unfinished()) pending_.push_back(Queued{t.id, t.gpu});
+  max_waiting_ =
+      std::max(1u, (options.http_threads ? options.http_threads : kDefaultHttpThreads) / 2);
 }
 
 TaskService::~TaskService() { stop(); }
@@ -222,6 +224,8 @@ void TaskService::wait(const std::vector<std::string>& ids, double timeout_secon
                         std::chrono::duration_cast<std::chrono::steady_clock::duration>(
                             std::chrono::duration<double>(timeout_seconds));
   std::unique_lock<std::mutex> lock(mu_);
+  if (waiting_ >= max_waiting_) return;
+  ++waiting_;
   finished_.wait_until(lock, deadline, [&] {
     if (stopping_) return true;
     return std::all_of(ids.begin(), ids.end(), [&](const std::string& id) {
@@ -229,6 +233,7 @@ void TaskService::wait(const std::vector<std::string>& ids, double timeout_secon
       return !t || task_finished(t->status);
     });
   });
+  --waiting_;
 }
 
 Json TaskService::health() const {
