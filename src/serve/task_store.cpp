@@ -214,6 +214,15 @@ std::vector<Task> TaskStore::unfinished() const {
   return out;
 }
 
+void TaskStore::requeue_running() {
+  std::lock_guard<std::mutex> lock(mu_);
+  Statement s(db_,
+              "UPDATE tasks SET status = 'pending', device = '', updated = ? "
+              "WHERE status = 'running'");
+  s.bind(1, now_seconds());
+  s.step();
+}
+
 std::vector<Task> TaskStore::recent(std::size_t limit, std::optional<TaskStatus> status) const {
   std::lock_guard<std::mutex> lock(mu_);
   Statement s(db_, fmt::format("SELECT {} FROM tasks {} ORDER BY seq DESC LIMIT ?", kSummaryColumns,

@@ -54,6 +54,8 @@ class TaskStore {
               const std::string& error);
   // Pending and running tasks, oldest first: the work a restart resumes.
   std::vector<Task> unfinished() const;
+  // Marks the tasks an earlier server left running as pending again (they wait for a queue).
+  void requeue_running();
   // The newest tasks first, at most `limit`, of one status when given; their traces left out.
   std::vector<Task> recent(std::size_t limit, std::optional<TaskStatus> status) const;
   std::size_t count(TaskStatus status) const;

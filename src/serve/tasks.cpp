@@ -75,6 +75,7 @@ TaskService::TaskService(ServeContext& context, const ServeOptions& options)
     q->gpu = is_gpu_device(device);
     queues_.push_back(std::move(q));
   }
+  store_.requeue_running();
   for (const Task& t : store_.unfinished()) pending_.push_back(Queued{t.id, t.gpu});
   max_waiting_ =
       std::max(1u, (options.http_threads ? options.http_threads : kDefaultHttpThreads) / 2);
