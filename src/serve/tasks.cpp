@@ -50,6 +50,21 @@ std::string task_of(const Trace& t) {
   return it != extra.end() && it->is_string() ? it->get<std::string>() : std::string();
 }
 
+// A task's traces in the order of its workloads (those found in the dataset come first).
+Json in_workload_order(Json traces, const std::vector<std::string>& workloads) {
+  Json ordered = Json::array();
+  for (const std::string& uuid : workloads) {
+    for (Json& t : traces) {
+      if (!t.is_null() && t["workload"]["uuid"] == uuid) {
+        ordered.push_back(std::move(t));
+        t = Json();
+        break;
+      }
+    }
+  }
+  return ordered;
+}
+
 }  // namespace
 
 std::vector<const Trace*> traces_of_task(const TraceSet& set, const Task& task) {
@@ -195,6 +210,7 @@ void TaskService::evaluate(Queue& queue, const Task& task) {
       return;
     }
   }
+  traces = in_workload_order(std::move(traces), task.workloads);
   if (traces.size() == task.workloads.size()) {
     finish(task.id, TaskStatus::kCompleted, traces, "");
   } else {
