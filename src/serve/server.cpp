@@ -205,11 +205,13 @@ int Server::bind() {
   // agents submitting at once) overflows it and clients see resets. The listening socket is
   // captured here and given the system's backlog once bound. It also gets TCP_NODELAY, which
   // accepted connections inherit: httplib writes a response's headers and body separately, and
-  // Nagle's algorithm would hold the body for the client's delayed ACK (40 ms a request).
+  // Nagle's algorithm would hold the body for the client's delayed ACK (40 ms a request). Not
+  // httplib's default options: they add SO_REUSEPORT, with which a second server on the port
+  // would bind too and take half of the connections.
   int listening = -1;
   http_->set_socket_options([&listening](int sock) {
-    httplib::default_socket_options(sock);
     const int on = 1;
+    ::setsockopt(sock, SOL_SOCKET, SO_REUSEADDR, &on, sizeof on);
     ::setsockopt(sock, IPPROTO_TCP, TCP_NODELAY, &on, sizeof on);
     listening = sock;
   });
