@@ -4,6 +4,8 @@
 #include <arpa/inet.h>
 #include <fmt/format.h>
 #include <httplib.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
 #include <sys/socket.h>
 
 #include <cerrno>
@@ -24,10 +26,6 @@ namespace fib::serve {
 namespace fs = std::filesystem;
 
 namespace {
-
-// Keep-alive connections hold a pool thread each, and a long poll holds one for its timeout: the
-// pool is sized for 100 concurrent clients, well beyond the cores.
-constexpr unsigned kDefaultHttpThreads = 128;
 
 bool accepts_html(const httplib::Request& req) {
   return req.get_header_value("Accept").find("text/html") != std::string::npos;
@@ -66,7 +64,10 @@ Server::Server(ServeOptions options) : options_(std::move(options)) {
                 "anyone who can reach the port could run code on this machine; use a token");
   }
   if (options_.state_dir.empty()) options_.state_dir = options_.dataset / ".fib-serve";
-  fs::create_directories(options_.state_dir);
+  // The state folder holds the token and every submitted solution's results: its owner's only.
+  if (fs::create_directories(options_.state_dir)) {
+    fs::permissions(options_.state_dir, fs::perms::owner_all, fs::perm_options::replace);
+  }
   if (!options_.no_auth) {
     if (!options_.token_file.empty()) {
       token_ = read_token_file(options_.token_file);
@@ -193,7 +194,8 @@ void Server::register_routes() {
   register_service_routes(routes);
   register_dataset_routes(routes, *context_);
   register_task_routes(routes, *context_, *tasks_);
-  // The web interface: its static files, then the JSON endpoints only its pages read.
+  // The web interface: its static files; the JSON endpoints only its pages read register after
+  // them, as a group of their own (register_site_routes(routes, *context_)).
   register_site_files(routes);
   register_site_routes(routes, *context_);
 }
@@ -203,10 +205,16 @@ Json Server::health() const { return tasks_->health(); }
 int Server::bind() {
   // Debian's cpp-httplib listens with a backlog of 5, compiled in: a burst of connections (200
   // agents submitting at once) overflows it and clients see resets. The listening socket is
-  // captured here and given the system's backlog once bound.
+  // captured here and given the system's backlog once bound. It also gets TCP_NODELAY, which
+  // accepted connections inherit: httplib writes a response's headers and body separately, and
+  // Nagle's algorithm would hold the body for the client's delayed ACK (40 ms a request). Not
+  // httplib's default options: they add SO_REUSEPORT, with which a second server on the port
+  // would bind too and take half of the connections.
   int listening = -1;
   http_->set_socket_options([&listening](int sock) {
-    httplib::default_socket_options(sock);
+    const int on = 1;
+    ::setsockopt(sock, SOL_SOCKET, SO_REUSEADDR, &on, sizeof on);
+    ::setsockopt(sock, IPPROTO_TCP, TCP_NODELAY, &on, sizeof on);
     listening = sock;
   });
   if (options_.port == 0) {

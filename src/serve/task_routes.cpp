@@ -106,6 +106,40 @@ void get_batch(TaskService& tasks, const httplib::Request& req, httplib::Respons
   }
 }
 
+constexpr std::size_t kMaxListed = 1000;
+
+// GET /tasks?status=&limit=: the newest tasks without their traces, and how many of each status.
+void list_tasks(TaskService& tasks, const httplib::Request& req, httplib::Response& res) {
+  std::optional<TaskStatus> status;
+  if (req.has_param("status")) {
+    status = parse_task_status(req.get_param_value("status"));
+    if (!status) {
+      return send_error(res, 422, "status must be pending, running, completed or failed");
+    }
+  }
+  std::size_t limit = 50;
+  if (req.has_param("limit")) {
+    const std::string text = req.get_param_value("limit");
+    const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), limit);
+    if (ec != std::errc() || end != text.data() + text.size() || limit < 1 || limit > kMaxListed) {
+      return send_error(res, 422, fmt::format("limit must be an integer from 1 to {}", kMaxListed));
+    }
+  }
+  Json listed = Json::array();
+  for (const Task& t : tasks.store().recent(limit, status)) {
+    Json j = task_response(t);
+    j.erase("traces");
+    j["workload_uuids"] = t.workloads;
+    j["created"] = t.created;
+    j["updated"] = t.updated;
+    listed.push_back(std::move(j));
+  }
+  Json counts = Json::object();
+  for (TaskStatus s : kTaskStatuses)
+    counts[std::string(task_status_name(s))] = tasks.store().count(s);
+  send_json(res, Json{{"tasks", listed}, {"counts", counts}});
+}
+
 }  // namespace
 
 Json task_response(const Task& t) {
@@ -125,6 +159,9 @@ void register_task_routes(RouteTable& routes, ServeContext& context, TaskService
   routes.post(
       "/evaluate", "Submit a solution for evaluation",
       [c, t](const httplib::Request& req, httplib::Response& res) { evaluate(*c, *t, req, res); });
+  routes.get(
+      "/tasks", "The newest tasks, without traces (?status=, ?limit= up to 1000)",
+      [t](const httplib::Request& req, httplib::Response& res) { list_tasks(*t, req, res); });
   routes.get("/tasks/{task_id}", "Get task status and results (?timeout= waits up to 3600 s)",
              [t](const httplib::Request& req, httplib::Response& res) { get_task(*t, req, res); });
   routes.post(

@@ -10,9 +10,6 @@ namespace fib::serve {
 
 namespace {
 
-constexpr TaskStatus kStatuses[] = {TaskStatus::kPending, TaskStatus::kRunning,
-                                    TaskStatus::kCompleted, TaskStatus::kFailed};
-
 constexpr const char* kSchema = R"(
 CREATE TABLE IF NOT EXISTS tasks (
   seq INTEGER PRIMARY KEY AUTOINCREMENT,
@@ -33,16 +30,12 @@ CREATE INDEX IF NOT EXISTS tasks_by_status ON tasks(status, seq);
 
 constexpr const char* kColumns =
     "id, status, definition, solution, workloads, gpu, device, traces, error, created, updated";
+// The same row without its traces (lists of many tasks).
+constexpr const char* kSummaryColumns =
+    "id, status, definition, solution, workloads, gpu, device, '[]', error, created, updated";
 
 double now_seconds() {
   return std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
-}
-
-TaskStatus parse_task_status(std::string_view s) {
-  for (TaskStatus t : kStatuses) {
-    if (task_status_name(t) == s) return t;
-  }
-  throw Error("task store", fmt::format("unknown task status '{}'", s));
 }
 
 // One prepared statement, finalized when it goes out of scope.
@@ -95,7 +88,9 @@ class Statement {
 Task read_task(const Statement& s) {
   Task t;
   t.id = s.text(0);
-  t.status = parse_task_status(s.text(1));
+  const std::optional<TaskStatus> status = parse_task_status(s.text(1));
+  if (!status) throw Error("task store", fmt::format("unknown task status '{}'", s.text(1)));
+  t.status = *status;
   t.definition = s.text(2);
   t.solution = s.text(3);
   t.workloads = Json::parse(s.text(4)).get<std::vector<std::string>>();
@@ -122,6 +117,13 @@ std::string_view task_status_name(TaskStatus s) {
       return "failed";
   }
   return "unknown";
+}
+
+std::optional<TaskStatus> parse_task_status(std::string_view s) {
+  for (TaskStatus t : kTaskStatuses) {
+    if (task_status_name(t) == s) return t;
+  }
+  return std::nullopt;
 }
 
 bool task_finished(TaskStatus s) { return s == TaskStatus::kCompleted || s == TaskStatus::kFailed; }
@@ -207,6 +209,27 @@ std::vector<Task> TaskStore::unfinished() const {
   Statement s(db_, fmt::format("SELECT {} FROM tasks WHERE status IN ('pending', 'running') "
                                "ORDER BY seq",
                                kColumns));
+  std::vector<Task> out;
+  while (s.step()) out.push_back(read_task(s));
+  return out;
+}
+
+void TaskStore::requeue_running() {
+  std::lock_guard<std::mutex> lock(mu_);
+  Statement s(db_,
+              "UPDATE tasks SET status = 'pending', device = '', updated = ? "
+              "WHERE status = 'running'");
+  s.bind(1, now_seconds());
+  s.step();
+}
+
+std::vector<Task> TaskStore::recent(std::size_t limit, std::optional<TaskStatus> status) const {
+  std::lock_guard<std::mutex> lock(mu_);
+  Statement s(db_, fmt::format("SELECT {} FROM tasks {} ORDER BY seq DESC LIMIT ?", kSummaryColumns,
+                               status ? "WHERE status = ?" : ""));
+  int next = 1;
+  if (status) s.bind(next++, task_status_name(*status));
+  s.bind(next, static_cast<int>(limit));
   std::vector<Task> out;
   while (s.step()) out.push_back(read_task(s));
   return out;

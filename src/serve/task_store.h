@@ -21,6 +21,9 @@ namespace fib::serve {
 // status does.
 enum class TaskStatus : std::uint8_t { kPending, kRunning, kCompleted, kFailed };
 std::string_view task_status_name(TaskStatus s);  // "pending", "running", ...
+std::optional<TaskStatus> parse_task_status(std::string_view s);
+inline constexpr TaskStatus kTaskStatuses[] = {TaskStatus::kPending, TaskStatus::kRunning,
+                                               TaskStatus::kCompleted, TaskStatus::kFailed};
 bool task_finished(TaskStatus s);
 
 struct Task {
@@ -51,7 +54,10 @@ class TaskStore {
               const std::string& error);
   // Pending and running tasks, oldest first: the work a restart resumes.
   std::vector<Task> unfinished() const;
-  // Tasks by state, for /health and the site.
+  // Marks the tasks an earlier server left running as pending again (they wait for a queue).
+  void requeue_running();
+  // The newest tasks first, at most `limit`, of one status when given; their traces left out.
+  std::vector<Task> recent(std::size_t limit, std::optional<TaskStatus> status) const;
   std::size_t count(TaskStatus status) const;
 
  private:

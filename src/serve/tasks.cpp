@@ -50,6 +50,21 @@ std::string task_of(const Trace& t) {
   return it != extra.end() && it->is_string() ? it->get<std::string>() : std::string();
 }
 
+// A task's traces in the order of its workloads (those found in the dataset come first).
+Json in_workload_order(Json traces, const std::vector<std::string>& workloads) {
+  Json ordered = Json::array();
+  for (const std::string& uuid : workloads) {
+    for (Json& t : traces) {
+      if (!t.is_null() && t["workload"]["uuid"] == uuid) {
+        ordered.push_back(std::move(t));
+        t = Json();
+        break;
+      }
+    }
+  }
+  return ordered;
+}
+
 }  // namespace
 
 std::vector<const Trace*> traces_of_task(const TraceSet& set, const Task& task) {
@@ -75,7 +90,10 @@ TaskService::TaskService(ServeContext& context, const ServeOptions& options)
     q->gpu = is_gpu_device(device);
     queues_.push_back(std::move(q));
   }
+  store_.requeue_running();
   for (const Task& t : store_.unfinished()) pending_.push_back(Queued{t.id, t.gpu});
+  max_waiting_ =
+      std::max(1u, (options.http_threads ? options.http_threads : kDefaultHttpThreads) / 2);
 }
 
 TaskService::~TaskService() { stop(); }
@@ -192,6 +210,7 @@ void TaskService::evaluate(Queue& queue, const Task& task) {
       return;
     }
   }
+  traces = in_workload_order(std::move(traces), task.workloads);
   if (traces.size() == task.workloads.size()) {
     finish(task.id, TaskStatus::kCompleted, traces, "");
   } else {
@@ -222,6 +241,8 @@ void TaskService::wait(const std::vector<std::string>& ids, double timeout_secon
                         std::chrono::duration_cast<std::chrono::steady_clock::duration>(
                             std::chrono::duration<double>(timeout_seconds));
   std::unique_lock<std::mutex> lock(mu_);
+  if (waiting_ >= max_waiting_) return;
+  ++waiting_;
   finished_.wait_until(lock, deadline, [&] {
     if (stopping_) return true;
     return std::all_of(ids.begin(), ids.end(), [&](const std::string& id) {
@@ -229,6 +250,7 @@ void TaskService::wait(const std::vector<std::string>& ids, double timeout_secon
       return !t || task_finished(t->status);
     });
   });
+  --waiting_;
 }
 
 Json TaskService::health() const {

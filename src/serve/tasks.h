@@ -42,7 +42,9 @@ class TaskService {
   // Writes the solution into the dataset, stores the task and queues it; returns its id.
   std::string submit(const Submission& submission);
   std::optional<Task> get(const std::string& id) const { return store_.get(id); }
-  // Waits until every task is finished, the timeout passes or the service stops.
+  const TaskStore& store() const { return store_; }
+  // Waits until every task is finished, the timeout passes or the service stops; returns at
+  // once when half of the HTTP threads are waiting already.
   void wait(const std::vector<std::string>& ids, double timeout_seconds);
 
   Json health() const;
@@ -75,6 +77,7 @@ class TaskService {
   std::condition_variable finished_;  // a task finished, or stopping
   std::deque<Queued> pending_;
   bool stopping_ = false;
+  std::size_t waiting_ = 0, max_waiting_ = 1;  // long polls now, and at most
   std::mutex solution_files_mu_;
 };
 

@@ -203,6 +203,17 @@ TEST(ServeOptions, NoAuthOnlyOnLoopbackAndNoOpenBindWithoutAToken) {
   EXPECT_NE(err2.find("lets other users read it"), std::string::npos) << err2;
 }
 
+TEST(ServeOptions, ASecondServerOnAPortInUseIsRefused) {
+  TempDir tmp;
+  make_rmsnorm_dataset(tmp.path() / "dataset");
+  ServeProcess first(tmp.path() / "dataset", tmp.path() / "home");
+  auto [code, err] = serve_refused(
+      {"--local", (tmp.path() / "dataset").string(), "--port", std::to_string(first.port())},
+      tmp.path() / "home");
+  EXPECT_EQ(code, 2);
+  EXPECT_NE(err.find("cannot listen there"), std::string::npos) << err;
+}
+
 TEST(ServeOptions, NoAuthOnLoopbackWarnsAndAnswersWithoutToken) {
   TempDir tmp;
   make_rmsnorm_dataset(tmp.path() / "dataset");

@@ -2,6 +2,7 @@
 // of `fib run` and appends one signed trace per workload; bad requests get 400/404/422 bodies
 // that say what is wrong; the task store survives a restart and resumes queued tasks.
 #include <gtest/gtest.h>
+#include <sqlite3.h>
 
 #include <fstream>
 #include <regex>
@@ -163,6 +164,45 @@ TEST_F(ServeTasks, RestartKeepsResultsAndResumesQueuedTasks) {
     EXPECT_EQ(a["traces"].size(), 1u);
   }
   EXPECT_EQ(trace_lines().size(), 5u);
+
+  const Json listed = body_json(c->Get("/tasks?limit=3"));
+  EXPECT_EQ(listed["counts"], Json::parse(R"({"pending": 0, "running": 0, "completed": 5,
+                                                "failed": 0})"));
+  ASSERT_EQ(listed["tasks"].size(), 3u);
+  EXPECT_EQ(listed["tasks"][0]["task_id"], queued.back()) << "newest first";
+  EXPECT_FALSE(listed["tasks"][0].contains("traces"));
+  EXPECT_EQ(body_json(c->Get("/tasks?status=failed"))["tasks"].size(), 0u);
+  auto bad = c->Get("/tasks?status=done");
+  ASSERT_TRUE(bad);
+  EXPECT_EQ(bad->status, 422);
+}
+
+// A server killed after a trace was appended but before its task was finished in the store: the
+// restart finds the trace (by the task id it carries) and finishes the task with it, evaluating
+// nothing again. The store's row is set back to "running" to be that state exactly.
+TEST_F(ServeTasks, ARestartTakesTracesAlreadyInTheDatasetInsteadOfEvaluatingAgain) {
+  auto server = start();
+  auto c = server->client();
+  const std::string id = submit(*c, Json{{"solution", rmsnorm_solution_json("rms")}});
+  const Json done = body_json(c->Get(("/tasks/" + id + "?timeout=120").c_str()));
+  ASSERT_EQ(done["status"], "completed") << server->log();
+  ASSERT_EQ(c->Post("/shutdown", "", "application/json")->status, 200);
+  ASSERT_EQ(server->wait(), 0);
+
+  sqlite3* db = nullptr;
+  ASSERT_EQ(sqlite3_open((dataset() / ".fib-serve" / "tasks.sqlite3").c_str(), &db), SQLITE_OK);
+  const std::string sql =
+      "UPDATE tasks SET status = 'running', traces = '[]' WHERE id = '" + id + "'";
+  EXPECT_EQ(sqlite3_exec(db, sql.c_str(), nullptr, nullptr, nullptr), SQLITE_OK);
+  EXPECT_EQ(sqlite3_changes(db), 1);
+  sqlite3_close(db);
+
+  server = start();
+  c = server->client();
+  const Json again = body_json(c->Get(("/tasks/" + id + "?timeout=120").c_str()));
+  EXPECT_EQ(again["status"], "completed") << server->log();
+  EXPECT_EQ(again["traces"], done["traces"]);
+  EXPECT_EQ(trace_lines().size(), 1u);
 }
 
 }  // namespace

@@ -23,6 +23,11 @@ struct Response;
 
 namespace fib::serve {
 
+// Keep-alive connections hold an HTTP thread each, and a long poll holds one while it waits: the
+// pool is sized for 100 concurrent clients, well beyond the cores. At most half of it waits in
+// long polls at once (a poll beyond that answers at once), so reads are always served.
+inline constexpr unsigned kDefaultHttpThreads = 128;
+
 struct ServeOptions {
   std::filesystem::path dataset;
   std::string host = "127.0.0.1";
@@ -34,7 +39,7 @@ struct ServeOptions {
   bool no_auth = false;              // loopback only
   std::string baseline_author;       // the leaderboard's baseline
   std::filesystem::path web_dir;     // empty: found like fib's other folders (find_web_dir)
-  unsigned http_threads = 0;         // HTTP worker threads; 0: 4 per core, at least 16
+  unsigned http_threads = 0;         // HTTP worker threads; 0: kDefaultHttpThreads
   std::size_t max_body_bytes = std::size_t{16} << 20;
   // The evaluation settings every task runs with (warmup, iterations, signing key, sandbox,
   // worker executable...): `fib run`'s options; dataset, device and the allow-lists are set per
