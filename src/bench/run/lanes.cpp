@@ -215,8 +215,7 @@ ReferenceRun LaneLoop::reference_run(Lane& lane, const WorkItem& item, PreparedW
   if (cache != nullptr) {
     p.reference_identity = reference_identity(
         def, w, item.reference, lane.device,
-        run_.python ? run_.python->executable + " torch " + run_.python->torch : "",
-        p.eval.extra);
+        run_.python ? run_.python->executable + " torch " + run_.python->torch : "", p.eval.extra);
     key = reference_run_key(p, lane.hardware, run_.options.gpu_timer);
     ReferenceRun cached;
     if (restore_reference_run(*cache, key, p, &cached)) {
