@@ -151,12 +151,16 @@ __attribute__((target_clones("avx2", "default"))) void fill_range(const BulkFill
 
 }  // namespace
 
-Tensor make_bulk_fill(const BulkFill& fill) {
+void check_bulk_fill(const BulkFill& fill) {
   const bool integers = fill.spec.dist == cr::Dist::kInteger;
   if (integers == dtype_is_float(fill.dtype)) {
     throw Error("bulk fill", fmt::format("cannot fill {} from a {} distribution",
                                          dtype_name(fill.dtype), integers ? "integer" : "float"));
   }
+}
+
+Tensor make_bulk_fill(const BulkFill& fill) {
+  check_bulk_fill(fill);
   Tensor t(fill.dtype, fill.shape);
   const std::int64_t n = t.numel();
   // Whole blocks per thread; small fills stay on the calling thread.

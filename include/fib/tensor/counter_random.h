@@ -12,11 +12,7 @@
 
 #include <cstdint>
 
-#if defined(__CUDACC__)
-#define FIB_HD __host__ __device__
-#else
-#define FIB_HD
-#endif
+#include "fib/tensor/host_device.h"
 
 namespace fib::counter_random {
 

@@ -37,6 +37,9 @@ struct BulkFill {
 // Makes a bulk fill on the host, threads splitting the index range (the same bytes whatever
 // their number).
 Tensor make_bulk_fill(const BulkFill& fill);
+// Throws fib::Error where the distribution does not suit the dtype (integers into a float
+// tensor, or the reverse).
+void check_bulk_fill(const BulkFill& fill);
 
 enum class InputOrigin : std::uint8_t {
   kScalar,       // a scalar value from the workload
