@@ -143,8 +143,9 @@ std::int64_t input_bytes(const Definition& d, const Workload& w) {
 }
 
 // Every corpus definition (all op families: dsa, gdn, mamba, sampling and rope included) on a
-// small synthesized workload; the few whose weights alone pass 4 GB (the e384 MoE's 16.9 GB)
-// are left to the corpus test's fp8 MoE, which runs the same code.
+// small synthesized workload; the MoE definitions whose weights alone pass 4 GB (8 in the
+// corpus, up to 60 GB) are left out: the fp8 MoE of the corpus test and the e384 one below run
+// the same code.
 TEST(DeviceInputFills, EveryCorpusDefinitionsSynthesizedWorkloadIsTheSame) {
   FIB_REQUIRE_GPU();
   FIB_REQUIRE_CORPUS(corpus);
@@ -169,7 +170,7 @@ TEST(DeviceInputFills, EveryCorpusDefinitionsSynthesizedWorkloadIsTheSame) {
     ++checked;
   }
   EXPECT_EQ(checked + skipped, 136u);
-  EXPECT_LT(skipped, 5u);
+  EXPECT_LE(skipped, 8u);
 }
 
 // The largest corpus definition (the e384 fp8 MoE: 16.9 GB of weights, 11.3e9 elements in
