@@ -69,6 +69,7 @@ int run_inputs(const InputsArgs& a) {
   meta["fib.definition"] = def.name;
   meta["fib.workload"] = w.uuid;
   meta["fib.seed"] = std::to_string(a.seed);
+  meta["fib.input_synthesis"] = std::to_string(kInputSynthesisVersion);
   for (const auto& [name, value] : in.scalars) {
     Json v;
     std::visit([&v](auto x) { v = x; }, value);
@@ -79,8 +80,10 @@ int run_inputs(const InputsArgs& a) {
   write_safetensors(a.output, tensors, meta);
   for (const auto& n : in.notes) std::cerr << "fib inputs: note: " << n << "\n";
   for (const auto& p : problems) std::cerr << "fib inputs: error: constraint " << p << "\n";
-  std::cout << fmt::format("wrote {} tensors and {} scalars of {} workload {} (seed {}) to {}\n",
-                           tensors.size(), in.scalars.size(), def.name, w.uuid, a.seed, a.output);
+  std::cout << fmt::format(
+      "wrote {} tensors and {} scalars of {} workload {} (seed {}, input synthesis {}) to {}\n",
+      tensors.size(), in.scalars.size(), def.name, w.uuid, a.seed, kInputSynthesisVersion,
+      a.output);
   return problems.empty() ? kExitOk : kExitFindings;
 }
 }  // namespace

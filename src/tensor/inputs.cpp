@@ -50,15 +50,18 @@ recipes::Recipe find_recipe(std::string_view op_type) {
 
 // Values of a dtype with no structure to respect: floats N(0, 1) (float8 clamped to [-2, 2]
 // as upstream does), integers in [0, 64), bools 0/1.
-void fill_random(Tensor& t, std::uint64_t seed) {
-  const DType d = t.dtype();
-  recipes::fill_tensor(t, seed, [d](Rng& rng) {
-    if (dtype_is_float(d)) {
-      const double v = rng.normal();
-      return (d == DType::kFloat8E4M3FN || d == DType::kFloat8E5M2) ? std::clamp(v, -2.0, 2.0) : v;
+counter_random::FillSpec random_spec(DType d) {
+  counter_random::FillSpec f;
+  if (dtype_is_float(d)) {
+    if (d == DType::kFloat8E4M3FN || d == DType::kFloat8E5M2) {
+      f.lo = -2.0f;
+      f.hi = 2.0f;
     }
-    return static_cast<double>(d == DType::kBool ? rng.randint(0, 2) : rng.randint(0, 64));
-  });
+    return f;
+  }
+  f.dist = counter_random::Dist::kInteger;
+  f.span = d == DType::kBool ? 2 : 64;
+  return f;
 }
 
 Tensor load_blob(const Definition& def, const TensorSpec& spec, const WorkloadInput& in,
@@ -147,11 +150,13 @@ MaterializedInputs materialize_inputs(const Definition& def, const Workload& w,
   // Structure first, from the op family's recipe; it sees what the blobs provided.
   if (auto recipe = find_recipe(def.op_type)) {
     recipes::RecipeContext ctx(def, *bound, options.seed, out, options.integers_only,
-                               options.scalars_only);
+                               options.scalars_only, options.defer_bulk_fills);
     recipe(ctx);
   }
   for (const auto& spec : def.inputs) {
-    if (out.tensors.count(spec.name) || out.scalars.count(spec.name)) continue;
+    if (out.tensors.count(spec.name) || out.scalars.count(spec.name) ||
+        out.deferred.count(spec.name))
+      continue;
     if (std::find(absent.begin(), absent.end(), spec.name) != absent.end()) continue;
     if (spec.is_scalar()) {
       // A scalar nobody gave: its conventional value, never noise (a random sm_scale of -0.3
@@ -175,10 +180,10 @@ MaterializedInputs materialize_inputs(const Definition& def, const Workload& w,
       continue;
     }
     if (options.scalars_only || (options.integers_only && dtype_is_float(spec.dtype))) continue;
-    Tensor t(spec.dtype, *def.concrete_shape(spec, *bound));
-    fill_random(t, Rng::derive(options.seed, spec.name));
-    out.tensors.emplace(spec.name, std::move(t));
-    out.origins[spec.name] = InputOrigin::kRandom;
+    recipes::place_bulk_fill(out, spec.name,
+                             BulkFill{random_spec(spec.dtype), Rng::derive(options.seed, spec.name),
+                                      spec.dtype, *def.concrete_shape(spec, *bound)},
+                             options.defer_bulk_fills, InputOrigin::kRandom);
   }
   return out;
 }
@@ -220,7 +225,8 @@ bool RecipeContext::wants(std::string_view name) const {
   if (spec == nullptr) return false;
   if (scalars_only_ && !spec->is_scalar()) return false;
   if (integers_only_ && !spec->is_scalar() && dtype_is_float(spec->dtype)) return false;
-  return out_.tensors.count(name) == 0 && out_.scalars.count(name) == 0;
+  return out_.tensors.count(name) == 0 && out_.scalars.count(name) == 0 &&
+         out_.deferred.count(name) == 0;
 }
 
 std::int64_t RecipeContext::axis(std::string_view name) const {
@@ -281,36 +287,27 @@ void RecipeContext::put_doubles(std::string_view name, const std::vector<double>
 
 void RecipeContext::fill(std::string_view name, const std::function<double(Rng&)>& gen) {
   const TensorSpec* spec = def_.input(name);
-  Tensor t(spec->dtype, shape_of(name));
-  fill_tensor(t, Rng::derive(seed_, name), gen);
-  put_tensor(name, std::move(t));
+  Tensor f(DType::kFloat32, shape_of(name));
+  Rng rng(Rng::derive(seed_, name));
+  float* p = f.data<float>();
+  for (std::int64_t i = 0; i < f.numel(); ++i) p[i] = static_cast<float>(gen(rng));
+  put_tensor(name, spec->dtype == DType::kFloat32 ? std::move(f) : cast(f, spec->dtype));
 }
 
-void fill_tensor(Tensor& t, std::uint64_t seed, const std::function<double(Rng&)>& gen) {
-  constexpr std::int64_t kChunk = std::int64_t{1} << 20;  // even, so float4 pairs never straddle
-  const std::int64_t n = t.numel();
-  const std::int64_t chunks = (n + kChunk - 1) / kChunk;
-  const int bits = dtype_bits(t.dtype());
-  auto* dst = reinterpret_cast<unsigned char*>(t.raw());
-  auto work = [&](std::int64_t first, std::int64_t step) {
-    Tensor buf(DType::kFloat32, {std::min(n, kChunk)});
-    for (std::int64_t c = first; c < chunks; c += step) {
-      Rng rng(Rng::derive(seed, std::to_string(c)));
-      const std::int64_t begin = c * kChunk, len = std::min(n, begin + kChunk) - begin;
-      float* f = buf.data<float>();
-      for (std::int64_t i = 0; i < len; ++i) f[i] = static_cast<float>(gen(rng));
-      // Convert the chunk in bulk (the conversions vectorize), then copy its bytes in place.
-      const Tensor conv = t.dtype() == DType::kFloat32 ? buf : cast(buf, t.dtype());
-      const std::size_t bytes = static_cast<std::size_t>(len * bits / 8 + (len * bits % 8 ? 1 : 0));
-      std::memcpy(dst + begin * bits / 8, conv.raw(), bytes);
-    }
-  };
-  const unsigned threads =
-      chunks > 1 ? std::min<unsigned>(std::max(1u, std::thread::hardware_concurrency()), 8) : 1;
-  std::vector<std::thread> pool;
-  for (unsigned k = 1; k < threads; ++k) pool.emplace_back(work, k, threads);
-  work(0, threads);
-  for (auto& th : pool) th.join();
+void RecipeContext::bulk(std::string_view name, const counter_random::FillSpec& fill) {
+  const TensorSpec* spec = def_.input(name);
+  place_bulk_fill(out_, name, BulkFill{fill, Rng::derive(seed_, name), spec->dtype, shape_of(name)},
+                  defer_bulk_fills_, InputOrigin::kSynthesized);
+}
+
+void place_bulk_fill(MaterializedInputs& out, std::string_view name, BulkFill fill, bool defer,
+                     InputOrigin origin) {
+  if (defer) {
+    out.deferred.insert_or_assign(std::string(name), std::move(fill));
+  } else {
+    out.tensors.insert_or_assign(std::string(name), make_bulk_fill(fill));
+  }
+  out.origins[std::string(name)] = origin;
 }
 
 void RecipeContext::put_scalar(std::string_view name, Scalar value, std::string why) {

@@ -120,6 +120,7 @@ TEST(RunRedTeam, EveryBrokenSolutionGetsItsStatusAndTheRunGoesOn) {
     EXPECT_NEAR(perf.speedup_factor, perf.reference_latency_ms / perf.latency_ms, 1e-9);
     EXPECT_EQ(perf.extra["solution"]["samples_ms"].size(), 2u);
     EXPECT_EQ(t.evaluation->environment.extra["seed"], 7u);
+    EXPECT_EQ(t.evaluation->environment.extra["input_synthesis"], 2);
     EXPECT_EQ(t.evaluation->environment.extra["reference"], "native:rmsnorm");
   }
 

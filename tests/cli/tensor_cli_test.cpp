@@ -2,6 +2,7 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
@@ -73,8 +74,12 @@ TEST(InputsAndReferenceCli, MaterializeThenRunTheReference) {
                     "--workload", uuid, "--output", in.string(), "--seed", "4"});
   ASSERT_EQ(r.exit_code, 0) << r.err;
   EXPECT_EQ(r.out, "wrote 2 tensors and 0 scalars of gemm_n2048_k2048 workload " + uuid +
-                       " (seed 4) to " + in.string() + "\n");
+                       " (seed 4, input synthesis 2) to " + in.string() + "\n");
   const auto inputs = SafetensorsFile::open(in);
+  const auto& meta = inputs.header().metadata;
+  EXPECT_NE(std::find(meta.begin(), meta.end(),
+                      std::pair<std::string, std::string>{"fib.input_synthesis", "2"}),
+            meta.end());
   EXPECT_EQ(inputs.read("A").shape(), (Shape{8, 2048}));
   EXPECT_EQ(inputs.read("B").shape(), (Shape{2048, 2048}));
   r = run_fib({"reference", "--dataset", ex.root.string(), "--definition", "gemm_n2048_k2048",

@@ -9,6 +9,8 @@
 #include <set>
 
 #include "fib/tensor/inputs.h"
+#include "fib/tensor/numeric.h"
+#include "fib/tensor/random.h"
 #include "fib/tensor/safetensors.h"
 #include "fib/tensor/workload_synth.h"
 #include "fib/trace/json_file.h"
@@ -302,6 +304,31 @@ TEST(Inputs, SameSeedSameBytesOtherSeedOtherValues) {
   ASSERT_EQ(x.notes.size(), 1u);
   EXPECT_EQ(x.notes[0],
             "sm_scale: scalar not given; set to 0.5 (the 1/sqrt(d) its description states)");
+}
+
+TEST(Inputs, DeferredBulkFillsMakeTheSameBytes) {
+  const Definition d = paged_prefill();
+  const Workload w = paged_workload(3, 20, 12, 40);
+  MaterializeOptions now, later;
+  now.seed = later.seed = 5;
+  later.defer_bulk_fills = true;
+  const auto made = materialize_inputs(d, w, now), deferred = materialize_inputs(d, w, later);
+  EXPECT_TRUE(made.deferred.empty());
+  ASSERT_EQ(deferred.deferred.size(), 2u);
+  for (const char* name : {"q", "k_cache"}) {
+    EXPECT_EQ(deferred.tensors.count(name), 0u) << name;
+    EXPECT_EQ(deferred.origins.at(name), InputOrigin::kRandom) << name;
+    const BulkFill& f = deferred.deferred.at(name);
+    EXPECT_EQ(f.key, Rng::derive(5, name));
+    EXPECT_TRUE(make_bulk_fill(f).same_bytes(made.tensors.at(name))) << name;
+  }
+  // The structure is made on the host either way.
+  for (const char* name : {"qo_indptr", "kv_indptr", "kv_indices", "kv_last_page_len"})
+    EXPECT_TRUE(deferred.tensors.at(name).same_bytes(made.tensors.at(name))) << name;
+  // Element 5 of q: N(0, 1) from group 1 of the stream Rng::derive(5, "q"), as bfloat16.
+  float v[4];
+  counter_random::float_group(counter_random::FillSpec{}, Rng::derive(5, "q"), 1, v);
+  EXPECT_EQ(made.tensors.at("q").data<std::uint16_t>()[5], numeric::float_to_bf16(v[1]));
 }
 
 TEST(Inputs, MoreQueriesThanKeysIsNotedNotHidden) {

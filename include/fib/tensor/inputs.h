@@ -11,12 +11,35 @@
 #include <string>
 #include <vector>
 
+#include "fib/tensor/counter_random.h"
 #include "fib/tensor/tensor.h"
 #include "fib/trace/constraint.h"
 #include "fib/trace/definition.h"
 #include "fib/trace/workload.h"
 
 namespace fib {
+
+// The version of the input synthesis: which values a seed gives. Traces record it
+// (environment.extra.input_synthesis) and `fib inputs` writes it, since the same seed gives
+// other tensors under another version. 1: sequential xoshiro256** streams per chunk of 2^20
+// elements; 2: counter-based Philox4x32-10 values per element (counter_random.h), the same on
+// the CPU and a CUDA device.
+inline constexpr int kInputSynthesisVersion = 2;
+
+// A bulk fill: every element drawn independently from `spec` by the counter-based stream `key`
+// (Rng::derive(seed, the input's name)), so it can be made on any device, in any split.
+struct BulkFill {
+  counter_random::FillSpec spec;
+  std::uint64_t key = 0;
+  DType dtype = DType::kFloat32;
+  Shape shape;
+};
+// Makes a bulk fill on the host, threads splitting the index range (the same bytes whatever
+// their number).
+Tensor make_bulk_fill(const BulkFill& fill);
+// Throws fib::Error where the distribution does not suit the dtype (integers into a float
+// tensor, or the reverse).
+void check_bulk_fill(const BulkFill& fill);
 
 enum class InputOrigin : std::uint8_t {
   kScalar,       // a scalar value from the workload
@@ -34,6 +57,9 @@ struct MaterializedInputs {
   // synthesized tensor, or a random scalar given its conventional value.
   std::vector<std::string> notes;
   std::uint64_t seed = 0;
+  // With MaterializeOptions::defer_bulk_fills: the bulk fills not made, for a device to make
+  // (their inputs are absent from `tensors`; `origins` has them).
+  std::map<std::string, BulkFill, std::less<>> deferred;
 };
 
 struct MaterializeOptions {
@@ -45,6 +71,9 @@ struct MaterializeOptions {
   bool integers_only = false;
   // Only scalars (their given or conventional values): how workload synthesis fills them in.
   bool scalars_only = false;
+  // Records the bulk fills (weights, activations, caches) in MaterializedInputs::deferred
+  // instead of making them: the structure is made on the host, the bulk where it is needed.
+  bool defer_bulk_fills = false;
 };
 
 // Materializes every input of `w` (throws fib::Error when a blob disagrees with the

@@ -1,6 +1,7 @@
 #include "bench/run/outcome.h"
 
 #include "bench/run/environment.h"
+#include "fib/tensor/inputs.h"
 #include "fib/version.h"
 
 namespace fib::bench::detail {
@@ -26,6 +27,7 @@ Trace make_trace(const TraceContext& context, const Lane& lane, const Definition
   extra["device"] = lane.device;
   if (!lane.device_json.is_null()) extra["gpu"] = lane.device_json;
   extra["seed"] = context.seed;
+  extra["input_synthesis"] = kInputSynthesisVersion;  // which inputs the seed gave
   extra["worker"] = context.isolated ? "isolated" : "persistent";
   extra["isolation"] = context.isolation;
   for (auto it = outcome.environment.begin(); it != outcome.environment.end(); ++it) {

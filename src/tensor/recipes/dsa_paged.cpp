@@ -57,17 +57,24 @@ void dsa_indexer(RecipeContext& ctx) {
     Tensor t(DType::kInt8, shape);
     const std::int64_t head_dim = shape[3] - 4;
     auto* bytes = reinterpret_cast<unsigned char*>(t.raw());
-    Rng rng = ctx.rng("k_index_cache_fp8");
+    // The keys (N(0, 1) clamped to +-2, as fp8 activations) and the scales are two bulk fills,
+    // interleaved page by page.
+    const std::uint64_t key = Rng::derive(ctx.seed(), "k_index_cache_fp8");
+    const Tensor keys = make_bulk_fill(BulkFill{normal_spec(0.0, 1.0, -2.0, 2.0),
+                                                key,
+                                                DType::kFloat8E4M3FN,
+                                                {shape[0] * page_size * head_dim}});
+    const Tensor scales = make_bulk_fill(BulkFill{uniform_spec(0.5 / 16.0, 1.5 / 16.0),
+                                                  Rng::derive(key, "scales"),
+                                                  DType::kFloat32,
+                                                  {shape[0] * page_size}});
+    const std::size_t key_bytes = static_cast<std::size_t>(page_size * head_dim);
+    const std::size_t scale_bytes = static_cast<std::size_t>(page_size) * 4;
     for (std::int64_t p = 0; p < shape[0]; ++p) {
       unsigned char* page = bytes + p * page_size * shape[3];
-      for (std::int64_t i = 0; i < page_size * head_dim; ++i) {
-        page[i] =
-            numeric::float_to_fp8_e4m3fn(static_cast<float>(std::clamp(rng.normal(), -2.0, 2.0)));
-      }
-      for (std::int64_t s = 0; s < page_size; ++s) {
-        const float scale = static_cast<float>(rng.uniform(0.5, 1.5) / 16.0);
-        std::memcpy(page + page_size * head_dim + s * 4, &scale, 4);
-      }
+      std::memcpy(page, static_cast<const unsigned char*>(keys.raw()) + p * key_bytes, key_bytes);
+      std::memcpy(page + key_bytes,
+                  static_cast<const unsigned char*>(scales.raw()) + p * scale_bytes, scale_bytes);
     }
     ctx.put_tensor("k_index_cache_fp8", std::move(t));
   }

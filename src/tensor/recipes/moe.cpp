@@ -16,14 +16,7 @@ namespace {
 
 // N(0, stddev^2) clamped to +-limit.
 void normal_fill(RecipeContext& ctx, std::string_view name, double stddev, double limit) {
-  if (!ctx.wants(name)) return;
-  ctx.fill(name,
-           [stddev, limit](Rng& rng) { return std::clamp(stddev * rng.normal(), -limit, limit); });
-}
-
-void uniform_fill(RecipeContext& ctx, std::string_view name, double lo, double hi) {
-  if (!ctx.wants(name)) return;
-  ctx.fill(name, [lo, hi](Rng& rng) { return rng.uniform(lo, hi); });
+  if (ctx.wants(name)) ctx.bulk(name, normal_spec(0.0, stddev, -limit, limit));
 }
 
 }  // namespace
@@ -76,12 +69,12 @@ void moe(RecipeContext& ctx) {
   }
   normal_fill(ctx, "gemm1_bias", 1.0, 3.0);
   normal_fill(ctx, "gemm2_bias", 1.0, 3.0);
-  uniform_fill(ctx, "hidden_states_scale", 0.5, 1.5);
-  uniform_fill(ctx, "gemm1_weights_scale", 0.5 / std::sqrt(hidden), 1.5 / std::sqrt(hidden));
-  uniform_fill(ctx, "gemm2_weights_scale", 0.5 / std::sqrt(inter), 1.5 / std::sqrt(inter));
-  uniform_fill(ctx, "output1_scales_scalar", 0.5 / std::sqrt(hidden), 1.5 / std::sqrt(hidden));
-  uniform_fill(ctx, "output1_scales_gate_scalar", 0.5 / std::sqrt(hidden), 1.5 / std::sqrt(hidden));
-  uniform_fill(ctx, "output2_scales_scalar", 0.5 / std::sqrt(inter), 1.5 / std::sqrt(inter));
+  fill_uniform(ctx, "hidden_states_scale", 0.5, 1.5);
+  fill_uniform(ctx, "gemm1_weights_scale", 0.5 / std::sqrt(hidden), 1.5 / std::sqrt(hidden));
+  fill_uniform(ctx, "gemm2_weights_scale", 0.5 / std::sqrt(inter), 1.5 / std::sqrt(inter));
+  fill_uniform(ctx, "output1_scales_scalar", 0.5 / std::sqrt(hidden), 1.5 / std::sqrt(hidden));
+  fill_uniform(ctx, "output1_scales_gate_scalar", 0.5 / std::sqrt(hidden), 1.5 / std::sqrt(hidden));
+  fill_uniform(ctx, "output2_scales_scalar", 0.5 / std::sqrt(inter), 1.5 / std::sqrt(inter));
   if (ctx.wants("topk_ids")) {
     const Shape shape = ctx.shape_of("topk_ids");
     const std::int64_t tokens = shape[0], k = shape[1];

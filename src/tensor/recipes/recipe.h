@@ -1,6 +1,7 @@
 // Internal: the context an op family's input recipe works in, and helpers recipes share.
 #pragma once
 
+#include <cmath>
 #include <functional>
 #include <optional>
 #include <string>
@@ -15,13 +16,15 @@ namespace fib::recipes {
 class RecipeContext {
  public:
   RecipeContext(const Definition& def, const AxisValues& axes, std::uint64_t seed,
-                MaterializedInputs& out, bool integers_only = false, bool scalars_only = false)
+                MaterializedInputs& out, bool integers_only = false, bool scalars_only = false,
+                bool defer_bulk_fills = false)
       : def_(def),
         axes_(axes),
         seed_(seed),
         out_(out),
         integers_only_(integers_only),
-        scalars_only_(scalars_only) {}
+        scalars_only_(scalars_only),
+        defer_bulk_fills_(defer_bulk_fills) {}
 
   const Definition& definition() const { return def_; }
   // Whether the definition has this input and it still needs a value.
@@ -32,6 +35,7 @@ class RecipeContext {
     return axis_value(axes_, name);
   }
   Rng rng(std::string_view label) const { return Rng(Rng::derive(seed_, label)); }
+  std::uint64_t seed() const { return seed_; }
   // The definition's shape for an input under the workload's axes.
   Shape shape_of(std::string_view name) const;
   // Integer contents of a present tensor (given by a blob or made earlier).
@@ -41,9 +45,10 @@ class RecipeContext {
   void put_ints(std::string_view name, const std::vector<std::int64_t>& values);
   void put_doubles(std::string_view name, const std::vector<double>& values);
   void put_tensor(std::string_view name, Tensor t);
-  // Fills a new tensor for `name` element by element from gen(rng), without an intermediate
-  // copy (MoE weights reach billions of elements).
+  // Fills a small tensor for `name` element by element from gen(rng), one sequential stream.
   void fill(std::string_view name, const std::function<double(Rng&)>& gen);
+  // A bulk fill of `name` (counter-based, any size): made now, or deferred for a device.
+  void bulk(std::string_view name, const counter_random::FillSpec& fill);
   void put_scalar(std::string_view name, Scalar value, std::string why);
   void note(std::string text) { out_.notes.push_back(std::move(text)); }
 
@@ -54,13 +59,18 @@ class RecipeContext {
   MaterializedInputs& out_;
   bool integers_only_;
   bool scalars_only_;
+  bool defer_bulk_fills_;
 };
 
 using Recipe = void (*)(RecipeContext&);
 
-// Fills t with gen(rng) in fixed chunks of 2^20 elements, each with its own stream derived from
-// `seed`, so the values do not depend on how many threads fill them.
-void fill_tensor(Tensor& t, std::uint64_t seed, const std::function<double(Rng&)>& gen);
+// Stores `fill` as input `name`: the tensor made now, or the fill recorded in out.deferred.
+void place_bulk_fill(MaterializedInputs& out, std::string_view name, BulkFill fill, bool defer,
+                     InputOrigin origin);
+// Bulk fill specs: N(mean, stddev^2) clamped to [lo, hi] (unclamped by default), U[lo, hi).
+counter_random::FillSpec normal_spec(double mean, double stddev, double lo = -HUGE_VAL,
+                                     double hi = HUGE_VAL);
+counter_random::FillSpec uniform_spec(double lo, double hi);
 
 // Splits `total` into `parts` non-negative integers. Each part gets at least `min_each` when
 // total allows, and part i at most caps[i] when caps are given and the total fits under them.

@@ -10,13 +10,18 @@ void sampling(RecipeContext& ctx) {
     const Shape shape = ctx.shape_of("probs");
     const std::int64_t rows = shape[0], vocab = shape[1];
     Rng rng = ctx.rng("probs");
+    // Standard normal logits by the counter-based generator (vocabularies are large).
+    const Tensor z = make_bulk_fill(BulkFill{
+        normal_spec(0.0, 1.0), Rng::derive(ctx.seed(), "probs"), DType::kFloat32, {rows * vocab}});
     std::vector<double> p(static_cast<std::size_t>(rows * vocab));
     for (std::int64_t r = 0; r < rows; ++r) {
       // Logits with a temperature drawn per row: from peaked to flat distributions.
       const double temp = rng.uniform(0.5, 3.0);
       double mx = -1e300, sum = 0;
       double* row = p.data() + r * vocab;
-      for (std::int64_t i = 0; i < vocab; ++i) mx = std::max(mx, row[i] = rng.normal() * temp);
+      const float* zr = z.data<float>() + r * vocab;
+      for (std::int64_t i = 0; i < vocab; ++i)
+        mx = std::max(mx, row[i] = static_cast<double>(zr[i]) * temp);
       for (std::int64_t i = 0; i < vocab; ++i) sum += (row[i] = std::exp(row[i] - mx));
       for (std::int64_t i = 0; i < vocab; ++i) row[i] /= sum;
     }
