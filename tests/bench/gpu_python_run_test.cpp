@@ -239,7 +239,11 @@ TEST_F(GpuPython, ThePyTorchReferenceRunsOnTheLanesGpuAndAnyTimedCallMayBeChecke
   o.definitions = {"silu_and_mul_h16384"};
   o.solutions = {"every_call", "first_and_last_only"};
   const RunResult r = run_benchmark(o);
+  std::string messages;
+  for (const std::string& m : r.messages) messages += m + "\n";
+  ASSERT_EQ(r.reference_failures, 0u) << messages;
   const auto s = statuses(r);
+  ASSERT_TRUE(s.contains("every_call") && s.contains("first_and_last_only")) << messages;
   ASSERT_EQ(s.at("every_call"), twice("PASSED")) << log_of(r, "every_call");
   for (const std::string& status : s.at("first_and_last_only")) {
     EXPECT_NE(status, "PASSED") << log_of(r, "first_and_last_only");
