@@ -85,8 +85,20 @@ void clear_box(const fs::path& box) {
   for (const auto& e : fs::directory_iterator(box / "out", ec)) fs::remove_all(e.path(), ec);
 }
 
+// The python's sys.path as the probe saw it, for PYTHONPATH: in the sandbox HOME is the private
+// /tmp, so a user site (~/.local, where torch may be installed) would otherwise drop out.
+std::string python_path_variable(const PythonRuntime& python) {
+  std::string joined;
+  for (const std::string& entry : python.path) {
+    if (entry.empty()) continue;
+    if (!joined.empty()) joined += ':';
+    joined += entry;
+  }
+  return "PYTHONPATH=" + joined;
+}
+
 // The bridge's command line: in the sandbox (where it has one), with HOME and TMPDIR in its
-// private /tmp.
+// private /tmp and the python's own module path.
 std::vector<std::string> bridge_command(const PythonReferenceSettings& settings,
                                         const fs::path& batch_file) {
   std::vector<std::string> bridge = {settings.python.executable,
@@ -96,7 +108,8 @@ std::vector<std::string> bridge_command(const PythonReferenceSettings& settings,
                                      "--device",
                                      settings.device};
   if (!settings.sandbox.enabled()) return bridge;
-  bridge.insert(bridge.begin(), {"/usr/bin/env", "HOME=/tmp", "TMPDIR=/tmp"});
+  bridge.insert(bridge.begin(), {"/usr/bin/env", "HOME=/tmp", "TMPDIR=/tmp",
+                                 python_path_variable(settings.python)});
   return sandbox_command(settings.sandbox, bridge);
 }
 
