@@ -18,7 +18,7 @@ nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.mem,temperature.gpu,
 build=${FIB_DEVICE_BUILD:-build-device}
 t0=$(date +%s)
 cmake -S . -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release $FIB_CMAKE_ARGS \
-  -DFIB_BUILD_BENCHMARKS=OFF >"$OUT/build.log" 2>&1 || {
+  -DFIB_BUILD_BENCHMARKS=OFF -DFIB_BUILD_TESTS=ON >"$OUT/build.log" 2>&1 || {
   tail -40 "$OUT/build.log"; exit 1; }
 targets=(fib cuda_tests reference_cuda_tests bench_tests "${extra_targets[@]}")
 ninja -C "$build" -j "$(nproc)" "${targets[@]}" >>"$OUT/build.log" 2>&1 || {
