@@ -33,4 +33,17 @@ const Workload& find_workload(const TraceSet& set, const Definition& def, const 
       uuids.empty() ? std::string("the definition has no workloads") : suggest(uuid, uuids));
 }
 
+void add_sandbox_option(CLI::App* cmd, bench::SandboxMode& mode, const std::string& help) {
+  // Checked as names and mapped afterwards: CLI11 would print the enum's values, which are
+  // bytes, as characters in the help and in its error for a bad value.
+  static const std::map<std::string, bench::SandboxMode> kModes = {
+      {"auto", bench::SandboxMode::kAuto},
+      {"required", bench::SandboxMode::kRequired},
+      {"off", bench::SandboxMode::kOff}};
+  cmd->add_option_function<std::string>(
+         "--sandbox", [&mode](const std::string& name) { mode = kModes.at(name); }, help)
+      ->check(CLI::IsMember(kModes))
+      ->option_text("auto|required|off");
+}
+
 }  // namespace fib::cli

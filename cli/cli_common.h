@@ -2,8 +2,11 @@
 // by name with a "did you mean" when it is not there.
 #pragma once
 
+#include <CLI/CLI.hpp>
+
 #include <string>
 
+#include "fib/bench/run.h"
 #include "fib/dataset/trace_set.h"
 
 namespace fib::cli {
@@ -12,5 +15,7 @@ namespace fib::cli {
 std::string dataset_path(const std::string& flag);
 const Definition& find_definition(const TraceSet& set, const std::string& name);
 const Workload& find_workload(const TraceSet& set, const Definition& def, const std::string& uuid);
+// --sandbox auto|required|off, as `fib run` and `fib serve` take it.
+void add_sandbox_option(CLI::App* cmd, bench::SandboxMode& mode, const std::string& help);
 
 }  // namespace fib::cli

@@ -171,13 +171,10 @@ void register_run(CLI::App& app, Runner& run) {
                   "cpu (default), cuda:N, a list cuda:0,cuda:1 or cuda:all (CUDA builds)");
   cmd->add_flag("--isolated", a->options.isolated,
                 "A fresh worker process for every evaluation (default: one persistent worker)");
-  cmd->add_option("--sandbox", a->options.sandbox,
-                  "Solution workers in a bubblewrap sandbox: auto (default: where it can be "
-                  "made, else a loud warning), required (an error where it cannot), off")
-      ->transform(CLI::CheckedTransformer(
-          std::map<std::string, bench::SandboxMode>{{"auto", bench::SandboxMode::kAuto},
-                                                    {"required", bench::SandboxMode::kRequired},
-                                                    {"off", bench::SandboxMode::kOff}}));
+  add_sandbox_option(
+      cmd, a->options.sandbox,
+      "Workers (solutions' and references') in a bubblewrap sandbox: auto (default: where "
+      "it can be made, else a loud warning), required (an error where it cannot), off");
   cmd->add_option("--seed", a->seed,
                   "Seed of all input sets and schedules (default: random, "
                   "recorded in every trace)");

@@ -153,12 +153,9 @@ void register_serve(CLI::App& app, Runner& run) {
   cmd->add_option("--atol", a->atol, "Absolute tolerance (default 1e-2)");
   cmd->add_option("--timeout", o.run.timeout_seconds,
                   "Seconds one (solution, workload) evaluation may take (default 300)");
-  cmd->add_option("--sandbox", o.run.sandbox,
-                  "Solution workers in a bubblewrap sandbox: auto (default), required, off")
-      ->transform(CLI::CheckedTransformer(
-          std::map<std::string, bench::SandboxMode>{{"auto", bench::SandboxMode::kAuto},
-                                                    {"required", bench::SandboxMode::kRequired},
-                                                    {"off", bench::SandboxMode::kOff}}));
+  add_sandbox_option(cmd, o.run.sandbox,
+                     "Workers (solutions' and references') in a bubblewrap sandbox: auto "
+                     "(default), required, off");
   cmd->add_option("--threads", o.run.threads, "CPU threads per worker (default: all cores)");
   cmd->add_option("--build-cache", o.run.build_cache,
                   "Build cache folder (default: $FIB_CACHE_DIR or ~/.cache/fib/build)");
