@@ -30,6 +30,9 @@ namespace cr = counter_random;
 
 TEST(DeviceInputFills, EveryDtypeAndDistributionMatchesTheHost) {
   FIB_REQUIRE_GPU();
+  // Gigabytes of fills at the GPU's full bandwidth would disturb the timing tests that ctest
+  // runs beside them: the same exclusive lock as theirs.
+  const fib::testing::ExclusiveGpu gpu;
   Stream s;
   cr::FillSpec normal;
   normal.a = -0.5f;
@@ -112,6 +115,7 @@ Definition corpus_definition(const fs::path& corpus, const std::string& op_type,
 // GEMM and RMSNorm, each family's first workload.
 TEST(DeviceInputFills, CorpusWorkloadsAreTheSameOnBothDevices) {
   FIB_REQUIRE_GPU();
+  const fib::testing::ExclusiveGpu gpu;
   FIB_REQUIRE_CORPUS(corpus);
   Stream s;
   std::size_t checked = 0;
@@ -148,6 +152,7 @@ std::int64_t input_bytes(const Definition& d, const Workload& w) {
 // the same code.
 TEST(DeviceInputFills, EveryCorpusDefinitionsSynthesizedWorkloadIsTheSame) {
   FIB_REQUIRE_GPU();
+  const fib::testing::ExclusiveGpu gpu;
   FIB_REQUIRE_CORPUS(corpus);
   Stream s;
   std::size_t checked = 0, skipped = 0;
@@ -179,6 +184,7 @@ TEST(DeviceInputFills, EveryCorpusDefinitionsSynthesizedWorkloadIsTheSame) {
 // how long the device took (the #27 target is under 1 s).
 TEST(DeviceInputFills, LargestCorpusDefinitionMadeOnTheDevice) {
   FIB_REQUIRE_GPU();
+  const fib::testing::ExclusiveGpu gpu;
   FIB_REQUIRE_CORPUS(corpus);
   const Definition d = corpus_definition(
       corpus, "moe", "moe_fp8_block_scale_ds_routing_topk8_ng1_kg1_e384_h7168_i2048");
