@@ -27,21 +27,7 @@ struct Row {
 
 Row evaluate(const onboard::BundledModel& m) {
   Row row{&m, std::nullopt, {}};
-  Diagnostics diag;
-  const ReadContext ctx{m.path.string() + ":config", &diag};
-  auto cfg = onboard::normalize_config(m.config, ctx);
-  if (!cfg || diag.has_errors()) {
-    row.error = diag.to_string();
-    return row;
-  }
-  onboard::OnboardRequest req;
-  req.config = std::move(*cfg);
-  req.slug = m.slug;
-  req.display_name = m.display_name;
-  req.source = m.path.string();
-  req.options.tp = m.tp;
-  req.options.ep = m.ep;
-  row.result = onboard::generate(req);
+  row.result = onboard::generate_bundled(m, &row.error);
   return row;
 }
 

@@ -143,6 +143,24 @@ OnboardResult generate(const OnboardRequest& request) {
   return r;
 }
 
+std::optional<OnboardResult> generate_bundled(const BundledModel& model, std::string* error) {
+  Diagnostics diag;
+  const ReadContext ctx{model.path.string() + ":config", &diag};
+  auto cfg = normalize_config(model.config, ctx);
+  if (!cfg || diag.has_errors()) {
+    *error = diag.to_string();
+    return std::nullopt;
+  }
+  OnboardRequest req;
+  req.config = std::move(*cfg);
+  req.slug = model.slug;
+  req.display_name = model.display_name;
+  req.source = model.path.string();
+  req.options.tp = model.tp;
+  req.options.ep = model.ep;
+  return generate(req);
+}
+
 namespace {
 
 // A definition deduplication can match: one of the dataset, or one created earlier in this run.

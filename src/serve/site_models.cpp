@@ -18,24 +18,6 @@ namespace fib::serve {
 
 namespace {
 
-std::optional<onboard::OnboardResult> expand(const onboard::BundledModel& m, std::string* error) {
-  Diagnostics diag;
-  const ReadContext ctx{m.path.string() + ":config", &diag};
-  auto cfg = onboard::normalize_config(m.config, ctx);
-  if (!cfg || diag.has_errors()) {
-    *error = diag.to_string();
-    return std::nullopt;
-  }
-  onboard::OnboardRequest req;
-  req.config = std::move(*cfg);
-  req.slug = m.slug;
-  req.display_name = m.display_name;
-  req.source = m.path.string();
-  req.options.tp = m.tp;
-  req.options.ep = m.ep;
-  return onboard::generate(req);
-}
-
 // The dataset definitions tagged with a model (its slug or any alias).
 std::set<std::string> tagged(const TraceSet& set, const onboard::BundledModel& m) {
   std::set<std::string> names;
@@ -55,7 +37,7 @@ Json bundled_json(const onboard::BundledModel& m, const TraceSet& set) {
   j["serving"] = Json{{"tp", m.tp}, {"ep", m.ep}};
   j["in_dataset"] = tagged(set, m).size();
   std::string error;
-  const auto r = expand(m, &error);
+  const auto r = onboard::generate_bundled(m, &error);
   if (!r) {
     j["error"] = error;
     return j;
@@ -121,7 +103,7 @@ namespace {
 
 Json bundled_page(const onboard::BundledModel& m, const TraceSet& set) {
   std::string error;
-  auto r = expand(m, &error);
+  auto r = onboard::generate_bundled(m, &error);
   if (!r) throw Error(m.path.string(), error);
   onboard::deduplicate(*r, &set);
   Json j = bundled_json(m, set);

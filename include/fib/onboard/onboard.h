@@ -4,12 +4,14 @@
 #pragma once
 
 #include <filesystem>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "fib/dataset/trace_set.h"
 #include "fib/onboard/generators.h"
 #include "fib/onboard/model_config.h"
+#include "fib/onboard/model_registry.h"
 #include "fib/onboard/module_graph.h"
 #include "fib/onboard/plan.h"
 #include "fib/onboard/serving.h"
@@ -91,6 +93,10 @@ struct OnboardResult {
 // Plans, expands every serving point, generates and merges definitions (same name and interface:
 // one definition carrying every tag). Every outcome is kCreate until deduplicate() runs.
 OnboardResult generate(const OnboardRequest& request);
+
+// A bundled model onboarded in its default serving setup; nullopt with the config's findings in
+// `error` when its architecture fields do not read.
+std::optional<OnboardResult> generate_bundled(const BundledModel& model, std::string* error);
 
 // Decides each outcome against a dataset and builds the module graph with the final names.
 // `dataset` may be null (empty). The identity rule (dedup.h) finds the dataset definitions with
