@@ -13,12 +13,6 @@
 #include "fib/trace/diagnostics.h"
 #include "fib/trace/json_reader.h"
 
-namespace httplib {
-class Server;
-struct Request;
-struct Response;
-}  // namespace httplib
-
 namespace fib::serve {
 
 using Handler = std::function<void(const httplib::Request&, httplib::Response&)>;
