@@ -273,11 +273,14 @@ WindowAudit Timer::Impl::audit_window(const Call& call, std::size_t iterations) 
     audit.note = e.what();
     return audit;
   }
+  // Without the blocking kernel (a call known to wait on the device would hold it until it
+  // timed out) the windows still bound each call's kernels: only launch gaps are not hidden.
+  const bool blocking = options.blocking_kernel;
   volatile int* flag = host_flag;
   flag[0] = 0;
   flag[1] = 0;
   std::atomic_thread_fence(std::memory_order_seq_cst);
-  detail::launch_spin(stream, device_flag, options.blocking_timeout_ms);
+  if (blocking) detail::launch_spin(stream, device_flag, options.blocking_timeout_ms);
   auto release = [&] {
     std::atomic_thread_fence(std::memory_order_seq_cst);
     flag[0] = 1;
@@ -307,7 +310,7 @@ WindowAudit Timer::Impl::audit_window(const Call& call, std::size_t iterations) 
   }
   audit.available = true;
   audit.escape = window_escape(std::move(records), &audit.kernels, &audit.iterations);
-  if (flag[1] != 0 && !audit.escape) {
+  if (blocking && flag[1] != 0 && !audit.escape) {
     // The spin gave up before the calls were queued (a call that waits on the device): the
     // windows still bound each call's kernels, so the verdict stands; say how it was taken.
     audit.note = "the blocking kernel timed out before the calls were queued";
@@ -359,6 +362,7 @@ TimingResult Timer::Impl::measure(const Call& call) {
   m.warmup = warm(work, warmup, options.max_warmup_seconds);
   m.warmup_seconds =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - warm0).count();
+  const std::size_t first_timed_index = call_index;
 
   bool blocking = options.blocking_kernel;
   // What an empty event pair reads here (same flush, same blocking kernel): the events' own
@@ -407,6 +411,11 @@ TimingResult Timer::Impl::measure(const Call& call) {
       k = std::min(k, fit);
     }
     const std::size_t before = samples.size();
+    // A dropped batch's calls are made again under the same indices.
+    auto rewind = [&] {
+      call_index = first_timed_index + samples.size();
+      if (options.rewound) options.rewound(call_index);
+    };
     const BatchOutcome b = run_batch(k, blocking, cupti, work, samples);
     if (b.timed_out) {
       // The host could not queue the batch before the spin kernel gave up: its samples may hold
@@ -430,6 +439,7 @@ TimingResult Timer::Impl::measure(const Call& call) {
         measure_overhead();  // unblocked now, like the samples
         subtract = !cupti && options.subtract_event_overhead && m.event_overhead_ms > 0;
       }
+      rewind();
       continue;
     }
     // Samples taken while the clocks were held down (power cap, thermal, hardware slowdown)
@@ -442,6 +452,7 @@ TimingResult Timer::Impl::measure(const Call& call) {
           ++m.slowed_batches_dropped;
           samples.resize(before);
           if (cupti) (void)session->take();
+          rewind();
           continue;
         }
         // Still slowed after the retries: the device runs this way; keep what it measures.

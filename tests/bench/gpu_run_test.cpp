@@ -250,6 +250,43 @@ TEST(GpuRun, ValueReturningCheatsAreCaught) {
       << log_of(r, "allocation_overrun");
 }
 
+// A call that waits on the device (PyTorch code calling .item(), a Python loop over a batch)
+// holds the blocking kernel until it times out; its first trial finds that out and the timer
+// redoes the dropped calls. The checked call is then always one of the kept samples, and later
+// trials and evaluations of the same solution skip the blocking kernel instead of timing out
+// again.
+TEST(GpuRun, ACallThatSynchronizesPassesAndItsLaterTrialsSkipTheBlockingKernel) {
+  FIB_REQUIRE_GPU();
+  const fib::testing::ExclusiveGpu gpu;
+  TempDir tmp;
+  testing::copy_tree(kSource / "examples" / "dataset", tmp.path() / "dataset");
+  const fs::path ds = tmp.path() / "dataset";
+  write_solution(ds,
+                 value_returning_cheat("synchronizes", "cudaStreamSynchronize(fib::stream());", 0),
+                 "rmsnorm");
+  RunOptions o = gpu_options(tmp);
+  o.definitions = {"rmsnorm_h2048"};
+  o.solutions = {"synchronizes"};
+  o.cli.iterations = 1;  // one timed call a trial: a redone call past it cannot be a sample
+  o.cli.num_trials = 3;
+  const RunResult r = run_benchmark(o);
+  ASSERT_EQ(r.traces.size(), 2u);
+  for (std::size_t i = 0; i < r.traces.size(); ++i) {
+    const Trace& t = r.traces[i];
+    ASSERT_TRUE(t.passed()) << t.evaluation->log;
+    const Json& timing = t.evaluation->performance->extra["gpu_timing"];
+    ASSERT_EQ(timing.size(), 3u);
+    for (std::size_t trial = 0; trial < 3; ++trial) {
+      const Json& method = timing[trial]["method"];
+      EXPECT_FALSE(method["blocking_kernel"].get<bool>());
+      const std::string note = method.value("blocking_note", "");
+      const bool first = i == 0 && trial == 0;
+      EXPECT_NE(note.find(first ? "timed out" : "an earlier measurement"), std::string::npos)
+          << "evaluation " << i << " trial " << trial << ": " << note;
+    }
+  }
+}
+
 TEST(GpuRun, TheCuptiTimerTimesEveryKernelOfACall) {
   FIB_REQUIRE_GPU();
   const fib::testing::ExclusiveGpu gpu;

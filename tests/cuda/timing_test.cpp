@@ -665,6 +665,53 @@ TEST_F(CudaTiming, ACallThatSynchronizesIsTimedWithoutTheBlockingKernelAndSaysSo
   EXPECT_TRUE(to_json(r)["method"].contains("blocking_note"));
 }
 
+TEST_F(CudaTiming, CallsOfADroppedBatchAreRedoneUnderTheirIndicesSoEachNamesAKeptSample) {
+  // The first timed call synchronizes, so its batch times out and is dropped: the hooks must see
+  // the redone calls under the same indices (a caller's plan keys sets and its checked call on
+  // them), and every index after the warmup must name one of the kept samples.
+  TimingOptions o;
+  o.warmup = 2;
+  o.max_iterations = 6;
+  o.blocking_timeout_ms = 100;
+  std::vector<std::size_t> after_indices, rewinds;
+  o.after_call = [&](cudaStream_t, std::size_t i) { after_indices.push_back(i); };
+  o.rewound = [&](std::size_t i) { rewinds.push_back(i); };
+  o.max_slowed_batch_retries = 0;  // only the timed-out batch is dropped
+  Timer timer(0, s(), o);
+  auto syncs = [](cudaStream_t st) {
+    calibration::launch_sleep(st, 20'000);
+    FIB_CUDA_CHECK(cudaStreamSynchronize(st));
+  };
+  TimingResult r = timer.measure(syncs);
+  ASSERT_EQ(r.samples_ms.size(), 6u);
+  EXPECT_FALSE(r.method.blocking_kernel);
+  ASSERT_EQ(rewinds, std::vector<std::size_t>{2});  // back to the first timed call
+  // Warmup 0, 1; the dropped call 2; then 2..7 redone and kept.
+  EXPECT_EQ(after_indices, (std::vector<std::size_t>{0, 1, 2, 2, 3, 4, 5, 6, 7}));
+}
+
+TEST_F(CudaTiming, TheWindowAuditOfACallThatSynchronizesSkipsTheBlockingKernelWhenToldTo) {
+  // A call that waits on the device would hold the blocking kernel until it timed out: told so
+  // (blocking_kernel off), the audit runs without it, at once, and still sees the kernels.
+  TimingOptions o;
+  o.blocking_kernel = false;
+  o.blocking_timeout_ms = 2000;
+  Timer timer(0, s(), o);
+  auto syncs = [](cudaStream_t st) {
+    calibration::launch_sleep(st, 20'000);
+    FIB_CUDA_CHECK(cudaStreamSynchronize(st));
+  };
+  const auto t0 = std::chrono::steady_clock::now();
+  const WindowAudit audit = timer.audit_window(syncs, 3);
+  const double ms =
+      std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+  if (!audit.available) GTEST_SKIP() << "CUPTI unavailable: " << audit.note;
+  EXPECT_FALSE(audit.escape.has_value()) << *audit.escape;
+  EXPECT_EQ(audit.iterations, 3u);
+  EXPECT_TRUE(audit.note.empty()) << audit.note;
+  EXPECT_LT(ms, 1000.0);  // far below the 2 s the blocking kernel would have held
+}
+
 TEST_F(CudaTiming, SamplingStopsOnThePredicateOrTheTimeCap) {
   auto call = [](cudaStream_t st) { calibration::launch_sleep(st, 50'000); };
   TimingOptions o;

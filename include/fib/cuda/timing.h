@@ -88,6 +88,11 @@ struct TimingOptions {
   // profiler's kernel duration; off, samples are the raw event times.
   bool subtract_event_overhead = false;
   CallHook before_call, after_call;  // empty: none
+  // Called when the timer drops samples it took (a batch redone: the blocking kernel timed out,
+  // or the clocks were slowed) and its call index goes back to `index`, the first dropped
+  // call: the calls from there are made again and keep their places in the caller's plan, so a
+  // call index always names a kept sample or one still to come.
+  std::function<void(std::size_t index)> rewound;  // empty: none
   // After each batch the clocks are read (NVML); a batch that ends with a slowdown reason active
   // (power cap, thermal or hardware slowdown) is dropped and redone, at most this many times in a
   // row (then its samples are kept, and TimingMethod::slowdown_note says so). 0: keep everything.
@@ -201,9 +206,9 @@ class Timer {
   TimingResult measure(const Call& call);
   // Runs `call` `iterations` times (with the options' hooks, no flush) under CUPTI, each call
   // between a marker kernel that opens its window and one that closes it on the timer's stream,
-  // all queued behind the blocking kernel (so work that is not ordered after the opening marker
-  // runs before it, visibly). Never throws for CUPTI being unusable (available = false); throws
-  // CudaError/StickyError for CUDA failures.
+  // all queued behind the blocking kernel when the options ask for it (so work that is not
+  // ordered after the opening marker runs before it, visibly). Never throws for CUPTI being
+  // unusable (available = false); throws CudaError/StickyError for CUDA failures.
   WindowAudit audit_window(const Call& call, std::size_t iterations);
 
   const TimingOptions& options() const;

@@ -7,6 +7,7 @@
 
 #include <cuda_runtime.h>
 
+#include <map>
 #include <memory>
 #include <string>
 #include <vector>
@@ -51,6 +52,10 @@ class GpuWorker {
   }
   void mark_sets_dirty() { sets_dirty_ = true; }
 
+  // Whether the call of this solution (its library and entry point) was found to wait on the
+  // device; kept while the worker lives, for DeviceRunner.
+  bool& call_waits_on_device(const std::string& solution_key) { return call_waits_[solution_key]; }
+
   // The check of a call on set `d` with these guard regions.
   gpu::CheckPlan plan(const DeviceSet& d, const std::vector<gpu::GuardRegion>& guards);
   // The first failure the check kernel recorded since the last take (synchronizes).
@@ -72,6 +77,7 @@ class GpuWorker {
   DevicePool sets_pool_;
   bool sets_dirty_ = false;
   std::vector<DeviceSet> sets_;
+  std::map<std::string, bool> call_waits_;
 };
 
 // The worker's device for a request's "device" ("cuda:N"), started on first use; a worker serves

@@ -106,13 +106,25 @@ cu::TimingResult DeviceRunner::measure_trial(const Schedule& s, const TrialPlan&
   order_ = order_of(plan, first_trial);
   target_.begin_trial();
   staged_done_ = false;
+  restage_ = false;
   check_position_ = plan.check_position;
   check_wanted_ = !plan.check_output.empty();
   cu::TimingOptions opts = timing_options(s, plan, *order_, timer);
+  const bool known_to_wait = *call_waits_ && opts.blocking_kernel;
+  if (known_to_wait) opts.blocking_kernel = false;
   opts.before_call = [this](cudaStream_t, std::size_t i) { before(i); };
   opts.after_call = [this](cudaStream_t, std::size_t) { after(); };
+  opts.rewound = [this](std::size_t index) { rewound(index); };
   g_.timer().options() = opts;
   cu::TimingResult result = g_.timer().measure([this](cudaStream_t) { call(); });
+  if (known_to_wait) {
+    result.method.blocking_note =
+        "not used: an earlier measurement of this call found that it waits on the device (it "
+        "synchronizes or copies to the host), so its launches cannot be queued ahead; sampled "
+        "without the blocking kernel (launch latency included)";
+  } else if (opts.blocking_kernel && !result.method.blocking_kernel) {
+    *call_waits_ = true;
+  }
   if (!staged_done_ && check_wanted_ && plan.check_position >= 0) {
     before(order_->warmup.size() + static_cast<std::size_t>(plan.check_position));
     call();
@@ -123,6 +135,7 @@ cu::TimingResult DeviceRunner::measure_trial(const Schedule& s, const TrialPlan&
 
 cu::WindowAudit DeviceRunner::audit_window(const TrialPlan& first, std::size_t calls) {
   order_.reset();
+  if (*call_waits_) g_.timer().options().blocking_kernel = false;
   g_.timer().options().before_call = [this, &first](cudaStream_t, std::size_t i) {
     current_set_ = first.timed[i % first.timed.size()];
     before(i);
@@ -149,7 +162,8 @@ void DeviceRunner::after() {
   // outputs are copied aside on the stream before any later call is queued.
   if (order_ && check_wanted_ && current_index_ >= order_->warmup.size()) {
     const std::size_t position = current_index_ - order_->warmup.size();
-    if (checked_call_kept(check_position_, position)) {
+    if (checked_call_kept(check_position_, position) || restage_) {
+      restage_ = false;
       target_.stage_checked();
       staged_done_ = true;
       staged_call_ = call_number_;
@@ -158,6 +172,17 @@ void DeviceRunner::after() {
     }
   }
   ++call_number_;
+}
+
+// The timer redoes the calls from `index` on. A checked call staged among the dropped ones is
+// not a sample of the trial: with a position the plan names, the redone call at that position
+// is staged again; a drawn one is replaced by the first redone call (the draw among the later
+// calls goes on from there), so the checked call is always one of the kept samples.
+void DeviceRunner::rewound(std::size_t index) {
+  if (!order_ || !staged_done_) return;
+  if (order_->warmup.size() + static_cast<std::size_t>(staged_position_) < index) return;
+  staged_done_ = false;
+  restage_ = check_position_ < 0;
 }
 
 }  // namespace fib::bench::detail

@@ -53,7 +53,13 @@ Failure cuda_failure(const cuda::CudaError& e, std::uint64_t call, WorkerState& 
 
 class DeviceRunner {
  public:
-  DeviceRunner(GpuWorker& g, DeviceTarget& target) : g_(g), target_(target) {}
+  // `call_waits_on_device`: what is known of this call across measurements (set once a trial
+  // finds that the call waits on the device; later trials and the window audit then skip the
+  // blocking kernel, which such a call would hold until it timed out). Null: this runner's own.
+  DeviceRunner(GpuWorker& g, DeviceTarget& target, bool* call_waits_on_device = nullptr)
+      : g_(g),
+        target_(target),
+        call_waits_(call_waits_on_device ? call_waits_on_device : &own_call_waits_) {}
 
   // One trial's warmup and timed calls under the timer, then, where the plan names the checked
   // call's position and the timer stopped before it, that call (one more, exactly like the
@@ -80,9 +86,12 @@ class DeviceRunner {
   void before(std::size_t i);
   void call();
   void after();
+  void rewound(std::size_t index);
 
   GpuWorker& g_;
   DeviceTarget& target_;
+  bool own_call_waits_ = false;
+  bool* call_waits_;
   std::optional<CallOrder> order_;
   int current_set_ = 0;
   std::size_t current_index_ = 0;
@@ -90,6 +99,7 @@ class DeviceRunner {
   int check_position_ = -1;
   bool check_wanted_ = false;
   bool staged_done_ = false;
+  bool restage_ = false;  // the staged call was dropped with its batch: the next one replaces it
   int staged_position_ = -1;
   std::uint64_t staged_call_ = 0;
   std::map<std::string, std::int64_t> staged_poison_;

@@ -173,7 +173,10 @@ protocol::EvaluateReply gpu_evaluate(WorkerState& st, const protocol::EvaluateRe
   const std::vector<DeviceSet>& sets =
       g.sets(req.sets, host, req.schedule.device_pool, &reply.load_inputs_ms);
   DeviceSolutionTarget target(g, def, req.var_axes, sets, host, backend, req.solution.dps);
-  DeviceRunner runner(g, target);
+  const std::string solution_key =
+      req.solution.library + "\n" + req.solution.symbol + "\n" +
+      (req.solution.python.is_null() ? "" : req.solution.python.dump());
+  DeviceRunner runner(g, target, &g.call_waits_on_device(solution_key));
   reply.signature = lib.signature;
 
   const auto schedule_t0 = Clock::now();
