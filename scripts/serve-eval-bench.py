@@ -43,6 +43,8 @@ def parse_args():
     p.add_argument("--solution", help="solution JSON (default: the example RMSNorm for the kind)")
     p.add_argument("--eval-args", default="--warmup-runs 3 --iterations 20 --num-trials 2",
                    help="evaluation flags given to both fib serve and fib run")
+    p.add_argument("--max-seconds", type=float, default=300,
+                   help="the longest either side may take before the bench gives up")
     return p.parse_args()
 
 
@@ -98,6 +100,8 @@ def through_server(fib, dataset, state, args, solution, common, env):
             tasks = server.call("POST", "/tasks/batch", {"task_ids": ids, "timeout": 30}, 90)
             if all(t["status"] in ("completed", "failed") for t in tasks):
                 break
+            if time.monotonic() - start > args.max_seconds:
+                sys.exit(f"serve-eval-bench: the server's tasks took over {args.max_seconds} s")
         wall = time.monotonic() - start
     finally:
         server.stop()
@@ -116,7 +120,7 @@ def through_fib_run(fib, dataset, devices, args, name, definition, common, env):
             r = subprocess.run(
                 [fib, "run", "--local", str(dataset), "--device", device, "--definitions",
                  definition, "--solutions", name, "--json"] + common,
-                capture_output=True, text=True, env=env)
+                capture_output=True, text=True, env=env, timeout=args.max_seconds)
             out.append(r)
         return out
 
@@ -161,9 +165,14 @@ def main():
         warm = Server(fib, tmp / "warm", tmp / "warm-state", devices[0], common, env)
         try:
             answer = warm.call("POST", "/evaluate", {"solution": solution})
-            warm.call("GET", f"/tasks/{answer['task_id']}?timeout=600", timeout=660)
+            task = warm.call("GET", f"/tasks/{answer['task_id']}?timeout=600", timeout=660)
         finally:
             warm.stop()
+        verdicts = {t["evaluation"]["status"] for t in task["traces"]}
+        if task["status"] != "completed" or verdicts != {"PASSED"}:
+            sys.exit(f"serve-eval-bench: the warm-up evaluation did not pass: {task['status']} "
+                     f"{sorted(verdicts)} {task.get('error') or ''}"
+                     f"{[t['evaluation'].get('log', '')[-300:] for t in task['traces']]}")
         name = answer["normalized_solution_name"]
         for f in (tmp / "warm" / "solutions").rglob(f"{name}.json"):
             target = tmp / "direct" / f.relative_to(tmp / "warm")
