@@ -128,6 +128,13 @@ int main(int argc, char** argv) {
     }
   }
   json out = stats(all, a.seconds);
+  // A client the server does not serve (no free HTTP thread for its connection) stalls while
+  // the others go on: the fewest requests of one client shows that.
+  const auto [fewest, most] =
+      std::minmax_element(samples.begin(), samples.end(),
+                          [](const auto& x, const auto& y) { return x.size() < y.size(); });
+  out["client_requests_min"] = fewest->size();
+  out["client_requests_max"] = most->size();
   out["clients"] = a.clients;
   out["seconds"] = a.seconds;
   out["errors"] = errors.load();

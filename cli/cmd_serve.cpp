@@ -143,7 +143,8 @@ void register_serve(CLI::App& app, Runner& run) {
   cmd->add_flag("--no-auth", o.no_auth, "No token (loopback only; for upstream's clients)");
   cmd->add_option("--baseline-author", o.baseline_author, "The leaderboard's baseline author");
   cmd->add_option("--web-dir", o.web_dir, "The web interface's folder (default: fib's web/)");
-  cmd->add_option("--http-threads", o.http_threads, "HTTP worker threads (default 128)");
+  cmd->add_option("--http-threads", o.http_threads,
+                  "HTTP threads: keep-alive clients served at once (default 128)");
   cmd->add_option("--max-body-mb", a->max_body_mb, "Largest request body, MiB (default 16)")
       ->check(CLI::Range(1, 1024));
   cmd->add_option("--warmup-runs", a->warmup, "Untimed calls before each trial (default 10)");

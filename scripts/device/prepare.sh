@@ -13,7 +13,7 @@ pkgs=(nlohmann-json3-dev libcli11-dev libfmt-dev libfmt9 libyaml-cpp-dev libyaml
       libbenchmark-dev libbenchmark1debian
       bubblewrap libcap2 libselinux1 libpcre2-8-0  # the worker sandbox: bwrap and its libraries
       libcpp-httplib-dev libcpp-httplib0.11 libbrotli-dev libbrotli1 zlib1g-dev  # fib serve
-      libsqlite3-dev libsqlite3-0 pkg-config pkgconf-bin libpkgconf3)
+      libsqlite3-dev libsqlite3-0 pkg-config pkgconf pkgconf-bin libpkgconf3)
 missing=()
 for p in "${pkgs[@]}"; do compgen -G "${p}_*.deb" >/dev/null || missing+=("$p"); done
 if [ ${#missing[@]} -gt 0 ]; then apt-get download "${missing[@]}"; fi
