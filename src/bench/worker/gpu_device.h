@@ -50,6 +50,7 @@ class GpuWorker {
     return sets_.size() - static_cast<std::size_t>(sets_pool_.count);
   }
   void mark_sets_dirty() { sets_dirty_ = true; }
+  bool sets_dirty() const { return sets_dirty_; }
 
   // The check of a call on set `d` with these guard regions.
   gpu::CheckPlan plan(const DeviceSet& d, const std::vector<gpu::GuardRegion>& guards);
