@@ -594,12 +594,13 @@ TEST_F(GpuRedTeam, AClockRewrittenThroughTheWorkersGotIsFlaggedAndNotRanked) {
   const fib::testing::ExclusiveGpu gpu;
   add("honest_spin", spins(false));
   add("slow_clock", spins(true));
-  // At least 1 warmup call, 2 trials of 10 and one audited call after the clock is installed:
-  // 22 calls of 50 ms, far more than the cross-check allows unaccounted for even behind a
-  // CUDA context's start (which the worker reports at the real rate).
+  // At least 1 warmup call, 3 trials of 12 and one audited call after the clock is installed:
+  // 38 calls of 50 ms, far more than the cross-check allows unaccounted for even behind a
+  // CUDA context's start of several seconds (which the worker reports at the real rate). A
+  // trial's 12 calls (600 ms) are queued within the blocking kernel's 1 s.
   RunOptions o = options(SandboxMode::kAuto, {"honest_spin", "slow_clock"});
-  o.cli.iterations = 10;
-  o.cli.num_trials = 2;
+  o.cli.iterations = 12;
+  o.cli.num_trials = 3;
   o.fixed_iterations = true;
   o.max_trial_seconds = 5;
   const RunResult r = run_benchmark(o);
@@ -620,7 +621,7 @@ TEST_F(GpuRedTeam, AClockRewrittenThroughTheWorkersGotIsFlaggedAndNotRanked) {
     // The attack works on what the worker reports: most of the 50 ms spins are missing from its
     // span, as the orchestrator's own observation shows.
     const Json& cc = cheat->evaluation->environment.extra["timer_check"];
-    EXPECT_GT(cc["observed_ms"].get<double>() - cc["worker_ms"].get<double>(), 0.8 * 20 * 50)
+    EXPECT_GT(cc["observed_ms"].get<double>() - cc["worker_ms"].get<double>(), 0.8 * 36 * 50)
         << cc.dump();
   }
 }
@@ -656,9 +657,9 @@ TEST_F(GpuRedTeam, InputsChangedOnTheHostAndDeviceDoNotReachTheNextSolution) {
 // A detached host thread keeps writing NaN into the first output its solution was given, on a
 // stream of its own, after its evaluation ended. That output's addresses stay reserved (never
 // handed to the next solution), so in a persistent worker the late write faults instead of
-// reaching the next solution's outputs: the next solution is PASSED, or a RUNTIME_ERROR naming
-// the illegal address (the worker replaced), never a wrong result. With --isolated the writer
-// dies with its worker and the next solutions pass.
+// reaching the next solution's outputs: the next solution is PASSED, or fails naming the
+// illegal address (the sticky error its context met), never with a wrong result. With
+// --isolated the writer dies with its worker and the next solutions pass.
 TEST_F(GpuRedTeam, ALateWriterCannotReachTheNextSolutionsOutputs) {
   FIB_REQUIRE_GPU();
   const fib::testing::ExclusiveGpu gpu;
@@ -676,8 +677,8 @@ TEST_F(GpuRedTeam, ALateWriterCannotReachTheNextSolutionsOutputs) {
         e.environment.extra["output_guard"] == "guard bytes") {
       continue;  // no reserved addresses on this driver: nothing is promised
     }
-    const bool faulted =
-        e.status == EvaluationStatus::kRuntimeError && e.log.find("illegal") != std::string::npos;
+    // "illegal address" / cudaErrorIllegalAddress, whatever step met the sticky error.
+    const bool faulted = e.log.find("llegal") != std::string::npos;
     EXPECT_TRUE(e.status == EvaluationStatus::kPassed || faulted)
         << *t.solution << ": " << status_name(e.status) << " " << e.log;
   }
