@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "bench/red_team_attacks.h"
 #include "fib/bench/run.h"
 #include "fib/dataset/trace_set.h"
 #include "support/rmsnorm_solution_source.h"
@@ -67,73 +68,15 @@ class RunTrust : public ::testing::Test {
 
 // Every call spins 25 ms of real time after computing, so a request takes ~350 ms and a clock
 // that runs 60x slow leaves far more unaccounted for than the cross-check allows.
-const char* kSpin = R"(
-#include <time.h>
-static long long real_ns() {
-  timespec t;
-  clock_gettime(CLOCK_MONOTONIC, &t);
-  return t.tv_sec * 1000000000LL + t.tv_nsec;
-}
-static void spin_25ms() {
-  const long long end = real_ns() + 25000000LL;
-  while (real_ns() < end) {
-  }
-}
-)";
+const char* kSpin = testing::kSpinAttack;
 
 TEST_F(RunTrust, AClockRewrittenThroughTheWorkersGotIsFlaggedAndNotRanked) {
   // Finds the worker executable's GOT slot of std::chrono::steady_clock::now (full RELRO leaves
   // it read-only), makes it writable with mprotect and points it at a clock that runs 60x slow
   // from the moment it is installed.
-  add_solution("slow_clock", std::string(kSpin) + R"(
-#include <elf.h>
-#include <link.h>
-#include <sys/mman.h>
-#include <unistd.h>
-#include <cstring>
-using NowFn = long long (*)();
-static NowFn real_now = nullptr;
-static long long installed_at = 0;
-static long long slow_now() { return installed_at + (real_now() - installed_at) / 60; }
-static int patch(dl_phdr_info* info, size_t, void* done) {
-  if (*static_cast<bool*>(done) || (info->dlpi_name && info->dlpi_name[0])) return 0;
-  const ElfW(Addr) base = info->dlpi_addr;
-  auto fix = [&](ElfW(Addr) p) { return p < base ? p + base : p; };
-  const ElfW(Dyn)* dyn = nullptr;
-  for (int i = 0; i < info->dlpi_phnum; ++i)
-    if (info->dlpi_phdr[i].p_type == PT_DYNAMIC)
-      dyn = reinterpret_cast<const ElfW(Dyn)*>(base + info->dlpi_phdr[i].p_vaddr);
-  if (!dyn) return 0;
-  const ElfW(Sym)* syms = nullptr; const char* strs = nullptr;
-  const ElfW(Rela)* tables[2] = {nullptr, nullptr}; size_t sizes[2] = {0, 0};
-  for (const ElfW(Dyn)* d = dyn; d->d_tag != DT_NULL; ++d) {
-    if (d->d_tag == DT_SYMTAB) syms = reinterpret_cast<const ElfW(Sym)*>(fix(d->d_un.d_ptr));
-    if (d->d_tag == DT_STRTAB) strs = reinterpret_cast<const char*>(fix(d->d_un.d_ptr));
-    if (d->d_tag == DT_JMPREL) tables[0] = reinterpret_cast<const ElfW(Rela)*>(fix(d->d_un.d_ptr));
-    if (d->d_tag == DT_PLTRELSZ) sizes[0] = d->d_un.d_val;
-    if (d->d_tag == DT_RELA) tables[1] = reinterpret_cast<const ElfW(Rela)*>(fix(d->d_un.d_ptr));
-    if (d->d_tag == DT_RELASZ) sizes[1] = d->d_un.d_val;
-  }
-  for (int t = 0; t < 2; ++t) {
-    for (size_t i = 0; tables[t] && i < sizes[t] / sizeof(ElfW(Rela)); ++i) {
-      const ElfW(Rela)& r = tables[t][i];
-      const char* name = strs + syms[ELF64_R_SYM(r.r_info)].st_name;
-      if (std::strcmp(name, "_ZNSt6chrono3_V212steady_clock3nowEv") != 0) continue;
-      auto* slot = reinterpret_cast<NowFn*>(base + r.r_offset);
-      const long page = sysconf(_SC_PAGESIZE);
-      void* start = reinterpret_cast<void*>(reinterpret_cast<uintptr_t>(slot) & ~(page - 1));
-      mprotect(start, static_cast<size_t>(page), PROT_READ | PROT_WRITE);
-      real_now = *slot;
-      installed_at = real_now();
-      *slot = &slow_now;
-      *static_cast<bool*>(done) = true;
-    }
-  }
-  return 0;
-}
+  add_solution("slow_clock", std::string(kSpin) + testing::kSlowClockAttack + R"(
 static void run_(fib::TensorView x, fib::TensorView w, fib::TensorView y) {
-  static bool done = false;
-  if (!done) dl_iterate_phdr(&patch, &done);
+  slow_the_workers_clock();
   rms(x, w, y);
   spin_25ms();
 }

@@ -17,6 +17,7 @@
 #include <sstream>
 #include <thread>
 
+#include "bench/red_team_attacks.h"
 #include "fib/bench/python_runtime.h"
 #include "fib/bench/run.h"
 #include "fib/bench/worker.h"
@@ -119,32 +120,7 @@ class Sandbox : public ::testing::Test {
 // appends a forged PASSED trace to it.
 TEST_F(Sandbox, AForgedTraceCannotReachTheDataset) {
   SKIP_WITHOUT_SANDBOX();
-  add("forges_traces", R"(
-#include <sys/stat.h>
-static void forge() {
-  char path[64];
-  std::snprintf(path, sizeof path, "/proc/%d/cmdline", (int)getppid());
-  FILE* f = std::fopen(path, "r");
-  if (!f) return;
-  std::string cmd, arg, dataset;
-  int c;
-  bool next = false;
-  while ((c = std::fgetc(f)) != EOF) {
-    if (c != 0) { arg += (char)c; continue; }
-    if (next) dataset = arg;
-    next = arg == "--local";
-    arg.clear();
-  }
-  std::fclose(f);
-  if (dataset.empty()) return;
-  mkdir((dataset + "/traces").c_str(), 0755);
-  const std::string file = dataset + "/traces/forged.jsonl";
-  if (FILE* t = std::fopen(file.c_str(), "a")) {
-    std::fputs("{\"definition\":\"rmsnorm_h2048\",\"solution\":\"FORGED-BY-SOLUTION\","
-               "\"evaluation\":{\"status\":\"PASSED\"}}\n", t);
-    std::fclose(t);
-  }
-}
+  add("forges_traces", std::string(testing::kForgeTraceAttack) + R"(
 static void run_(fib::TensorView x, fib::TensorView w, fib::TensorView y) {
   static bool done = false;
   if (!done) { forge(); done = true; }
@@ -171,29 +147,7 @@ FIB_EXPORT_SOLUTION(run, run_);
 // unsandboxed; /dev/shm holds every run's) and reads them.
 TEST_F(Sandbox, TheReferenceOutputsAreOutOfReach) {
   SKIP_WITHOUT_SANDBOX();
-  add("reads_reference", R"(
-#include <dirent.h>
-static int read_references(const std::string& dir, int depth) {
-  int found = 0;
-  DIR* d = opendir(dir.c_str());
-  if (!d) return 0;
-  while (dirent* e = readdir(d)) {
-    const std::string name = e->d_name;
-    if (name == "." || name == "..") continue;
-    const std::string path = dir + "/" + name;
-    if (name.rfind("reference-trial", 0) == 0) {
-      if (FILE* f = std::fopen(path.c_str(), "rb")) {
-        char buf[64];
-        if (std::fread(buf, 1, sizeof buf, f) > 0) { std::printf("READ REFERENCE %s\n", path.c_str()); ++found; }
-        std::fclose(f);
-      }
-    } else if (depth > 0 && (name.rfind("fib-run-", 0) == 0 || depth < 3)) {
-      found += read_references(path, depth - 1);
-    }
-  }
-  closedir(d);
-  return found;
-}
+  add("reads_reference", std::string(testing::kReadReferencesAttack) + R"(
 static void run_(fib::TensorView x, fib::TensorView w, fib::TensorView y) {
   static bool done = false;
   if (!done) {
@@ -262,16 +216,7 @@ FIB_EXPORT_SOLUTION(run, run_);
 // run goes on. The channel's protection holds with or without the sandbox.
 TEST_F(Sandbox, ABrokenChannelCostsOnlyItsEvaluation) {
   // The worker moves its channel to a descriptor of its own; it is the process's one socket.
-  const std::string find_channel = R"(
-#include <sys/stat.h>
-static int channel() {
-  for (int fd = 3; fd < 4096; ++fd) {
-    struct stat st;
-    if (fstat(fd, &st) == 0 && S_ISSOCK(st.st_mode)) return fd;
-  }
-  return -1;
-}
-)";
+  const std::string find_channel = testing::kFindChannelAttack;
   add("a_forges_reply", find_channel + R"(
 static void run_(fib::TensorView x, fib::TensorView w, fib::TensorView y) {
   rms(x, w, y);
@@ -374,20 +319,7 @@ FIB_EXPORT_SOLUTION(run, run_);
       << "unsandboxed, the second run hits (else this test shows nothing): " << second;
 }
 
-// Processes named `marker` (their /proc/<pid>/comm).
-std::vector<pid_t> processes_named(const std::string& marker) {
-  std::vector<pid_t> found;
-  std::error_code ec;
-  for (const auto& e : fs::directory_iterator("/proc", ec)) {
-    const std::string name = e.path().filename().string();
-    if (name.find_first_not_of("0123456789") != std::string::npos) continue;
-    std::ifstream in(e.path() / "comm");
-    std::string comm;
-    std::getline(in, comm);
-    if (comm == marker) found.push_back(std::stoi(name));
-  }
-  return found;
-}
+using testing::processes_named;
 
 // (e) The solution leaves a setsid'd grandchild that holds the worker channel, then crashes.
 // Unsandboxed, the channel stays open (the crash becomes a TIMEOUT) and the grandchild outlives
@@ -433,8 +365,8 @@ FIB_EXPORT_SOLUTION(run, run_);
   RunOptions off = options(SandboxMode::kOff, {"leaves_a_grandchild"});
   off.timeout_seconds = 3;
   const RunResult o = run_benchmark(off);
-  const std::vector<pid_t> left = processes_named(marker);
-  for (pid_t p : left) ::kill(p, SIGKILL);  // what this test's attack started
+  const std::vector<int> left = processes_named(marker);
+  for (int p : left) ::kill(p, SIGKILL);  // what this test's attack started
   EXPECT_EQ(statuses(o, "leaves_a_grandchild"), std::vector<std::string>{"TIMEOUT"})
       << "unsandboxed, the grandchild holds the channel (else this test shows nothing)";
   EXPECT_FALSE(left.empty()) << "unsandboxed, the grandchild outlives fib";

@@ -51,6 +51,7 @@ class GpuWorker {
     return sets_.size() - static_cast<std::size_t>(sets_pool_.count);
   }
   void mark_sets_dirty() { sets_dirty_ = true; }
+  bool sets_dirty() const { return sets_dirty_; }
 
   // Whether the call of this solution (its library and entry point) was found to wait on the
   // device; kept while the worker lives, for DeviceRunner.

@@ -169,6 +169,9 @@ protocol::EvaluateReply gpu_evaluate(WorkerState& st, const protocol::EvaluateRe
     return reply;
   }
   CallBackend& backend = *opened;
+  // Sets a solution wrote are made again from the file, not from the worker's host copy: that
+  // is the solution's to reach as well (an mprotect of its mapping).
+  if (g.sets_dirty()) st.sets.reset();
   const InputSets host = load_sets(st, req.sets);
   const std::vector<DeviceSet>& sets =
       g.sets(req.sets, host, req.schedule.device_pool, &reply.load_inputs_ms);
