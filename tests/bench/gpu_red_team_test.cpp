@@ -226,8 +226,15 @@ static int* volatile g_nowhere = nullptr;
 // Every call spins 50 ms of real time on the host after launching (the blocking kernel holds
 // the stream meanwhile, so the events time only the kernel).
 std::string spins(bool slow_clock) {
-  return gpu_solution(std::string(testing::kSpinAttack) + testing::kSlowClockAttack,
-                      std::string(slow_clock ? "  slow_the_workers_clock();\n" : "") + R"(
+  return gpu_solution(
+      std::string(testing::kSpinAttack) + testing::kSlowClockAttack,
+      std::string(slow_clock ? "  slow_the_workers_clock();\n"
+                               "  static bool told = false;\n"
+                               "  if (!told) { told = true; std::printf(\"SLOW CLOCK %s\\n\", "
+                               "real_now ? \"INSTALLED\" : \"NOT INSTALLED\"); "
+                               "std::fflush(stdout); }\n"
+                             : "") +
+          R"(
   launch(x, w, y, rows, hidden);
   spin_25ms();
   spin_25ms();
@@ -585,10 +592,11 @@ TEST_F(GpuRedTeam, NoProcessOutlivesTheWorker) {
 }
 
 // The solution rewrites the GPU worker's steady_clock::now through its GOT (60x slow), which
-// the worker's span from request to reply is measured with: the span it reports falls far
-// below what fib observed, and the evaluation is a TIMER_MISMATCH, never ranked. (Kernel times
-// come from CUDA events in the same process: what fib cannot promise about them is in
-// docs/run.md's threat model.)
+// the worker's span from request to reply is measured with. Where the rewrite takes, the span
+// it reports falls far below what fib observed, and the evaluation is a TIMER_MISMATCH, never
+// ranked; where it does not, the evaluation passes with its honest latency (kernel times come
+// from CUDA events, which this clock does not touch; what fib cannot promise about them is in
+// docs/run.md's threat model). The solution says which in its log.
 TEST_F(GpuRedTeam, AClockRewrittenThroughTheWorkersGotIsFlaggedAndNotRanked) {
   FIB_REQUIRE_GPU();
   const fib::testing::ExclusiveGpu gpu;
@@ -615,12 +623,21 @@ TEST_F(GpuRedTeam, AClockRewrittenThroughTheWorkersGotIsFlaggedAndNotRanked) {
 
     const Trace* cheat = trace_of(r, "slow_clock", k);
     ASSERT_NE(cheat, nullptr);
+    const Json& cc = cheat->evaluation->environment.extra["timer_check"];
+    if (cheat->evaluation->status == EvaluationStatus::kPassed) {
+      // The slow clock did not shorten the worker's span (the cross-check agrees), and the
+      // kernel times come from CUDA events, which it cannot touch: the attack gained nothing.
+      EXPECT_LT(cc["unaccounted_ms"].get<double>(), cc["allowed_ms"].get<double>()) << cc.dump();
+      EXPECT_GE(cheat->evaluation->performance->latency_ms,
+                0.8 * honest->evaluation->performance->latency_ms);
+      continue;
+    }
     EXPECT_EQ(cheat->evaluation->status, EvaluationStatus::kRuntimeError) << cheat->evaluation->log;
     EXPECT_NE(cheat->evaluation->log.find("TIMER_MISMATCH"), std::string::npos)
         << cheat->evaluation->log;
-    // The attack works on what the worker reports: most of the 50 ms spins are missing from its
-    // span, as the orchestrator's own observation shows.
-    const Json& cc = cheat->evaluation->environment.extra["timer_check"];
+    // The attack worked on what the worker reports: most of the 50 ms spins are missing from
+    // its span, as the orchestrator's own observation shows.
+    EXPECT_NE(cheat->evaluation->log.find("SLOW CLOCK INSTALLED"), std::string::npos);
     EXPECT_GT(cc["observed_ms"].get<double>() - cc["worker_ms"].get<double>(), 0.8 * 36 * 50)
         << cc.dump();
   }

@@ -74,16 +74,17 @@ static int read_references(const std::string& dir, int depth) {
 }
 )";
 
-// channel(): the worker's channel, which it moves to a descriptor of its own; it is the
-// process's one socket.
+// channel(): the worker's channel, which it moves to a high descriptor of its own: the
+// process's last socket (a GPU worker's CUDA driver holds sockets of its own, lower down).
 inline constexpr const char* kFindChannelAttack = R"(
 #include <sys/stat.h>
 static int channel() {
+  int found = -1;
   for (int fd = 3; fd < 4096; ++fd) {
     struct stat st;
-    if (fstat(fd, &st) == 0 && S_ISSOCK(st.st_mode)) return fd;
+    if (fstat(fd, &st) == 0 && S_ISSOCK(st.st_mode)) found = fd;
   }
-  return -1;
+  return found;
 }
 )";
 
