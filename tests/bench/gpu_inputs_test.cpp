@@ -80,8 +80,8 @@ TEST(GpuInputs, DeviceMadeInputsGiveTheHostMadeVerdictsAndErrors) {
     ASSERT_TRUE(d.contains(key));
     const Evaluation& he = *ht.evaluation;
     const Evaluation& de = *d.at(key).evaluation;
-    EXPECT_EQ(he.environment.extra["inputs_made"], "host");
-    EXPECT_EQ(de.environment.extra["inputs_made"], "device");
+    EXPECT_EQ(he.environment.extra.value("inputs_made", ""), "host");
+    EXPECT_EQ(de.environment.extra.value("inputs_made", ""), "device");
     EXPECT_EQ(de.status, he.status);
     // The same inputs, bit for bit, and the same (deterministic) kernels: the same errors.
     ASSERT_EQ(de.correctness.has_value(), he.correctness.has_value());
@@ -118,8 +118,9 @@ TEST(GpuInputs, SharedWeightsKeepTheCheckedCallsHonest) {
   for (const Trace& t : r.traces) {
     SCOPED_TRACE(*t.solution);
     const Evaluation& e = *t.evaluation;
-    EXPECT_EQ(e.environment.extra["inputs_made"], "device");
-    EXPECT_EQ(e.environment.extra["inputs_shared_by_checked_sets"], Json::array({"weight"}));
+    EXPECT_EQ(e.environment.extra.value("inputs_made", ""), "device");
+    EXPECT_EQ(e.environment.extra.value("inputs_shared_by_checked_sets", Json()),
+              Json::array({"weight"}));
     const std::string status(status_name(e.status));
     if (t.solution->ends_with("naive_cuda") || t.solution->ends_with("tuned_cuda")) {
       EXPECT_EQ(status, "PASSED");
