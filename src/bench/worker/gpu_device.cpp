@@ -46,7 +46,8 @@ const std::vector<DeviceSet>& GpuWorker::sets(const std::string& path, const Inp
   const auto t0 = Clock::now();
   sets_.clear();
   sets_path_.clear();
-  // Fills the file carries more than once (weights the checked sets share) are made once.
+  // A fill the file carries for the same input of several sets (weights the checked sets
+  // share) is made once; never one buffer for two inputs of a set.
   std::map<std::string, cu::DeviceTensor> made;
   for (const InputSet& in : *host) {
     DeviceSet d;
@@ -64,7 +65,7 @@ const std::vector<DeviceSet>& GpuWorker::sets(const std::string& path, const Inp
         continue;
       }
       const BulkFill& fill = in.fills.at(name);
-      auto [at, fresh] = made.try_emplace(bulk_fill_json(fill).dump());
+      auto [at, fresh] = made.try_emplace(name + "=" + bulk_fill_json(fill).dump());
       if (fresh) at->second = cu::make_bulk_fill(fill, stream());
       d.args.tensors.emplace(name, at->second);
     }
