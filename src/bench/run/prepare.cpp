@@ -42,6 +42,7 @@ std::uint64_t tensor_bytes(const MaterializedInputs& in) {
 std::vector<std::string> share_weights(const Definition& def, std::vector<MaterializedInputs>& sets,
                                        std::vector<InputSetDigest>& digests) {
   std::vector<std::string> shared;
+  if (sets.size() < 2) return shared;  // one checked set shares nothing
   for (const std::string& name : weight_inputs(def)) {
     const auto first = sets.front().deferred.find(name);
     if (first == sets.front().deferred.end()) continue;
