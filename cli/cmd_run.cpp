@@ -28,6 +28,7 @@ struct RunArgs {
   std::optional<std::uint64_t> seed;
   std::uint64_t memory_limit_mb = 0;
   std::uint64_t reference_cache_mb = 4096;
+  std::uint64_t share_weights_mb = 1024;
   std::string signing_key;
   bool json = false;
   bool no_save = false;
@@ -102,6 +103,7 @@ int run_cmd(RunArgs& a) {
   o.seed = a.seed;
   o.memory_limit_bytes = a.memory_limit_mb << 20;
   o.reference_cache_bytes = a.reference_cache_mb << 20;
+  o.share_weights_bytes = a.share_weights_mb << 20;
   o.save_traces = !a.no_save;
   o.worker_executable = std::filesystem::read_symlink("/proc/self/exe");
   o.abi_include_dir = abi_include_dir();
@@ -189,6 +191,15 @@ void register_run(CLI::App& app, Runner& run) {
   cmd->add_option("--gpu-timer", a->options.gpu_timer,
                   "On CUDA devices: events (default; the empty event pair's cost subtracted), "
                   "events-raw, or cupti (every kernel of a call, on any stream)");
+  cmd->add_option("--inputs-on", a->options.inputs_on,
+                  "On CUDA devices: where the bulk of the inputs (weights, activations, caches) is "
+                  "made: device (default; in each worker's device memory) or host (made here and "
+                  "copied)")
+      ->check(CLI::IsMember({"host", "device"}));
+  cmd->add_option("--share-weights-mb", a->share_weights_mb,
+                  "On CUDA devices with --inputs-on device: a workload whose input set is this "
+                  "large or larger has its checked sets share their weights (inputs with no "
+                  "variable axis), activations fresh per set (default 1024; 0: never)");
   cmd->add_flag("--prepare-ahead,!--no-prepare-ahead", a->options.prepare_ahead,
                 "On CUDA devices: make the next workload's inputs while the current one is "
                 "evaluated (default on; --no-prepare-ahead: one thing at a time)");

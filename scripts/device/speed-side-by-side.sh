@@ -19,7 +19,7 @@
 # Runs per set, in order: upstream (cold build cache), fib building its cache (1 iteration,
 # not a figure), fib noise-based stopping with the reference cache cold, then warm, fib
 # --fixed-iterations with the reference cache cold, then warm, upstream again (warm: the
-# baseline). Every run is held to what is left of BUDGET_S (default 570 s of the command); a run
+# baseline), then fib --fixed-iterations with its inputs made on the host (--inputs-on host). Every run is held to what is left of BUDGET_S (default 570 s of the command); a run
 # cut short says so.
 #
 # Here, first:
@@ -225,6 +225,10 @@ for set in $sets; do
   run_fib fib-fixed-refcold "$set_dir/refcache-fixed" --fixed-iterations
   run_fib fib-fixed-refwarm "$set_dir/refcache-fixed" --fixed-iterations
   run_upstream upstream-warm
+  # The inputs made on the host and copied (--inputs-on host) against fib-fixed-refcold (made on
+  # the device): the same run otherwise, its reference cache cold too (its sets' content
+  # addresses are their bytes, not their fills).
+  run_fib fib-fixed-hostinputs "$set_dir/refcache-hostinputs" --fixed-iterations --inputs-on host
   baseline=upstream-warm
   [ "$with_upstream" = 1 ] || baseline=fib-fixed-refcold
   python3 scripts/device/side_by_side_summary.py "$runs" "$baseline" fib-fixed-refwarm \

@@ -121,6 +121,7 @@ TEST(RunRedTeam, EveryBrokenSolutionGetsItsStatusAndTheRunGoesOn) {
     EXPECT_EQ(perf.extra["solution"]["samples_ms"].size(), 2u);
     EXPECT_EQ(t.evaluation->environment.extra["seed"], 7u);
     EXPECT_EQ(t.evaluation->environment.extra["input_synthesis"], 2);
+    EXPECT_EQ(t.evaluation->environment.extra["inputs_made"], "host");  // CPU lanes: always
     EXPECT_EQ(t.evaluation->environment.extra["reference"], "native:rmsnorm");
   }
 

@@ -63,6 +63,15 @@ struct RunOptions {
   // worker, from the checked sets (their floating-point tensors permuted); this is the budget of
   // one worker's device copies.
   std::uint64_t device_pool_bytes = 2ull << 30;
+  // GPU lanes: where the bulk of each input set (its counter-based fills: weights, activations,
+  // caches) is made: "device" (by each worker in its device memory, from the fills the input-set
+  // file carries instead of their bytes) or "host" (made by the orchestrator and copied to the
+  // device). Indices, page tables, routing and blobs are made or read on the host either way.
+  std::string inputs_on = "device";
+  // GPU lanes with inputs made on the device: the checked sets of a workload whose set is this
+  // many bytes or more share their weights (the inputs whose shape has no variable axis: made
+  // once per worker) while their activations stay fresh per set; 0: never shared.
+  std::uint64_t share_weights_bytes = 1ull << 30;
   // GPU lanes: make the next workloads' inputs on the host (half the cores, lowest priority)
   // while the current one is evaluated. An A/B on one H200 found no effect on the medians'
   // run-to-run spread (docs/benchmarks.md).

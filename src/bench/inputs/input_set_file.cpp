@@ -9,6 +9,7 @@
 #include <xxhash.h>
 
 #include <algorithm>
+#include <bit>
 #include <cerrno>
 #include <cstring>
 #include <numeric>
@@ -54,7 +55,79 @@ std::optional<InputSum> sum_from_text(const std::string& text) {
 }
 
 constexpr std::string_view kSumPrefix = "fib.xxh3.";
+constexpr std::string_view kFillPrefix = "fib.fill.";
+
+std::uint32_t float_bits(float f) { return std::bit_cast<std::uint32_t>(f); }
+
+float bits_float(const Json& j, const char* key) {
+  return std::bit_cast<float>(j.at(key).get<std::uint32_t>());
+}
+
+// What determines a deferred fill's bytes, for the set's digest.
+BulkFill fill_from_metadata(const std::filesystem::path& path, const std::string& key,
+                            const std::string& text) {
+  try {
+    return bulk_fill_from_json(Json::parse(text));
+  } catch (const Json::exception& e) {
+    throw Error(path.string(), fmt::format("{}: {}", key, e.what()));
+  } catch (const Error& e) {
+    throw Error(path.string(), fmt::format("{}: {}", key, e.what()));
+  }
+}
+
+std::string fill_text(const BulkFill& fill) {
+  return fmt::format("fill/v{}:{}", kInputSynthesisVersion, bulk_fill_json(fill).dump());
+}
 }  // namespace
+
+Json bulk_fill_json(const BulkFill& fill) {
+  const counter_random::FillSpec& s = fill.spec;
+  return Json{{"dist", static_cast<int>(s.dist)},
+              {"a", float_bits(s.a)},
+              {"b", float_bits(s.b)},
+              {"lo", float_bits(s.lo)},
+              {"hi", float_bits(s.hi)},
+              {"first", s.first},
+              {"span", s.span},
+              {"key", fill.key},
+              {"dtype", std::string(dtype_name(fill.dtype))},
+              {"shape", fill.shape}};
+}
+
+BulkFill bulk_fill_from_json(const Json& j) {
+  BulkFill fill;
+  try {
+    const int dist = j.at("dist").get<int>();
+    if (dist < 0 || dist > static_cast<int>(counter_random::Dist::kInteger)) {
+      throw Error("fill.dist", fmt::format("{} is no distribution", dist));
+    }
+    fill.spec.dist = static_cast<counter_random::Dist>(dist);
+    fill.spec.a = bits_float(j, "a");
+    fill.spec.b = bits_float(j, "b");
+    fill.spec.lo = bits_float(j, "lo");
+    fill.spec.hi = bits_float(j, "hi");
+    fill.spec.first = j.at("first").get<std::int64_t>();
+    fill.spec.span = j.at("span").get<std::uint64_t>();
+    fill.key = j.at("key").get<std::uint64_t>();
+    const std::optional<DType> dtype = parse_dtype(j.at("dtype").get<std::string>());
+    if (!dtype) throw Error("fill.dtype", j.at("dtype").dump());
+    fill.dtype = *dtype;
+    fill.shape = j.at("shape").get<Shape>();
+  } catch (const Json::exception& e) {
+    throw Error("fill", e.what());
+  }
+  check_bulk_fill(fill);
+  for (const std::int64_t d : fill.shape) {
+    if (d < 0) throw Error("fill.shape", "a negative extent");
+  }
+  return fill;
+}
+
+void make_fills_on_host(InputSet& set) {
+  for (const auto& [name, fill] : set.fills)
+    set.tensors.insert_or_assign(name, make_bulk_fill(fill));
+  set.fills.clear();
+}
 
 InputSum chunk_sum(const void* data, std::size_t bytes) {
   const XXH128_hash_t h = XXH3_128bits(data, bytes);
@@ -90,6 +163,7 @@ InputSetDigest digest_input_set(const MaterializedInputs& set) {
     add(fmt::format("{}:{}:{}:{}", name, dtype_name(t.dtype()), fmt::join(t.shape(), "x"),
                     sum_text(s)));
   }
+  for (const auto& [name, fill] : set.deferred) add(name + ":" + fill_text(fill));
   for (const auto& [name, v] : set.scalars) {
     add(name + "=" + std::visit([](auto x) { return Json(x); }, v).dump());
   }
@@ -116,6 +190,10 @@ void write_input_sets(const std::filesystem::path& path, const Definition& def,
           meta.emplace(fmt::format("{}{}/{}", kSumPrefix, k, spec.name),
                        sum_text(digests[k].sums.at(spec.name)));
         }
+      }
+      if (auto it = sets[k].deferred.find(spec.name); it != sets[k].deferred.end()) {
+        meta.emplace(fmt::format("{}{}/{}", kFillPrefix, k, spec.name),
+                     bulk_fill_json(it->second).dump());
       }
       if (auto it = sets[k].scalars.find(spec.name); it != sets[k].scalars.end()) {
         const Json v = std::visit([](auto x) { return Json(x); }, it->second);
@@ -172,13 +250,17 @@ std::vector<InputSet> read_input_sets(const std::filesystem::path& path) {
   for (const auto& [key, v] : meta) {
     const bool scalar = key.rfind("fib.scalar.", 0) == 0;
     const bool sum = key.rfind(kSumPrefix, 0) == 0;
-    if (!scalar && !sum) continue;
-    if (!split_key(key.substr(scalar ? 11 : kSumPrefix.size()), &k, &name) || k < 0 ||
+    const bool fill = key.rfind(kFillPrefix, 0) == 0;
+    if (!scalar && !sum && !fill) continue;
+    const std::size_t prefix = scalar ? 11 : sum ? kSumPrefix.size() : kFillPrefix.size();
+    if (!split_key(key.substr(prefix), &k, &name) || k < 0 ||
         static_cast<std::size_t>(k) >= sets.size())
       continue;
     InputSet& set = sets[static_cast<std::size_t>(k)];
     if (scalar) {
       set.scalars.emplace(name, scalar_from_json(v));
+    } else if (fill) {
+      set.fills.emplace(name, fill_from_metadata(path, key, v));
     } else if (const std::optional<InputSum> s = sum_from_text(v)) {
       set.sums.emplace(name, *s);
     }
@@ -196,6 +278,10 @@ reference::Arguments read_input_set(const std::filesystem::path& path, int k) {
   for (const auto& [key, v] : f.header().metadata) {
     if (key.rfind("fib.scalar." + prefix, 0) == 0) {
       a.scalars.emplace(key.substr(11 + prefix.size()), scalar_from_json(v));
+    }
+    if (key.rfind(std::string(kFillPrefix) + prefix, 0) == 0) {
+      a.tensors.emplace(key.substr(kFillPrefix.size() + prefix.size()),
+                        make_bulk_fill(fill_from_metadata(path, key, v)));
     }
   }
   return a;

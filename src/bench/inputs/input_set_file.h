@@ -4,7 +4,9 @@
 // cost of hundreds of distinct timing sets small: workers hand the solution pointers into the
 // read-only mapping (nothing copied per call; a write to an input faults, and the worker names
 // the input). Every tensor starts 64-byte aligned, and the sets lie in the file in a shuffled
-// order, so a set's address says nothing about whether its call is checked.
+// order, so a set's address says nothing about whether its call is checked. A tensor made where it
+// is used (a bulk fill deferred for a CUDA device: counter-based, the same bytes on any device)
+// travels as its fill instead of its bytes: metadata "fib.fill.<k>/<name>" (JSON).
 #pragma once
 
 #include <cstdint>
@@ -17,6 +19,7 @@
 #include "fib/reference/reference.h"
 #include "fib/tensor/inputs.h"
 #include "fib/trace/definition.h"
+#include "fib/trace/json_reader.h"
 
 namespace fib::bench::detail {
 
@@ -40,10 +43,22 @@ struct InputSet {
   // "fib.xxh3.<k>/<name>"): a worker holds its mapping against these instead of hashing every
   // set before the first call. Empty where the file has none.
   std::map<std::string, InputSum, std::less<>> sums;
+  // Tensors the file holds as their bulk fills (make_bulk_fill makes them, on the host or a
+  // device); absent from `tensors`.
+  std::map<std::string, BulkFill, std::less<>> fills;
 };
 
+// A bulk fill as the file writes it (every float by its bits, so it reads back exactly), and
+// back; from_json throws fib::Error for a malformed one.
+Json bulk_fill_json(const BulkFill& fill);
+BulkFill bulk_fill_from_json(const Json& j);
+
+// Makes the set's fills on the host (into `tensors`), for the places that need every input there.
+void make_fills_on_host(InputSet& set);
+
 // A set's tensors' checksums (by name) and a digest of the whole set (names, dtypes, shapes,
-// checksums and scalars): its content address.
+// checksums and scalars; a deferred bulk fill by its fill and the synthesis version, which
+// determine its bytes): its content address.
 struct InputSetDigest {
   std::map<std::string, InputSum, std::less<>> sums;
   std::string digest;  // hex
@@ -51,14 +66,14 @@ struct InputSetDigest {
 InputSetDigest digest_input_set(const MaterializedInputs& set);
 
 // `layout_seed` draws the order of the sets in the file; `digests` (one per set, or empty) are
-// written as the tensors' checksums.
+// written as the tensors' checksums; each set's deferred bulk fills are written as fills.
 void write_input_sets(const std::filesystem::path& path, const Definition& def,
                       const std::vector<MaterializedInputs>& sets, std::uint64_t layout_seed,
                       const std::vector<InputSetDigest>& digests = {});
 // Maps the file read-only (pages populated up front, so no page fault lands in a timed call);
 // the tensors are views into the mapping, which lives as long as any of them.
 std::vector<InputSet> read_input_sets(const std::filesystem::path& path);
-// Set k alone, as reference arguments.
+// Set k alone, as reference arguments (its fills made on the host).
 reference::Arguments read_input_set(const std::filesystem::path& path, int k);
 
 }  // namespace fib::bench::detail

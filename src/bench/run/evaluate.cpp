@@ -42,7 +42,11 @@ Json evaluation_environment(const EvaluationJob& job, const RunOptions& o, bool 
            {"build", Json{{"key", job.build.key},
                           {"toolchain", job.build.toolchain},
                           {"flags", job.build.flags}}},
-           {"distinct_input_sets", job.prepared.trials + job.prepared.pool}};
+           {"distinct_input_sets", job.prepared.trials + job.prepared.pool},
+           {"inputs_made", job.prepared.inputs_made}};
+  if (!job.prepared.shared_weights.empty()) {
+    env["inputs_shared_by_checked_sets"] = job.prepared.shared_weights;
+  }
   if (!job.reference.runtime.is_null()) env["reference_runtime"] = job.reference.runtime;
   if (!job.reference.cache.empty()) env["reference_cache"] = job.reference.cache;
   return env;

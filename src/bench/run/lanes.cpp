@@ -61,7 +61,7 @@ class LaneLoop {
         items_(items),
         set_(set),
         inputs_(PrepareSettings{run.options, run.builtin, run.user ? &*run.user : nullptr, run.seed,
-                                run.gpu},
+                                run.gpu, inputs_made_on_device(run.options, run.gpu)},
                 run.scratch->root(), items, run.gpu && run.options.prepare_ahead) {}
 
   void go();

@@ -25,17 +25,43 @@ using Clock = std::chrono::steady_clock;
 
 namespace {
 
+// The bytes of a set's tensors, those its deferred fills will make included.
 std::uint64_t tensor_bytes(const MaterializedInputs& in) {
   std::uint64_t n = 0;
   for (const auto& [k, t] : in.tensors) n += t.nbytes();
+  for (const auto& [k, fill] : in.deferred) {
+    std::uint64_t numel = 1;
+    for (const std::int64_t d : fill.shape) numel *= static_cast<std::uint64_t>(d);
+    n += dtype_storage_bytes(fill.dtype, numel).value_or(0);
+  }
   return n;
+}
+
+// Every checked set after the first takes the first one's weights (deferred fills only: the
+// worker makes each distinct fill once); their digests are taken again. Returns the names.
+std::vector<std::string> share_weights(const Definition& def, std::vector<MaterializedInputs>& sets,
+                                       std::vector<InputSetDigest>& digests) {
+  std::vector<std::string> shared;
+  if (sets.size() < 2) return shared;  // one checked set shares nothing
+  for (const std::string& name : weight_inputs(def)) {
+    const auto first = sets.front().deferred.find(name);
+    if (first == sets.front().deferred.end()) continue;
+    for (std::size_t k = 1; k < sets.size(); ++k) {
+      if (sets[k].deferred.contains(name)) sets[k].deferred[name] = first->second;
+    }
+    shared.push_back(name);
+  }
+  for (std::size_t k = 1; k < sets.size() && !shared.empty(); ++k) {
+    digests[k] = digest_input_set(sets[k]);
+  }
+  return shared;
 }
 
 // Appends sets [first, first + count) to `sets`, each from its own seed (appended to `seeds`),
 // and their checksums and digests to `digests`: made in parallel (random inputs of a large
 // workload are hundreds of MiB), stored in order.
 void make_input_sets(const Definition& def, const Workload& w, const fs::path& dataset,
-                     std::uint64_t base, int first, int count, int max_threads,
+                     std::uint64_t base, int first, int count, int max_threads, bool defer,
                      std::vector<MaterializedInputs>& sets, std::vector<std::uint64_t>& seeds,
                      std::vector<InputSetDigest>& digests) {
   const std::size_t at = sets.size();
@@ -54,6 +80,7 @@ void make_input_sets(const Definition& def, const Workload& w, const fs::path& d
         MaterializeOptions mo;
         mo.seed = own[static_cast<std::size_t>(i)];
         mo.dataset_root = dataset;
+        mo.defer_bulk_fills = defer;
         sets[at + static_cast<std::size_t>(i)] = materialize_inputs(def, w, mo);
         digests[at + static_cast<std::size_t>(i)] =
             digest_input_set(sets[at + static_cast<std::size_t>(i)]);
@@ -99,6 +126,30 @@ std::vector<TrialCalls> plan_trials(int trials, int pool, int warmup, int iterat
 
 }  // namespace
 
+bool inputs_made_on_device(const RunOptions& o, bool gpu) {
+  if (o.inputs_on != "host" && o.inputs_on != "device") {
+    throw Error("--inputs-on", fmt::format("'{}' is neither host nor device", o.inputs_on));
+  }
+  return gpu && o.inputs_on == "device";
+}
+
+std::vector<std::string> weight_inputs(const Definition& def) {
+  std::vector<std::string> names;
+  for (const TensorSpec& spec : def.inputs) {
+    if (spec.is_scalar() || spec.shape->empty()) continue;
+    const bool fixed = std::all_of(spec.shape->begin(), spec.shape->end(), [&](const auto& a) {
+      const Axis* axis = def.axis(a);
+      return axis != nullptr && axis->kind == AxisKind::kConst;
+    });
+    if (fixed) names.push_back(spec.name);
+  }
+  return names;
+}
+
+bool shares_weights(std::uint64_t set_bytes, std::uint64_t share_bytes, bool inputs_on_device) {
+  return inputs_on_device && share_bytes > 0 && set_bytes >= share_bytes;
+}
+
 PreparedWorkload prepare_workload(const PrepareSettings& settings, const Definition& def,
                                   const Workload& w, const fs::path& dir, int max_threads) {
   const RunOptions& o = settings.options;
@@ -117,9 +168,15 @@ PreparedWorkload prepare_workload(const PrepareSettings& settings, const Definit
 
   std::vector<MaterializedInputs> sets;
   std::vector<InputSetDigest> digests;
-  make_input_sets(def, w, o.dataset, base, 0, p.trials, max_threads, sets, p.set_seeds, digests);
+  const bool defer = settings.inputs_on_device;
+  make_input_sets(def, w, o.dataset, base, 0, p.trials, max_threads, defer, sets, p.set_seeds,
+                  digests);
   p.notes = sets.front().notes;
+  p.inputs_made = defer ? "device" : "host";
   const std::uint64_t set_bytes = tensor_bytes(sets.front());
+  if (shares_weights(set_bytes, o.share_weights_bytes, defer)) {
+    p.shared_weights = share_weights(def, sets, digests);
+  }
   // Distinct input sets for the unchecked calls too, up to the memory budget, so an output
   // cache keyed on the inputs never hits (and a solution cannot tell checked calls apart).
   const std::uint64_t calls =
@@ -136,8 +193,8 @@ PreparedWorkload prepare_workload(const PrepareSettings& settings, const Definit
       p.set_seeds.push_back(Rng::derive(base, fmt::format("set{}", p.trials + i)));
     }
   } else {
-    make_input_sets(def, w, o.dataset, base, p.trials, p.pool, max_threads, sets, p.set_seeds,
-                    digests);
+    make_input_sets(def, w, o.dataset, base, p.trials, p.pool, max_threads, defer, sets,
+                    p.set_seeds, digests);
   }
   p.inputs_file = (dir / "inputs.safetensors").string();
   detail::write_input_sets(p.inputs_file, def, sets, Rng::derive(base, "layout"), digests);

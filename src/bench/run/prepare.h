@@ -38,6 +38,10 @@ struct PreparedWorkload {
   // besides the inputs (set once the reference is chosen).
   std::vector<std::string> set_digests;
   std::string reference_identity;
+  // Where the bulk of the inputs is made ("device": the workers make the fills the file
+  // carries; "host"), and the inputs every checked set shares (weights of a large workload).
+  std::string inputs_made = "host";
+  std::vector<std::string> shared_weights;
 };
 
 // What preparing a workload depends on besides the workload.
@@ -47,7 +51,19 @@ struct PrepareSettings {
   const EvalConfigFile* user;
   std::uint64_t seed = 0;  // the run's; each workload derives its own from it
   bool gpu = false;        // GPU lanes make the timing pool on the device
+  // The bulk fills deferred to the workers' devices (inputs_made_on_device).
+  bool inputs_on_device = false;
 };
+
+// Whether a run's bulk input fills are made on the workers' devices: GPU lanes with
+// --inputs-on device. Throws fib::Error for an --inputs-on other than "host" or "device".
+bool inputs_made_on_device(const RunOptions& o, bool gpu);
+
+// The inputs whose shape has no variable axis (weights, their scales and biases): with device-
+// made inputs of a set of at least `share_bytes` bytes (0: never), every checked set takes them
+// from the first.
+std::vector<std::string> weight_inputs(const Definition& def);
+bool shares_weights(std::uint64_t set_bytes, std::uint64_t share_bytes, bool inputs_on_device);
 
 // Makes the input sets (up to `max_threads` at once) into `dir` and the schedule. Throws
 // fib::Error when the inputs cannot be made.

@@ -7,8 +7,11 @@
 
 #include <algorithm>
 #include <chrono>
+#include <map>
 
+#include "bench/inputs/input_set_file.h"
 #include "bench/worker/device_pool.h"
+#include "fib/cuda/input_fills.h"
 
 namespace fib::bench::detail {
 
@@ -43,12 +46,28 @@ const std::vector<DeviceSet>& GpuWorker::sets(const std::string& path, const Inp
   const auto t0 = Clock::now();
   sets_.clear();
   sets_path_.clear();
+  // A fill the file carries for the same input of several sets (weights the checked sets
+  // share) is made once; never one buffer for two inputs of a set.
+  std::map<std::string, cu::DeviceTensor> made;
   for (const InputSet& in : *host) {
     DeviceSet d;
     d.args.scalars = in.scalars;
-    for (const auto& [name, t] : in.tensors) {
+    // By name, fills and tensors alike: the order that numbers inputs for the pool's
+    // permutations, as pool_tensors_on_host numbers them.
+    std::vector<std::string> names;
+    for (const auto& [name, t] : in.tensors) names.push_back(name);
+    for (const auto& [name, fill] : in.fills) names.push_back(name);
+    std::sort(names.begin(), names.end());
+    for (const std::string& name : names) {
       d.names.push_back(name);
-      d.args.tensors.emplace(name, cu::to_device(t, stream()));
+      if (const auto t = in.tensors.find(name); t != in.tensors.end()) {
+        d.args.tensors.emplace(name, cu::to_device(t->second, stream()));
+        continue;
+      }
+      const BulkFill& fill = in.fills.at(name);
+      auto [at, fresh] = made.try_emplace(name + "=" + bulk_fill_json(fill).dump());
+      if (fresh) at->second = cu::make_bulk_fill(fill, stream());
+      d.args.tensors.emplace(name, at->second);
     }
     sets_.push_back(finish_set(std::move(d)));
   }

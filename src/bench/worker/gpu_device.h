@@ -43,7 +43,9 @@ class GpuWorker {
   CheckedOutputWriter& writer() { return *writer_; }
 
   // The device copies of `host` (uploaded when the workload changes, or after a solution
-  // modified one), then the pool's sets made from them on the device, with their hashes.
+  // modified one; the fills the file carries made here, each distinct one once), then the
+  // pool's sets made from them on the device, with their hashes (taken on the device once the
+  // set is made: what every call's check holds the inputs against).
   const std::vector<DeviceSet>& sets(const std::string& path, const InputSets& host,
                                      const DevicePool& pool, double* upload_ms);
   // Sets [0, file_sets) came from the file (the host holds them); the rest were made here.

@@ -4,6 +4,7 @@
 #include "bench/worker/gpu_targets.h"
 
 #include "bench/worker/gpu_memory.h"
+#include "fib/cuda/input_fills.h"
 
 #include <fmt/format.h>
 
@@ -214,8 +215,9 @@ bool DeviceSolutionTarget::settle(Failure* failure) {
 }
 
 // The name of input `index`, and where a file set's copy of it changed: its first changed byte
-// against the host copy (the read-only mapping of the input-set file). A set made on the device
-// has no host copy: the input is named, its byte not.
+// against the host copy (the read-only mapping of the input-set file), or against the input made
+// again from its fill. A pool set made on the device has no host copy: the input is named, its
+// byte not.
 std::string DeviceSolutionTarget::modified_input(int index, std::string* where) {
   const auto k_input = static_cast<std::size_t>(index);
   std::string name = "?";
@@ -224,7 +226,15 @@ std::string DeviceSolutionTarget::modified_input(int index, std::string* where) 
     const DeviceSet& d = sets_[k];
     if (k_input >= d.names.size()) continue;
     const std::string& n = d.names[k_input];
-    const Tensor& h = host_->at(k).tensors.at(n);
+    const InputSet& from = host_->at(k);
+    Tensor h;
+    if (const auto t = from.tensors.find(n); t != from.tensors.end()) {
+      h = t->second;
+    } else if (const auto f = from.fills.find(n); f != from.fills.end()) {
+      h = cu::to_host(cu::make_bulk_fill(f->second, g_.stream()), g_.stream());  // made again
+    } else {
+      continue;
+    }
     const Tensor now = cu::to_host(d.args.tensors.at(n), g_.stream());
     if (std::memcmp(now.raw(), h.raw(), h.nbytes()) == 0) continue;
     const auto* a = static_cast<const unsigned char*>(now.raw());

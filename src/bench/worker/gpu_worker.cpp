@@ -254,16 +254,16 @@ protocol::ReferenceReply gpu_reference(WorkerState& st, const protocol::Referenc
       // them is queued after the copy on the same stream.
       std::vector<std::pair<std::string, Tensor>> extra;
       const auto check_set = static_cast<std::size_t>(order_of(plan, first).check_set);
-      if (check_set < host->size()) {
-        append_set_reference_extras(req.definition, host->at(check_set), req.eval_extra, &extra);
-      } else if (op_family(req.definition).reference_extras != nullptr) {
-        // A set made on the device (a solution's checked call may be drawn on any): its extras
-        // come from the same set made on the host.
-        InputSet made;
-        const InputSet& source = host->at((check_set - host->size()) % host->size());
-        made.scalars = source.scalars;
-        made.tensors = pool_tensors_on_host(source.tensors, req.schedule.device_pool.seed,
-                                            static_cast<int>(check_set));
+      if (op_family(req.definition).reference_extras != nullptr) {
+        // The extras come from the set on the host: its fills made there, and a pool set (a
+        // solution's checked call may be drawn on any) made from its source as the device does.
+        InputSet made = host->at(
+            check_set < host->size() ? check_set : (check_set - host->size()) % host->size());
+        make_fills_on_host(made);
+        if (check_set >= host->size()) {
+          made.tensors = pool_tensors_on_host(made.tensors, req.schedule.device_pool.seed,
+                                              static_cast<int>(check_set));
+        }
         append_set_reference_extras(req.definition, made, req.eval_extra, &extra);
       }
       g.writer().submit(plan.check_output, target.staged(), std::move(extra), g.stream());
