@@ -66,7 +66,7 @@ RunResult run_example(const std::string& inputs_on, std::uint64_t share_weights_
   return run_benchmark(o);
 }
 
-TEST(GpuInputs, DeviceMadeInputsGiveTheHostMadeVerdictsAndErrors) {
+TEST(GpuInputs, DeviceMadeInputsGiveTheHostMadeVerdicts) {
   FIB_REQUIRE_GPU();
   const fib::testing::ExclusiveGpu gpu;  // timed GPU work: one such test at a time
   const RunResult host = run_example("host", 0);
@@ -83,12 +83,9 @@ TEST(GpuInputs, DeviceMadeInputsGiveTheHostMadeVerdictsAndErrors) {
     EXPECT_EQ(he.environment.extra.value("inputs_made", ""), "host");
     EXPECT_EQ(de.environment.extra.value("inputs_made", ""), "device");
     EXPECT_EQ(de.status, he.status);
-    // The same inputs, bit for bit, and the same (deterministic) kernels: the same errors.
-    ASSERT_EQ(de.correctness.has_value(), he.correctness.has_value());
-    if (he.correctness) {
-      EXPECT_EQ(de.correctness->max_absolute_error, he.correctness->max_absolute_error);
-      EXPECT_EQ(de.correctness->max_relative_error, he.correctness->max_relative_error);
-    }
+    // The checked calls are drawn at random after the calls, so the two runs check different
+    // sets and their errors differ; the bytes themselves are compared by DeviceInputFills.
+    EXPECT_EQ(de.correctness.has_value(), he.correctness.has_value());
   }
   const std::string p = "rmsnorm_h2048_";
   for (const auto& [key, t] : d) {
