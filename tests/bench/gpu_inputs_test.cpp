@@ -1,5 +1,5 @@
 // Inputs made on the device (`fib run --inputs-on device`, GPU machine only; skipped visibly
-// elsewhere): the same verdicts and errors as host-made inputs on the bundled example, a solution
+// elsewhere): the same verdicts as host-made inputs on the bundled example, a solution
 // mutating its inputs or caching its outputs still caught, weights shared across checked sets
 // where the trace says so, and the largest corpus workload's inputs made in under a second per set.
 #ifdef FIB_HAVE_CUDA
