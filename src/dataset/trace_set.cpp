@@ -461,6 +461,26 @@ void TraceSet::add_trace(Trace t) {
   traces_[def].push_back({std::move(t), {static_cast<std::uint32_t>(files_.size()), 0}});
 }
 
+TraceSet TraceSet::with_traces(std::span<const Trace> traces, Diagnostics& diag) const {
+  TraceSet copy = *this;
+  for (const Trace& t : traces) {
+    const std::string where = fmt::format("{} (appended trace)", t.definition);
+    const std::string line = dump_json_line(to_json(t));
+    auto j = parse_json(line, where, diag);
+    if (!j) continue;
+    ReadContext ctx{where, &diag};
+    auto read = trace_from_json(*j, ctx);
+    if (!read) continue;
+    if (read->is_workload_trace()) {
+      diag.error(where, {}, "a trace to append has no solution or evaluation",
+                 "workload records belong under workloads/");
+      continue;
+    }
+    copy.add_trace(std::move(*read));
+  }
+  return copy;
+}
+
 void append_traces(TraceSet& set, std::span<const Trace> traces) {
   std::map<fs::path, std::vector<std::string>> by_file;
   for (const auto& t : traces) {
