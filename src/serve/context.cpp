@@ -20,6 +20,7 @@ namespace fs = std::filesystem;
 namespace {
 
 constexpr auto kDiskCheckInterval = std::chrono::seconds(1);
+constexpr auto kSettleTime = std::chrono::milliseconds(250);
 constexpr const char* kDatasetFolders[] = {"definitions", "workloads", "solutions", "traces"};
 
 // Whether `set` holds `t` already (the same line for the same workload), looking at the most
@@ -176,12 +177,22 @@ void ServeContext::watch() {
 
 // Runs on the watcher thread only: readers keep the current snapshot while the dataset loads.
 void ServeContext::check_disk() {
-  {
+  // A trace the server appends reaches the file (and its fdatasync) before note_own_append: a
+  // difference must outlast that moment to count as a change.
+  for (int look = 0;; ++look) {
     const DiskState disk = disk_state();
-    std::lock_guard<std::mutex> lock(mu_);
-    if (matches_disk(disk)) return;
-    since_scan_.emplace();  // the own writes from here on are applied to the load as well
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      if (matches_disk(disk)) return;
+      if (look == 1) {
+        since_scan_.emplace();  // the own writes from here on are applied to the load as well
+        break;
+      }
+    }
+    std::unique_lock<std::mutex> lock(watch_mu_);
+    if (wake_.wait_for(lock, kSettleTime, [this] { return stopping_; })) return;
   }
+  std::cerr << "fib serve: the dataset's files changed on disk; reloading it\n";
   DiskState scanned = disk_state();
   try {
     TraceSet loaded = TraceSet::load(dataset_);
