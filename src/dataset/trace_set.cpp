@@ -481,6 +481,19 @@ TraceSet TraceSet::with_traces(std::span<const Trace> traces, Diagnostics& diag)
   return copy;
 }
 
+TraceSet TraceSet::without_traces() const {
+  TraceSet copy(root_);
+  copy.load_diag_ = load_diag_;
+  copy.files_ = files_;
+  copy.definitions_ = definitions_;
+  copy.definition_index_ = definition_index_;
+  copy.workloads_ = workloads_;
+  copy.workload_index_ = workload_index_;
+  copy.solutions_ = solutions_;
+  copy.solution_index_ = solution_index_;
+  return copy;
+}
+
 void append_traces(TraceSet& set, std::span<const Trace> traces) {
   std::map<fs::path, std::vector<std::string>> by_file;
   for (const auto& t : traces) {
