@@ -6,7 +6,8 @@
 # also writes them to $OUT/serve-bench.jsonl. With EVALUATE=SOLUTION.json, evaluations complete
 # meanwhile: one client submits that solution (POST /evaluate) and waits for its task, over and
 # over, from the first finished one (it builds the solution) on, and each run's line says how many
-# tasks finished during it.
+# tasks finished during it (LOAD_NICE=19 runs the load client at that niceness, so that it leaves
+# the cores to the evaluations first).
 #   FIB_BUILD_DIR=build bash scripts/serve-bench.sh [DATASET] [SECONDS]
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -56,7 +57,7 @@ PY
 fi
 for clients in ${CLIENTS:-1 10 100}; do
   tasks_before=$(wc -l <"$finished")
-  result=$("$build/benchmarks/serve_load" --port "$port" --token-file "$state/token" \
+  result=$(nice -n "${LOAD_NICE:-0}" "$build/benchmarks/serve_load" --port "$port" --token-file "$state/token" \
     --clients "$clients" --seconds "$seconds")
   tasks=$(($(wc -l <"$finished") - tasks_before))
   echo "$result" | SERVER_ARGS="${FIB_SERVE_ARGS:-}" TASKS=$tasks python3 -c '
