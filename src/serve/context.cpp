@@ -31,6 +31,8 @@ bool holds_trace(const TraceSet& set, const Trace& t) {
   for (auto it = list.rbegin(); it != list.rend(); ++it) {
     const Trace& r = it->value;
     if (r.workload.uuid != t.workload.uuid || r.solution != t.solution) continue;
+    if (r.evaluation && t.evaluation && r.evaluation->timestamp != t.evaluation->timestamp)
+      continue;
     if (line.empty()) line = dump_json_line(to_json(t));
     if (dump_json_line(to_json(r)) == line) return true;
   }

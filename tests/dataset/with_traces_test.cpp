@@ -1,5 +1,5 @@
 // TraceSet::with_traces: a copy with traces added through load()'s checks (a signature must
-// verify), leaving the original as it was.
+// verify), leaving the original as it was; TraceSet::without_traces: a copy of all but traces.
 #include <gtest/gtest.h>
 
 #include "fib/dataset/trace_set.h"
@@ -50,6 +50,20 @@ TEST(TraceSetWithTraces, AddsCheckedTracesToACopy) {
   // The tampered signature and the workload record are refused, as load() refuses such lines.
   EXPECT_EQ(diag.count(Severity::kError), 2u) << diag.to_string();
   EXPECT_NE(diag.to_string().find("signature"), std::string::npos) << diag.to_string();
+}
+
+TEST(TraceSetWithTraces, WithoutTracesKeepsEverythingElse) {
+  const TraceSet set = TraceSet::load(fib::testing::source_dir() / "examples" / "dataset");
+  Diagnostics diag;
+  const TraceSet grown = set.with_traces(std::vector<Trace>{runtime_error_trace(set, "x")}, diag);
+  ASSERT_EQ(grown.trace_count(), set.trace_count() + 1);
+  const TraceSet bare = grown.without_traces();
+  EXPECT_EQ(bare.trace_count(), 0u);
+  EXPECT_EQ(bare.definitions().size(), set.definitions().size());
+  EXPECT_EQ(bare.workload_count(), set.workload_count());
+  EXPECT_EQ(bare.solution_count(), set.solution_count());
+  EXPECT_NE(bare.solution("rmsnorm_h2048_naive"), nullptr);
+  EXPECT_EQ(bare.root(), set.root());
 }
 
 }  // namespace

@@ -34,8 +34,9 @@ enum class SandboxMode : std::uint8_t {
 
 struct RunOptions {
   std::filesystem::path dataset;
-  // The dataset already loaded (fib serve's snapshot of `dataset`): the run works on a copy of
-  // it instead of loading the folder again. Traces are still appended to `dataset`'s files.
+  // The dataset already loaded (fib serve's snapshot of `dataset`): the run copies what it reads
+  // of it (its traces only with `resume`) instead of loading the folder again. Traces are still
+  // appended to `dataset`'s files.
   std::shared_ptr<const TraceSet> loaded_dataset;
   std::vector<std::string> definitions;         // allow-list; empty: all
   std::vector<std::string> solutions;           // allow-list; empty: all
