@@ -150,13 +150,10 @@ void ServeContext::add_own_traces(std::span<const Trace> traces) {
 
 void ServeContext::add_own_solution(const Solution& solution, const fs::path& file) {
   std::lock_guard<std::mutex> update(update_mu_);
-  auto current = traces();
-  std::shared_ptr<const TraceSet> next = current;
-  if (!current->solution(solution.name)) {
-    auto copy = std::make_shared<TraceSet>(*current);
-    copy->add_solution(solution);
-    next = std::move(copy);
-  }
+  const auto current = traces();
+  if (current->solution(solution.name)) return;
+  auto next = std::make_shared<TraceSet>(*current);
+  next->add_solution(solution);
   const std::optional<FileStamp> stamp = stamp_of(file);
   const std::string rel = file.lexically_relative(dataset_).generic_string();
   std::lock_guard<std::mutex> lock(mu_);

@@ -132,8 +132,9 @@ void TaskService::write_solution_file(const Submission& s) {
   const fs::path path =
       context_.dataset_root() /
       layout::solution_file(s.solution.author, s.op_type, s.solution.definition, s.solution.name);
-  if (fs::exists(path)) return;
-  write_solution(context_.dataset_root(), s.solution, s.op_type);
+  if (!fs::exists(path)) write_solution(context_.dataset_root(), s.solution, s.op_type);
+  // Also when the file was there already but the snapshot has not caught up with it: the task's
+  // run reads the snapshot.
   context_.add_own_solution(s.solution, path);
 }
 

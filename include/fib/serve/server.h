@@ -78,7 +78,8 @@ class ServeContext {
   // Publishes a snapshot with the server's own appended traces added (those the snapshot holds
   // already are not added twice); readers see them once this returns.
   void add_own_traces(std::span<const Trace> traces);
-  // Publishes a snapshot with a solution the server has just written to `file` in the dataset.
+  // Publishes a snapshot with a solution the server has just written to `file` in the dataset
+  // (nothing when the snapshot has it).
   void add_own_solution(const Solution& solution, const std::filesystem::path& file);
 
  private:
