@@ -58,6 +58,8 @@ Args parse_args(int argc, char** argv) {
 std::unique_ptr<httplib::Client> connect(const Args& a) {
   auto c = std::make_unique<httplib::Client>(a.host, a.port);
   c->set_keep_alive(true);
+  // A read that waits on the server shows as its latency, not as an error after httplib's 5 s.
+  c->set_read_timeout(std::chrono::seconds(120));
   c->set_tcp_nodelay(true);
   if (!a.token.empty()) c->set_bearer_token_auth(a.token);
   return c;

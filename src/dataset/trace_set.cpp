@@ -461,6 +461,39 @@ void TraceSet::add_trace(Trace t) {
   traces_[def].push_back({std::move(t), {static_cast<std::uint32_t>(files_.size()), 0}});
 }
 
+TraceSet TraceSet::with_traces(std::span<const Trace> traces, Diagnostics& diag) const {
+  TraceSet copy = *this;
+  for (const Trace& t : traces) {
+    const std::string where = fmt::format("{} (appended trace)", t.definition);
+    const std::string line = dump_json_line(to_json(t));
+    auto j = parse_json(line, where, diag);
+    if (!j) continue;
+    ReadContext ctx{where, &diag};
+    auto read = trace_from_json(*j, ctx);
+    if (!read) continue;
+    if (read->is_workload_trace()) {
+      diag.error(where, {}, "a trace to append has no solution or evaluation",
+                 "workload records belong under workloads/");
+      continue;
+    }
+    copy.add_trace(std::move(*read));
+  }
+  return copy;
+}
+
+TraceSet TraceSet::without_traces() const {
+  TraceSet copy(root_);
+  copy.load_diag_ = load_diag_;
+  copy.files_ = files_;
+  copy.definitions_ = definitions_;
+  copy.definition_index_ = definition_index_;
+  copy.workloads_ = workloads_;
+  copy.workload_index_ = workload_index_;
+  copy.solutions_ = solutions_;
+  copy.solution_index_ = solution_index_;
+  return copy;
+}
+
 void append_traces(TraceSet& set, std::span<const Trace> traces) {
   std::map<fs::path, std::vector<std::string>> by_file;
   for (const auto& t : traces) {

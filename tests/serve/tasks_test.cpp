@@ -83,6 +83,22 @@ TEST_F(ServeTasks, EvaluateRunsTheSolutionAndAppendsOneSignedTrace) {
   EXPECT_EQ(health["queue_size"], 0);
 }
 
+// A task's traces are in the server's dataset snapshot before the task counts as finished: the
+// read right after the long poll returns sees every one of them.
+TEST_F(ServeTasks, AFinishedTasksTracesAreReadAtOnce) {
+  auto server = start();
+  auto c = server->client();
+  for (std::size_t round = 1; round <= 3; ++round) {
+    const std::string id = submit(*c, Json{{"solution", rmsnorm_solution_json("rms")}});
+    const Json task = body_json(c->Get(("/tasks/" + id + "?timeout=120").c_str()));
+    ASSERT_EQ(task["status"], "completed") << task.dump(2) << server->log();
+    const Json listed = body_json(c->Get("/api/traces?definition=rmsnorm_h2048"));
+    ASSERT_EQ(listed["traces"].size(), round) << listed.dump(2);
+    EXPECT_EQ(listed["traces"].back()["solution"], task["solution"]);
+  }
+  EXPECT_EQ(trace_lines().size(), 3u);
+}
+
 TEST_F(ServeTasks, BadRequestsSayWhatIsWrong) {
   auto server = start();
   auto c = server->client();

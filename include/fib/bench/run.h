@@ -10,6 +10,7 @@
 #include <filesystem>
 #include <functional>
 #include <map>
+#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
@@ -17,6 +18,10 @@
 #include "fib/bench/eval_config.h"
 #include "fib/trace/signature.h"
 #include "fib/trace/trace.h"
+
+namespace fib {
+class TraceSet;
+}  // namespace fib
 
 namespace fib::bench {
 
@@ -29,6 +34,10 @@ enum class SandboxMode : std::uint8_t {
 
 struct RunOptions {
   std::filesystem::path dataset;
+  // The dataset already loaded (fib serve's snapshot of `dataset`): the run copies what it reads
+  // of it (its traces only with `resume`) instead of loading the folder again. Traces are still
+  // appended to `dataset`'s files.
+  std::shared_ptr<const TraceSet> loaded_dataset;
   std::vector<std::string> definitions;         // allow-list; empty: all
   std::vector<std::string> solutions;           // allow-list; empty: all
   std::vector<std::string> workloads;           // allow-list of workload uuids; empty: all

@@ -93,6 +93,14 @@ class TraceSet {
   void add_solution(Solution s);
   void add_workload(Trace w);
   void add_trace(Trace t);
+  // A copy with `traces` added as if they had been appended to disk and loaded again: each goes
+  // through its JSONL line and the checks of load() (a signed record's signature verifies), and
+  // a record load() would skip is left out and reported in `diag`. The copy shares nothing
+  // with this set, so a server can publish it while readers keep using this one.
+  TraceSet with_traces(std::span<const Trace> traces, Diagnostics& diag) const;
+  // A copy without the evaluation traces: definitions, workloads and solutions only (what a run
+  // that does not resume reads), far cheaper to make than a whole copy of a large dataset.
+  TraceSet without_traces() const;
 
  private:
   std::filesystem::path root_;

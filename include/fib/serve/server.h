@@ -5,11 +5,16 @@
 
 #include <atomic>
 #include <chrono>
+#include <condition_variable>
 #include <cstdint>
 #include <filesystem>
+#include <map>
 #include <memory>
 #include <mutex>
+#include <optional>
+#include <span>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "fib/bench/run.h"
@@ -47,35 +52,72 @@ struct ServeOptions {
   bench::RunOptions run;
 };
 
-// The dataset as the routes see it: a loaded TraceSet shared as an immutable snapshot. A
-// snapshot is replaced (not modified) when the dataset changes, so a handler that holds one
-// reads it without a lock while evaluations append traces.
+// The dataset snapshot the routes read. A reader takes the current snapshot under a short lock
+// and never waits for a load: the server's own writes (solution files, evaluation traces) are
+// applied to a copy that replaces the snapshot, and changes made on disk by anything else (another
+// `fib run` appending traces) are found by a watcher thread, which compares the files' sizes and
+// times with what the snapshot and the server's own writes account for, once a second, and
+// reloads the dataset while readers keep the old snapshot.
 class ServeContext {
  public:
   ServeContext(std::filesystem::path dataset, std::string baseline_author,
                std::filesystem::path state_dir);
+  ~ServeContext();                             // stops the watcher
+  ServeContext(const ServeContext&) = delete;  // owns a thread
+  ServeContext& operator=(const ServeContext&) = delete;
 
   const std::filesystem::path& dataset_root() const { return dataset_; }
   const std::string& baseline_author() const { return baseline_author_; }
   const std::filesystem::path& state_dir() const { return state_dir_; }
 
-  // The current dataset. Reloads it first when it was marked changed, or when its files changed
-  // on disk (checked at most once a second: another `fib run` may append traces).
-  std::shared_ptr<const TraceSet> traces();
-  // Says the dataset changed (a trace or solution was written); the next traces() reloads.
-  void mark_changed() { changed_ = true; }
+  // The current dataset snapshot; never modified, replaced when the dataset changes.
+  std::shared_ptr<const TraceSet> traces() const;
+  // Accounts for a trace the server has just appended to its traces file (bench::RunCallbacks::
+  // on_evaluation), so that the watcher does not take the append for an external change.
+  void note_own_append(const Trace& trace);
+  // Publishes a snapshot with the server's own appended traces added (those the snapshot holds
+  // already are not added twice); readers see them once this returns.
+  void add_own_traces(std::span<const Trace> traces);
+  // Publishes a snapshot with a solution the server has just written to `file` in the dataset
+  // (nothing when the snapshot has it).
+  void add_own_solution(const Solution& solution, const std::filesystem::path& file);
 
  private:
-  std::uint64_t fingerprint() const;
+  struct FileStamp {
+    std::uintmax_t size = 0;
+    std::int64_t mtime = 0;
+    bool any_mtime = false;  // the server appended to it: its time is not known
+  };
+  using DiskState = std::map<std::string, FileStamp>;  // by path relative to the dataset
+  // The server's own writes while a reload runs, applied again to what it loaded.
+  struct OwnWrites {
+    std::vector<std::pair<std::string, std::uintmax_t>> appends;  // file, bytes
+    std::vector<Trace> traces;
+    std::vector<std::pair<std::string, FileStamp>> files;
+    std::vector<Solution> solutions;
+  };
+
+  DiskState disk_state() const;
+  bool matches_disk(const DiskState& disk);
+  std::optional<FileStamp> stamp_of(const std::filesystem::path& file) const;
+  void watch();
+  void check_disk();
+  void publish_reload(TraceSet loaded, DiskState scanned);
 
   std::filesystem::path dataset_;
   std::string baseline_author_;
   std::filesystem::path state_dir_;
-  std::mutex mu_;
+  // Guards snapshot_, expected_ and since_scan_; held only to read or replace them.
+  mutable std::mutex mu_;
+  // One snapshot writer at a time (own writes, the publication of a reload); taken before mu_.
+  std::mutex update_mu_;
   std::shared_ptr<const TraceSet> snapshot_;
-  std::uint64_t snapshot_fingerprint_ = 0;
-  std::chrono::steady_clock::time_point checked_;
-  std::atomic<bool> changed_{false};
+  DiskState expected_;  // the files as the snapshot and the server's own writes leave them
+  std::optional<OwnWrites> since_scan_;
+  std::mutex watch_mu_;
+  std::condition_variable wake_;
+  bool stopping_ = false;
+  std::thread watcher_;
 };
 
 // The web interface's folder: ServeOptions::web_dir, else $FIB_WEB_DIR, else the source tree's

@@ -128,7 +128,10 @@ RunResult run_benchmark(const RunOptions& options, const RunCallbacks& callbacks
   detail::check_reference_choice(options.reference);
   detail::RunState run(options, callbacks);
   run.gpu = devices.gpu;
-  TraceSet set = TraceSet::load(options.dataset);
+  // Traces are read only to resume: a run that does not copies the rest of a loaded dataset.
+  TraceSet set = !options.loaded_dataset ? TraceSet::load(options.dataset)
+                 : options.resume        ? *options.loaded_dataset
+                                         : options.loaded_dataset->without_traces();
   load_eval_settings(run, set);
   run.seed = run_seed(options);
   run.result.seed = run.seed;
