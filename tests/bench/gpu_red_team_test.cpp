@@ -630,6 +630,11 @@ TEST_F(GpuRedTeam, AClockRewrittenThroughTheWorkersGotIsFlaggedAndNotRanked) {
       EXPECT_LT(cc["unaccounted_ms"].get<double>(), cc["allowed_ms"].get<double>()) << cc.dump();
       EXPECT_GE(cheat->evaluation->performance->latency_ms,
                 0.8 * honest->evaluation->performance->latency_ms);
+      // Whether the rewrite took in this worker is a fact of the host worth seeing in the log.
+      const bool installed =
+          cheat->evaluation->log.find("SLOW CLOCK INSTALLED") != std::string::npos;
+      std::printf("slow_clock PASSED with its honest latency; its rewrite %s\n",
+                  installed ? "took (and did not shorten the span)" : "did not take");
       continue;
     }
     EXPECT_EQ(cheat->evaluation->status, EvaluationStatus::kRuntimeError) << cheat->evaluation->log;
