@@ -5,7 +5,8 @@
 # then a device call with carry [".device-debs", ".device-shared"] and the command
 #   bash scripts/device/gpu-check.sh [CTEST_REGEX] [TARGET...]
 # CTEST_REGEX picks tests (default: the cuda and reference_cuda suites); TARGETs are extra build
-# targets. The build log and test output land in $OUT (build.log, ctest.log).
+# targets; FIB_CTEST_JOBS sets ctest -j (default 4). The build log and test output land in $OUT
+# (build.log, ctest.log).
 set -uo pipefail
 cd "$(dirname "$0")/../.."
 regex=${1:-'^(CudaRuntime|CudaReference|CudaTiming|Gpu)'}
@@ -45,7 +46,7 @@ sandbox_check() {
   python3 "scripts/sandbox-cost.py" "$exe" 10 2>&1 | tail -1
 }
 sandbox_check
-ctest --test-dir "$build" -R "$regex" --output-on-failure -j 4 >"$OUT/ctest.log" 2>&1
+ctest --test-dir "$build" -R "$regex" --output-on-failure -j "${FIB_CTEST_JOBS:-4}" >"$OUT/ctest.log" 2>&1
 status=$?
 grep -E "tests passed|tests failed|Failed|\*\*\*|SKIPPED|Skipped" "$OUT/ctest.log" | head -60
 tail -5 "$OUT/ctest.log"

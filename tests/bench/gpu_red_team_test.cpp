@@ -649,30 +649,39 @@ TEST_F(GpuRedTeam, AClockRewrittenThroughTheWorkersGotIsFlaggedAndNotRanked) {
 }
 
 // The GPU lane's inputs are device tensors, hashed after every call (a plain write of one:
-// GpuRun's mutates_inputs_cuda). The worker also holds the sets on the host (a read-only
-// mapping of the input-set file, from which it uploads them): this solution makes that mapping
-// writable and changes it, then writes its device weight so that the sets are uploaded again.
-// It is a RUNTIME_ERROR, and the honest solution evaluated next in the same worker gets the
-// inputs as they were.
+// GpuRun's mutates_inputs_cuda). With host-made inputs the worker also holds the sets on the
+// host (a read-only mapping of the input-set file, from which it uploads them): this solution
+// makes that mapping writable and changes it, then writes its device weight so that the sets
+// are made again. With device-made inputs the file holds the fills' specs, made again from the
+// file. Either way it is a RUNTIME_ERROR, and the honest solution evaluated next in the same
+// worker gets the inputs as they were.
 TEST_F(GpuRedTeam, InputsChangedOnTheHostAndDeviceDoNotReachTheNextSolution) {
   FIB_REQUIRE_GPU();
   const fib::testing::ExclusiveGpu gpu;
   add("a_corrupts_inputs", corrupts_inputs());
   add("b_honest", gpu_solution("", kHonest));
-  const RunResult r = run_benchmark(options(SandboxMode::kAuto, {"a_corrupts_inputs", "b_honest"}));
-  ASSERT_EQ(r.traces.size(), 4u);
-  for (int k = 0; k < 2; ++k) {
-    const Trace* cheat = trace_of(r, "a_corrupts_inputs", k);
-    ASSERT_NE(cheat, nullptr);
-    EXPECT_EQ(cheat->evaluation->status, EvaluationStatus::kRuntimeError) << cheat->evaluation->log;
-    EXPECT_NE(cheat->evaluation->log.find("modified its input 'weight'"), std::string::npos)
-        << cheat->evaluation->log;
-    // The attack reached the worker's host copy (else this test shows nothing).
-    EXPECT_NE(cheat->evaluation->log.find("CORRUPTED THE HOST INPUTS"), std::string::npos)
-        << cheat->evaluation->log;
-    const Trace* honest = trace_of(r, "b_honest", k);
-    ASSERT_NE(honest, nullptr);
-    EXPECT_EQ(honest->evaluation->status, EvaluationStatus::kPassed) << honest->evaluation->log;
+  for (const std::string inputs_on : {"host", "device"}) {
+    SCOPED_TRACE("inputs made on the " + inputs_on);
+    RunOptions o = options(SandboxMode::kAuto, {"a_corrupts_inputs", "b_honest"});
+    o.inputs_on = inputs_on;
+    const RunResult r = run_benchmark(o);
+    ASSERT_EQ(r.traces.size(), 4u);
+    for (int k = 0; k < 2; ++k) {
+      const Trace* cheat = trace_of(r, "a_corrupts_inputs", k);
+      ASSERT_NE(cheat, nullptr);
+      EXPECT_EQ(cheat->evaluation->status, EvaluationStatus::kRuntimeError)
+          << cheat->evaluation->log;
+      EXPECT_NE(cheat->evaluation->log.find("modified its input 'weight'"), std::string::npos)
+          << cheat->evaluation->log;
+      // Host-made inputs: the attack reached the worker's host copy (else this shows nothing).
+      if (inputs_on == "host") {
+        EXPECT_NE(cheat->evaluation->log.find("CORRUPTED THE HOST INPUTS"), std::string::npos)
+            << cheat->evaluation->log;
+      }
+      const Trace* honest = trace_of(r, "b_honest", k);
+      ASSERT_NE(honest, nullptr);
+      EXPECT_EQ(honest->evaluation->status, EvaluationStatus::kPassed) << honest->evaluation->log;
+    }
   }
 }
 
