@@ -5,7 +5,7 @@
 # then a device call with carry [".device-debs", ".device-shared"] and the command
 #   bash scripts/device/gpu-check.sh [CTEST_REGEX] [TARGET...]
 # CTEST_REGEX picks tests (default: the cuda and reference_cuda suites); TARGETs are extra build
-# targets; FIB_CTEST_JOBS sets ctest -j (default 4). The build log and test output land in $OUT
+# targets (FIB_TARGETS replaces the default ones); FIB_CTEST_JOBS sets ctest -j (default 4). The build log and test output land in $OUT
 # (build.log, ctest.log).
 set -uo pipefail
 cd "$(dirname "$0")/../.."
@@ -21,7 +21,8 @@ t0=$(date +%s)
 cmake -S . -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release $FIB_CMAKE_ARGS \
   -DFIB_BUILD_BENCHMARKS=OFF -DFIB_BUILD_TESTS=ON >"$OUT/build.log" 2>&1 || {
   tail -40 "$OUT/build.log"; exit 1; }
-targets=(fib cuda_tests reference_cuda_tests bench_tests "${extra_targets[@]}")
+read -ra targets <<<"${FIB_TARGETS:-fib cuda_tests reference_cuda_tests bench_tests}"
+targets+=("${extra_targets[@]}")
 ninja -C "$build" -j "$(nproc)" "${targets[@]}" >>"$OUT/build.log" 2>&1 || {
   grep -E "error|Error" -A3 "$OUT/build.log" | head -80; exit 1; }
 echo "gpu-check: built in $(( $(date +%s) - t0 )) s"
