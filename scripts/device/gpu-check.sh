@@ -5,8 +5,8 @@
 # then a device call with carry [".device-debs", ".device-shared"] and the command
 #   bash scripts/device/gpu-check.sh [CTEST_REGEX] [TARGET...]
 # CTEST_REGEX picks tests (default: the cuda and reference_cuda suites); TARGETs are extra build
-# targets (FIB_TARGETS replaces the default ones); FIB_CTEST_JOBS sets ctest -j (default 4). The build log and test output land in $OUT
-# (build.log, ctest.log).
+# targets (FIB_TARGETS replaces the default ones); FIB_CTEST_JOBS sets ctest -j (default 4). The
+# build log and test output land in $OUT (build.log, ctest.log).
 set -uo pipefail
 cd "$(dirname "$0")/../.."
 regex=${1:-'^(CudaRuntime|CudaReference|CudaTiming|Gpu)'}
