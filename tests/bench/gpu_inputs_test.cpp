@@ -1,7 +1,8 @@
 // Inputs made on the device (`fib run --inputs-on device`, GPU machine only; skipped visibly
 // elsewhere): the same verdicts as host-made inputs on the bundled example, a solution
-// mutating its inputs or caching its outputs still caught, weights shared across checked sets
-// where the trace says so, and the largest corpus workload's inputs made in under a second per set.
+// mutating its inputs or caching its outputs still caught, a reference cache shared by both,
+// weights shared across checked sets where the trace says so, and the largest corpus workload's
+// inputs made in under a second per set.
 #ifdef FIB_HAVE_CUDA
 
 #include <gtest/gtest.h>
@@ -100,6 +101,31 @@ TEST(GpuInputs, DeviceMadeInputsGiveTheHostMadeVerdicts) {
     } else {
       EXPECT_EQ(status, "INCORRECT_NUMERICAL") << key.first;
     }
+  }
+}
+
+// A reference cache filled by a run with host-made inputs serves a run with device-made inputs of
+// the same seed: the inputs are the same bits, and the cache's keys say what the inputs are.
+TEST(GpuInputs, AReferenceCacheFilledWithHostMadeInputsServesDeviceMadeOnes) {
+  FIB_REQUIRE_GPU();
+  const fib::testing::ExclusiveGpu gpu;
+  TempDir tmp;
+  testing::copy_tree(kSource / "examples" / "dataset", tmp.path() / "dataset");
+  RunOptions o = example_options(tmp, "host");
+  o.reference_cache = (tmp.path() / "references").string();
+  o.solutions = {"rmsnorm_h2048_naive_cuda"};
+  const RunResult host = run_benchmark(o);
+  ASSERT_EQ(host.traces.size(), 2u);  // 2 workloads
+  EXPECT_EQ(host.reference_runs_reused, 0u);
+  o.inputs_on = "device";
+  const RunResult device = run_benchmark(o);
+  ASSERT_EQ(device.traces.size(), 2u);
+  EXPECT_EQ(device.reference_runs_reused, 2u);
+  for (const Trace& t : device.traces) {
+    const Evaluation& e = *t.evaluation;
+    EXPECT_EQ(e.environment.extra.value("inputs_made", ""), "device");
+    EXPECT_EQ(e.environment.extra.value("reference_cache", ""), "hit");
+    EXPECT_EQ(status_name(e.status), "PASSED");
   }
 }
 

@@ -173,6 +173,15 @@ InputSetDigest digest_input_set(const MaterializedInputs& set) {
   return d;
 }
 
+void make_deferred_on_host(MaterializedInputs& set, InputSetDigest& digest) {
+  for (const auto& [name, fill] : set.deferred) {
+    Tensor t = make_bulk_fill(fill);
+    digest.sums.insert_or_assign(name, input_sum(t.raw(), t.nbytes()));
+    set.tensors.insert_or_assign(name, std::move(t));
+  }
+  set.deferred.clear();
+}
+
 void write_input_sets(const std::filesystem::path& path, const Definition& def,
                       const std::vector<MaterializedInputs>& sets, std::uint64_t layout_seed,
                       const std::vector<InputSetDigest>& digests) {

@@ -65,6 +65,12 @@ struct InputSetDigest {
 };
 InputSetDigest digest_input_set(const MaterializedInputs& set);
 
+// Makes the set's deferred fills on the host (into `tensors`), their checksums added to
+// `digest.sums`. The digest itself stays the one taken from the fills: a set made on the host
+// and the same set made on a device from its fills have one content address, and the device
+// path never needs host bytes to be hashed.
+void make_deferred_on_host(MaterializedInputs& set, InputSetDigest& digest);
+
 // `layout_seed` draws the order of the sets in the file; `digests` (one per set, or empty) are
 // written as the tensors' checksums; each set's deferred bulk fills are written as fills.
 void write_input_sets(const std::filesystem::path& path, const Definition& def,

@@ -80,10 +80,14 @@ void make_input_sets(const Definition& def, const Workload& w, const fs::path& d
         MaterializeOptions mo;
         mo.seed = own[static_cast<std::size_t>(i)];
         mo.dataset_root = dataset;
-        mo.defer_bulk_fills = defer;
-        sets[at + static_cast<std::size_t>(i)] = materialize_inputs(def, w, mo);
-        digests[at + static_cast<std::size_t>(i)] =
-            digest_input_set(sets[at + static_cast<std::size_t>(i)]);
+        // Deferred in either mode: the set's digest (the reference cache's key) takes each bulk
+        // fill by its spec, so host-made and device-made sets of one seed share their key.
+        mo.defer_bulk_fills = true;
+        MaterializedInputs& set = sets[at + static_cast<std::size_t>(i)];
+        InputSetDigest& digest = digests[at + static_cast<std::size_t>(i)];
+        set = materialize_inputs(def, w, mo);
+        digest = digest_input_set(set);
+        if (!defer) make_deferred_on_host(set, digest);
       } catch (...) {
         std::lock_guard<std::mutex> lock(error_mutex);
         if (!error) error = std::current_exception();
