@@ -1,8 +1,8 @@
 // Inputs made on the device (`fib run --inputs-on device`, GPU machine only; skipped visibly
 // elsewhere): the same verdicts as host-made inputs on the bundled example, a solution
 // mutating its inputs or caching its outputs still caught, a reference cache shared by both,
-// weights shared across checked sets where the trace says so, and the largest corpus workload's
-// inputs made in under a second per set.
+// weights shared across checked sets where the trace says so (and held once by the device),
+// and the largest corpus workload's inputs made in under a second per set.
 #ifdef FIB_HAVE_CUDA
 
 #include <gtest/gtest.h>
@@ -14,6 +14,7 @@
 
 #include "bench/inputs/input_set_file.h"
 #include "bench/run/prepare.h"
+#include "bench/worker/device_pool.h"
 #include "bench/worker/gpu_device.h"
 #include "fib/bench/run.h"
 #include "fib/tensor/workload_synth.h"
@@ -155,6 +156,63 @@ TEST(GpuInputs, SharedWeightsKeepTheCheckedCallsHonest) {
   }
 }
 
+// The pool's sets of a workload whose checked sets share their weight: each holds the checked
+// sets' weight buffer (the device holds the weight once) and activations of its own, exactly the
+// host's copy of that set (what a checked call drawn on it is judged with).
+TEST(GpuInputs, PoolSetsHoldTheSharedWeightsOnce) {
+  FIB_REQUIRE_GPU();
+  const fib::testing::ExclusiveGpu gpu;
+  const Definition def = load_definition(
+      (kSource / "examples/dataset/definitions/gemm/gemm_n2048_k2048.json").string());
+  Workload w;
+  w.uuid = "w";
+  w.axes = {{"M", 3}};
+  for (const char* n : {"A", "B"}) {
+    WorkloadInput in;
+    in.name = n;
+    w.inputs.push_back(in);
+  }
+  RunOptions o;
+  o.dataset = kSource / "examples" / "dataset";
+  o.share_weights_bytes = 1;
+  o.cli.num_trials = 3;
+  o.cli.warmup_runs = 2;
+  o.cli.iterations = 12;
+  const EvalConfigFile builtin = builtin_eval_config();
+  const detail::PrepareSettings settings{o, builtin, nullptr,
+                                         7, true,    detail::inputs_made_on_device(o, true)};
+  TempDir tmp;
+  const detail::PreparedWorkload p =
+      detail::prepare_workload(settings, def, w, tmp.path() / "w", 2);
+  ASSERT_EQ(p.shared_weights, std::vector<std::string>{"B"});
+  ASSERT_EQ(p.pool, 39);  // one per unchecked call: a pool set's own bytes are its A alone
+  const auto host =
+      std::make_shared<const std::vector<detail::InputSet>>(detail::read_input_sets(p.inputs_file));
+  detail::GpuWorker g(0);
+  double load_ms = 0;
+  const std::vector<detail::DeviceSet>& sets =
+      g.sets(p.inputs_file, host, p.schedule.device_pool, &load_ms);
+  ASSERT_EQ(sets.size(), static_cast<std::size_t>(p.trials + p.pool));
+  const void* weight = sets[0].args.tensors.at("B").raw();
+  for (std::size_t k = 0; k < sets.size(); ++k) {
+    SCOPED_TRACE(k);
+    EXPECT_EQ(sets[k].args.tensors.at("B").raw(), weight);
+    const reference::Arguments want = detail::input_set_on_host(
+        p.inputs_file, static_cast<int>(k), p.trials, p.schedule.device_pool.seed);
+    for (const char* name : {"A", "B"}) {
+      const Tensor made = cu::to_host(sets[k].args.tensors.at(name), g.stream());
+      EXPECT_TRUE(made.same_bytes(want.tensors.at(name))) << name;
+    }
+    if (k >= static_cast<std::size_t>(p.trials)) {
+      const Tensor source = cu::to_host(
+          sets[(k - static_cast<std::size_t>(p.trials)) % static_cast<std::size_t>(p.trials)]
+              .args.tensors.at("A"),
+          g.stream());
+      EXPECT_FALSE(cu::to_host(sets[k].args.tensors.at("A"), g.stream()).same_bytes(source));
+    }
+  }
+}
+
 // The e384 fp8 MoE (16.9 GB of weights per set): prepared for a GPU lane (the structure on the
 // host, the fills deferred) and loaded by a GPU worker's device state (fills made on the device,
 // the pool permuted from them, every set hashed). Prints the times; the #27 target is under 1 s
@@ -201,6 +259,9 @@ TEST(GpuInputs, LargestCorpusWorkloadsInputsTakeUnderASecondPerSet) {
             sets[1].args.tensors.at("gemm1_weights").raw());
   EXPECT_NE(sets[0].args.tensors.at("hidden_states").raw(),
             sets[1].args.tensors.at("hidden_states").raw());
+  // So do the pool's sets: the device holds the weights once.
+  EXPECT_EQ(sets.back().args.tensors.at("gemm1_weights").raw(),
+            sets[0].args.tensors.at("gemm1_weights").raw());
   // Bit-identical to the host's: an activation of each checked set made there from its fill.
   for (std::size_t k = 0; k < host->size(); ++k) {
     detail::InputSet on_host = host->at(k);

@@ -14,6 +14,7 @@
 #include <cstring>
 #include <limits>
 #include <map>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -287,6 +288,57 @@ TEST(PrepareInputs, HostAndDeviceMadeSetsHaveOneReferenceCacheKey) {
     EXPECT_NE(reference_set_key(other.p, set), reference_set_key(host.p, set)) << set;
   }
   EXPECT_NE(reference_run_key(other.p, "h", "t"), reference_run_key(host.p, "h", "t"));
+}
+
+// The inputs the checked sets share are named from the sets or from the file's metadata alone:
+// what the device holds once and the pool's sets take as they are.
+TEST(PrepareInputs, TheSharedWeightsAreNamedFromTheFile) {
+  TempDir tmp;
+  const Prepared shared = prepare(tmp, "device", 1);
+  EXPECT_EQ(shared_fills(shared.sets), (std::set<std::string, std::less<>>{"B"}));
+  EXPECT_EQ(shared_fills(fs::path(shared.p.inputs_file)),
+            (std::set<std::string, std::less<>>{"B"}));
+  const Prepared apart = prepare(tmp, "device", 0);
+  EXPECT_TRUE(shared_fills(apart.sets).empty());
+  EXPECT_TRUE(shared_fills(fs::path(apart.p.inputs_file)).empty());
+  EXPECT_TRUE(shared_fills(fs::path(prepare(tmp, "host", 1).p.inputs_file)).empty());
+}
+
+TEST(PrepareInputs, ThePoolHoldsOneSetPerCallWithinItsBudget) {
+  EXPECT_EQ(pool_sets(39, 1000, 100), 10);       // the budget bounds it
+  EXPECT_EQ(pool_sets(39, 1000, 10), 39);        // the calls bound it
+  EXPECT_EQ(pool_sets(39, 99, 100), 1);          // one at least
+  EXPECT_EQ(pool_sets(5000, 1 << 30, 1), 1024);  // 1024 at most
+  EXPECT_EQ(pool_sets(39, 1000, 0), 39);         // sets of no bytes: one per call
+}
+
+// The pool's budget counts what a pool set adds on the device: the shared weights are the checked
+// sets' buffers, held once. gemm_n2048_k2048 at M = 3: A is 3 x 2048 float16 (12288 bytes), the
+// weight B 2048 x 2048 float16 (8 MiB); 3 trials of 2 warmup and 12 timed calls are 39 unchecked
+// calls.
+TEST(PrepareInputs, ThePoolsBudgetCountsTheSharedWeightsOnce) {
+  const auto pool = [](std::uint64_t share_bytes, std::uint64_t budget, bool on_device) {
+    TempDir tmp;
+    RunOptions o;
+    o.dataset = kSource / "examples/dataset";
+    o.inputs_on = on_device ? "device" : "host";
+    o.share_weights_bytes = share_bytes;
+    o.device_pool_bytes = budget;
+    o.cli.num_trials = 3;
+    o.cli.warmup_runs = 2;
+    o.cli.iterations = 12;
+    const EvalConfigFile builtin = builtin_eval_config();
+    const PrepareSettings settings{o, builtin, nullptr, 7, true, inputs_made_on_device(o, true)};
+    return prepare_workload(settings, load_definition(kGemm.string()), gemm_workload(),
+                            tmp.path() / "w", 2)
+        .pool;
+  };
+  constexpr std::uint64_t kA = 3 * 2048 * 2, kB = 2048 * 2048 * 2;
+  EXPECT_EQ(pool(1, 10 * kA + 5, true), 10);  // each pool set adds its A alone
+  EXPECT_EQ(pool(1, 100 * kA, true), 39);     // one per unchecked call
+  EXPECT_EQ(pool(0, 10 * kA + 5, true), 1);   // unshared: a set is A and B
+  EXPECT_EQ(pool(0, 3 * (kA + kB) + kA, true), 3);
+  EXPECT_EQ(pool(1, 3 * (kA + kB) + kA, false), 3);  // host-made sets share nothing
 }
 
 }  // namespace

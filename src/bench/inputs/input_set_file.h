@@ -13,6 +13,7 @@
 #include <filesystem>
 #include <map>
 #include <memory>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -55,6 +56,13 @@ BulkFill bulk_fill_from_json(const Json& j);
 
 // Makes the set's fills on the host (into `tensors`), for the places that need every input there.
 void make_fills_on_host(InputSet& set);
+
+// The inputs the sets share: those carried as the same fill by two or more sets (the weights a
+// large workload's checked sets share, prepare.h). A device holds each once, and the timing
+// pool's sets take them as they are (device_pool.h). From read sets, or from the file's metadata
+// alone (no tensor read).
+std::set<std::string, std::less<>> shared_fills(const std::vector<InputSet>& sets);
+std::set<std::string, std::less<>> shared_fills(const std::filesystem::path& path);
 
 // A set's tensors' checksums (by name) and a digest of the whole set (names, dtypes, shapes,
 // checksums and scalars; a deferred bulk fill by its fill and the synthesis version, which

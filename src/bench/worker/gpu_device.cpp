@@ -8,6 +8,7 @@
 #include <algorithm>
 #include <chrono>
 #include <map>
+#include <set>
 
 #include "bench/inputs/input_set_file.h"
 #include "bench/worker/device_pool.h"
@@ -71,12 +72,20 @@ const std::vector<DeviceSet>& GpuWorker::sets(const std::string& path, const Inp
     }
     sets_.push_back(finish_set(std::move(d)));
   }
+  // The pool's sets hold the shared weights' buffers too (pool_tensors_on_host does the same):
+  // the device holds them once, and each pool set's own bytes are its activations.
+  const std::set<std::string, std::less<>> shared = shared_fills(*host);
   for (int j = 0; j < pool.count; ++j) {
     const DeviceSet& from = sets_.at(static_cast<std::size_t>(j) % host->size());
     DeviceSet d;
     d.args.scalars = from.args.scalars;
     for (std::size_t k = 0; k < from.names.size(); ++k) {
       const cu::DeviceTensor& src = from.args.tensors.at(from.names[k]);
+      if (shared.contains(from.names[k])) {
+        d.names.push_back(from.names[k]);
+        d.args.tensors.emplace(from.names[k], src);
+        continue;
+      }
       cu::DeviceTensor dst(src.dtype(), src.shape());
       const PoolPermutation how = pool_permutation(src.dtype(), src.shape(), pool.seed,
                                                    pool.first + j, static_cast<int>(k));
