@@ -15,6 +15,7 @@
 #include "bench/inputs/input_set_file.h"
 #include "bench/run/prepare.h"
 #include "bench/worker/device_pool.h"
+#include "bench/worker/gpu_checks.h"
 #include "bench/worker/gpu_device.h"
 #include "fib/bench/run.h"
 #include "fib/tensor/workload_synth.h"
@@ -158,7 +159,7 @@ TEST(GpuInputs, SharedWeightsKeepTheCheckedCallsHonest) {
 
 // The pool's sets of a workload whose checked sets share their weight: each holds the checked
 // sets' weight buffer (the device holds the weight once) and activations of its own, exactly the
-// host's copy of that set (what a checked call drawn on it is judged with).
+// host's copy of that set (what a checked call drawn on it is judged with), hashes included.
 TEST(GpuInputs, PoolSetsHoldTheSharedWeightsOnce) {
   FIB_REQUIRE_GPU();
   const fib::testing::ExclusiveGpu gpu;
@@ -203,6 +204,10 @@ TEST(GpuInputs, PoolSetsHoldTheSharedWeightsOnce) {
       const Tensor made = cu::to_host(sets[k].args.tensors.at(name), g.stream());
       EXPECT_TRUE(made.same_bytes(want.tensors.at(name))) << name;
     }
+    // The hashes a call's check holds the set to (the weight's taken from the checked set's
+    // table, not hashed again) are its inputs' own: the check finds nothing.
+    detail::gpu::launch_check(g.plan(sets[k], {}), k, /*store_expected=*/false, g.stream());
+    EXPECT_EQ(g.take_failure().kind, detail::gpu::kCheckOk);
     if (k >= static_cast<std::size_t>(p.trials)) {
       const Tensor source = cu::to_host(
           sets[(k - static_cast<std::size_t>(p.trials)) % static_cast<std::size_t>(p.trials)]
