@@ -4,7 +4,8 @@
 // random inputs made on the host and copied per workload. A pool set's floating-point tensors
 // are its source set's with axis 0 and the last axis each rearranged by an affine bijection: the
 // same values (distribution, ranges, per-row sums and top-k) in another order. Integer and
-// boolean tensors (indices, lengths, masks: the structure constraints hold for) are copied.
+// boolean tensors (indices, lengths, masks: the structure constraints hold for) are copied. The
+// weights the checked sets share (shared_fills) are taken as they are: one buffer for every set.
 #pragma once
 
 #include <cstdint>
