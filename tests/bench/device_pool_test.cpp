@@ -133,7 +133,7 @@ TEST(DevicePool, APoolSetMadeOnTheHostNumbersItsInputsByName) {
   source.emplace("lengths", n);
   const int set = 5;
   const std::uint64_t seed = 77;
-  const auto made = pool_tensors_on_host(source, seed, set);
+  const auto made = pool_tensors_on_host(source, seed, set, {});
   ASSERT_EQ(made.size(), 3u);
   const std::pair<const char*, int> numbered[] = {{"a", 0}, {"b", 1}};
   for (const auto& [name, input] : numbered) {
@@ -145,6 +145,25 @@ TEST(DevicePool, APoolSetMadeOnTheHostNumbersItsInputsByName) {
     EXPECT_NE(std::memcmp(made.at(name).raw(), src.raw(), src.nbytes()), 0) << name;
   }
   EXPECT_EQ(std::memcmp(made.at("lengths").raw(), n.raw(), n.nbytes()), 0);
+}
+
+TEST(DevicePool, APoolSetTakesTheSharedInputsAsTheyAre) {
+  // The weights the checked sets share are one device buffer that every pool set holds too; the
+  // other inputs keep the permutations their position in the set gives them.
+  std::map<std::string, Tensor, std::less<>> source;
+  Tensor a(DType::kFloat32, {4, 8}), w(DType::kFloat32, {4, 8});
+  for (std::int64_t i = 0; i < 32; ++i) {
+    a.set(i, static_cast<double>(i));
+    w.set(i, static_cast<double>(100 + i));
+  }
+  source.emplace("a", a);
+  source.emplace("w", w);
+  const auto alone = pool_tensors_on_host(source, 77, 5, {});
+  const auto shared = pool_tensors_on_host(source, 77, 5, {"w"});
+  EXPECT_EQ(std::memcmp(shared.at("w").raw(), w.raw(), w.nbytes()), 0);
+  EXPECT_NE(std::memcmp(alone.at("w").raw(), w.raw(), w.nbytes()), 0);
+  EXPECT_EQ(std::memcmp(shared.at("a").raw(), alone.at("a").raw(), a.nbytes()), 0);
+  EXPECT_NE(std::memcmp(shared.at("a").raw(), a.raw(), a.nbytes()), 0);
 }
 
 }  // namespace

@@ -1,7 +1,8 @@
 // Inputs made on the device (`fib run --inputs-on device`, GPU machine only; skipped visibly
 // elsewhere): the same verdicts as host-made inputs on the bundled example, a solution
-// mutating its inputs or caching its outputs still caught, weights shared across checked sets
-// where the trace says so, and the largest corpus workload's inputs made in under a second per set.
+// mutating its inputs or caching its outputs still caught, a reference cache shared by both,
+// weights shared across checked sets where the trace says so (and held once by the device),
+// and the largest corpus workload's inputs made in under a second per set.
 #ifdef FIB_HAVE_CUDA
 
 #include <gtest/gtest.h>
@@ -13,6 +14,8 @@
 
 #include "bench/inputs/input_set_file.h"
 #include "bench/run/prepare.h"
+#include "bench/worker/device_pool.h"
+#include "bench/worker/gpu_checks.h"
 #include "bench/worker/gpu_device.h"
 #include "fib/bench/run.h"
 #include "fib/tensor/workload_synth.h"
@@ -103,6 +106,31 @@ TEST(GpuInputs, DeviceMadeInputsGiveTheHostMadeVerdicts) {
   }
 }
 
+// A reference cache filled by a run with host-made inputs serves a run with device-made inputs of
+// the same seed: the inputs are the same bits, and the cache's keys say what the inputs are.
+TEST(GpuInputs, AReferenceCacheFilledWithHostMadeInputsServesDeviceMadeOnes) {
+  FIB_REQUIRE_GPU();
+  const fib::testing::ExclusiveGpu gpu;
+  TempDir tmp;
+  testing::copy_tree(kSource / "examples" / "dataset", tmp.path() / "dataset");
+  RunOptions o = example_options(tmp, "host");
+  o.reference_cache = (tmp.path() / "references").string();
+  o.solutions = {"rmsnorm_h2048_naive_cuda"};
+  const RunResult host = run_benchmark(o);
+  ASSERT_EQ(host.traces.size(), 2u);  // 2 workloads
+  EXPECT_EQ(host.reference_runs_reused, 0u);
+  o.inputs_on = "device";
+  const RunResult device = run_benchmark(o);
+  ASSERT_EQ(device.traces.size(), 2u);
+  EXPECT_EQ(device.reference_runs_reused, 2u);
+  for (const Trace& t : device.traces) {
+    const Evaluation& e = *t.evaluation;
+    EXPECT_EQ(e.environment.extra.value("inputs_made", ""), "device");
+    EXPECT_EQ(e.environment.extra.value("reference_cache", ""), "hit");
+    EXPECT_EQ(status_name(e.status), "PASSED");
+  }
+}
+
 // Every set large enough to share: the weight is made once and shared by the checked sets, the
 // activations fresh per set. A cache keyed on the shared weight (or on the batch size, as
 // caches_results_cuda's is) still serves stale outputs: the checked call's activations are
@@ -125,6 +153,67 @@ TEST(GpuInputs, SharedWeightsKeepTheCheckedCallsHonest) {
       EXPECT_EQ(status, "RUNTIME_ERROR");
     } else {
       EXPECT_EQ(status, "INCORRECT_NUMERICAL");
+    }
+  }
+}
+
+// The pool's sets of a workload whose checked sets share their weight: each holds the checked
+// sets' weight buffer (the device holds the weight once) and activations of its own, exactly the
+// host's copy of that set (what a checked call drawn on it is judged with), hashes included.
+TEST(GpuInputs, PoolSetsHoldTheSharedWeightsOnce) {
+  FIB_REQUIRE_GPU();
+  const fib::testing::ExclusiveGpu gpu;
+  const Definition def = load_definition(
+      (kSource / "examples/dataset/definitions/gemm/gemm_n2048_k2048.json").string());
+  Workload w;
+  w.uuid = "w";
+  w.axes = {{"M", 3}};
+  for (const char* n : {"A", "B"}) {
+    WorkloadInput in;
+    in.name = n;
+    w.inputs.push_back(in);
+  }
+  RunOptions o;
+  o.dataset = kSource / "examples" / "dataset";
+  o.share_weights_bytes = 1;
+  o.cli.num_trials = 3;
+  o.cli.warmup_runs = 2;
+  o.cli.iterations = 12;
+  const EvalConfigFile builtin = builtin_eval_config();
+  const detail::PrepareSettings settings{o, builtin, nullptr,
+                                         7, true,    detail::inputs_made_on_device(o, true)};
+  TempDir tmp;
+  const detail::PreparedWorkload p =
+      detail::prepare_workload(settings, def, w, tmp.path() / "w", 2);
+  ASSERT_EQ(p.shared_weights, std::vector<std::string>{"B"});
+  ASSERT_EQ(p.pool, 39);  // one per unchecked call: a pool set's own bytes are its A alone
+  const auto host =
+      std::make_shared<const std::vector<detail::InputSet>>(detail::read_input_sets(p.inputs_file));
+  detail::GpuWorker g(0);
+  double load_ms = 0;
+  const std::vector<detail::DeviceSet>& sets =
+      g.sets(p.inputs_file, host, p.schedule.device_pool, &load_ms);
+  ASSERT_EQ(sets.size(), static_cast<std::size_t>(p.trials + p.pool));
+  const void* weight = sets[0].args.tensors.at("B").raw();
+  for (std::size_t k = 0; k < sets.size(); ++k) {
+    SCOPED_TRACE(k);
+    EXPECT_EQ(sets[k].args.tensors.at("B").raw(), weight);
+    const reference::Arguments want = detail::input_set_on_host(
+        p.inputs_file, static_cast<int>(k), p.trials, p.schedule.device_pool.seed);
+    for (const char* name : {"A", "B"}) {
+      const Tensor made = cu::to_host(sets[k].args.tensors.at(name), g.stream());
+      EXPECT_TRUE(made.same_bytes(want.tensors.at(name))) << name;
+    }
+    // The hashes a call's check holds the set to (the weight's taken from the checked set's
+    // table, not hashed again) are its inputs' own: the check finds nothing.
+    detail::gpu::launch_check(g.plan(sets[k], {}), k, /*store_expected=*/false, g.stream());
+    EXPECT_EQ(g.take_failure().kind, detail::gpu::kCheckOk);
+    if (k >= static_cast<std::size_t>(p.trials)) {
+      const Tensor source = cu::to_host(
+          sets[(k - static_cast<std::size_t>(p.trials)) % static_cast<std::size_t>(p.trials)]
+              .args.tensors.at("A"),
+          g.stream());
+      EXPECT_FALSE(cu::to_host(sets[k].args.tensors.at("A"), g.stream()).same_bytes(source));
     }
   }
 }
@@ -175,6 +264,9 @@ TEST(GpuInputs, LargestCorpusWorkloadsInputsTakeUnderASecondPerSet) {
             sets[1].args.tensors.at("gemm1_weights").raw());
   EXPECT_NE(sets[0].args.tensors.at("hidden_states").raw(),
             sets[1].args.tensors.at("hidden_states").raw());
+  // So do the pool's sets: the device holds the weights once.
+  EXPECT_EQ(sets.back().args.tensors.at("gemm1_weights").raw(),
+            sets[0].args.tensors.at("gemm1_weights").raw());
   // Bit-identical to the host's: an activation of each checked set made there from its fill.
   for (std::size_t k = 0; k < host->size(); ++k) {
     detail::InputSet on_host = host->at(k);

@@ -1,10 +1,12 @@
 // The input-set file's deferred bulk fills (src/bench/inputs/input_set_file.h) and the decision
 // to defer them (src/bench/run/prepare.h): a fill travels as its spec, reads back exactly, is made
 // on the host where a host copy is needed with the bytes the host would have made, and addresses
-// its set's content; GPU lanes with --inputs-on device defer, others do not; large workloads
-// share their weights (and only them) across checked sets.
+// its set's content whether it is made on the host or on a device; GPU lanes with --inputs-on
+// device defer, others do not; large workloads share their weights (and only them) across checked
+// sets.
 #include "bench/inputs/input_set_file.h"
 
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 
 #include <bit>
@@ -12,10 +14,12 @@
 #include <cstring>
 #include <limits>
 #include <map>
+#include <set>
 #include <string>
 #include <vector>
 
 #include "bench/run/prepare.h"
+#include "bench/run/reference_cache.h"
 #include "fib/bench/eval_config.h"
 #include "fib/tensor/inputs.h"
 #include "support/temp_dir.h"
@@ -143,6 +147,28 @@ TEST(InputSetFile, AFillIsPartOfItsSetsContentAddress) {
   EXPECT_NE(digest_input_set(other).digest, a);
 }
 
+// A fill made on the host keeps the content address its spec gave: the reference cache's key of
+// a host-made set is the key of the same set made on a device.
+TEST(InputSetFile, AFillMadeOnTheHostKeepsItsSetsContentAddress) {
+  MaterializedInputs set = deferred_set(11);
+  const InputSetDigest from_fills = digest_input_set(set);
+  InputSetDigest digest = from_fills;
+  make_deferred_on_host(set, digest);
+  EXPECT_TRUE(set.deferred.empty());
+  EXPECT_EQ(digest.digest, from_fills.digest);
+  const Tensor expected = make_bulk_fill(deferred_set(11).deferred.at("weights"));
+  ASSERT_TRUE(set.tensors.contains("weights"));
+  EXPECT_TRUE(same_bytes(set.tensors.at("weights"), expected));
+  // The made tensor's checksum, which the file carries for the worker, is that of its bytes.
+  EXPECT_EQ(digest.sums.at("weights"), input_sum(expected.raw(), expected.nbytes()));
+  EXPECT_EQ(digest.sums.at("indices"), from_fills.sums.at("indices"));
+  // Another seed's fill, made on the host too, is another address.
+  MaterializedInputs other = deferred_set(12);
+  InputSetDigest other_digest = digest_input_set(other);
+  make_deferred_on_host(other, other_digest);
+  EXPECT_NE(other_digest.digest, digest.digest);
+}
+
 TEST(PrepareInputs, BulkFillsAreDeferredOnGpuLanesWithInputsOnDevice) {
   RunOptions o;
   EXPECT_EQ(o.inputs_on, "device");
@@ -183,16 +209,17 @@ struct Prepared {
   PreparedWorkload p;
   std::vector<InputSet> sets;
 };
-Prepared prepare(TempDir& tmp, const std::string& inputs_on, std::uint64_t share_bytes) {
+Prepared prepare(TempDir& tmp, const std::string& inputs_on, std::uint64_t share_bytes,
+                 std::uint64_t seed = 7) {
   RunOptions o;
   o.dataset = kSource / "examples/dataset";
   o.inputs_on = inputs_on;
   o.share_weights_bytes = share_bytes;
   o.cli.num_trials = 3;
   const EvalConfigFile builtin = builtin_eval_config();
-  const PrepareSettings settings{o, builtin, nullptr, 7, true, inputs_made_on_device(o, true)};
+  const PrepareSettings settings{o, builtin, nullptr, seed, true, inputs_made_on_device(o, true)};
   Prepared r{prepare_workload(settings, load_definition(kGemm.string()), gemm_workload(),
-                              tmp.path() / inputs_on, 2),
+                              tmp.path() / fmt::format("{}-{}", inputs_on, seed), 2),
              {}};
   r.sets = read_input_sets(r.p.inputs_file);
   return r;
@@ -239,6 +266,79 @@ TEST(PrepareInputs, LargeWorkloadsShareTheirWeightsAcrossCheckedSets) {
   Prepared host = prepare(tmp, "host", 1);
   EXPECT_TRUE(host.p.shared_weights.empty());
   EXPECT_FALSE(same_bytes(host.sets[1].tensors.at("B"), host.sets[0].tensors.at("B")));
+}
+
+// The reference cache's keys depend on what the inputs are, not on where they are made: a cache
+// filled by a run with host-made inputs serves one with device-made inputs of the same seed.
+TEST(PrepareInputs, HostAndDeviceMadeSetsHaveOneReferenceCacheKey) {
+  TempDir tmp;
+  Prepared host = prepare(tmp, "host", 0);
+  Prepared device = prepare(tmp, "device", 0);
+  ASSERT_EQ(host.p.set_digests.size(), static_cast<std::size_t>(3 + host.p.pool));
+  EXPECT_EQ(host.p.set_digests, device.p.set_digests);  // the checked sets and the pool's
+  host.p.reference_identity = device.p.reference_identity = "the same reference";
+  for (int set = 0; set < 3 + host.p.pool; ++set) {
+    EXPECT_EQ(reference_set_key(host.p, set), reference_set_key(device.p, set)) << set;
+  }
+  EXPECT_EQ(reference_run_key(host.p, "h", "t"), reference_run_key(device.p, "h", "t"));
+  // Another seed: other inputs, other keys.
+  Prepared other = prepare(tmp, "host", 0, /*seed=*/8);
+  other.p.reference_identity = host.p.reference_identity;
+  for (int set = 0; set < 3; ++set) {
+    EXPECT_NE(reference_set_key(other.p, set), reference_set_key(host.p, set)) << set;
+  }
+  EXPECT_NE(reference_run_key(other.p, "h", "t"), reference_run_key(host.p, "h", "t"));
+}
+
+// The inputs the checked sets share are named from the sets or from the file's metadata alone:
+// what the device holds once and the pool's sets take as they are.
+TEST(PrepareInputs, TheSharedWeightsAreNamedFromTheFile) {
+  TempDir tmp;
+  const Prepared shared = prepare(tmp, "device", 1);
+  EXPECT_EQ(shared_fills(shared.sets), (std::set<std::string, std::less<>>{"B"}));
+  EXPECT_EQ(shared_fills(fs::path(shared.p.inputs_file)),
+            (std::set<std::string, std::less<>>{"B"}));
+  const Prepared apart = prepare(tmp, "device", 0);
+  EXPECT_TRUE(shared_fills(apart.sets).empty());
+  EXPECT_TRUE(shared_fills(fs::path(apart.p.inputs_file)).empty());
+  EXPECT_TRUE(shared_fills(fs::path(prepare(tmp, "host", 1).p.inputs_file)).empty());
+}
+
+TEST(PrepareInputs, ThePoolHoldsOneSetPerCallWithinItsBudget) {
+  EXPECT_EQ(pool_sets(39, 1000, 100), 10);       // the budget bounds it
+  EXPECT_EQ(pool_sets(39, 1000, 10), 39);        // the calls bound it
+  EXPECT_EQ(pool_sets(39, 99, 100), 1);          // one at least
+  EXPECT_EQ(pool_sets(5000, 1 << 30, 1), 1024);  // 1024 at most
+  EXPECT_EQ(pool_sets(39, 1000, 0), 39);         // sets of no bytes: one per call
+}
+
+// The pool's budget counts what a pool set adds on the device: the shared weights are the checked
+// sets' buffers, held once. gemm_n2048_k2048 at M = 3: A is 3 x 2048 float16 (12288 bytes), the
+// weight B 2048 x 2048 float16 (8 MiB); 3 trials of 2 warmup and 12 timed calls are 39 unchecked
+// calls.
+TEST(PrepareInputs, ThePoolsBudgetCountsTheSharedWeightsOnce) {
+  const auto pool = [](std::uint64_t share_bytes, std::uint64_t budget, bool on_device) {
+    TempDir tmp;
+    RunOptions o;
+    o.dataset = kSource / "examples/dataset";
+    o.inputs_on = on_device ? "device" : "host";
+    o.share_weights_bytes = share_bytes;
+    o.device_pool_bytes = budget;
+    o.cli.num_trials = 3;
+    o.cli.warmup_runs = 2;
+    o.cli.iterations = 12;
+    const EvalConfigFile builtin = builtin_eval_config();
+    const PrepareSettings settings{o, builtin, nullptr, 7, true, inputs_made_on_device(o, true)};
+    return prepare_workload(settings, load_definition(kGemm.string()), gemm_workload(),
+                            tmp.path() / "w", 2)
+        .pool;
+  };
+  constexpr std::uint64_t kA = 3 * 2048 * 2, kB = 2048 * 2048 * 2;
+  EXPECT_EQ(pool(1, 10 * kA + 5, true), 10);  // each pool set adds its A alone
+  EXPECT_EQ(pool(1, 100 * kA, true), 39);     // one per unchecked call
+  EXPECT_EQ(pool(0, 10 * kA + 5, true), 1);   // unshared: a set is A and B
+  EXPECT_EQ(pool(0, 3 * (kA + kB) + kA, true), 3);
+  EXPECT_EQ(pool(1, 3 * (kA + kB) + kA, false), 3);  // host-made sets share nothing
 }
 
 }  // namespace

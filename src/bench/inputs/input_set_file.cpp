@@ -129,6 +129,44 @@ void make_fills_on_host(InputSet& set) {
   set.fills.clear();
 }
 
+namespace {
+
+// The names of `fills` ((name, the fill's JSON) per set and input) that occur with one fill twice
+// or more.
+std::set<std::string, std::less<>> names_filled_alike(
+    const std::vector<std::pair<std::string, std::string>>& fills) {
+  std::map<std::pair<std::string, std::string>, int> count;
+  std::set<std::string, std::less<>> shared;
+  for (const auto& f : fills) {
+    if (++count[f] == 2) shared.insert(f.first);
+  }
+  return shared;
+}
+
+}  // namespace
+
+std::set<std::string, std::less<>> shared_fills(const std::vector<InputSet>& sets) {
+  std::vector<std::pair<std::string, std::string>> fills;
+  for (const InputSet& set : sets) {
+    for (const auto& [name, fill] : set.fills)
+      fills.emplace_back(name, bulk_fill_json(fill).dump());
+  }
+  return names_filled_alike(fills);
+}
+
+std::set<std::string, std::less<>> shared_fills(const std::filesystem::path& path) {
+  const SafetensorsFile f = SafetensorsFile::open(path);
+  std::vector<std::pair<std::string, std::string>> fills;
+  int k = 0;
+  std::string name;
+  for (const auto& [key, v] : f.header().metadata) {
+    if (key.rfind(kFillPrefix, 0) != 0 || !split_key(key.substr(kFillPrefix.size()), &k, &name))
+      continue;
+    fills.emplace_back(name, bulk_fill_json(fill_from_metadata(path, key, v)).dump());
+  }
+  return names_filled_alike(fills);
+}
+
 InputSum chunk_sum(const void* data, std::size_t bytes) {
   const XXH128_hash_t h = XXH3_128bits(data, bytes);
   return InputSum{h.high64, h.low64};
@@ -171,6 +209,15 @@ InputSetDigest digest_input_set(const MaterializedInputs& set) {
   XXH3_freeState(state);
   d.digest = sum_text(InputSum{h.high64, h.low64});
   return d;
+}
+
+void make_deferred_on_host(MaterializedInputs& set, InputSetDigest& digest) {
+  for (const auto& [name, fill] : set.deferred) {
+    Tensor t = make_bulk_fill(fill);
+    digest.sums.insert_or_assign(name, input_sum(t.raw(), t.nbytes()));
+    set.tensors.insert_or_assign(name, std::move(t));
+  }
+  set.deferred.clear();
 }
 
 void write_input_sets(const std::filesystem::path& path, const Definition& def,

@@ -13,6 +13,7 @@
 #include <filesystem>
 #include <map>
 #include <memory>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -56,6 +57,13 @@ BulkFill bulk_fill_from_json(const Json& j);
 // Makes the set's fills on the host (into `tensors`), for the places that need every input there.
 void make_fills_on_host(InputSet& set);
 
+// The inputs the sets share: those carried as the same fill by two or more sets (the weights a
+// large workload's checked sets share, prepare.h). A device holds each once, and the timing
+// pool's sets take them as they are (device_pool.h). From read sets, or from the file's metadata
+// alone (no tensor read).
+std::set<std::string, std::less<>> shared_fills(const std::vector<InputSet>& sets);
+std::set<std::string, std::less<>> shared_fills(const std::filesystem::path& path);
+
 // A set's tensors' checksums (by name) and a digest of the whole set (names, dtypes, shapes,
 // checksums and scalars; a deferred bulk fill by its fill and the synthesis version, which
 // determine its bytes): its content address.
@@ -64,6 +72,12 @@ struct InputSetDigest {
   std::string digest;  // hex
 };
 InputSetDigest digest_input_set(const MaterializedInputs& set);
+
+// Makes the set's deferred fills on the host (into `tensors`), their checksums added to
+// `digest.sums`. The digest itself stays the one taken from the fills: a set made on the host
+// and the same set made on a device from its fills have one content address, and the device
+// path never needs host bytes to be hashed.
+void make_deferred_on_host(MaterializedInputs& set, InputSetDigest& digest);
 
 // `layout_seed` draws the order of the sets in the file; `digests` (one per set, or empty) are
 // written as the tensors' checksums; each set's deferred bulk fills are written as fills.

@@ -37,6 +37,16 @@ std::uint64_t tensor_bytes(const MaterializedInputs& in) {
   return n;
 }
 
+// The bytes of the set's inputs in `names` (made or deferred).
+std::uint64_t inputs_bytes(const MaterializedInputs& in, const std::vector<std::string>& names) {
+  MaterializedInputs part;
+  for (const std::string& name : names) {
+    if (const auto t = in.tensors.find(name); t != in.tensors.end()) part.tensors.insert(*t);
+    if (const auto f = in.deferred.find(name); f != in.deferred.end()) part.deferred.insert(*f);
+  }
+  return tensor_bytes(part);
+}
+
 // Every checked set after the first takes the first one's weights (deferred fills only: the
 // worker makes each distinct fill once); their digests are taken again. Returns the names.
 std::vector<std::string> share_weights(const Definition& def, std::vector<MaterializedInputs>& sets,
@@ -80,10 +90,14 @@ void make_input_sets(const Definition& def, const Workload& w, const fs::path& d
         MaterializeOptions mo;
         mo.seed = own[static_cast<std::size_t>(i)];
         mo.dataset_root = dataset;
-        mo.defer_bulk_fills = defer;
-        sets[at + static_cast<std::size_t>(i)] = materialize_inputs(def, w, mo);
-        digests[at + static_cast<std::size_t>(i)] =
-            digest_input_set(sets[at + static_cast<std::size_t>(i)]);
+        // Deferred in either mode: the set's digest (the reference cache's key) takes each bulk
+        // fill by its spec, so host-made and device-made sets of one seed share their key.
+        mo.defer_bulk_fills = true;
+        MaterializedInputs& set = sets[at + static_cast<std::size_t>(i)];
+        InputSetDigest& digest = digests[at + static_cast<std::size_t>(i)];
+        set = materialize_inputs(def, w, mo);
+        digest = digest_input_set(set);
+        if (!defer) make_deferred_on_host(set, digest);
       } catch (...) {
         std::lock_guard<std::mutex> lock(error_mutex);
         if (!error) error = std::current_exception();
@@ -150,6 +164,12 @@ bool shares_weights(std::uint64_t set_bytes, std::uint64_t share_bytes, bool inp
   return inputs_on_device && share_bytes > 0 && set_bytes >= share_bytes;
 }
 
+int pool_sets(std::uint64_t calls, std::uint64_t budget, std::uint64_t pool_set_bytes) {
+  const std::uint64_t fit =
+      pool_set_bytes > 0 ? std::max<std::uint64_t>(1, budget / pool_set_bytes) : calls;
+  return static_cast<int>(std::clamp<std::uint64_t>(std::min(calls, fit), 1, 1024));
+}
+
 PreparedWorkload prepare_workload(const PrepareSettings& settings, const Definition& def,
                                   const Workload& w, const fs::path& dir, int max_threads) {
   const RunOptions& o = settings.options;
@@ -184,10 +204,10 @@ PreparedWorkload prepare_workload(const PrepareSettings& settings, const Definit
   // On GPU lanes each worker makes the pool on its device from the checked sets (their
   // floating-point tensors permuted, gpu_checks.h): hundreds of MiB of host-made random inputs
   // per large workload were most of a workload's setup. Their seeds are drawn all the same.
+  // A pool set's shared weights are the checked sets' buffers (GpuWorker::sets): held once, with
+  // the checked sets, its own bytes are the rest.
   const std::uint64_t pool_budget = settings.gpu ? o.device_pool_bytes : o.input_pool_bytes;
-  const std::uint64_t budget_sets =
-      set_bytes > 0 ? std::max<std::uint64_t>(1, pool_budget / set_bytes) : calls;
-  p.pool = static_cast<int>(std::clamp<std::uint64_t>(std::min(calls, budget_sets), 1, 1024));
+  p.pool = pool_sets(calls, pool_budget, set_bytes - inputs_bytes(sets.front(), p.shared_weights));
   if (settings.gpu) {
     for (int i = 0; i < p.pool; ++i) {
       p.set_seeds.push_back(Rng::derive(base, fmt::format("set{}", p.trials + i)));
@@ -213,7 +233,7 @@ PreparedWorkload prepare_workload(const PrepareSettings& settings, const Definit
     // (gpu_checks.h): that is its content address.
     const std::vector<std::string> checked = p.set_digests;
     for (int i = 0; i < p.pool; ++i) {
-      std::vector<std::string> parts{"device-pool/v1", std::to_string(device_pool->seed),
+      std::vector<std::string> parts{"device-pool/v2", std::to_string(device_pool->seed),
                                      std::to_string(p.trials + i)};
       parts.insert(parts.end(), checked.begin(), checked.end());
       p.set_digests.push_back(content_key(parts));

@@ -65,6 +65,11 @@ bool inputs_made_on_device(const RunOptions& o, bool gpu);
 std::vector<std::string> weight_inputs(const Definition& def);
 bool shares_weights(std::uint64_t set_bytes, std::uint64_t share_bytes, bool inputs_on_device);
 
+// How many distinct timing sets (the pool) a workload gets: one per unchecked call, as many as
+// `budget` bytes hold at `pool_set_bytes` each (what a pool set adds: on a device, its inputs
+// less the weights the checked sets share), one at least and 1024 at most.
+int pool_sets(std::uint64_t calls, std::uint64_t budget, std::uint64_t pool_set_bytes);
+
 // Makes the input sets (up to `max_threads` at once) into `dir` and the schedule. Throws
 // fib::Error when the inputs cannot be made.
 PreparedWorkload prepare_workload(const PrepareSettings& settings, const Definition& def,

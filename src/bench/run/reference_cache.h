@@ -22,7 +22,7 @@ namespace fib::bench::detail {
 
 // Bumped whenever a native reference kernel changes its outputs or the cache's key or layout
 // changes: every older entry then misses.
-inline constexpr int kReferenceCacheVersion = 1;
+inline constexpr int kReferenceCacheVersion = 2;
 
 struct ReferenceCacheCounts {
   std::size_t hits = 0, misses = 0, stores = 0, corrupt = 0, evicted = 0;

@@ -74,12 +74,13 @@ void permute_on_host(const void* src, void* dst, const PoolPermutation& p) {
 }
 
 std::map<std::string, Tensor, std::less<>> pool_tensors_on_host(
-    const std::map<std::string, Tensor, std::less<>>& source, std::uint64_t pool_seed, int set) {
+    const std::map<std::string, Tensor, std::less<>>& source, std::uint64_t pool_seed, int set,
+    const std::set<std::string, std::less<>>& shared) {
   std::map<std::string, Tensor, std::less<>> made;
   int input = 0;
   for (const auto& [name, src] : source) {
     const PoolPermutation how = pool_permutation(src.dtype(), src.shape(), pool_seed, set, input++);
-    if (!how.permuted) {
+    if (!how.permuted || shared.contains(name)) {
       made.emplace(name, src);
       continue;
     }
@@ -94,7 +95,7 @@ reference::Arguments input_set_on_host(const std::filesystem::path& inputs_file,
                                        int pool_first, std::uint64_t pool_seed) {
   if (set < pool_first || pool_first <= 0) return read_input_set(inputs_file, set);
   reference::Arguments args = read_input_set(inputs_file, (set - pool_first) % pool_first);
-  args.tensors = pool_tensors_on_host(args.tensors, pool_seed, set);
+  args.tensors = pool_tensors_on_host(args.tensors, pool_seed, set, shared_fills(inputs_file));
   return args;
 }
 

@@ -4,12 +4,14 @@
 // random inputs made on the host and copied per workload. A pool set's floating-point tensors
 // are its source set's with axis 0 and the last axis each rearranged by an affine bijection: the
 // same values (distribution, ranges, per-row sums and top-k) in another order. Integer and
-// boolean tensors (indices, lengths, masks: the structure constraints hold for) are copied.
+// boolean tensors (indices, lengths, masks: the structure constraints hold for) are copied. The
+// weights the checked sets share (shared_fills) are taken as they are: one buffer for every set.
 #pragma once
 
 #include <cstdint>
 #include <filesystem>
 #include <map>
+#include <set>
 #include <string>
 
 #include "fib/reference/reference.h"
@@ -57,9 +59,12 @@ PoolPermutation pool_permutation(DType dtype, const Shape& shape, std::uint64_t 
 void permute_on_host(const void* src, void* dst, const PoolPermutation& p);
 
 // The tensors of pool set `set` as a worker makes them on its device, made on the host from its
-// source set's tensors (by name: the order the worker uploads them in, which numbers them).
+// source set's tensors (by name: the order the worker uploads them in, which numbers them). The
+// `shared` inputs (the weights the checked sets share, shared_fills) are taken as they are: the
+// device holds them once, for every set, and the pool's activations are what differ.
 std::map<std::string, Tensor, std::less<>> pool_tensors_on_host(
-    const std::map<std::string, Tensor, std::less<>>& source, std::uint64_t pool_seed, int set);
+    const std::map<std::string, Tensor, std::less<>>& source, std::uint64_t pool_seed, int set,
+    const std::set<std::string, std::less<>>& shared);
 
 // Input set `set` of a workload, on the host: read from the input-set file where it is one of the
 // file's `pool_first` sets (0: every set is in the file), else the device-made pool set (made

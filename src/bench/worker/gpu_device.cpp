@@ -8,6 +8,7 @@
 #include <algorithm>
 #include <chrono>
 #include <map>
+#include <set>
 
 #include "bench/inputs/input_set_file.h"
 #include "bench/worker/device_pool.h"
@@ -71,12 +72,22 @@ const std::vector<DeviceSet>& GpuWorker::sets(const std::string& path, const Inp
     }
     sets_.push_back(finish_set(std::move(d)));
   }
+  // The pool's sets hold the shared weights' buffers too (pool_tensors_on_host does the same):
+  // the device holds them once, and each pool set's own bytes are its activations.
+  const std::set<std::string, std::less<>> shared = shared_fills(*host);
   for (int j = 0; j < pool.count; ++j) {
     const DeviceSet& from = sets_.at(static_cast<std::size_t>(j) % host->size());
     DeviceSet d;
     d.args.scalars = from.args.scalars;
+    std::vector<bool> from_source(from.names.size(), false);
     for (std::size_t k = 0; k < from.names.size(); ++k) {
       const cu::DeviceTensor& src = from.args.tensors.at(from.names[k]);
+      if (shared.contains(from.names[k])) {
+        d.names.push_back(from.names[k]);
+        d.args.tensors.emplace(from.names[k], src);
+        from_source[k] = true;
+        continue;
+      }
       cu::DeviceTensor dst(src.dtype(), src.shape());
       const PoolPermutation how = pool_permutation(src.dtype(), src.shape(), pool.seed,
                                                    pool.first + j, static_cast<int>(k));
@@ -90,7 +101,7 @@ const std::vector<DeviceSet>& GpuWorker::sets(const std::string& path, const Inp
       d.names.push_back(from.names[k]);
       d.args.tensors.emplace(from.names[k], std::move(dst));
     }
-    sets_.push_back(finish_set(std::move(d)));
+    sets_.push_back(finish_set(std::move(d), &from, from_source));
   }
   FIB_CUDA_CHECK(cudaStreamSynchronize(stream()));
   sets_path_ = path;
@@ -123,21 +134,46 @@ gpu::CheckFailure GpuWorker::take_failure() {
   return f;
 }
 
-DeviceSet GpuWorker::finish_set(DeviceSet d) {
+DeviceSet GpuWorker::finish_set(DeviceSet d, const DeviceSet* source,
+                                const std::vector<bool>& from_source) {
   std::vector<gpu::CheckedInput> table;
-  std::vector<unsigned long long> starts{0};
-  for (const std::string& name : d.names) {
-    const cu::DeviceTensor& dt = d.args.tensors.at(name);
+  // Chunk prefix sums of every input (each call's check), and of those hashed here (an input
+  // taken from the source counts no chunks: the check kernel skips an input of none).
+  std::vector<unsigned long long> starts{0}, hashed_starts{0};
+  for (std::size_t k = 0; k < d.names.size(); ++k) {
+    const cu::DeviceTensor& dt = d.args.tensors.at(d.names[k]);
     table.push_back({dt.raw(), static_cast<unsigned long long>(dt.nbytes()), 0});
-    starts.push_back(starts.back() +
-                     (dt.nbytes() + gpu::kHashChunkBytes - 1) / gpu::kHashChunkBytes);
+    const unsigned long long chunks =
+        (dt.nbytes() + gpu::kHashChunkBytes - 1) / gpu::kHashChunkBytes;
+    starts.push_back(starts.back() + chunks);
+    const bool taken = source != nullptr && k < from_source.size() && from_source[k];
+    hashed_starts.push_back(hashed_starts.back() + (taken ? 0 : chunks));
   }
   d.total_chunks = starts.back();
   d.table = upload(table.data(), table.size() * sizeof(gpu::CheckedInput));
   d.chunk_starts = upload(starts.data(), starts.size() * sizeof(unsigned long long));
   d.partial = device_bytes(std::max<std::size_t>(1, table.size()) * sizeof(unsigned long long));
   FIB_CUDA_CHECK(cudaMemsetAsync(d.partial.raw(), 0, d.partial.nbytes(), stream()));
-  gpu::launch_check(plan(d, {}), 0, /*store_expected=*/true, stream());
+  if (hashed_starts.back() == starts.back()) {
+    gpu::launch_check(plan(d, {}), 0, /*store_expected=*/true, stream());
+    return d;
+  }
+  // A shared weight is hashed once, with the checked sets: the pool's sets (hundreds of them, of
+  // a weight of gigabytes) take its hash from their source's table, after hashing the rest.
+  const cu::DeviceTensor hashed =
+      upload(hashed_starts.data(), hashed_starts.size() * sizeof(unsigned long long));
+  gpu::CheckPlan p = plan(d, {});
+  p.chunk_starts = static_cast<unsigned long long*>(hashed.raw());
+  p.total_chunks = hashed_starts.back();
+  gpu::launch_check(p, 0, /*store_expected=*/true, stream());
+  auto* to = static_cast<gpu::CheckedInput*>(d.table.raw());
+  const auto* from = static_cast<const gpu::CheckedInput*>(source->table.raw());
+  for (std::size_t k = 0; k < from_source.size() && k < table.size(); ++k) {
+    if (!from_source[k]) continue;
+    FIB_CUDA_CHECK(cudaMemcpyAsync(to + k, from + k, sizeof(gpu::CheckedInput),
+                                   cudaMemcpyDeviceToDevice, stream()));
+  }
+  FIB_CUDA_CHECK(cudaStreamSynchronize(stream()));  // `hashed` is freed on return
   return d;
 }
 

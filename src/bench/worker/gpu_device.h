@@ -66,8 +66,11 @@ class GpuWorker {
 
  private:
   // The check table of a set whose tensors are on the device (in d.names order), and its
-  // inputs' hashes, stored as the expected ones.
-  DeviceSet finish_set(DeviceSet d);
+  // inputs' hashes, stored as the expected ones. Input k with `from_source[k]` set is the pool
+  // source's own buffer (a shared weight): its table entry, hash included, is the source's,
+  // not hashed again.
+  DeviceSet finish_set(DeviceSet d, const DeviceSet* source = nullptr,
+                       const std::vector<bool>& from_source = {});
   cuda::DeviceTensor upload(const void* data, std::size_t bytes);
   void clear_failure();
 

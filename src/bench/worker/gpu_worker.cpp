@@ -262,7 +262,7 @@ protocol::ReferenceReply gpu_reference(WorkerState& st, const protocol::Referenc
         make_fills_on_host(made);
         if (check_set >= host->size()) {
           made.tensors = pool_tensors_on_host(made.tensors, req.schedule.device_pool.seed,
-                                              static_cast<int>(check_set));
+                                              static_cast<int>(check_set), shared_fills(*host));
         }
         append_set_reference_extras(req.definition, made, req.eval_extra, &extra);
       }
