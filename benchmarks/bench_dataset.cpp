@@ -1,6 +1,7 @@
 // Dataset benchmarks: loading (and validating) the shared corpus and a synthetic dataset of
-// 100,000 evaluation traces. Targets (docs/benchmarks.md): corpus load + validate < 100 ms;
-// 100k traces load < 1 s with peak memory < 1 GB.
+// 100,000 evaluation traces, and adding one task's traces to a loaded set (what `fib serve`
+// does per task). Targets (docs/benchmarks.md): corpus load + validate < 100 ms; 100k traces
+// load < 1 s with peak memory < 1 GB.
 //
 // Times are wall-clock (loading is multi-threaded); the process CPU time is reported beside
 // them. Each benchmark reports the input size and the process's peak RSS (getrusage
