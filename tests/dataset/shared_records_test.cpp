@@ -81,6 +81,25 @@ TEST(RecordList, AListHeldAloneGrowsInPlace) {
   EXPECT_EQ(values(list), (std::vector<int>{0, 1, 2, 3, 4, 5}));
 }
 
+TEST(RecordList, AMovedFromListIsEmpty) {
+  RecordList<int> from = numbers(kChunk + 1);
+  const RecordList<int> to = std::move(from);
+  EXPECT_EQ(to.size(), kChunk + 1);
+  EXPECT_TRUE(from.empty());  // NOLINT(bugprone-use-after-move): what is checked
+  from.push_back({7, {0, 0}});
+  EXPECT_EQ(values(from), std::vector<int>{7});
+}
+
+TEST(SharedValue, AMovedFromValueStaysReadable) {
+  SharedValue<std::vector<int>> from;
+  from.edit().push_back(1);
+  const SharedValue<std::vector<int>> to = std::move(from);
+  EXPECT_EQ(*to, std::vector<int>{1});
+  EXPECT_EQ(*from, std::vector<int>{1});  // NOLINT(bugprone-use-after-move): what is checked
+  from.edit().push_back(2);
+  EXPECT_EQ(*to, std::vector<int>{1});
+}
+
 TEST(SharedValue, EditCopiesOnlyWhenShared) {
   SharedValue<std::vector<int>> a;
   a.edit().push_back(1);

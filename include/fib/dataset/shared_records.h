@@ -46,6 +46,10 @@ template <typename T>
 class SharedValue {
  public:
   SharedValue() : value_(std::make_shared<T>()) {}
+  // Copied, not moved: a moved-from holder still holds the value (a pointer copy), so a
+  // moved-from TraceSet stays readable.
+  SharedValue(const SharedValue&) = default;
+  SharedValue& operator=(const SharedValue&) = default;
   const T& operator*() const { return *value_; }
   const T* operator->() const { return value_.get(); }
   // The value, for changing it: this copy's own from here on.
@@ -111,6 +115,18 @@ class RecordList {
   using const_reference = const Record<T>&;
   using iterator = const_iterator;
   using const_reverse_iterator = std::reverse_iterator<const_iterator>;
+
+  RecordList() = default;
+  RecordList(const RecordList&) = default;
+  RecordList& operator=(const RecordList&) = default;
+  // A moved-from list is empty (its size goes with its chunks).
+  RecordList(RecordList&& other) noexcept
+      : chunks_(std::move(other.chunks_)), size_(std::exchange(other.size_, 0)) {}
+  RecordList& operator=(RecordList&& other) noexcept {
+    chunks_ = std::move(other.chunks_);
+    size_ = std::exchange(other.size_, 0);
+    return *this;
+  }
 
   std::size_t size() const { return size_; }
   bool empty() const { return size_ == 0; }
