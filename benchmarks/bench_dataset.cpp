@@ -1,6 +1,7 @@
 // Dataset benchmarks: loading (and validating) the shared corpus and a synthetic dataset of
-// 100,000 evaluation traces. Targets (docs/benchmarks.md): corpus load + validate < 100 ms;
-// 100k traces load < 1 s with peak memory < 1 GB.
+// 100,000 evaluation traces, and adding one task's traces to a loaded set (what `fib serve`
+// does per task). Targets (docs/benchmarks.md): corpus load + validate < 100 ms; 100k traces
+// load < 1 s with peak memory < 1 GB.
 //
 // Times are wall-clock (loading is multi-threaded); the process CPU time is reported beside
 // them. Each benchmark reports the input size and the process's peak RSS (getrusage
@@ -11,6 +12,7 @@
 #include <sys/resource.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdint>
 #include <cstdlib>
 #include <filesystem>
@@ -19,6 +21,7 @@
 #include <string>
 #include <thread>
 #include <utility>
+#include <vector>
 
 #include "fib/dataset/trace_set.h"
 #include "synthetic_dataset.h"
@@ -139,6 +142,45 @@ void BM_Load100kTraces(benchmark::State& state) {
   load_loop(state, *root, no_validation);
 }
 
+// One task's traces added to a loaded snapshot, as `fib serve` does after each evaluation: the
+// last `state.range(0)` traces of the definition with the most traces, added again with
+// TraceSet::with_traces (each goes through load()'s checks, a signature verified). The dataset is
+// FIB_BENCH_DATASET (e.g. 20,000 signed lines, docs/benchmarks.md "fib serve") or else the
+// synthetic one; the new snapshot is destroyed outside the timing.
+void BM_WithTraces(benchmark::State& state) {
+  fs::path root;
+  if (const char* d = std::getenv("FIB_BENCH_DATASET"); d != nullptr && *d != '\0') {
+    root = d;
+  } else if (const fs::path* synthetic = synthetic_root(state)) {
+    root = *synthetic;
+  } else {
+    return;
+  }
+  const fib::TraceSet set = fib::TraceSet::load(root);
+  std::string largest;
+  for (const auto& d : set.definitions()) {
+    if (set.traces(d.value.name).size() > set.traces(largest).size()) largest = d.value.name;
+  }
+  const auto& list = set.traces(largest);
+  const auto count = std::min<std::size_t>(static_cast<std::size_t>(state.range(0)), list.size());
+  std::vector<fib::Trace> added;
+  for (std::size_t i = list.size() - count; i < list.size(); ++i) added.push_back(list[i].value);
+  std::size_t diagnostics = 0;
+  for (auto _ : state) {
+    fib::Diagnostics diag;
+    std::optional<fib::TraceSet> grown(set.with_traces(added, diag));
+    diagnostics = diag.size();
+    benchmark::DoNotOptimize(grown);
+    state.PauseTiming();
+    grown.reset();
+    state.ResumeTiming();
+  }
+  state.counters["traces"] = static_cast<double>(set.trace_count());
+  state.counters["definition_traces"] = static_cast<double>(list.size());
+  state.counters["added"] = static_cast<double>(added.size());
+  state.counters["diagnostics"] = static_cast<double>(diagnostics);
+}
+
 #ifdef FIB_BENCH_HAVE_VALIDATE
 // Validation with the default options (all checks, blobs read), counted per report.
 void validate(benchmark::State& state, const fib::TraceSet& set) {
@@ -180,6 +222,13 @@ BENCHMARK(BM_Load100kTraces)
     ->ArgName("threads")
     ->Arg(0)
     ->Arg(1)
+    ->Unit(benchmark::kMillisecond)
+    ->UseRealTime()
+    ->MeasureProcessCPUTime();
+// Argument: traces added (one task's: a solution's evaluation of a few workloads).
+BENCHMARK(BM_WithTraces)
+    ->ArgName("added")
+    ->Arg(4)
     ->Unit(benchmark::kMillisecond)
     ->UseRealTime()
     ->MeasureProcessCPUTime();

@@ -128,7 +128,8 @@ struct Task {
   bool whole_file = false;
 };
 
-const std::vector<Record<Trace>> kNoTraces;
+const std::vector<Record<Trace>> kNoWorkloads;
+const RecordList<Trace> kNoTraces;
 const std::vector<Record<Solution>> kNoSolutions;
 
 }  // namespace
@@ -151,35 +152,38 @@ TraceSet TraceSet::load(const fs::path& root, const LoadOptions& options) {
                 "point --dataset/--local at the folder that contains definitions/");
   }
   TraceSet set(root);
-  for (auto top : kTopFolders) walk(root, top, set.files_, set.load_diag_);
-  std::sort(set.files_.begin(), set.files_.end(),
+  // The new set is the only holder of its values: these stay the same objects while it loads.
+  std::vector<DatasetFile>& files = set.files_.edit();
+  Diagnostics& load_diag = set.load_diag_.edit();
+  for (auto top : kTopFolders) walk(root, top, files, load_diag);
+  std::sort(files.begin(), files.end(),
             [](const DatasetFile& a, const DatasetFile& b) { return a.path < b.path; });
 
   const unsigned threads =
       options.threads ? options.threads : std::max(1u, std::thread::hardware_concurrency());
   // Phase 1: read every record file.
-  std::vector<std::string> contents(set.files_.size());
-  std::vector<Diagnostics> read_diag(set.files_.size());
-  parallel_for(set.files_.size(), threads, [&](std::size_t i) {
-    if (set.files_[i].kind == FileKind::kOther) return;
+  std::vector<std::string> contents(files.size());
+  std::vector<Diagnostics> read_diag(files.size());
+  parallel_for(files.size(), threads, [&](std::size_t i) {
+    if (files[i].kind == FileKind::kOther) return;
     const std::uint64_t limit =
-        (set.files_[i].kind == FileKind::kTraces || set.files_[i].kind == FileKind::kWorkloads)
+        (files[i].kind == FileKind::kTraces || files[i].kind == FileKind::kWorkloads)
             ? (std::uint64_t{8} << 30)
             : kMaxJsonFileBytes;
-    if (auto t = read_text_file((root / set.files_[i].path).string(), read_diag[i], limit)) {
+    if (auto t = read_text_file((root / files[i].path).string(), read_diag[i], limit)) {
       contents[i] = std::move(*t);
     }
   });
   for (std::size_t i = 0; i < read_diag.size(); ++i) {
     for (auto d : read_diag[i]) {
-      d.file = set.files_[i].path;
-      set.load_diag_.add(std::move(d));
+      d.file = files[i].path;
+      load_diag.add(std::move(d));
     }
   }
   // Phase 2: cut JSONL files into chunks so one big file still uses every core.
   std::vector<Task> tasks;
-  for (std::uint32_t i = 0; i < set.files_.size(); ++i) {
-    const FileKind k = set.files_[i].kind;
+  for (std::uint32_t i = 0; i < files.size(); ++i) {
+    const FileKind k = files[i].kind;
     if (k == FileKind::kDefinition || k == FileKind::kSolution) {
       if (!read_diag[i].has_errors()) tasks.push_back({i, {}, true});
     } else if (k == FileKind::kWorkloads || k == FileKind::kTraces) {
@@ -200,7 +204,7 @@ TraceSet TraceSet::load(const fs::path& root, const LoadOptions& options) {
   parallel_for(tasks.size(), threads, [&](std::size_t ti) {
     const Task& task = tasks[ti];
     ParsedChunk& out = parsed[ti];
-    const DatasetFile& file = set.files_[task.file];
+    const DatasetFile& file = files[task.file];
     if (task.whole_file) {
       auto j = parse_json(contents[task.file], file.path, out.diag);
       if (!j) return;
@@ -251,64 +255,52 @@ TraceSet TraceSet::load(const fs::path& root, const LoadOptions& options) {
   });
   contents.clear();
   // Phase 4: merge and index, reporting duplicates. Consecutive traces nearly always name the
-  // same definition, so the previous one's list is reused without hashing its name, and each
-  // list is reserved once (growing it one record at a time would move every record many times).
-  {
-    std::unordered_map<std::string, std::size_t> trace_counts;
-    std::size_t* count = nullptr;
-    const std::string* last = nullptr;
-    for (const auto& chunk : parsed) {
-      for (const auto& t : chunk.traces) {
-        if (last == nullptr || *last != t.value.definition) {
-          auto it = trace_counts.try_emplace(t.value.definition, 0).first;
-          last = &it->first;
-          count = &it->second;
-        }
-        ++*count;
-      }
-    }
-    for (const auto& [def, n] : trace_counts) set.traces_[def].reserve(n);
-  }
-  std::vector<Record<Trace>>* last_traces = nullptr;
+  // same definition, so the previous one's list is reused without hashing its name.
+  auto& definitions = set.definitions_.edit();
+  auto& definition_index = set.definition_index_.edit();
+  auto& solutions = set.solutions_.edit();
+  auto& solution_index = set.solution_index_.edit();
+  auto& workloads = set.workloads_.edit();
+  auto& workload_index = set.workload_index_.edit();
+  RecordList<Trace>* last_traces = nullptr;
   const std::string* last_traces_def = nullptr;
   for (std::size_t ti = 0; ti < parsed.size(); ++ti) {
     auto& chunk = parsed[ti];
-    set.load_diag_.append(chunk.diag);
-    set.files_[tasks[ti].file].records += chunk.definitions.size() + chunk.solutions.size() +
-                                          chunk.workloads.size() + chunk.traces.size();
+    load_diag.append(chunk.diag);
+    files[tasks[ti].file].records += chunk.definitions.size() + chunk.solutions.size() +
+                                     chunk.workloads.size() + chunk.traces.size();
     for (auto& d : chunk.definitions) {
       if (const auto* prev = set.definition_record(d.value.name)) {
-        set.load_diag_.error(
-            set.where(d.source), "$.name",
-            fmt::format("duplicate definition name '{}' (also defined in {}); this "
-                        "file is ignored",
-                        d.value.name, set.where(prev->source)));
+        load_diag.error(set.where(d.source), "$.name",
+                        fmt::format("duplicate definition name '{}' (also defined in {}); this "
+                                    "file is ignored",
+                                    d.value.name, set.where(prev->source)));
         continue;
       }
-      set.definition_index_[d.value.name] = set.definitions_.size();
-      set.definitions_.push_back(std::move(d));
+      definition_index[d.value.name] = definitions.size();
+      definitions.push_back(std::move(d));
     }
     for (auto& s : chunk.solutions) {
       if (const auto* prev = set.solution(s.value.name)) {
-        set.load_diag_.error(set.where(s.source), "$.name",
-                             fmt::format("duplicate solution name '{}' (also in {}); this file is "
-                                         "ignored",
-                                         s.value.name, set.where(prev->source)));
+        load_diag.error(set.where(s.source), "$.name",
+                        fmt::format("duplicate solution name '{}' (also in {}); this file is "
+                                    "ignored",
+                                    s.value.name, set.where(prev->source)));
         continue;
       }
-      auto& list = set.solutions_[s.value.definition];
-      set.solution_index_[s.value.name] = {s.value.definition, list.size()};
+      auto& list = solutions[s.value.definition];
+      solution_index[s.value.name] = {s.value.definition, list.size()};
       list.push_back(std::move(s));
     }
     for (auto& w : chunk.workloads) {
-      auto& list = set.workloads_[w.value.definition];
-      set.workload_index_.emplace(w.value.workload.uuid,
-                                  std::make_pair(w.value.definition, list.size()));
+      auto& list = workloads[w.value.definition];
+      workload_index.emplace(w.value.workload.uuid,
+                             std::make_pair(w.value.definition, list.size()));
       list.push_back(std::move(w));
     }
     for (auto& t : chunk.traces) {
       if (last_traces == nullptr || *last_traces_def != t.value.definition) {
-        auto it = set.traces_.find(t.value.definition);  // present: reserved above
+        auto it = set.traces_.try_emplace(t.value.definition).first;
         last_traces_def = &it->first;
         last_traces = &it->second;
       }
@@ -319,9 +311,10 @@ TraceSet TraceSet::load(const fs::path& root, const LoadOptions& options) {
 }
 
 std::string TraceSet::where(const RecordSource& s) const {
-  if (s.file >= files_.size()) return "(in memory)";
-  if (s.line == 0) return files_[s.file].path;
-  return fmt::format("{}:{}", files_[s.file].path, s.line);
+  const std::vector<DatasetFile>& files = *files_;
+  if (s.file >= files.size()) return "(in memory)";
+  if (s.line == 0) return files[s.file].path;
+  return fmt::format("{}:{}", files[s.file].path, s.line);
 }
 
 const Definition* TraceSet::definition(std::string_view name) const {
@@ -329,54 +322,54 @@ const Definition* TraceSet::definition(std::string_view name) const {
   return r ? &r->value : nullptr;
 }
 const Record<Definition>* TraceSet::definition_record(std::string_view name) const {
-  auto it = definition_index_.find(std::string(name));
-  return it == definition_index_.end() ? nullptr : &definitions_[it->second];
+  auto it = definition_index_->find(std::string(name));
+  return it == definition_index_->end() ? nullptr : &(*definitions_)[it->second];
 }
 std::vector<const Definition*> TraceSet::definitions_with_op_type(std::string_view op_type) const {
   std::vector<const Definition*> out;
-  for (const auto& d : definitions_) {
+  for (const auto& d : *definitions_) {
     if (d.value.op_type == op_type) out.push_back(&d.value);
   }
   return out;
 }
 std::vector<const Definition*> TraceSet::definitions_with_tag(std::string_view tag) const {
   std::vector<const Definition*> out;
-  for (const auto& d : definitions_) {
+  for (const auto& d : *definitions_) {
     if (d.value.has_tag(tag)) out.push_back(&d.value);
   }
   return out;
 }
 std::vector<std::string> TraceSet::op_types() const {
   std::set<std::string> s;
-  for (const auto& d : definitions_) s.insert(d.value.op_type);
+  for (const auto& d : *definitions_) s.insert(d.value.op_type);
   return {s.begin(), s.end()};
 }
 const std::vector<Record<Trace>>& TraceSet::workloads(std::string_view definition) const {
-  auto it = workloads_.find(std::string(definition));
-  return it == workloads_.end() ? kNoTraces : it->second;
+  auto it = workloads_->find(std::string(definition));
+  return it == workloads_->end() ? kNoWorkloads : it->second;
 }
 const Record<Trace>* TraceSet::workload(std::string_view uuid) const {
-  auto it = workload_index_.find(std::string(uuid));
-  if (it == workload_index_.end()) return nullptr;
-  return &workloads_.at(it->second.first)[it->second.second];
+  auto it = workload_index_->find(std::string(uuid));
+  if (it == workload_index_->end()) return nullptr;
+  return &workloads_->at(it->second.first)[it->second.second];
 }
 const std::vector<Record<Solution>>& TraceSet::solutions(std::string_view definition) const {
-  auto it = solutions_.find(std::string(definition));
-  return it == solutions_.end() ? kNoSolutions : it->second;
+  auto it = solutions_->find(std::string(definition));
+  return it == solutions_->end() ? kNoSolutions : it->second;
 }
 const Record<Solution>* TraceSet::solution(std::string_view name) const {
-  auto it = solution_index_.find(std::string(name));
-  if (it == solution_index_.end()) return nullptr;
-  return &solutions_.at(it->second.first)[it->second.second];
+  auto it = solution_index_->find(std::string(name));
+  if (it == solution_index_->end()) return nullptr;
+  return &solutions_->at(it->second.first)[it->second.second];
 }
-const std::vector<Record<Trace>>& TraceSet::traces(std::string_view definition) const {
+const RecordList<Trace>& TraceSet::traces(std::string_view definition) const {
   auto it = traces_.find(std::string(definition));
   return it == traces_.end() ? kNoTraces : it->second;
 }
 std::vector<const Trace*> TraceSet::traces_of_solution(std::string_view solution) const {
   std::vector<const Trace*> out;
   const auto* s = this->solution(solution);
-  auto scan = [&](const std::vector<Record<Trace>>& list) {
+  auto scan = [&](const RecordList<Trace>& list) {
     for (const auto& t : list) {
       if (t.value.solution && *t.value.solution == solution) out.push_back(&t.value);
     }
@@ -390,10 +383,10 @@ std::vector<const Trace*> TraceSet::traces_of_solution(std::string_view solution
 }
 std::vector<std::string> TraceSet::orphan_definition_names() const {
   std::set<std::string> names;
-  for (const auto& [n, _] : workloads_) {
+  for (const auto& [n, _] : *workloads_) {
     if (!definition(n)) names.insert(n);
   }
-  for (const auto& [n, _] : solutions_) {
+  for (const auto& [n, _] : *solutions_) {
     if (!definition(n)) names.insert(n);
   }
   for (const auto& [n, _] : traces_) {
@@ -408,10 +401,10 @@ std::size_t TraceSet::trace_count() const {
 }
 std::size_t TraceSet::workload_count() const {
   std::size_t n = 0;
-  for (const auto& [_, l] : workloads_) n += l.size();
+  for (const auto& [_, l] : *workloads_) n += l.size();
   return n;
 }
-std::size_t TraceSet::solution_count() const { return solution_index_.size(); }
+std::size_t TraceSet::solution_count() const { return solution_index_->size(); }
 
 std::vector<const Trace*> TraceSet::best_per_workload(
     std::string_view definition, const std::function<bool(const Trace&)>& include) const {
@@ -439,26 +432,27 @@ std::vector<const Trace*> TraceSet::best_per_workload(
 
 void TraceSet::add_definition(Definition d) {
   const std::string name = d.name;
-  if (definition_index_.count(name))
+  if (definition_index_->count(name))
     throw Error(name, "a definition with this name already exists");
-  definition_index_[name] = definitions_.size();
-  definitions_.push_back({std::move(d), {static_cast<std::uint32_t>(files_.size()), 0}});
+  auto& definitions = definitions_.edit();
+  definition_index_.edit()[name] = definitions.size();
+  definitions.push_back({std::move(d), {static_cast<std::uint32_t>(files_->size()), 0}});
 }
 void TraceSet::add_solution(Solution s) {
-  if (solution_index_.count(s.name))
+  if (solution_index_->count(s.name))
     throw Error(s.name, "a solution with this name already exists");
-  auto& list = solutions_[s.definition];
-  solution_index_[s.name] = {s.definition, list.size()};
-  list.push_back({std::move(s), {static_cast<std::uint32_t>(files_.size()), 0}});
+  auto& list = solutions_.edit()[s.definition];
+  solution_index_.edit()[s.name] = {s.definition, list.size()};
+  list.push_back({std::move(s), {static_cast<std::uint32_t>(files_->size()), 0}});
 }
 void TraceSet::add_workload(Trace w) {
-  auto& list = workloads_[w.definition];
-  workload_index_.emplace(w.workload.uuid, std::make_pair(w.definition, list.size()));
-  list.push_back({std::move(w), {static_cast<std::uint32_t>(files_.size()), 0}});
+  auto& list = workloads_.edit()[w.definition];
+  workload_index_.edit().emplace(w.workload.uuid, std::make_pair(w.definition, list.size()));
+  list.push_back({std::move(w), {static_cast<std::uint32_t>(files_->size()), 0}});
 }
 void TraceSet::add_trace(Trace t) {
   const std::string def = t.definition;
-  traces_[def].push_back({std::move(t), {static_cast<std::uint32_t>(files_.size()), 0}});
+  traces_[def].push_back({std::move(t), {static_cast<std::uint32_t>(files_->size()), 0}});
 }
 
 TraceSet TraceSet::with_traces(std::span<const Trace> traces, Diagnostics& diag) const {

@@ -64,7 +64,7 @@ Json brief_trace(const TraceSet& set, const Trace& t, std::size_t index,
   return j;
 }
 
-const std::vector<Record<Trace>>& traces_of(const TraceSet& set, const std::string& definition) {
+const RecordList<Trace>& traces_of(const TraceSet& set, const std::string& definition) {
   const auto names = report::definition_names(set);
   if (std::find(names.begin(), names.end(), definition) == names.end())
     throw NotFound("definition", fmt::format("no definition '{}' in the dataset", definition));

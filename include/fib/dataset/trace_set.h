@@ -11,6 +11,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "fib/dataset/shared_records.h"
 #include "fib/trace/definition.h"
 #include "fib/trace/diagnostics.h"
 #include "fib/trace/solution.h"
@@ -25,18 +26,6 @@ struct DatasetFile {
   std::string path;  // "definitions/gemm/gemm_n128_k2048.json"
   FileKind kind = FileKind::kOther;
   std::size_t records = 0;  // JSON records read from it
-};
-
-// Where a record came from: file index into TraceSet::files() and 1-based line (0 for JSON).
-struct RecordSource {
-  std::uint32_t file = 0;
-  std::uint32_t line = 0;
-};
-
-template <typename T>
-struct Record {
-  T value;
-  RecordSource source;
 };
 
 struct LoadOptions {
@@ -54,13 +43,13 @@ class TraceSet {
   explicit TraceSet(std::filesystem::path root);
 
   const std::filesystem::path& root() const { return root_; }
-  const Diagnostics& load_diagnostics() const { return load_diag_; }
-  const std::vector<DatasetFile>& files() const { return files_; }
+  const Diagnostics& load_diagnostics() const { return *load_diag_; }
+  const std::vector<DatasetFile>& files() const { return *files_; }
   // "path" or "path:line" for a record's source.
   std::string where(const RecordSource& s) const;
 
   // Definitions, in load order (sorted by path).
-  const std::vector<Record<Definition>>& definitions() const { return definitions_; }
+  const std::vector<Record<Definition>>& definitions() const { return *definitions_; }
   const Definition* definition(std::string_view name) const;
   const Record<Definition>* definition_record(std::string_view name) const;
   std::vector<const Definition*> definitions_with_op_type(std::string_view op_type) const;
@@ -74,7 +63,7 @@ class TraceSet {
   const std::vector<Record<Solution>>& solutions(std::string_view definition) const;
   const Record<Solution>* solution(std::string_view name) const;
   // Evaluation traces of a definition, and those of one solution.
-  const std::vector<Record<Trace>>& traces(std::string_view definition) const;
+  const RecordList<Trace>& traces(std::string_view definition) const;
   std::vector<const Trace*> traces_of_solution(std::string_view solution) const;
   // Names of definitions that have workloads, solutions or traces but no definition file.
   std::vector<std::string> orphan_definition_names() const;
@@ -95,24 +84,28 @@ class TraceSet {
   void add_trace(Trace t);
   // A copy with `traces` added as if they had been appended to disk and loaded again: each goes
   // through its JSONL line and the checks of load() (a signed record's signature verifies), and
-  // a record load() would skip is left out and reported in `diag`. The copy shares nothing
-  // with this set, so a server can publish it while readers keep using this one.
+  // a record load() would skip is left out and reported in `diag`. The copy shares this set's
+  // records, which are never written while shared: it costs the added traces and the partial
+  // last chunk of each definition they touch (RecordList), not the dataset, and this set stays
+  // as it was, safe to read from other threads while the copy is made and used.
   TraceSet with_traces(std::span<const Trace> traces, Diagnostics& diag) const;
   // A copy without the evaluation traces: definitions, workloads and solutions only (what a run
-  // that does not resume reads), far cheaper to make than a whole copy of a large dataset.
+  // that does not resume reads), sharing them with this set.
   TraceSet without_traces() const;
 
  private:
+  // Copies of a set share these (a copy costs a pointer each); a change copies what it changes
+  // when another copy holds it (SharedValue, RecordList).
   std::filesystem::path root_;
-  Diagnostics load_diag_;
-  std::vector<DatasetFile> files_;
-  std::vector<Record<Definition>> definitions_;
-  std::unordered_map<std::string, std::size_t> definition_index_;
-  std::unordered_map<std::string, std::vector<Record<Trace>>> workloads_;
-  std::unordered_map<std::string, std::pair<std::string, std::size_t>> workload_index_;
-  std::unordered_map<std::string, std::vector<Record<Solution>>> solutions_;
-  std::unordered_map<std::string, std::pair<std::string, std::size_t>> solution_index_;
-  std::unordered_map<std::string, std::vector<Record<Trace>>> traces_;
+  SharedValue<Diagnostics> load_diag_;
+  SharedValue<std::vector<DatasetFile>> files_;
+  SharedValue<std::vector<Record<Definition>>> definitions_;
+  SharedValue<std::unordered_map<std::string, std::size_t>> definition_index_;
+  SharedValue<std::unordered_map<std::string, std::vector<Record<Trace>>>> workloads_;
+  SharedValue<std::unordered_map<std::string, std::pair<std::string, std::size_t>>> workload_index_;
+  SharedValue<std::unordered_map<std::string, std::vector<Record<Solution>>>> solutions_;
+  SharedValue<std::unordered_map<std::string, std::pair<std::string, std::size_t>>> solution_index_;
+  std::unordered_map<std::string, RecordList<Trace>> traces_;
 };
 
 // Appends traces to their canonical files (traces/<author>/<op_type>/<definition>.jsonl), one
