@@ -5,8 +5,8 @@
 #      100 clients with pools of 64 and 256 threads (scripts/serve-bench.sh, SECONDS each);
 #   2. evaluation throughput through fib serve against `fib run` on cuda:0 (TASKS evaluations of
 #      the example tuned_cuda RMSNorm, scripts/serve-eval-bench.py);
-#   3. (PARTS=large) on a dataset of LARGE_LINES (20,000) signed trace lines
-#      (scripts/large-dataset.sh): the same throughput against the example dataset's, and the read
+#   3. (PARTS=large) on a dataset of 20,000 signed trace lines
+#      (scripts/make-signed-trace-dataset.sh): the same throughput against the example dataset's, and the read
 #      endpoints at 1 and 100 clients while one client evaluates the tuned_cuda RMSNorm over and
 #      over (how the snapshot's size shows in a task's cost and in reads).
 # Here, first:
@@ -54,7 +54,7 @@ fi
 if [[ $parts == *" large "* ]]; then
   t0=$(date +%s)
   large=$(mktemp -d)/large
-  FIB_BUILD_DIR="$build" bash scripts/large-dataset.sh "$large" "${LARGE_LINES:-20000}" || status=1
+  FIB_BUILD_DIR="$build" bash scripts/make-signed-trace-dataset.sh "$large" || status=1
   for dataset in examples/dataset "$large"; do
     echo "serve-bench: throughput on $dataset"
     OUT="$OUT" python3 scripts/serve-eval-bench.py --build "$build" --devices cuda:0 \
