@@ -131,8 +131,8 @@ std::vector<std::string> sandbox_command(const SandboxSpec& s,
                                 "/dev/shm"};
   // The worker's whole process tree dies with it: bubblewrap's init (pid 1 of the namespace)
   // dies with the process fib started, and with it every process of the namespace, including
-  // any in a session of its own (setsid). A new session keeps the solution off fib's terminal,
-  // so it cannot inject input there with TIOCSTI.
+  // any that called setsid(). A new terminal session keeps the solution off fib's terminal, so
+  // it cannot inject input there with TIOCSTI.
   a.insert(a.end(), {"--die-with-parent", "--new-session"});
   add_root_links(a);
   // Read-only, as the worker needs it: the cache sizes the CPU timer's flush is sized by, the
