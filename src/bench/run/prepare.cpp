@@ -25,26 +25,22 @@ using Clock = std::chrono::steady_clock;
 
 namespace {
 
-// The bytes of a set's tensors, those its deferred fills will make included.
-std::uint64_t tensor_bytes(const MaterializedInputs& in) {
+// The bytes of a set's tensors, those its deferred fills will make included; with `only`, of
+// the inputs it names alone.
+std::uint64_t tensor_bytes(const MaterializedInputs& in,
+                           const std::vector<std::string>* only = nullptr) {
+  const auto counted = [only](const std::string& name) {
+    return only == nullptr || std::find(only->begin(), only->end(), name) != only->end();
+  };
   std::uint64_t n = 0;
-  for (const auto& [k, t] : in.tensors) n += t.nbytes();
+  for (const auto& [k, t] : in.tensors) n += counted(k) ? t.nbytes() : 0;
   for (const auto& [k, fill] : in.deferred) {
+    if (!counted(k)) continue;
     std::uint64_t numel = 1;
     for (const std::int64_t d : fill.shape) numel *= static_cast<std::uint64_t>(d);
     n += dtype_storage_bytes(fill.dtype, numel).value_or(0);
   }
   return n;
-}
-
-// The bytes of the set's inputs in `names` (made or deferred).
-std::uint64_t inputs_bytes(const MaterializedInputs& in, const std::vector<std::string>& names) {
-  MaterializedInputs part;
-  for (const std::string& name : names) {
-    if (const auto t = in.tensors.find(name); t != in.tensors.end()) part.tensors.insert(*t);
-    if (const auto f = in.deferred.find(name); f != in.deferred.end()) part.deferred.insert(*f);
-  }
-  return tensor_bytes(part);
 }
 
 // Every checked set after the first takes the first one's weights (deferred fills only: the
@@ -207,7 +203,7 @@ PreparedWorkload prepare_workload(const PrepareSettings& settings, const Definit
   // A pool set's shared weights are the checked sets' buffers (GpuWorker::sets): held once, with
   // the checked sets, its own bytes are the rest.
   const std::uint64_t pool_budget = settings.gpu ? o.device_pool_bytes : o.input_pool_bytes;
-  p.pool = pool_sets(calls, pool_budget, set_bytes - inputs_bytes(sets.front(), p.shared_weights));
+  p.pool = pool_sets(calls, pool_budget, set_bytes - tensor_bytes(sets.front(), &p.shared_weights));
   if (settings.gpu) {
     for (int i = 0; i < p.pool; ++i) {
       p.set_seeds.push_back(Rng::derive(base, fmt::format("set{}", p.trials + i)));
