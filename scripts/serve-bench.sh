@@ -17,18 +17,9 @@ seconds=${2:-10}
 for exe in "$build/cli/fib" "$build/benchmarks/serve_load"; do
   [ -x "$exe" ] || { echo "serve-bench: $exe is missing (build targets fib and serve_load)"; exit 1; }
 done
-state=$(mktemp -d)
-log="$state/serve.log"
-"$build/cli/fib" serve --local "$dataset" --port 0 --state "$state" ${FIB_SERVE_ARGS:-} 2>"$log" &
-server=$!
-trap 'kill $server 2>/dev/null; wait $server 2>/dev/null; rm -rf "$state"' EXIT
-port=""
-for _ in $(seq 1 100); do
-  port=$(sed -n 's|.* on http://[^:]*:\([0-9]*\) .*|\1|p' "$log" | head -1)
-  [ -n "$port" ] && break
-  sleep 0.1
-done
-[ -n "$port" ] || { cat "$log"; echo "serve-bench: the server did not start"; exit 1; }
+source scripts/serve-start.sh
+# shellcheck disable=SC2086  # the flags are words
+serve_start serve-bench "$build/cli/fib" "$dataset" ${FIB_SERVE_ARGS:-}
 echo "serve-bench: fib serve on port $port, $(nproc) cores, $seconds s per run"
 finished="$state/finished"
 : >"$finished"

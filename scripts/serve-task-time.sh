@@ -13,19 +13,9 @@ tasks=${2:-6}
 solution=${SOLUTION:-examples/dataset/solutions/fib-examples/rmsnorm/rmsnorm_h2048/rmsnorm_h2048_naive.json}
 args=${FIB_SERVE_ARGS:---devices cpu --warmup-runs 1 --iterations 2 --num-trials 1}
 [ -x "$fib" ] || { echo "serve-task-time: $fib is missing (build target fib)"; exit 1; }
-state=$(mktemp -d)
-log="$state/serve.log"
+source scripts/serve-start.sh
 # shellcheck disable=SC2086  # the flags are words
-"$fib" serve --local "$dataset" --port 0 --state "$state" $args 2>"$log" &
-server=$!
-trap 'kill $server 2>/dev/null; wait $server 2>/dev/null; rm -rf "$state"' EXIT
-port=""
-for _ in $(seq 1 600); do
-  port=$(sed -n 's|.* on http://[^:]*:\([0-9]*\) .*|\1|p' "$log" | head -1)
-  [ -n "$port" ] && break
-  sleep 0.1
-done
-[ -n "$port" ] || { cat "$log"; echo "serve-task-time: the server did not start"; exit 1; }
+serve_start serve-task-time "$fib" "$dataset" $args
 python3 - "$port" "$state/token" "$solution" "$tasks" "$args" <<'PY'
 import json, sys, time, urllib.request
 port, token, solution, tasks, args = sys.argv[1:]
