@@ -16,7 +16,7 @@
 #include <string>
 #include <vector>
 
-#include "bench/build/dependencies.h"
+#include "bench/builder/dependencies.h"
 #include "fib/bench/build.h"
 #include "support/temp_dir.h"
 

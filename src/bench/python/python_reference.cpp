@@ -9,7 +9,7 @@
 #include <map>
 #include <sstream>
 
-#include "bench/build/process.h"
+#include "bench/builder/process.h"
 #include "fib/dataset/files.h"
 #include "fib/tensor/safetensors.h"
 #include "fib/trace/json_file.h"

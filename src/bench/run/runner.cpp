@@ -8,7 +8,7 @@
 #include <chrono>
 #include <random>
 
-#include "bench/build/python_build.h"
+#include "bench/builder/python_build.h"
 #include "bench/python/python_reference.h"
 #include "bench/run/devices.h"
 #include "bench/run/environment.h"

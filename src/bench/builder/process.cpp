@@ -1,4 +1,4 @@
-#include "bench/build/process.h"
+#include "bench/builder/process.h"
 
 #include <fcntl.h>
 #include <poll.h>

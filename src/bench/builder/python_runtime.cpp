@@ -18,7 +18,7 @@
 #include <string>
 #include <vector>
 
-#include "bench/build/process.h"
+#include "bench/builder/process.h"
 #include "fib/trace/diagnostics.h"
 
 namespace fib::bench {

@@ -15,9 +15,9 @@
 #include <sstream>
 #include <thread>
 
-#include "bench/build/elf_symbols.h"
-#include "bench/build/process.h"
-#include "bench/build/python_build.h"
+#include "bench/builder/elf_symbols.h"
+#include "bench/builder/process.h"
+#include "bench/builder/python_build.h"
 #include "fib/bench/build.h"
 #include "fib/trace/json_file.h"
 #include "fib/version.h"

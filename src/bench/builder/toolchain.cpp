@@ -13,8 +13,8 @@
 #include <mutex>
 #include <sstream>
 
-#include "bench/build/dependencies.h"
-#include "bench/build/process.h"
+#include "bench/builder/dependencies.h"
+#include "bench/builder/process.h"
 #include "fib/bench/build.h"
 
 namespace fib::bench {

@@ -1,4 +1,4 @@
-#include "bench/build/elf_symbols.h"
+#include "bench/builder/elf_symbols.h"
 
 #include <elf.h>
 #include <cstring>
