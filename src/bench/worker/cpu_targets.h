@@ -7,7 +7,7 @@
 #include <memory>
 #include <vector>
 
-#include "bench/worker/call/solution_call.h"
+#include "bench/runtime/solution_call.h"
 #include "bench/worker/host_memory.h"
 #include "bench/worker/target.h"
 #include "bench/worker/worker_common.h"

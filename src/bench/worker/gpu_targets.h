@@ -13,7 +13,7 @@
 #include <utility>
 #include <vector>
 
-#include "bench/worker/call/solution_call.h"
+#include "bench/runtime/solution_call.h"
 #include "bench/worker/gpu_device.h"
 #include "bench/worker/target.h"
 

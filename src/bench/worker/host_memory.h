@@ -12,7 +12,7 @@
 #include <vector>
 
 #include "bench/inputs/input_set_file.h"
-#include "bench/worker/call/solution_call.h"
+#include "bench/runtime/solution_call.h"
 
 namespace fib::bench::detail {
 

@@ -12,7 +12,7 @@
 
 #include "bench/inputs/input_set_file.h"
 #include "bench/protocol/messages.h"
-#include "bench/worker/call/call_backend.h"
+#include "bench/runtime/call_backend.h"
 #include "fib/bench/timing.h"
 #include "fib/tensor/tensor.h"
 #include "fib/trace/definition.h"

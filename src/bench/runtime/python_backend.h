@@ -16,7 +16,7 @@
 #include <memory>
 #include <string>
 
-#include "bench/worker/call/call_backend.h"
+#include "bench/runtime/call_backend.h"
 #include "fib/trace/json_reader.h"
 
 namespace fib::bench::detail {

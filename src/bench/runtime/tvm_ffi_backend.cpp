@@ -1,5 +1,5 @@
-// The tvm-ffi call backend (bench/worker/call/tvm_ffi_backend.h).
-#include "bench/worker/call/tvm_ffi_backend.h"
+// The tvm-ffi call backend (bench/runtime/tvm_ffi_backend.h).
+#include "bench/runtime/tvm_ffi_backend.h"
 
 #include <dlfcn.h>
 

@@ -13,8 +13,8 @@
 #include <string>
 #include <vector>
 
-#include "bench/worker/call/call_arguments.h"
-#include "bench/worker/call/call_backend.h"
+#include "bench/runtime/call_arguments.h"
+#include "bench/runtime/call_backend.h"
 
 namespace fib::bench::detail {
 

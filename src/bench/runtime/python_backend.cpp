@@ -1,5 +1,5 @@
-// The Python runtime's call backend (bench/worker/call/python_backend.h).
-#include "bench/worker/call/python_backend.h"
+// The Python runtime's call backend (bench/runtime/python_backend.h).
+#include "bench/runtime/python_backend.h"
 
 #include <dlfcn.h>
 #include <fmt/format.h>
@@ -12,7 +12,7 @@
 #include <utility>
 #include <vector>
 
-#include "bench/worker/call/python_harness.h"
+#include "bench/runtime/python_harness.h"
 #include "fib/bench/python_runtime.h"
 
 namespace fib::bench::detail {

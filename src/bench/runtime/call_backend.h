@@ -13,7 +13,7 @@
 #include <string>
 #include <vector>
 
-#include "bench/worker/call/call_arguments.h"
+#include "bench/runtime/call_arguments.h"
 #include "fib/trace/json_reader.h"
 
 namespace fib::bench::detail {
