@@ -9,7 +9,7 @@
 #include <random>
 #include <vector>
 
-#include "bench/worker/device_pool.h"
+#include "bench/inputs/device_pool.h"
 #include "bench/worker/gpu_checks.h"
 #include "support/gpu.h"
 

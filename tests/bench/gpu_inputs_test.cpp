@@ -14,7 +14,7 @@
 
 #include "bench/inputs/input_set_file.h"
 #include "bench/run/prepare.h"
-#include "bench/worker/device_pool.h"
+#include "bench/inputs/device_pool.h"
 #include "bench/worker/gpu_checks.h"
 #include "bench/worker/gpu_device.h"
 #include "fib/bench/run.h"

@@ -20,7 +20,7 @@
 #include "bench/red_team_attacks.h"
 #include "fib/bench/python_runtime.h"
 #include "fib/bench/run.h"
-#include "fib/bench/worker.h"
+#include "fib/bench/launch/worker_process.h"
 #include "fib/dataset/trace_set.h"
 #include "support/rmsnorm_solution_source.h"
 #include "support/temp_dir.h"

@@ -12,7 +12,7 @@
 #include <vector>
 
 #include "fib/bench/python_runtime.h"
-#include "fib/bench/worker.h"
+#include "fib/bench/launch/worker_process.h"
 #include "fib/reference/reference.h"
 #include "fib/trace/definition.h"
 

@@ -10,7 +10,7 @@
 #include <vector>
 
 #include "fib/bench/run.h"
-#include "fib/bench/worker.h"
+#include "fib/bench/launch/worker_process.h"
 #include "fib/trace/json_reader.h"
 #ifdef FIB_HAVE_CUDA
 #include "fib/cuda/roofline.h"

@@ -13,7 +13,7 @@
 #include "fib/bench/build.h"
 #include "fib/bench/eval_config.h"
 #include "fib/bench/run.h"
-#include "fib/bench/worker.h"
+#include "fib/bench/launch/worker_process.h"
 #include "fib/trace/definition.h"
 #include "fib/trace/solution.h"
 #include "fib/trace/workload.h"

@@ -7,7 +7,7 @@
 #include <limits>
 #include <thread>
 
-#include "bench/worker/device_pool.h"
+#include "bench/inputs/device_pool.h"
 #include "fib/bench/compare.h"
 #include "fib/bench/op_family.h"
 #include "fib/tensor/safetensors.h"

@@ -9,7 +9,7 @@
 #include "bench/inputs/input_set_file.h"
 #include "bench/python/python_reference.h"
 #include "bench/run/worker_messages.h"
-#include "bench/worker/device_pool.h"
+#include "bench/inputs/device_pool.h"
 #include "fib/tensor/safetensors.h"
 
 namespace fib::bench::detail {

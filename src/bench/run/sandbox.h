@@ -12,7 +12,7 @@
 #include "bench/run/environment.h"
 #include "fib/bench/python_runtime.h"
 #include "fib/bench/run.h"
-#include "fib/bench/worker.h"
+#include "fib/bench/launch/worker_process.h"
 #include "fib/trace/json_reader.h"
 
 namespace fib::bench::detail {

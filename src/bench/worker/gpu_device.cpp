@@ -11,7 +11,7 @@
 #include <set>
 
 #include "bench/inputs/input_set_file.h"
-#include "bench/worker/device_pool.h"
+#include "bench/inputs/device_pool.h"
 #include "fib/cuda/input_fills.h"
 
 namespace fib::bench::detail {

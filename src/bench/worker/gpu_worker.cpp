@@ -16,7 +16,7 @@
 #include <functional>
 #include <optional>
 
-#include "bench/worker/device_pool.h"
+#include "bench/inputs/device_pool.h"
 #include "bench/worker/gpu_memory.h"
 #include "bench/worker/gpu_trials.h"
 #include "bench/worker/worker_common.h"

@@ -1,6 +1,6 @@
 // What the worker's request handlers share (internal to fib_bench): request parsing, the call
 // schedule, the input sets of the workload in hand and the worker's state. Calling a solution is
-// call/; the CPU loop is in worker_main.cpp, the CUDA one in gpu_worker.cpp.
+// runtime/; the CPU loop is in worker_main.cpp, the CUDA one in gpu_worker.cpp.
 #pragma once
 
 #include <cstdint>

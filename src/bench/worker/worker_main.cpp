@@ -16,11 +16,11 @@
 
 #include "bench/protocol/messages.h"
 #include "bench/worker/cpu_targets.h"
-#include "bench/worker/framing.h"
+#include "bench/protocol/framing.h"
 #include "bench/worker/host_memory.h"
 #include "bench/worker/worker_common.h"
 #include "fib/bench/timing.h"
-#include "fib/bench/worker.h"
+#include "fib/bench/worker/worker_main.h"
 #include "fib/reference/reference.h"
 
 namespace fib::bench {

@@ -9,7 +9,7 @@
 #include <fstream>
 #include <set>
 
-#include "fib/bench/worker.h"
+#include "fib/bench/launch/worker_process.h"
 
 namespace fib::bench {
 

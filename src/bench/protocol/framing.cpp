@@ -1,4 +1,4 @@
-#include "bench/worker/framing.h"
+#include "bench/protocol/framing.h"
 
 #include <fmt/format.h>
 #include <sys/socket.h>

@@ -1,4 +1,4 @@
-#include "bench/worker/device_pool.h"
+#include "bench/inputs/device_pool.h"
 
 #include <fmt/format.h>
 

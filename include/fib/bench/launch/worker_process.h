@@ -140,8 +140,4 @@ class Worker {
 // Describes a wait status: "exited with status 3", "killed by signal 9 (SIGKILL)".
 std::string describe_wait_status(int status);
 
-// The `fib worker` entry point (the child side): serves requests on `channel_fd` until asked
-// to exit or the channel closes. Returns the process exit code.
-int worker_main(int channel_fd);
-
 }  // namespace fib::bench

@@ -15,8 +15,8 @@
 #include <cstring>
 
 #include "bench/protocol/messages.h"
-#include "bench/worker/framing.h"
-#include "fib/bench/worker.h"
+#include "bench/protocol/framing.h"
+#include "fib/bench/launch/worker_process.h"
 #include "fib/trace/diagnostics.h"
 
 namespace fib::bench {
