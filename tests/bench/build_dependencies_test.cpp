@@ -17,7 +17,7 @@
 #include <vector>
 
 #include "bench/builder/dependencies.h"
-#include "fib/bench/build.h"
+#include "fib/bench/builder/build.h"
 #include "support/temp_dir.h"
 
 namespace fib::bench {

@@ -7,7 +7,7 @@
 #include <memory>
 #include <vector>
 
-#include "bench/runtime/solution_call.h"
+#include "fib/bench/runtime/solution_call.h"
 
 namespace fib::bench::detail {
 namespace {

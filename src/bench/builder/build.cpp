@@ -15,10 +15,10 @@
 #include <sstream>
 #include <thread>
 
-#include "bench/builder/elf_symbols.h"
-#include "bench/builder/process.h"
-#include "bench/builder/python_build.h"
-#include "fib/bench/build.h"
+#include "elf_symbols.h"
+#include "fib/bench/builder/build.h"
+#include "fib/bench/builder/process.h"
+#include "fib/bench/builder/python_build.h"
 #include "fib/trace/json_file.h"
 #include "fib/version.h"
 

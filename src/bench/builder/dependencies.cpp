@@ -1,6 +1,6 @@
 // The CUDA libraries named by a solution's dependencies: parsing the names, finding each
 // library's headers (and shared libraries), reading its version and making the flags.
-#include "bench/builder/dependencies.h"
+#include "dependencies.h"
 
 #include <fmt/format.h>
 #include <sys/utsname.h>

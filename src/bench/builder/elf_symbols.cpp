@@ -1,4 +1,4 @@
-#include "bench/builder/elf_symbols.h"
+#include "elf_symbols.h"
 
 #include <elf.h>
 #include <cstring>

@@ -1,4 +1,4 @@
-#include "bench/builder/process.h"
+#include "fib/bench/builder/process.h"
 
 #include <fcntl.h>
 #include <poll.h>

@@ -1,5 +1,5 @@
-// Staging and building solutions of the Python runtime (bench/builder/python_build.h).
-#include "bench/builder/python_build.h"
+// Staging and building solutions of the Python runtime (fib/bench/builder/python_build.h).
+#include "fib/bench/builder/python_build.h"
 
 #include <fmt/format.h>
 #include <unistd.h>
@@ -10,7 +10,7 @@
 #include <set>
 #include <sstream>
 
-#include "bench/builder/process.h"
+#include "fib/bench/builder/process.h"
 #include "fib/trace/json_file.h"
 
 namespace fib::bench::detail {

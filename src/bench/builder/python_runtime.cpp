@@ -1,8 +1,8 @@
-// Finding the python3 fib runs PyTorch code in (fib/bench/python_runtime.h): each candidate is
-// asked, once per process, in a child process, where its libpython and packages are and which of
+// Finding the python3 fib runs PyTorch code in (fib/bench/builder/python_runtime.h): each candidate
+// is asked, once per process, in a child process, where its libpython and packages are and which of
 // torch, triton and tilelang it imports; each use then says in its own words why one does not
 // serve.
-#include "fib/bench/python_runtime.h"
+#include "fib/bench/builder/python_runtime.h"
 
 #include <fmt/format.h>
 #include <unistd.h>
@@ -18,7 +18,7 @@
 #include <string>
 #include <vector>
 
-#include "bench/builder/process.h"
+#include "fib/bench/builder/process.h"
 #include "fib/trace/diagnostics.h"
 
 namespace fib::bench {

@@ -13,9 +13,9 @@
 #include <mutex>
 #include <sstream>
 
-#include "bench/builder/dependencies.h"
-#include "bench/builder/process.h"
-#include "fib/bench/build.h"
+#include "dependencies.h"
+#include "fib/bench/builder/build.h"
+#include "fib/bench/builder/process.h"
 
 namespace fib::bench {
 

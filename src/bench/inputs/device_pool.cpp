@@ -1,11 +1,11 @@
-#include "bench/inputs/device_pool.h"
+#include "fib/bench/inputs/device_pool.h"
 
 #include <fmt/format.h>
 
 #include <cstring>
 #include <numeric>
 
-#include "bench/inputs/input_set_file.h"
+#include "fib/bench/inputs/input_set_file.h"
 #include "fib/tensor/random.h"
 
 namespace fib::bench::detail {

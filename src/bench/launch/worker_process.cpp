@@ -14,9 +14,9 @@
 #include <cerrno>
 #include <cstring>
 
-#include "bench/protocol/messages.h"
-#include "bench/protocol/framing.h"
 #include "fib/bench/launch/worker_process.h"
+#include "fib/bench/protocol/framing.h"
+#include "fib/bench/protocol/messages.h"
 #include "fib/trace/diagnostics.h"
 
 namespace fib::bench {

@@ -1,4 +1,4 @@
-#include "bench/protocol/framing.h"
+#include "fib/bench/protocol/framing.h"
 
 #include <fmt/format.h>
 #include <sys/socket.h>

@@ -1,5 +1,5 @@
-// Solution-call arguments in the ABI's terms (bench/runtime/call_arguments.h).
-#include "bench/runtime/call_arguments.h"
+// Solution-call arguments in the ABI's terms (fib/bench/runtime/call_arguments.h).
+#include "fib/bench/runtime/call_arguments.h"
 
 #include <fmt/format.h>
 

@@ -1,8 +1,8 @@
-// The fib ABI call backend and solution libraries (bench/runtime/call_backend.h).
-#include "bench/runtime/call_backend.h"
+// The fib ABI call backend and solution libraries (fib/bench/runtime/call_backend.h).
+#include "fib/bench/runtime/call_backend.h"
 
-#include "bench/runtime/python_backend.h"
-#include "bench/runtime/tvm_ffi_backend.h"
+#include "python_backend.h"
+#include "tvm_ffi_backend.h"
 
 #include <dlfcn.h>
 #include <fmt/format.h>

@@ -1,5 +1,5 @@
 // The Python runtime's call backend (bench/runtime/python_backend.h).
-#include "bench/runtime/python_backend.h"
+#include "python_backend.h"
 
 #include <dlfcn.h>
 #include <fmt/format.h>
@@ -12,8 +12,8 @@
 #include <utility>
 #include <vector>
 
-#include "bench/runtime/python_harness.h"
-#include "fib/bench/python_runtime.h"
+#include "fib/bench/builder/python_runtime.h"
+#include "python_harness.h"
 
 namespace fib::bench::detail {
 

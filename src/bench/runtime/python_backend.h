@@ -1,8 +1,8 @@
 // The Python runtime's calling convention (language python, triton and tilelang; binding torch,
 // a PyTorch C++/CUDA extension): the worker embeds the libpython of the python3 the orchestrator
-// found (fib/bench/python_runtime.h), loaded with dlopen and driven through stable-ABI functions
-// found with dlsym, so fib is built against no particular Python. The solution's module is
-// imported from its staged file (or the extension module from its shared object) and its entry
+// found (fib/bench/builder/python_runtime.h), loaded with dlopen and driven through stable-ABI
+// functions found with dlsym, so fib is built against no particular Python. The solution's module
+// is imported from its staged file (or the extension module from its shared object) and its entry
 // function is called with torch tensors made with torch.utils.dlpack.from_dlpack over fib's own
 // buffers (no copies: inputs read-only, outputs guarded and poisoned, as for native solutions)
 // and scalars as Python int, float, bool or None. On a GPU the call runs with torch's current
@@ -16,7 +16,7 @@
 #include <memory>
 #include <string>
 
-#include "bench/runtime/call_backend.h"
+#include "fib/bench/runtime/call_backend.h"
 #include "fib/trace/json_reader.h"
 
 namespace fib::bench::detail {

@@ -1,5 +1,5 @@
-// A solution called again and again (bench/runtime/solution_call.h).
-#include "bench/runtime/solution_call.h"
+// A solution called again and again (fib/bench/runtime/solution_call.h).
+#include "fib/bench/runtime/solution_call.h"
 
 #include <fmt/format.h>
 

@@ -1,5 +1,5 @@
 // The tvm-ffi call backend (bench/runtime/tvm_ffi_backend.h).
-#include "bench/runtime/tvm_ffi_backend.h"
+#include "tvm_ffi_backend.h"
 
 #include <dlfcn.h>
 

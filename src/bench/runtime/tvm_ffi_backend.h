@@ -13,7 +13,7 @@
 #include <memory>
 #include <string>
 
-#include "bench/runtime/call_backend.h"
+#include "fib/bench/runtime/call_backend.h"
 
 namespace fib::bench::detail {
 

@@ -77,7 +77,7 @@ struct EvalConfigFile {
 //   dtype:    int8/int16/int32/int64/uint8/bool: rtol 0, atol 0 (exact);
 //             float8_e4m3fn rtol 0.125, float8_e5m2 rtol 0.25, float4_e2m1 rtol 0.5 atol 0.5
 //             (one unit in the last place of the output format)
-//   op_type:  each op family's builtin_eval (fib/bench/op_family.h), today:
+//   op_type:  each op family's builtin_eval (fib/bench/eval/op_family.h), today:
 //             moe: required_matched_ratio 0.95, max_nmse 0.1;
 //             sampling: extra {sampling_validation_trials 100, sampling_tvd_threshold 0.2,
 //                              sampling_draws_per_row 100000, sampling_chi2_alpha 1e-6,

@@ -15,8 +15,8 @@
 #include <utility>
 #include <vector>
 
-#include "fib/bench/compare.h"
-#include "fib/bench/eval_config.h"
+#include "fib/bench/eval/compare.h"
+#include "fib/bench/eval/eval_config.h"
 #include "fib/reference/reference.h"
 #include "fib/tensor/tensor.h"
 #include "fib/trace/definition.h"

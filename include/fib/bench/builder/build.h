@@ -20,7 +20,7 @@
 #include <string_view>
 #include <vector>
 
-#include "fib/bench/python_runtime.h"
+#include "fib/bench/builder/python_runtime.h"
 #include "fib/trace/solution.h"
 
 namespace fib::bench {

@@ -13,8 +13,8 @@
 #include <string>
 #include <vector>
 
-#include "bench/runtime/call_arguments.h"
-#include "bench/runtime/call_backend.h"
+#include "fib/bench/runtime/call_arguments.h"
+#include "fib/bench/runtime/call_backend.h"
 
 namespace fib::bench::detail {
 

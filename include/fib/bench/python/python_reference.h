@@ -11,7 +11,7 @@
 #include <string>
 #include <vector>
 
-#include "fib/bench/python_runtime.h"
+#include "fib/bench/builder/python_runtime.h"
 #include "fib/bench/launch/worker_process.h"
 #include "fib/reference/reference.h"
 #include "fib/trace/definition.h"

@@ -1,6 +1,6 @@
 // The messages between the orchestrator and its workers (internal to fib_bench), each with one
 // to_json and one from_json that both sides use, so a key is spelled in one place. The framing
-// is bench/protocol/framing.h.
+// is fib/bench/protocol/framing.h.
 //
 // A reply is data from a process that runs untrusted code, so nothing in it is believed as a
 // reference to anything: it names no files (the request says where checked outputs and
@@ -17,7 +17,7 @@
 #include <string>
 #include <vector>
 
-#include "fib/bench/timing.h"
+#include "fib/bench/timing/timing.h"
 #include "fib/trace/definition.h"
 #include "fib/trace/diagnostics.h"
 #include "fib/trace/json_reader.h"

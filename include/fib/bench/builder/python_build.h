@@ -1,10 +1,10 @@
-// The build step of solutions that run in the Python runtime (fib/bench/python_runtime.h):
+// The build step of solutions that run in the Python runtime (fib/bench/builder/python_runtime.h):
 // language python, triton and tilelang have nothing to compile, so their sources are staged in
 // a cache entry the worker imports them from; binding torch (a PyTorch C++/CUDA extension) is
 // compiled there by torch.utils.cpp_extension.load in that runtime's python.
 #pragma once
 
-#include "fib/bench/build.h"
+#include "fib/bench/builder/build.h"
 
 namespace fib::bench::detail {
 

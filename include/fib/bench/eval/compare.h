@@ -13,7 +13,7 @@
 #include <string_view>
 #include <vector>
 
-#include "fib/bench/eval_config.h"
+#include "fib/bench/eval/eval_config.h"
 #include "fib/reference/reference.h"
 #include "fib/tensor/tensor.h"
 #include "fib/trace/definition.h"
@@ -43,9 +43,9 @@ struct EvalPolicy {
 };
 
 // The policy of a definition: its op type's entry in the op family registry decides
-// (fib/bench/op_family.h; src/bench/eval/families/<op_type>.cpp). Today: sampling -> kSampling;
-// dsa_paged's top-k indexer (integer outputs) -> kTopkSet on its integer outputs, its sparse
-// attention -> kElementwise with `lse` optional; moe -> kMatchedRatio (default 0.95); every
+// (fib/bench/eval/op_family.h; src/bench/eval/families/<op_type>.cpp). Today: sampling ->
+// kSampling; dsa_paged's top-k indexer (integer outputs) -> kTopkSet on its integer outputs, its
+// sparse attention -> kElementwise with `lse` optional; moe -> kMatchedRatio (default 0.95); every
 // other op type, known or not -> kElementwise.
 EvalPolicy policy_for(const Definition& def);
 

@@ -15,7 +15,7 @@
 #include <string>
 #include <vector>
 
-#include "fib/bench/eval_config.h"
+#include "fib/bench/eval/eval_config.h"
 #include "fib/trace/signature.h"
 #include "fib/trace/trace.h"
 

@@ -13,7 +13,7 @@
 #include <string>
 #include <vector>
 
-#include "bench/runtime/call_arguments.h"
+#include "fib/bench/runtime/call_arguments.h"
 #include "fib/trace/json_reader.h"
 
 namespace fib::bench::detail {
