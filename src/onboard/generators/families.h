@@ -11,10 +11,12 @@
 
 namespace fib::onboard::gen {
 
-// Each KernelSpec alternative's generator, and the interfaces the dataset used before the
+// Each KernelSpec alternative's generator and its definition's name in the dataset's convention
+// (definition_name, fib/onboard/naming.h), and the interfaces the dataset used before the
 // current convention where op_types.def's legacy column says yes.
-#define FIB_OP_KERNEL(op, kernel, generator) \
-  Definition generator(const kernel& k, const GenContext& ctx);
+#define FIB_OP_KERNEL(op, kernel, generator)                    \
+  Definition generator(const kernel& k, const GenContext& ctx); \
+  std::string name_of(const kernel& k);
 #define FIB_OP_TYPE(op, recipe, family, ref, ref_cuda, legacy) \
   FIB_OP_WHEN(legacy, std::vector<LegacyInterface> op##_legacy(const Definition& canonical);)
 #include "fib/trace/op_types.def"
