@@ -4,7 +4,7 @@
 // (cuBLAS, on torch's current stream, which fib sets to the stream it times; B.t() is a view, so
 // nothing is copied): the kernel is a library's, and what the two harnesses are compared on is
 // their call path and timer for a torch extension. Both harnesses run it in
-// scripts/device/upstream-side-by-side.sh.
+// tools/upstream/upstream-side-by-side.sh.
 #include <torch/extension.h>
 
 void run(torch::Tensor A, torch::Tensor B, torch::Tensor C) {

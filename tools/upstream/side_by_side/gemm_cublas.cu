@@ -1,7 +1,7 @@
 // gemm_n4096_k4096 (C = A @ B.T, float16, float32 accumulation) through cuBLAS, written as
 // upstream FlashInfer-Bench writes CUDA solutions: tvm-ffi binding, destination-passing, launched
 // on tvm-ffi's environment stream, with "cublas" among its dependencies. Both harnesses run it in
-// scripts/device/upstream-side-by-side.sh beside upstream's example kernel: a library kernel of
+// tools/upstream/upstream-side-by-side.sh beside upstream's example kernel: a library kernel of
 // a few microseconds at small M, where the harnesses' timers are compared most closely.
 #include <cublas_v2.h>
 #include <cuda_fp16.h>

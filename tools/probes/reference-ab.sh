@@ -6,7 +6,7 @@
 # byte for byte with the first build's. Here, first:
 #   bash scripts/device/prepare.sh
 # then a device call with carry [".device-debs", ".device-shared"] and the command
-#   bash scripts/device/reference-ab.sh DEFINITION UUID[,UUID...] [SRC=VARIANT ...]
+#   bash tools/probes/reference-ab.sh DEFINITION UUID[,UUID...] [SRC=VARIANT ...]
 # UUIDs may be unique prefixes of corpus workload uuids. SRC=VARIANT: a path in the repository
 # and the file that replaces it for that build (e.g. src/reference_cuda/moe_mma.cu=v/moe3.cu).
 # Inputs come from `fib inputs --seed 1`. Env: ROUNDS (2), FIB_DEVICE_BUILD (build-device),

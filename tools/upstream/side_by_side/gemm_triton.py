@@ -3,7 +3,7 @@ upstream FlashInfer-Bench writes Triton solutions (language triton, entry "gemm_
 destination-passing: C comes after the inputs). One fixed tile configuration (no autotuning, so
 neither harness times a tuning pass): 128x128 tiles of C, 64-wide steps along K, grouped along M
 for L2 reuse. The launch goes on torch's current stream, which fib sets to the stream it times.
-Both harnesses run it in scripts/device/upstream-side-by-side.sh."""
+Both harnesses run it in tools/upstream/upstream-side-by-side.sh."""
 import torch
 import triton
 import triton.language as tl

@@ -8,7 +8,7 @@ w(i) = ((i * 0x9E3779B1) mod 2^16) + 1, where i is the input's 32-bit pattern; t
 int64. fib computes the same sums and must match exactly. Decoding tables (every code back to
 float32 bits) are recorded in full. Run on a machine with PyTorch >= 2.1 (float8 types):
 
-    python3 scripts/device/numeric_golden.py > tests/data/numeric/pytorch_golden.json
+    python3 tools/golden/numeric_golden.py > tests/data/numeric/pytorch_golden.json
 """
 import json
 import sys

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Here (a machine with network), before scripts/device/upstream-side-by-side.sh runs on the GPU
+# Here (a machine with network), before tools/upstream/upstream-side-by-side.sh runs on the GPU
 # machine: puts upstream FlashInfer-Bench into .device-upstream/ (git-ignored, never committed;
 # name it in the device call's `carry`, with .device-debs from scripts/device/prepare.sh):
 #   .device-upstream/flashinfer-bench/  upstream's pure-Python package (flashinfer_bench/) and its
@@ -10,8 +10,8 @@
 #                                       apache-tvm-ffi at the version fib builds against), for
 #                                       that python (PY_VERSION, default 3.12)
 # flashinfer-python is not carried: upstream's timer imports only flashinfer.testing, which
-# scripts/device/flashinfer_shim provides.
-#   bash scripts/device/prepare-upstream.sh UPSTREAM [REV]
+# tools/upstream/flashinfer_shim provides.
+#   bash tools/upstream/prepare-upstream.sh UPSTREAM [REV]
 # UPSTREAM: a git checkout or git directory of github.com/flashinfer-ai/flashinfer-bench.
 set -euo pipefail
 root=$(cd "$(dirname "$0")/../.." && pwd)

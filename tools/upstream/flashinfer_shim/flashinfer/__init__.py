@@ -2,7 +2,7 @@
 
 flashinfer-bench (flashinfer_bench/bench/timing.py) imports one function from flashinfer:
 `flashinfer.testing.bench_gpu_time_with_cupti`. The whole flashinfer-python wheel is too large to
-carry to the GPU machine, so scripts/device/upstream-side-by-side.sh puts this folder on
+carry to the GPU machine, so tools/upstream/upstream-side-by-side.sh puts this folder on
 PYTHONPATH instead. Written for fib from flashinfer's documented behaviour; not flashinfer's code.
 """
 

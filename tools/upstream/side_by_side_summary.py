@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Summarizes scripts/device/upstream-side-by-side.sh: per run, the evaluations by status and the
+"""Summarizes tools/upstream/upstream-side-by-side.sh: per run, the evaluations by status and the
 wall time (fib's runs also with its own wall, timed-GPU and build seconds: the GPU-busy share);
 per solution and workload, every run's latency_ms and each run's ratio to the baseline run; per
 solution and run, the median, minimum and maximum of those ratios.

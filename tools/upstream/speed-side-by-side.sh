@@ -1,9 +1,9 @@
 #!/usr/bin/env bash
-# End-to-end speed, fib against upstream FlashInfer-Bench (issue #27), in one `device` call on the
+# End-to-end speed, fib against upstream FlashInfer-Bench, in one `device` call on the
 # GPU machine: both harnesses run the same dataset files and solution files on one GPU, at 10
 # warmup / 50 iterations / 3 trials, and the script prints each run's wall time, fib's GPU-busy
 # share (and upstream's, estimated from its latencies), fib's harness overhead and reference-cache
-# counts, and the latency agreement per workload (scripts/device/side_by_side_summary.py).
+# counts, and the latency agreement per workload (tools/upstream/side_by_side_summary.py).
 #
 # Sets (SETS, default "gemm attention"):
 #   gemm       upstream's example (examples/ffi/Example-FlashInfer-Trace: a WMMA CUDA GEMM with
@@ -24,9 +24,9 @@
 #
 # Here, first:
 #   bash scripts/device/prepare.sh                        # .device-debs, .device-shared
-#   bash scripts/device/prepare-upstream.sh UPSTREAM_GIT  # .device-upstream
+#   bash tools/upstream/prepare-upstream.sh UPSTREAM_GIT  # .device-upstream
 # then a device call with carry [".device-debs", ".device-upstream", ".device-shared"] and
-#   bash scripts/device/speed-side-by-side.sh .device-upstream/flashinfer-bench
+#   bash tools/upstream/speed-side-by-side.sh .device-upstream/flashinfer-bench
 # (SETS=gemm or SETS=attention to give each set a call of its own.)
 # Without a GPU: DRY=1 runs the fib half on the CPU on a tiny version of each set (upstream left
 # out unless UPSTREAM_DIR is given; gemm: the example's rmsnorm_h2048; attention: the decode
@@ -68,7 +68,7 @@ if [ -n "$upstream" ]; then
   site=/tmp/fib-upstream-site
   python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade \
     --target "$site" "$wheels"/*.whl || { say "wheel install failed"; exit 1; }
-  export PYTHONPATH="$site:$upstream:$root/scripts/device/flashinfer_shim${PYTHONPATH:+:$PYTHONPATH}"
+  export PYTHONPATH="$site:$upstream:$root/tools/upstream/flashinfer_shim${PYTHONPATH:+:$PYTHONPATH}"
   python3 -c "import tvm_ffi, pydantic, flashinfer_bench, flashinfer.testing" ||
     { say "upstream does not import"; exit 1; }
   with_upstream=1
@@ -231,7 +231,7 @@ for set in $sets; do
   run_fib fib-fixed-hostinputs "$set_dir/refcache-hostinputs" --fixed-iterations --inputs-on host
   baseline=upstream-warm
   [ "$with_upstream" = 1 ] || baseline=fib-fixed-refcold
-  python3 scripts/device/side_by_side_summary.py "$runs" "$baseline" fib-fixed-refwarm \
+  python3 tools/upstream/side_by_side_summary.py "$runs" "$baseline" fib-fixed-refwarm \
     "$OUT/summary-$set.json" | tee "$OUT/summary-$set.txt"
   # fib's own accounting per run: where its wall time went.
   python3 - "$runs" <<'PY' | tee -a "$OUT/summary-$set.txt"

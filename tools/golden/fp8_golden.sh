@@ -4,16 +4,16 @@
 # so that CI (PyTorch 1.13, no float8) checks the native kernels against stored outputs
 # (tests/reference/fp8_golden_test.cpp). Three steps:
 #
-#   scripts/device/fp8_golden.sh inputs
+#   tools/golden/fp8_golden.sh inputs
 #       here: builds tests/tools/fp8_golden_gen.cpp, writes the inputs and the manifest into
 #       tests/data/golden_fp8/ and the scaled definitions' JSON and the bridge's job lists into
 #       the git-ignored scratch folder .fp8-golden-scratch/ (never committed), then runs the MoE
 #       cases through the local PyTorch as a preflight.
-#   scripts/device/fp8_golden.sh device
+#   tools/golden/fp8_golden.sh device
 #       on the GPU machine (a `run` call that names .fp8-golden-scratch in `carry`): runs
 #       python/fib_bridge/run_reference.py --batch on CPU tensors and on CUDA tensors and packs
 #       the outputs and their provenance into $OUT/fp8_golden.tar.
-#   scripts/device/fp8_golden.sh collect PATH/fp8_golden.tar
+#   tools/golden/fp8_golden.sh collect PATH/fp8_golden.tar
 #       here: puts the outputs beside the inputs and records torch version, device and date in
 #       the manifest.
 set -euo pipefail

@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """Writes fib's side-by-side solutions of gemm_n4096_k4096 into a dataset's solutions/ folder, as
-upstream FlashInfer-Bench's solution JSON (scripts/device/upstream-side-by-side.sh runs both
+upstream FlashInfer-Bench's solution JSON (tools/upstream/upstream-side-by-side.sh runs both
 harnesses on them beside upstream's own example):
   add_solutions.py DATASET [NAME ...]
 NAME: cublas (CUDA through tvm-ffi, dependencies ["cublas"]), triton (a Triton kernel), torch (a

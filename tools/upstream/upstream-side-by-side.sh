@@ -5,13 +5,13 @@
 # the same dataset files and GPU; prints both harnesses' latencies per workload, the median ratio,
 # wall times and fib's GPU-busy share (docs/benchmarks.md records them). Here, first:
 #   bash scripts/device/prepare.sh                        # .device-debs (fib's build dependencies)
-#   bash scripts/device/prepare-upstream.sh UPSTREAM_GIT  # .device-upstream (upstream + wheels)
+#   bash tools/upstream/prepare-upstream.sh UPSTREAM_GIT  # .device-upstream (upstream + wheels)
 # then a device call with carry [".device-debs", ".device-upstream"] and the command
-#   bash scripts/device/upstream-side-by-side.sh .device-upstream/flashinfer-bench
+#   bash tools/upstream/upstream-side-by-side.sh .device-upstream/flashinfer-bench
 # (where the device call sends another checkout than this one, copy this tree with those two
 # folders into an ignored folder of that checkout, carry it and run the script from there).
 # The dataset is upstream's example as it is, plus fib's solutions of the same definition beside
-# it, written as upstream writes them (scripts/device/side_by_side/add_solutions.py): cuBLAS
+# it, written as upstream writes them (tools/upstream/side_by_side/add_solutions.py): cuBLAS
 # through tvm-ffi (gemm_cublas.cu, dependencies ["cublas"]), a Triton kernel (gemm_triton.py) and
 # a PyTorch C++/CUDA extension (gemm_torch.cu, binding torch), so both harnesses run the same
 # tvm-ffi, Triton and torch-extension solution files.
@@ -22,7 +22,7 @@
 #                 upstream cold, fib --fixed-iterations and upstream warm: the statuses and
 #                 latency ratios of every solution in less device time), probe (upstream's
 #                 timer against the same window with the GPU kept busy and against CUPTI's
-#                 kernel times: scripts/device/upstream_timer_probe.py; no fib build), timers
+#                 kernel times: tools/upstream/upstream_timer_probe.py; no fib build), timers
 #                 (fib --fixed-iterations with each GPU timer: events, events-raw, cupti; without
 #                 compare, against fib's cupti run)
 # Both harnesses at 10 warmup / 50 iterations / 3 trials. Runs, in order: upstream with a cold
@@ -44,7 +44,7 @@ site=/tmp/fib-upstream-site
 python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade \
   --target "$site" "$wheels"/*.whl || { echo "side-by-side: wheel install failed"; exit 1; }
 # tvm_ffi before fib's configure: fib finds tvm-ffi's headers and library through python3.
-export PYTHONPATH="$site:$upstream:$root/scripts/device/flashinfer_shim${PYTHONPATH:+:$PYTHONPATH}"
+export PYTHONPATH="$site:$upstream:$root/tools/upstream/flashinfer_shim${PYTHONPATH:+:$PYTHONPATH}"
 python3 -c "import tvm_ffi, pydantic, flashinfer_bench, flashinfer.testing; print('side-by-side: tvm-ffi', tvm_ffi.__version__, '| pydantic', pydantic.VERSION, '| flashinfer-bench from', flashinfer_bench.__file__)" ||
   { echo "side-by-side: upstream does not import"; exit 1; }
 
@@ -56,13 +56,13 @@ runs=$logs/runs.tsv
 dataset=$base/dataset
 cp -r "$example" "$dataset"
 # fib's solutions beside upstream's example, as upstream's solution JSON.
-python3 scripts/device/side_by_side/add_solutions.py "$dataset" ${SOLUTIONS:-cublas triton torch} |
+python3 tools/upstream/side_by_side/add_solutions.py "$dataset" ${SOLUTIONS:-cublas triton torch} |
   sed 's/^/side-by-side: solution /' || { echo "side-by-side: cannot add the solutions"; exit 1; }
 
 has() { [[ " ${PARTS:-compare} " == *" $1 "* ]]; }
 if has probe; then
   nvidia-smi --query-gpu=name --format=csv,noheader | sed 's/^/side-by-side: probe on /'
-  FIB_CACHE_PATH=$base/upstream-cache python3 scripts/device/upstream_timer_probe.py "$dataset" 2>&1 |
+  FIB_CACHE_PATH=$base/upstream-cache python3 tools/upstream/upstream_timer_probe.py "$dataset" 2>&1 |
     tee "$OUT/probe.txt"
 fi
 has compare || has timers || has ecosystem || exit 0
@@ -127,7 +127,7 @@ if has timers; then
 fi
 baseline=upstream-warm
 has compare || has ecosystem || baseline=fib-cupti
-python3 scripts/device/side_by_side_summary.py "$runs" "$baseline" fib-fixed \
+python3 tools/upstream/side_by_side_summary.py "$runs" "$baseline" fib-fixed \
   "$OUT/summary.json" | tee "$OUT/summary.txt"
 for dir in "$base"/*/traces; do
   r=$(basename "$(dirname "$dir")")

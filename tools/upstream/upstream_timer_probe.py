@@ -1,9 +1,9 @@
 #!/usr/bin/env python3
-"""Where upstream's timer and fib's part on short kernels (scripts/device/upstream-side-by-side.sh,
+"""Where upstream's timer and fib's part on short kernels (tools/upstream/upstream-side-by-side.sh,
 part `probe`). For each solution of the side-by-side dataset, built by upstream's own builder, at
 a few M, the median of 50 timed calls after 10 warmups, measured three ways:
   upstream   upstream's timer as flashinfer-bench calls it (flashinfer.testing's CUDA-event
-             protocol; scripts/device/flashinfer_shim): flush L2, start event, call, end event;
+             protocol; tools/upstream/flashinfer_shim): flush L2, start event, call, end event;
   busy       the same with a spin kernel queued before the start event, so the host's part of the
              call (Python, tvm-ffi's argument conversion, the launch) runs while the GPU is busy
              and only GPU time falls between the events;
