@@ -38,11 +38,11 @@ void gemm(tvm::ffi::TensorView A, tvm::ffi::TensorView B, tvm::ffi::TensorView C
   // Row-major C (M x N) is column-major C^T (N x M) = B^T' x A', where B and A read as
   // column-major are K x N and K x M.
   const float alpha = 1.0f, beta = 0.0f;
-  const cublasStatus_t st = cublasGemmEx(
-      handle, CUBLAS_OP_T, CUBLAS_OP_N, static_cast<int>(N), static_cast<int>(M),
-      static_cast<int>(K), &alpha, B.data_ptr(), CUDA_R_16F, static_cast<int>(K), A.data_ptr(),
-      CUDA_R_16F, static_cast<int>(K), &beta, C.data_ptr(), CUDA_R_16F, static_cast<int>(N),
-      CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT);
+  const cublasStatus_t st =
+      cublasGemmEx(handle, CUBLAS_OP_T, CUBLAS_OP_N, static_cast<int>(N), static_cast<int>(M),
+                   static_cast<int>(K), &alpha, B.data_ptr(), CUDA_R_16F, static_cast<int>(K),
+                   A.data_ptr(), CUDA_R_16F, static_cast<int>(K), &beta, C.data_ptr(), CUDA_R_16F,
+                   static_cast<int>(N), CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT);
   if (st != CUBLAS_STATUS_SUCCESS) TVM_FFI_THROW(RuntimeError) << "cublasGemmEx: " << int(st);
 }
 
