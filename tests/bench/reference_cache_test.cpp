@@ -7,7 +7,7 @@
 #include <string>
 
 #include "bench/run/reference_cache.h"
-#include "fib/bench/run.h"
+#include "fib/bench/run/run.h"
 #include "support/temp_dir.h"
 
 namespace fib::bench {

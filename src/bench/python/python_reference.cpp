@@ -1,4 +1,4 @@
-#include "bench/python/python_reference.h"
+#include "fib/bench/python/python_reference.h"
 
 #include <fmt/format.h>
 
@@ -9,7 +9,7 @@
 #include <map>
 #include <sstream>
 
-#include "bench/build/process.h"
+#include "fib/bench/builder/process.h"
 #include "fib/dataset/files.h"
 #include "fib/tensor/safetensors.h"
 #include "fib/trace/json_file.h"

@@ -1,4 +1,4 @@
-#include "bench/run/lanes.h"
+#include "lanes.h"
 
 #include <fmt/format.h>
 #include <fmt/ranges.h>
@@ -11,12 +11,12 @@
 #include <string>
 #include <thread>
 
-#include "bench/run/evaluate.h"
-#include "bench/run/inputs_ahead.h"
-#include "bench/run/outcome.h"
-#include "bench/run/prepare.h"
-#include "bench/run/python_reference_run.h"
-#include "bench/run/sandbox.h"
+#include "evaluate.h"
+#include "inputs_ahead.h"
+#include "outcome.h"
+#include "prepare.h"
+#include "python_reference_run.h"
+#include "sandbox.h"
 
 namespace fib::bench::detail {
 

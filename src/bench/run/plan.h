@@ -9,9 +9,9 @@
 #include <string>
 #include <vector>
 
-#include "fib/bench/build.h"
-#include "fib/bench/python_runtime.h"
-#include "fib/bench/run.h"
+#include "fib/bench/builder/build.h"
+#include "fib/bench/builder/python_runtime.h"
+#include "fib/bench/run/run.h"
 #include "fib/dataset/trace_set.h"
 
 namespace fib::bench::detail {

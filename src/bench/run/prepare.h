@@ -9,15 +9,15 @@
 #include <string>
 #include <vector>
 
-#include "bench/protocol/messages.h"
-#include "bench/run/devices.h"
-#include "bench/run/plan.h"
-#include "bench/run/trial_timing.h"
-#include "fib/bench/eval_config.h"
-#include "fib/bench/run.h"
+#include "devices.h"
+#include "fib/bench/eval/eval_config.h"
+#include "fib/bench/protocol/messages.h"
+#include "fib/bench/run/run.h"
 #include "fib/trace/definition.h"
 #include "fib/trace/json_reader.h"
 #include "fib/trace/workload.h"
+#include "plan.h"
+#include "trial_timing.h"
 
 namespace fib::bench::detail {
 

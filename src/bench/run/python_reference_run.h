@@ -8,11 +8,11 @@
 
 #include <filesystem>
 
-#include "bench/run/devices.h"
-#include "bench/run/prepare.h"
-#include "fib/bench/python_runtime.h"
-#include "fib/bench/run.h"
+#include "devices.h"
+#include "fib/bench/builder/python_runtime.h"
+#include "fib/bench/run/run.h"
 #include "fib/trace/definition.h"
+#include "prepare.h"
 
 namespace fib::bench::detail {
 

@@ -1,4 +1,4 @@
-#include "bench/run/reference_cache.h"
+#include "reference_cache.h"
 
 #include <fcntl.h>
 #include <fmt/format.h>
@@ -13,8 +13,8 @@
 #include <random>
 #include <sstream>
 
-#include "bench/run/worker_messages.h"
-#include "fib/bench/build.h"
+#include "fib/bench/builder/build.h"
+#include "worker_messages.h"
 
 namespace fib::bench::detail {
 

@@ -15,8 +15,8 @@
 #include <string>
 #include <vector>
 
-#include "bench/run/prepare.h"
 #include "fib/trace/json_reader.h"
+#include "prepare.h"
 
 namespace fib::bench::detail {
 

@@ -1,4 +1,4 @@
-#include "bench/run/sandbox.h"
+#include "sandbox.h"
 
 #include <fmt/format.h>
 #include <sys/stat.h>
@@ -7,7 +7,7 @@
 #include <algorithm>
 #include <chrono>
 
-#include "bench/run/devices.h"
+#include "devices.h"
 #include "fib/trace/diagnostics.h"
 
 namespace fib::bench::detail {

@@ -9,10 +9,10 @@
 #include <string>
 #include <vector>
 
-#include "bench/run/environment.h"
-#include "fib/bench/python_runtime.h"
-#include "fib/bench/run.h"
-#include "fib/bench/worker.h"
+#include "environment.h"
+#include "fib/bench/builder/python_runtime.h"
+#include "fib/bench/launch/worker_process.h"
+#include "fib/bench/run/run.h"
 #include "fib/trace/json_reader.h"
 
 namespace fib::bench::detail {

@@ -1,8 +1,8 @@
-#include "bench/run/trial_timing.h"
+#include "trial_timing.h"
 
 #include <fmt/format.h>
 
-#include "fib/bench/timing.h"
+#include "fib/bench/timing/timing.h"
 
 namespace fib::bench::detail {
 

@@ -4,7 +4,7 @@
 #include <string>
 #include <vector>
 
-#include "bench/protocol/messages.h"
+#include "fib/bench/protocol/messages.h"
 #include "fib/trace/json_reader.h"
 
 namespace fib::bench::detail {

@@ -1,4 +1,4 @@
-#include "bench/run/worker_messages.h"
+#include "worker_messages.h"
 
 #include <fmt/format.h>
 

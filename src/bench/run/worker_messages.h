@@ -1,4 +1,4 @@
-// The run loop's side of the worker messages (bench/protocol/messages.h defines them, for both
+// The run loop's side of the worker messages (fib/bench/protocol/messages.h defines them, for both
 // sides): the schedule of calls, the requests the run sends, and the replies it takes. A reply
 // is parsed strictly and held against its request; the checked outputs and sampling draws are
 // read from the files the request named, never from a path a worker hands back.
@@ -10,9 +10,9 @@
 #include <string>
 #include <vector>
 
-#include "bench/protocol/messages.h"
-#include "fib/bench/build.h"
-#include "fib/bench/run.h"
+#include "fib/bench/builder/build.h"
+#include "fib/bench/protocol/messages.h"
+#include "fib/bench/run/run.h"
 #include "fib/trace/definition.h"
 #include "fib/trace/json_reader.h"
 #include "fib/trace/solution.h"
