@@ -141,7 +141,7 @@ int run_cmd(RunArgs& a) {
       std::cout << fmt::format("== fib run --local {}\n", o.dataset.string())
                 << bench::render_summary(r);
     }
-    any_failed |= r.reference_failures > 0;
+    any_failed |= r.counts.reference_failures > 0;
   }
   if (a.json) std::cout << (all.size() == 1 ? all[0] : all).dump(2) << "\n";
   return any_failed ? kExitFindings : kExitOk;

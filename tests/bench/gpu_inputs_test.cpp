@@ -118,11 +118,11 @@ TEST(GpuInputs, AReferenceCacheFilledWithHostMadeInputsServesDeviceMadeOnes) {
   o.solutions = {"rmsnorm_h2048_naive_cuda"};
   const RunResult host = run_benchmark(o);
   ASSERT_EQ(host.traces.size(), 2u);  // 2 workloads
-  EXPECT_EQ(host.reference_runs_reused, 0u);
+  EXPECT_EQ(host.reference_cache.runs_reused, 0u);
   o.inputs_on = "device";
   const RunResult device = run_benchmark(o);
   ASSERT_EQ(device.traces.size(), 2u);
-  EXPECT_EQ(device.reference_runs_reused, 2u);
+  EXPECT_EQ(device.reference_cache.runs_reused, 2u);
   for (const Trace& t : device.traces) {
     const Evaluation& e = *t.evaluation;
     EXPECT_EQ(e.environment.extra.value("inputs_made", ""), "device");

@@ -241,7 +241,7 @@ TEST_F(GpuPython, ThePyTorchReferenceRunsOnTheLanesGpuAndAnyTimedCallMayBeChecke
   const RunResult r = run_benchmark(o);
   std::string messages;
   for (const std::string& m : r.messages) messages += m + "\n";
-  ASSERT_EQ(r.reference_failures, 0u) << messages;
+  ASSERT_EQ(r.counts.reference_failures, 0u) << messages;
   const auto s = statuses(r);
   ASSERT_TRUE(s.contains("every_call") && s.contains("first_and_last_only")) << messages;
   ASSERT_EQ(s.at("every_call"), twice("PASSED")) << log_of(r, "every_call");

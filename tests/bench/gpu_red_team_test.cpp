@@ -484,7 +484,7 @@ TEST_F(GpuRedTeam, TheReferenceCacheIsOutOfReach) {
     return run_benchmark(o);
   };
   const RunResult on = run(SandboxMode::kRequired);
-  EXPECT_GT(on.reference_cache_stores, 0u);
+  EXPECT_GT(on.reference_cache.stores, 0u);
   EXPECT_NE(logs(on, "lists_reference_cache").find("reference cache entries: -1"),
             std::string::npos)
       << logs(on, "lists_reference_cache");
@@ -518,7 +518,7 @@ TEST_F(GpuRedTeam, ABrokenChannelCostsOnlyItsEvaluation) {
     EXPECT_EQ(statuses(r, "b_closes_channel"), V(2, "RUNTIME_ERROR"))
         << logs(r, "b_closes_channel");
     EXPECT_EQ(statuses(r, "c_honest"), V(2, "PASSED")) << logs(r, "c_honest");
-    EXPECT_GE(r.worker_starts, 6u) << "a fresh worker after each broken channel";
+    EXPECT_GE(r.workers.starts, 6u) << "a fresh worker after each broken channel";
   }
   // The run ended normally: its scratch folder (named by this process's pid) is gone.
   std::error_code ec;

@@ -131,8 +131,8 @@ TEST(GpuRun, ExampleSolutionsPassAndTheRedTeamIsCaught) {
   EXPECT_EQ(passed, 6);
   // With --prepare-ahead, the second workload's inputs were made while the first was evaluated
   // (16 solutions: far longer than making a few MiB of inputs).
-  EXPECT_EQ(r.workloads_prepared, 2u);
-  EXPECT_EQ(r.inputs_made_ahead, 1u);
+  EXPECT_EQ(r.setup.workloads_prepared, 2u);
+  EXPECT_EQ(r.setup.inputs_made_ahead, 1u);
 
   const TraceSet set = TraceSet::load(o.dataset);
   const validate::Report report = validate::validate_dataset(set, {});

@@ -66,14 +66,14 @@ class ReferenceCacheRun : public ::testing::Test {
 TEST_F(ReferenceCacheRun, ASecondRunReusesTheReferenceRunsWithTheSameVerdicts) {
   const RunResult first = run_benchmark(options());
   ASSERT_EQ(first.traces.size(), 4u);  // 2 solutions x 2 workloads
-  EXPECT_EQ(first.reference_cache_dir, (tmp_.path() / "references").string());
-  EXPECT_EQ(first.reference_runs_reused, 0u);
-  EXPECT_GT(first.reference_cache_stores, 0u);
+  EXPECT_EQ(first.reference_cache.dir, (tmp_.path() / "references").string());
+  EXPECT_EQ(first.reference_cache.runs_reused, 0u);
+  EXPECT_GT(first.reference_cache.stores, 0u);
   EXPECT_EQ(cache_states(first), std::vector<std::string>(4, "miss"));
   const RunResult second = run_benchmark(options());
-  EXPECT_EQ(second.reference_runs_reused, 2u);
-  EXPECT_GE(second.reference_cache_hits, 2u * 3);  // per workload: its run and two trials' outputs
-  EXPECT_EQ(second.reference_cache_corrupt, 0u);
+  EXPECT_EQ(second.reference_cache.runs_reused, 2u);
+  EXPECT_GE(second.reference_cache.hits, 2u * 3);  // per workload: its run and two trials' outputs
+  EXPECT_EQ(second.reference_cache.corrupt, 0u);
   EXPECT_EQ(statuses(second), statuses(first));
   EXPECT_EQ(statuses(second), std::vector<std::string>(4, "PASSED"));
   EXPECT_EQ(cache_states(second), std::vector<std::string>(4, "hit"));
@@ -85,9 +85,9 @@ TEST_F(ReferenceCacheRun, ASecondRunReusesTheReferenceRunsWithTheSameVerdicts) {
 }
 
 TEST_F(ReferenceCacheRun, OtherInputsOrAnotherReferenceMiss) {
-  ASSERT_EQ(run_benchmark(options()).reference_runs_reused, 0u);
+  ASSERT_EQ(run_benchmark(options()).reference_cache.runs_reused, 0u);
   const RunResult other_inputs = run_benchmark(options(/*seed=*/6));
-  EXPECT_EQ(other_inputs.reference_runs_reused, 0u);
+  EXPECT_EQ(other_inputs.reference_cache.runs_reused, 0u);
   EXPECT_EQ(statuses(other_inputs), std::vector<std::string>(4, "PASSED"));
   // Another reference: the definition's reference code changed.
   const fs::path def = tmp_.path() / "dataset" / "definitions" / "rmsnorm" / "rmsnorm_h2048.json";
@@ -98,9 +98,9 @@ TEST_F(ReferenceCacheRun, OtherInputsOrAnotherReferenceMiss) {
   text.insert(at + 14, "# another reference\\n");
   std::ofstream(def) << text;
   const RunResult other_reference = run_benchmark(options());
-  EXPECT_EQ(other_reference.reference_runs_reused, 0u);
+  EXPECT_EQ(other_reference.reference_cache.runs_reused, 0u);
   EXPECT_EQ(statuses(other_reference), std::vector<std::string>(4, "PASSED"));
-  EXPECT_EQ(run_benchmark(options()).reference_runs_reused, 2u);
+  EXPECT_EQ(run_benchmark(options()).reference_cache.runs_reused, 2u);
 }
 
 TEST_F(ReferenceCacheRun, ADamagedEntryIsFoundAndRecomputed) {
@@ -115,18 +115,18 @@ TEST_F(ReferenceCacheRun, ADamagedEntryIsFoundAndRecomputed) {
     f.put(static_cast<char>(c ^ 0x5a));
   }
   const RunResult second = run_benchmark(options());
-  EXPECT_EQ(second.reference_runs_reused, 0u);
-  EXPECT_GE(second.reference_cache_corrupt, 2u);
+  EXPECT_EQ(second.reference_cache.runs_reused, 0u);
+  EXPECT_GE(second.reference_cache.corrupt, 2u);
   EXPECT_EQ(statuses(second), std::vector<std::string>(4, "PASSED"));
   // Recomputed and stored again: the next run reuses them.
-  EXPECT_EQ(run_benchmark(options()).reference_runs_reused, 2u);
+  EXPECT_EQ(run_benchmark(options()).reference_cache.runs_reused, 2u);
 }
 
 TEST_F(ReferenceCacheRun, OffKeepsNothing) {
   RunOptions o = options();
   o.reference_cache = "off";
   const RunResult r = run_benchmark(o);
-  EXPECT_TRUE(r.reference_cache_dir.empty());
+  EXPECT_TRUE(r.reference_cache.dir.empty());
   EXPECT_FALSE(fs::exists(tmp_.path() / "references"));
   EXPECT_EQ(cache_states(r), std::vector<std::string>(4, "none"));
 }

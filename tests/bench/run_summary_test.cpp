@@ -26,10 +26,10 @@ Trace passed_trace(const std::string& solution, double latency_ms, const std::st
 
 RunResult gpu_run() {
   RunResult r;
-  r.gpu = true;
-  r.devices = {"cuda:0 (NVIDIA H100 80GB HBM3)"};
-  r.wall_seconds = 10;
-  r.timed_seconds = 5;
+  r.environment.gpu = true;
+  r.environment.devices = {"cuda:0 (NVIDIA H100 80GB HBM3)"};
+  r.timing.wall_seconds = 10;
+  r.timing.timed_seconds = 5;
   return r;
 }
 

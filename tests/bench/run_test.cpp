@@ -107,9 +107,9 @@ TEST(RunRedTeam, EveryBrokenSolutionGetsItsStatusAndTheRunGoesOn) {
 
   // Both workloads' inputs made, on the lane's turn: a CPU run makes nothing ahead (it would
   // take cores from the timed calls).
-  EXPECT_EQ(r.workloads_prepared, 2u);
-  EXPECT_GT(r.inputs_seconds, 0);
-  EXPECT_EQ(r.inputs_made_ahead, 0u);
+  EXPECT_EQ(r.setup.workloads_prepared, 2u);
+  EXPECT_GT(r.setup.inputs_seconds, 0);
+  EXPECT_EQ(r.setup.inputs_made_ahead, 0u);
 
   // Passed traces carry the timing detail and the environment.
   for (const Trace& t : r.traces) {
@@ -201,8 +201,8 @@ TEST(RunResume, AKilledRunResumesWithoutLosingOrRepeatingWork) {
   o.solutions = {"rmsnorm_h2048_naive", "rmsnorm_h2048_fast", "rmsnorm_h2048_value_returning"};
   o.resume = true;
   const RunResult r = run_benchmark(o);
-  EXPECT_EQ(r.resumed, before);
-  EXPECT_EQ(r.evaluations, 6u - before);
+  EXPECT_EQ(r.counts.resumed, before);
+  EXPECT_EQ(r.counts.evaluations, 6u - before);
 
   // What was written before the kill is untouched; together there is exactly one trace per
   // (workload, solution).
@@ -419,13 +419,13 @@ FIB_EXPORT_SOLUTION(run, run_);
     EXPECT_EQ(calls, (*t.solution == "slow" ? Json{2, 0} : Json{4, 0})) << *t.solution;
   }
   // The run's accounting has them: the slow solution's two 30 ms calls on each of 2 workloads.
-  EXPECT_GE(r.warmup_seconds, 0.11);
-  EXPECT_GT(r.reference_seconds, 0.0);
-  EXPECT_GT(r.inputs_wait_seconds, 0.0);  // a CPU lane makes its inputs in line
-  EXPECT_EQ(r.judge_wait_seconds, 0.0);   // and judges in line
+  EXPECT_GE(r.timing.warmup_seconds, 0.11);
+  EXPECT_GT(r.setup.reference_seconds, 0.0);
+  EXPECT_GT(r.setup.inputs_wait_seconds, 0.0);  // a CPU lane makes its inputs in line
+  EXPECT_EQ(r.timing.judge_wait_seconds, 0.0);  // and judges in line
   const Json j = summary_to_json(r);
-  EXPECT_EQ(j.at("warmup_seconds"), r.warmup_seconds);
-  EXPECT_EQ(j.at("reference_seconds"), r.reference_seconds);
+  EXPECT_EQ(j.at("warmup_seconds"), r.timing.warmup_seconds);
+  EXPECT_EQ(j.at("reference_seconds"), r.setup.reference_seconds);
 }
 
 TEST_F(RunCheats, InterposingTheClockDoesNotChangeTimings) {

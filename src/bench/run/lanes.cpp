@@ -165,13 +165,13 @@ std::optional<ReadyWorkload> LaneLoop::ready_workload(Lane& lane, const WorkItem
   InputMaker::Taken taken = inputs_.take(k);
   {
     std::lock_guard<std::recursive_mutex> lock(run_.mu);
-    run_.result.inputs_seconds += taken.item.seconds;
-    run_.result.inputs_made_ahead += taken.was_ready ? 1 : 0;
-    run_.result.inputs_wait_seconds += seconds_since(setup0);
+    run_.result.setup.inputs_seconds += taken.item.seconds;
+    run_.result.setup.inputs_made_ahead += taken.was_ready ? 1 : 0;
+    run_.result.setup.inputs_wait_seconds += seconds_since(setup0);
   }
   if (!taken.item.workload) {
     std::lock_guard<std::recursive_mutex> lock(run_.mu);
-    ++run_.result.reference_failures;
+    ++run_.result.counts.reference_failures;
     run_.message(fmt::format("warning: {} workload {}: cannot materialize inputs: {}", def.name,
                              short_uuid(w.uuid), taken.item.error));
     return std::nullopt;
@@ -181,27 +181,27 @@ std::optional<ReadyWorkload> LaneLoop::ready_workload(Lane& lane, const WorkItem
   const auto reference0 = Clock::now();
   ready.reference = reference_run(lane, item, ready.prepared);
   std::lock_guard<std::recursive_mutex> lock(run_.mu);
-  run_.result.reference_seconds += seconds_since(reference0);
+  run_.result.setup.reference_seconds += seconds_since(reference0);
   if (ready.reference.cache == "hit") {
     // Its latency was measured when the entry was made: neither timed nor warmup time here.
-    ++run_.result.reference_runs_reused;
-    ++run_.result.workloads_prepared;
-    run_.result.workload_setup_seconds += seconds_since(setup0);
+    ++run_.result.reference_cache.runs_reused;
+    ++run_.result.setup.workloads_prepared;
+    run_.result.setup.workload_setup_seconds += seconds_since(setup0);
     return ready;
   }
   const ReferenceRun& ref = ready.reference;
   if (!ref.ok) {
-    ++run_.result.reference_failures;
+    ++run_.result.counts.reference_failures;
     run_.message(
         fmt::format("warning: {} workload {}: reference failed: {}; its evaluations are skipped",
                     def.name, short_uuid(w.uuid), ref.error));
     return std::nullopt;
   }
-  run_.result.timed_seconds += ref.timing.timed_ms / 1000.0;
-  run_.result.warmup_seconds += ref.timing.warmup_ms / 1000.0;
-  run_.result.workload_setup_seconds +=
+  run_.result.timing.timed_seconds += ref.timing.timed_ms / 1000.0;
+  run_.result.timing.warmup_seconds += ref.timing.warmup_ms / 1000.0;
+  run_.result.setup.workload_setup_seconds +=
       seconds_since(setup0) - (ref.timing.timed_ms + ref.timing.warmup_ms) / 1000.0;
-  ++run_.result.workloads_prepared;
+  ++run_.result.setup.workloads_prepared;
   return ready;
 }
 
@@ -258,7 +258,7 @@ const BuildResult& LaneLoop::build_for(const Lane& lane, const Solution& s) {
     BuildOptions bo = run_.build;
     bo.cuda_architectures = lane.cuda_architectures;
     BuildResult built = build_solution(s, bo);
-    run_.result.build_seconds += built.seconds;
+    run_.result.timing.build_seconds += built.seconds;
     it = builds_.emplace(key, std::move(built)).first;
   }
   return it->second;
@@ -347,16 +347,16 @@ void LaneLoop::count(const Evaluated& e, const Solution& s, const Workload& w) {
   RunResult& r = run_.result;
   const EvaluationCosts& c = e.costs;
   if (c.worker_started) {
-    r.worker_start_seconds += c.worker_start_ms / 1000.0;
-    ++r.worker_starts;
+    r.workers.start_seconds += c.worker_start_ms / 1000.0;
+    ++r.workers.starts;
   }
-  r.timed_seconds += c.timed_ms / 1000.0;
-  r.warmup_seconds += c.warmup_ms / 1000.0;
+  r.timing.timed_seconds += c.timed_ms / 1000.0;
+  r.timing.warmup_seconds += c.warmup_ms / 1000.0;
   if (e.overhead_ms >= 0) {  // evaluations that ran to the end (not killed at a deadline)
-    r.overhead_seconds += e.overhead_ms / 1000.0;
-    ++r.overhead_evaluations;
-    r.cache_flush_seconds += c.cache_flush_ms / 1000.0;
-    r.workload_setup_seconds += c.input_load_ms / 1000.0;
+    r.timing.overhead_seconds += e.overhead_ms / 1000.0;
+    ++r.timing.overhead_evaluations;
+    r.timing.cache_flush_seconds += c.cache_flush_ms / 1000.0;
+    r.setup.workload_setup_seconds += c.input_load_ms / 1000.0;
   }
   if (e.outcome && e.outcome->status == EvaluationStatus::kTimeout) timed_out_on_[s.name] = w.uuid;
 }
@@ -385,7 +385,7 @@ void LaneLoop::settle(Lane& lane, std::size_t keep) {
     lane.judging.front().wait();
     {
       std::lock_guard<std::recursive_mutex> lock(run_.mu);
-      run_.result.judge_wait_seconds += seconds_since(t0);
+      run_.result.timing.judge_wait_seconds += seconds_since(t0);
     }
     const std::shared_future<void> done = std::move(lane.judging.front());
     lane.judging.pop_front();
@@ -399,7 +399,7 @@ void LaneLoop::record(Trace t, const Definition& def, const Solution& s) {
   if (run_.options.signing_key) sign_trace(t, *run_.options.signing_key);
   if (run_.options.save_traces) append_traces(set_, std::span<const Trace>(&t, 1));
   ++run_.done;
-  ++run_.result.evaluations;
+  ++run_.result.counts.evaluations;
   run_.result.traces.push_back(std::move(t));
   if (run_.callbacks.on_evaluation) {
     EvaluationEvent e;

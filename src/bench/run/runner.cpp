@@ -108,12 +108,12 @@ std::unique_ptr<detail::ReferenceCache> open_reference_cache(
 
 void count_reference_cache(const detail::ReferenceCache& cache, RunResult& r) {
   const detail::ReferenceCacheCounts c = cache.counts();
-  r.reference_cache_dir = cache.dir().string();
-  r.reference_cache_hits = c.hits;
-  r.reference_cache_misses = c.misses;
-  r.reference_cache_corrupt = c.corrupt;
-  r.reference_cache_stores = c.stores;
-  r.reference_cache_evicted = c.evicted;
+  r.reference_cache.dir = cache.dir().string();
+  r.reference_cache.hits = c.hits;
+  r.reference_cache.misses = c.misses;
+  r.reference_cache.corrupt = c.corrupt;
+  r.reference_cache.stores = c.stores;
+  r.reference_cache.evicted = c.evicted;
 }
 
 }  // namespace
@@ -134,7 +134,7 @@ RunResult run_benchmark(const RunOptions& options, const RunCallbacks& callbacks
                                          : options.loaded_dataset->without_traces();
   load_eval_settings(run, set);
   run.seed = run_seed(options);
-  run.result.seed = run.seed;
+  run.result.environment.seed = run.seed;
   run.host = detail::host_json();
   for (auto it = options.environment_extra.begin(); it != options.environment_extra.end(); ++it) {
     run.host[it.key()] = *it;
@@ -145,8 +145,8 @@ RunResult run_benchmark(const RunOptions& options, const RunCallbacks& callbacks
   detail::Plan plan =
       detail::plan_run(set, options, devices.gpu, [&run](const std::string& m) { run.message(m); });
   run.total = plan.evaluations;
-  run.result.resumed = plan.resumed;
-  run.result.reference_failures += plan.reference_failures;
+  run.result.counts.resumed = plan.resumed;
+  run.result.counts.reference_failures += plan.reference_failures;
   run.python = plan.python;
   if (run.python) run.python_bridge_dir = python_bridge_dir(options.python_bridge_dir);
   if (callbacks.on_start) callbacks.on_start(run.total);
@@ -172,9 +172,10 @@ RunResult run_benchmark(const RunOptions& options, const RunCallbacks& callbacks
   detail::run_lanes(run, lanes, plan.items, set);
   if (run.reference_cache) count_reference_cache(*run.reference_cache, run.result);
 
-  run.result.gpu = devices.gpu;
-  for (const auto& lane : lanes) run.result.devices.push_back(detail::lane_label(*lane));
-  run.result.wall_seconds = std::chrono::duration<double>(Clock::now() - wall0).count();
+  run.result.environment.gpu = devices.gpu;
+  for (const auto& lane : lanes)
+    run.result.environment.devices.push_back(detail::lane_label(*lane));
+  run.result.timing.wall_seconds = std::chrono::duration<double>(Clock::now() - wall0).count();
   run.result.summary = detail::summarize_run(run.result.traces, set, run.skipped);
   return std::move(run.result);
 }

@@ -70,6 +70,11 @@ namespace {
 // Below this, event-timed medians repeat across runs only within a few percent.
 constexpr double kShortKernelMs = 0.010;
 
+// Milliseconds per unit of a total in seconds; 0 where there are none.
+double ms_per(double seconds, std::size_t n) {
+  return n > 0 ? 1000.0 * seconds / static_cast<double>(n) : 0.0;
+}
+
 std::string status_cell(const SolutionSummary& s) {
   std::vector<std::string> parts;
   for (const auto& [k, v] : s.statuses) parts.push_back(fmt::format("{} {}", k, v));
@@ -104,49 +109,42 @@ std::string render_summary(const RunResult& r) {
                          fmt::format("{}/{}", s.passed, s.workloads), lat, speed, status_cell(s));
     }
   }
-  const double per_eval_ms =
-      r.overhead_evaluations > 0
-          ? 1000.0 * r.overhead_seconds / static_cast<double>(r.overhead_evaluations)
-          : 0;
-  const double per_workload_ms =
-      r.workloads_prepared > 0
-          ? 1000.0 * r.workload_setup_seconds / static_cast<double>(r.workloads_prepared)
-          : 0;
+  const double per_eval_ms = ms_per(r.timing.overhead_seconds, r.timing.overhead_evaluations);
+  const double per_workload_ms = ms_per(r.setup.workload_setup_seconds, r.setup.workloads_prepared);
   out += fmt::format(
       "\n{} evaluations ({} already done, skipped by --resume) in {:.1f} s; {:.2f} s inside timed "
       "calls; harness overhead {:.2f} ms per evaluation (+ {:.2f} ms of cache flushes for "
       "cold-cache timing), {:.1f} ms per workload for its inputs and reference, {:.1f} ms per "
       "solution worker started ({}); seed {}\n",
-      r.evaluations, r.resumed, r.wall_seconds, r.timed_seconds, per_eval_ms,
-      r.overhead_evaluations > 0
-          ? 1000.0 * r.cache_flush_seconds / static_cast<double>(r.overhead_evaluations)
-          : 0.0,
-      per_workload_ms,
-      r.worker_starts > 0 ? 1000.0 * r.worker_start_seconds / static_cast<double>(r.worker_starts)
-                          : 0.0,
-      r.worker_starts, r.seed);
-  if (!r.reference_cache_dir.empty()) {
+      r.counts.evaluations, r.counts.resumed, r.timing.wall_seconds, r.timing.timed_seconds,
+      per_eval_ms, ms_per(r.timing.cache_flush_seconds, r.timing.overhead_evaluations),
+      per_workload_ms, ms_per(r.workers.start_seconds, r.workers.starts), r.workers.starts,
+      r.environment.seed);
+  if (!r.reference_cache.dir.empty()) {
     out += fmt::format(
         "reference cache {}: {} reference runs reused; entries {} found, {} not found ({} "
         "damaged), {} stored, {} evicted\n",
-        r.reference_cache_dir, r.reference_runs_reused, r.reference_cache_hits,
-        r.reference_cache_misses, r.reference_cache_corrupt, r.reference_cache_stores,
-        r.reference_cache_evicted);
+        r.reference_cache.dir, r.reference_cache.runs_reused, r.reference_cache.hits,
+        r.reference_cache.misses, r.reference_cache.corrupt, r.reference_cache.stores,
+        r.reference_cache.evicted);
   }
-  if (r.gpu && r.wall_seconds > 0) {
+  if (r.environment.gpu && r.timing.wall_seconds > 0) {
     // Timed GPU work (solutions' and references' samples) against the devices' wall time.
-    const double lanes = static_cast<double>(r.devices.size());
+    const double lanes = static_cast<double>(r.environment.devices.size());
     out += fmt::format(
         "devices: {}; timed GPU work {:.1f}% of the wall time, {:.1f}% of it less the {:.1f} s of "
         "builds; besides: {:.1f} s in warmup calls, {:.1f} s in reference runs (whole), "
         "{:.1f} s waiting for inputs, and per call the L2 flush and checks\n",
-        fmt::join(r.devices, ", "), 100.0 * r.timed_seconds / (r.wall_seconds * lanes),
-        r.wall_seconds > r.build_seconds
-            ? 100.0 * r.timed_seconds / ((r.wall_seconds - r.build_seconds) * lanes)
+        fmt::join(r.environment.devices, ", "),
+        100.0 * r.timing.timed_seconds / (r.timing.wall_seconds * lanes),
+        r.timing.wall_seconds > r.timing.build_seconds
+            ? 100.0 * r.timing.timed_seconds /
+                  ((r.timing.wall_seconds - r.timing.build_seconds) * lanes)
             : 0.0,
-        r.build_seconds, r.warmup_seconds, r.reference_seconds, r.inputs_wait_seconds);
+        r.timing.build_seconds, r.timing.warmup_seconds, r.setup.reference_seconds,
+        r.setup.inputs_wait_seconds);
   }
-  if (r.gpu) {
+  if (r.environment.gpu) {
     // Event times carry each run's launch offset (up to about 0.16 us on an H100,
     // docs/gpu-timing.md): on kernels of a few microseconds that moves medians by percents
     // between runs, which CUPTI's kernel times do not. Say so where it matters.
@@ -174,7 +172,7 @@ std::string render_summary(const RunResult& r) {
   out += fmt::format(
       "speedup: geometric mean over passed workloads of reference latency / solution latency "
       "(native {} reference{}); ranked: solutions that passed every workload\n",
-      r.gpu ? "CUDA" : "CPU",
+      r.environment.gpu ? "CUDA" : "CPU",
       python ? "; a PyTorch reference's latency is Python's wall clock around its call" : "");
   return out;
 }
@@ -197,48 +195,37 @@ Json summary_to_json(const RunResult& r) {
         Json{{"definition", d.definition}, {"reference", d.reference}, {"solutions", sols}});
   }
   return Json{
-      {"evaluations", r.evaluations},
-      {"resumed", r.resumed},
-      {"reference_failures", r.reference_failures},
-      {"seed", r.seed},
-      {"devices", r.devices},
-      {"wall_seconds", r.wall_seconds},
-      {"timed_seconds", r.timed_seconds},
-      {"build_seconds", r.build_seconds},
-      {"warmup_seconds", r.warmup_seconds},
-      {"judge_wait_seconds", r.judge_wait_seconds},
+      {"evaluations", r.counts.evaluations},
+      {"resumed", r.counts.resumed},
+      {"reference_failures", r.counts.reference_failures},
+      {"seed", r.environment.seed},
+      {"devices", r.environment.devices},
+      {"wall_seconds", r.timing.wall_seconds},
+      {"timed_seconds", r.timing.timed_seconds},
+      {"build_seconds", r.timing.build_seconds},
+      {"warmup_seconds", r.timing.warmup_seconds},
+      {"judge_wait_seconds", r.timing.judge_wait_seconds},
       {"overhead_ms_per_evaluation",
-       r.overhead_evaluations > 0
-           ? 1000.0 * r.overhead_seconds / static_cast<double>(r.overhead_evaluations)
-           : 0.0},
+       ms_per(r.timing.overhead_seconds, r.timing.overhead_evaluations)},
       {"workload_setup_ms_per_workload",
-       r.workloads_prepared > 0
-           ? 1000.0 * r.workload_setup_seconds / static_cast<double>(r.workloads_prepared)
-           : 0.0},
+       ms_per(r.setup.workload_setup_seconds, r.setup.workloads_prepared)},
       {"cache_flush_ms_per_evaluation",
-       r.overhead_evaluations > 0
-           ? 1000.0 * r.cache_flush_seconds / static_cast<double>(r.overhead_evaluations)
-           : 0.0},
-      {"workloads_prepared", r.workloads_prepared},
-      {"inputs_ms_per_workload",
-       r.workloads_prepared > 0
-           ? 1000.0 * r.inputs_seconds / static_cast<double>(r.workloads_prepared)
-           : 0.0},
-      {"inputs_made_ahead", r.inputs_made_ahead},
-      {"inputs_wait_seconds", r.inputs_wait_seconds},
-      {"reference_seconds", r.reference_seconds},
+       ms_per(r.timing.cache_flush_seconds, r.timing.overhead_evaluations)},
+      {"workloads_prepared", r.setup.workloads_prepared},
+      {"inputs_ms_per_workload", ms_per(r.setup.inputs_seconds, r.setup.workloads_prepared)},
+      {"inputs_made_ahead", r.setup.inputs_made_ahead},
+      {"inputs_wait_seconds", r.setup.inputs_wait_seconds},
+      {"reference_seconds", r.setup.reference_seconds},
       {"reference_cache",
-       Json{{"dir", r.reference_cache_dir.empty() ? Json() : Json(r.reference_cache_dir)},
-            {"runs_reused", r.reference_runs_reused},
-            {"hits", r.reference_cache_hits},
-            {"misses", r.reference_cache_misses},
-            {"corrupt", r.reference_cache_corrupt},
-            {"stores", r.reference_cache_stores},
-            {"evicted", r.reference_cache_evicted}}},
-      {"worker_starts", r.worker_starts},
-      {"worker_start_ms_per_start",
-       r.worker_starts > 0 ? 1000.0 * r.worker_start_seconds / static_cast<double>(r.worker_starts)
-                           : 0.0},
+       Json{{"dir", r.reference_cache.dir.empty() ? Json() : Json(r.reference_cache.dir)},
+            {"runs_reused", r.reference_cache.runs_reused},
+            {"hits", r.reference_cache.hits},
+            {"misses", r.reference_cache.misses},
+            {"corrupt", r.reference_cache.corrupt},
+            {"stores", r.reference_cache.stores},
+            {"evicted", r.reference_cache.evicted}}},
+      {"worker_starts", r.workers.starts},
+      {"worker_start_ms_per_start", ms_per(r.workers.start_seconds, r.workers.starts)},
       {"definitions", defs},
       {"messages", r.messages}};
 }

@@ -138,14 +138,17 @@ struct DefinitionSummary {
   std::string reference;  // what checked them, as traces name it ("native:gemm", "python")
 };
 
-struct RunResult {
-  std::vector<Trace> traces;  // written by this run, in order
-  // Where evaluations ran: {"cpu"} or the CUDA devices, "cuda:0 (NVIDIA H200)", one lane each.
-  std::vector<std::string> devices;
-  bool gpu = false;
-  std::vector<DefinitionSummary> summary;
-  std::size_t evaluations = 0, resumed = 0, reference_failures = 0;
-  std::uint64_t seed = 0;
+// How many evaluations the run made, found done already, and could not make.
+struct RunCounts {
+  std::size_t evaluations = 0;  // traces written by this run
+  std::size_t resumed = 0;      // already in the dataset, skipped by --resume
+  // Workloads whose inputs could not be made or whose reference failed (their evaluations are
+  // skipped), and definitions the plan left without a reference.
+  std::size_t reference_failures = 0;
+};
+
+// Where the run's time went, summed over its lanes (seconds).
+struct RunTiming {
   double wall_seconds = 0;
   double timed_seconds = 0;  // time inside timed calls (solutions and references)
   double build_seconds = 0;  // building solutions (or finding them in the build cache)
@@ -163,10 +166,13 @@ struct RunResult {
   // itself by rotation.
   double cache_flush_seconds = 0;
   std::size_t overhead_evaluations = 0;  // evaluations that count in overhead_seconds
-  // Per workload, shared by all its solutions: making and writing the input sets, the reference
-  // run (less its timed calls) and the workers' loads of the input-set file. On GPU lanes the
-  // next workload's inputs are made while the current one is evaluated, so only the wait for
-  // them counts here; inputs_seconds is the host time spent making them, overlapped or not.
+};
+
+// Per workload, shared by all its solutions: making and writing the input sets, the reference
+// run (less its timed calls) and the workers' loads of the input-set file. On GPU lanes the next
+// workload's inputs are made while the current one is evaluated, so only the wait for them
+// counts here; inputs_seconds is the host time spent making them, overlapped or not.
+struct WorkloadSetup {
   double workload_setup_seconds = 0;
   std::size_t workloads_prepared = 0;
   double inputs_seconds = 0;
@@ -174,18 +180,42 @@ struct RunResult {
   // Of the setup: the lanes' wait for inputs (all of their making when not made ahead), and the
   // reference workers' whole runs (timed and warmup calls included).
   double inputs_wait_seconds = 0, reference_seconds = 0;
-  // Solution worker processes started (the first, replacements after a crash or timeout, one
-  // per evaluation with --isolated) and the time to start them, until they answered.
-  double worker_start_seconds = 0;
-  std::size_t worker_starts = 0;
-  // The reference cache's folder (empty: off) and its entries found, not found (absent or
-  // damaged), found damaged, stored and evicted during the run; a workload whose reference run
-  // was reused counts its run's entry and its outputs' entries.
-  std::string reference_cache_dir;
-  std::size_t reference_cache_hits = 0, reference_cache_misses = 0, reference_cache_corrupt = 0,
-              reference_cache_stores = 0, reference_cache_evicted = 0;
-  std::size_t reference_runs_reused = 0;  // workloads whose reference did not run
+};
+
+// Solution worker processes started (the first, replacements after a crash or timeout, one per
+// evaluation with --isolated) and the time to start them, until they answered.
+struct WorkerStarts {
+  std::size_t starts = 0;
+  double start_seconds = 0;
+};
+
+// The reference cache's folder (empty: off) and its entries found, not found (absent or
+// damaged), found damaged, stored and evicted during the run; a workload whose reference run was
+// reused counts its run's entry and its outputs' entries.
+struct ReferenceCacheUse {
+  std::string dir;
+  std::size_t hits = 0, misses = 0, corrupt = 0, stores = 0, evicted = 0;
+  std::size_t runs_reused = 0;  // workloads whose reference did not run
+};
+
+// What the run ran on.
+struct RunEnvironment {
+  // Where evaluations ran: {"cpu"} or the CUDA devices, "cuda:0 (NVIDIA H200)", one lane each.
+  std::vector<std::string> devices;
+  bool gpu = false;
+  std::uint64_t seed = 0;
+};
+
+struct RunResult {
+  std::vector<Trace> traces;  // written by this run, in order
+  std::vector<DefinitionSummary> summary;
   std::vector<std::string> messages;
+  RunEnvironment environment;
+  RunCounts counts;
+  RunTiming timing;
+  WorkloadSetup setup;
+  WorkerStarts workers;
+  ReferenceCacheUse reference_cache;
 };
 
 // Runs everything the options select. Throws fib::Error for unusable input (no dataset, a bad
