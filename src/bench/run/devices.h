@@ -12,6 +12,7 @@
 #include "fib/bench/launch/worker_process.h"
 #include "fib/bench/run/run.h"
 #include "fib/trace/json_reader.h"
+#include "lane_totals.h"
 #ifdef FIB_HAVE_CUDA
 #include "fib/cuda/roofline.h"
 #endif
@@ -44,6 +45,7 @@ struct Lane {
   // first. Each records its trace after the one before it, so a lane's traces are recorded in
   // the order it ran them.
   std::deque<std::shared_future<void>> judging;
+  LaneTotals totals;  // the lane's share of the run's totals, merged once the lanes stop
 
   // The lane's worker of that role, started anew when there is none or it died.
   Worker& solution_worker(const WorkerSpec& spec);

@@ -3,10 +3,12 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
+#include <atomic>
 #include <chrono>
 #include <exception>
 #include <functional>
 #include <map>
+#include <mutex>
 #include <span>
 #include <string>
 #include <thread>
@@ -71,14 +73,16 @@ class LaneLoop {
   void run_item(Lane& lane, std::size_t k);
   std::optional<ReadyWorkload> ready_workload(Lane& lane, const WorkItem& item, std::size_t k);
   ReferenceRun reference_run(Lane& lane, const WorkItem& item, PreparedWorkload& p);
-  bool skipped_after_timeout(const Solution& s, const Definition& def, const Workload& w);
-  const BuildResult& build_for(const Lane& lane, const Solution& s);
+  bool skipped_after_timeout(Lane& lane, const Solution& s, const Definition& def,
+                             const Workload& w);
+  const BuildResult& build_for(Lane& lane, const Solution& s);
   void evaluate_solution(Lane& lane, const WorkItem& item, const Solution& s, ReadyWorkload& ready);
-  void count(const Evaluated& e, const Solution& s, const Workload& w);
+  void count(Lane& lane, const Evaluated& e, const Solution& s, const Workload& w);
   void judge_beside(Lane& lane, const WorkItem& item, const Solution& s,
                     std::shared_ptr<RemoveWhenDone> files, std::function<Outcome()> judge);
   void settle(Lane& lane, std::size_t keep = 0);
-  void record(Trace t, const Definition& def, const Solution& s);
+  void record(Lane& lane, Trace t, const Definition& def, const Solution& s);
+  std::size_t progress() const;
   EvaluateSettings evaluate_settings(const Lane& lane);
   WorkerSpec reference_spec(const Lane& lane) const;
   PythonReferenceSetup python_reference_setup(const Lane& lane) const;
@@ -88,12 +92,18 @@ class LaneLoop {
   const std::vector<WorkItem>& items_;
   TraceSet& set_;
   InputMaker inputs_;
-  // Under run_.mu:
-  std::map<std::string, BuildResult> builds_;        // solution@architectures -> its build
-  std::map<std::string, std::string> timed_out_on_;  // solution -> workload uuid
-  std::size_t evaluation_counter_ = 0;               // names scratch files uniquely across lanes
-  std::size_t next_ = 0;                             // the next item a free lane takes
+  // The lanes take their items from one queue, and the first failure stops them all.
+  std::mutex queue_mu_;
+  std::size_t next_ = 0;  // the next item a free lane takes
   std::exception_ptr failure_;
+  // One build per solution and architecture set, whichever lane needs it first: held while it
+  // builds, so the other lanes wait for that build instead of making their own.
+  std::mutex builds_mu_;
+  std::map<std::string, BuildResult> builds_;  // solution@architectures -> its build
+  // A timeout on any lane keeps its solution from the later items of every lane.
+  std::mutex timeouts_mu_;
+  std::map<std::string, std::string> timed_out_on_;  // solution -> workload uuid
+  std::atomic<std::size_t> evaluation_counter_{0};   // names scratch files uniquely across lanes
 };
 
 void LaneLoop::go() {
@@ -117,7 +127,7 @@ void LaneLoop::loop(Lane& lane) {
     while (true) {
       std::size_t k;
       {
-        std::lock_guard<std::recursive_mutex> lock(run_.mu);
+        std::lock_guard<std::mutex> lock(queue_mu_);
         if (next_ >= items_.size() || failure_) break;
         k = next_++;
         // As many items ahead as there are lanes, plus three: slow workloads (a naive GEMM
@@ -129,7 +139,7 @@ void LaneLoop::loop(Lane& lane) {
     }
     settle(lane);
   } catch (...) {
-    std::lock_guard<std::recursive_mutex> lock(run_.mu);
+    std::lock_guard<std::mutex> lock(queue_mu_);
     if (!failure_) failure_ = std::current_exception();
   }
   // After a failure: the judgements in flight still read scratch files and record traces.
@@ -145,12 +155,11 @@ void LaneLoop::run_item(Lane& lane, std::size_t k) {
   const WorkItem& item = items_[k];
   std::optional<ReadyWorkload> ready = ready_workload(lane, item, k);
   if (!ready) {
-    std::lock_guard<std::recursive_mutex> lock(run_.mu);
-    run_.done += item.pending.size();
+    lane.totals.update([&](Totals& t) { t.done += item.pending.size(); });
     return;
   }
   for (const Solution* s : item.pending) {
-    if (skipped_after_timeout(*s, *item.def, item.workload->workload)) continue;
+    if (skipped_after_timeout(lane, *s, *item.def, item.workload->workload)) continue;
     evaluate_solution(lane, item, *s, *ready);
   }
 }
@@ -163,15 +172,13 @@ std::optional<ReadyWorkload> LaneLoop::ready_workload(Lane& lane, const WorkItem
   const Workload& w = item.workload->workload;
   const auto setup0 = Clock::now();
   InputMaker::Taken taken = inputs_.take(k);
-  {
-    std::lock_guard<std::recursive_mutex> lock(run_.mu);
-    run_.result.setup.inputs_seconds += taken.item.seconds;
-    run_.result.setup.inputs_made_ahead += taken.was_ready ? 1 : 0;
-    run_.result.setup.inputs_wait_seconds += seconds_since(setup0);
-  }
+  lane.totals.update([&](Totals& t) {
+    t.setup.inputs_seconds += taken.item.seconds;
+    t.setup.inputs_made_ahead += taken.was_ready ? 1 : 0;
+    t.setup.inputs_wait_seconds += seconds_since(setup0);
+  });
   if (!taken.item.workload) {
-    std::lock_guard<std::recursive_mutex> lock(run_.mu);
-    ++run_.result.counts.reference_failures;
+    lane.totals.update([](Totals& t) { ++t.counts.reference_failures; });
     run_.message(fmt::format("warning: {} workload {}: cannot materialize inputs: {}", def.name,
                              short_uuid(w.uuid), taken.item.error));
     return std::nullopt;
@@ -180,28 +187,32 @@ std::optional<ReadyWorkload> LaneLoop::ready_workload(Lane& lane, const WorkItem
   ready.files = std::make_shared<RemoveWhenDone>(ready.prepared.dir);
   const auto reference0 = Clock::now();
   ready.reference = reference_run(lane, item, ready.prepared);
-  std::lock_guard<std::recursive_mutex> lock(run_.mu);
-  run_.result.setup.reference_seconds += seconds_since(reference0);
-  if (ready.reference.cache == "hit") {
-    // Its latency was measured when the entry was made: neither timed nor warmup time here.
-    ++run_.result.reference_cache.runs_reused;
-    ++run_.result.setup.workloads_prepared;
-    run_.result.setup.workload_setup_seconds += seconds_since(setup0);
-    return ready;
-  }
+  const double reference_seconds = seconds_since(reference0);
   const ReferenceRun& ref = ready.reference;
-  if (!ref.ok) {
-    ++run_.result.counts.reference_failures;
+  if (ready.reference.cache != "hit" && !ref.ok) {
+    lane.totals.update([&](Totals& t) {
+      t.setup.reference_seconds += reference_seconds;
+      ++t.counts.reference_failures;
+    });
     run_.message(
         fmt::format("warning: {} workload {}: reference failed: {}; its evaluations are skipped",
                     def.name, short_uuid(w.uuid), ref.error));
     return std::nullopt;
   }
-  run_.result.timing.timed_seconds += ref.timing.timed_ms / 1000.0;
-  run_.result.timing.warmup_seconds += ref.timing.warmup_ms / 1000.0;
-  run_.result.setup.workload_setup_seconds +=
-      seconds_since(setup0) - (ref.timing.timed_ms + ref.timing.warmup_ms) / 1000.0;
-  ++run_.result.setup.workloads_prepared;
+  lane.totals.update([&](Totals& t) {
+    t.setup.reference_seconds += reference_seconds;
+    ++t.setup.workloads_prepared;
+    if (ref.cache == "hit") {
+      // Its latency was measured when the entry was made: neither timed nor warmup time here.
+      ++t.reference_runs_reused;
+      t.setup.workload_setup_seconds += seconds_since(setup0);
+      return;
+    }
+    t.timing.timed_seconds += ref.timing.timed_ms / 1000.0;
+    t.timing.warmup_seconds += ref.timing.warmup_ms / 1000.0;
+    t.setup.workload_setup_seconds +=
+        seconds_since(setup0) - (ref.timing.timed_ms + ref.timing.warmup_ms) / 1000.0;
+  });
   return ready;
 }
 
@@ -235,30 +246,37 @@ ReferenceRun LaneLoop::reference_run(Lane& lane, const WorkItem& item, PreparedW
 }
 
 // A solution that timed out earlier in the run is not run again (--resume runs it later).
-bool LaneLoop::skipped_after_timeout(const Solution& s, const Definition& def, const Workload& w) {
-  std::lock_guard<std::recursive_mutex> lock(run_.mu);
-  const auto it = timed_out_on_.find(s.name);
-  if (it == timed_out_on_.end()) return false;
-  ++run_.skipped[s.name];
-  ++run_.done;
+bool LaneLoop::skipped_after_timeout(Lane& lane, const Solution& s, const Definition& def,
+                                     const Workload& w) {
+  std::string timed_out_workload;
+  {
+    std::lock_guard<std::mutex> lock(timeouts_mu_);
+    const auto it = timed_out_on_.find(s.name);
+    if (it == timed_out_on_.end()) return false;
+    timed_out_workload = it->second;
+  }
+  lane.totals.update([&](Totals& t) {
+    ++t.skipped[s.name];
+    ++t.done;
+  });
   run_.message(
       fmt::format("{} on {} workload {}: not run (timed out on workload {} earlier in this run); "
                   "--resume runs it later",
-                  s.name, def.name, short_uuid(w.uuid), short_uuid(it->second)));
+                  s.name, def.name, short_uuid(w.uuid), short_uuid(timed_out_workload)));
   return true;
 }
 
 // Builds are cached per solution and architecture set; one lane builds while the others wait
 // for it (build_solution itself is safe across processes).
-const BuildResult& LaneLoop::build_for(const Lane& lane, const Solution& s) {
-  std::lock_guard<std::recursive_mutex> lock(run_.mu);
+const BuildResult& LaneLoop::build_for(Lane& lane, const Solution& s) {
+  std::lock_guard<std::mutex> lock(builds_mu_);
   const std::string key = s.name + "@" + fmt::format("{}", fmt::join(lane.cuda_architectures, ","));
   auto it = builds_.find(key);
   if (it == builds_.end()) {
     BuildOptions bo = run_.build;
     bo.cuda_architectures = lane.cuda_architectures;
     BuildResult built = build_solution(s, bo);
-    run_.result.timing.build_seconds += built.seconds;
+    lane.totals.update([&](Totals& t) { t.timing.build_seconds += built.seconds; });
     it = builds_.emplace(key, std::move(built)).first;
   }
   return it->second;
@@ -319,46 +337,45 @@ void LaneLoop::evaluate_solution(Lane& lane, const WorkItem& item, const Solutio
                                                           : EvaluationStatus::kCompileError;
     failed.log = fmt::format("{}\n{}", b.message, b.log);
     failed.environment = Json{{"build", Json{{"key", b.key}, {"toolchain", b.toolchain}}}};
-    record(make_trace(run_.trace_context(), lane, def, w, s, std::move(failed)), def, s);
+    record(lane, make_trace(run_.trace_context(), lane, def, w, s, std::move(failed)), def, s);
     return;
   }
-  std::string name;
-  {
-    std::lock_guard<std::recursive_mutex> lock(run_.mu);
-    name = fmt::format("solution-{}", run_.done + (evaluation_counter_++ << 20));
-  }
+  const std::string name = fmt::format("solution-{}", progress() + (evaluation_counter_++ << 20));
   // GPU lanes judge on the host while the GPU runs the next evaluation (or the next
   // workload's reference): the judge is host work, and the GPU would otherwise idle.
   Evaluated e = evaluate(lane, EvaluationJob{def, w, s, b, ready.prepared, ready.reference, name},
                          evaluate_settings(lane),
                          /*judge_later=*/run_.options.judge_beside.value_or(run_.gpu));
-  count(e, s, w);
+  count(lane, e, s, w);
   if (e.outcome) {
     settle(lane);  // the judgements before it first: traces are recorded in the order they ran
-    record(make_trace(run_.trace_context(), lane, def, w, s, std::move(*e.outcome)), def, s);
+    record(lane, make_trace(run_.trace_context(), lane, def, w, s, std::move(*e.outcome)), def, s);
     return;
   }
   judge_beside(lane, item, s, ready.files, std::move(e.judge));
 }
 
 // The evaluation's share of the run's totals; a timeout keeps its solution from later items.
-void LaneLoop::count(const Evaluated& e, const Solution& s, const Workload& w) {
-  std::lock_guard<std::recursive_mutex> lock(run_.mu);
-  RunResult& r = run_.result;
+void LaneLoop::count(Lane& lane, const Evaluated& e, const Solution& s, const Workload& w) {
   const EvaluationCosts& c = e.costs;
-  if (c.worker_started) {
-    r.workers.start_seconds += c.worker_start_ms / 1000.0;
-    ++r.workers.starts;
+  lane.totals.update([&](Totals& t) {
+    if (c.worker_started) {
+      t.workers.start_seconds += c.worker_start_ms / 1000.0;
+      ++t.workers.starts;
+    }
+    t.timing.timed_seconds += c.timed_ms / 1000.0;
+    t.timing.warmup_seconds += c.warmup_ms / 1000.0;
+    if (e.overhead_ms >= 0) {  // evaluations that ran to the end (not killed at a deadline)
+      t.timing.overhead_seconds += e.overhead_ms / 1000.0;
+      ++t.timing.overhead_evaluations;
+      t.timing.cache_flush_seconds += c.cache_flush_ms / 1000.0;
+      t.setup.workload_setup_seconds += c.input_load_ms / 1000.0;
+    }
+  });
+  if (e.outcome && e.outcome->status == EvaluationStatus::kTimeout) {
+    std::lock_guard<std::mutex> lock(timeouts_mu_);
+    timed_out_on_[s.name] = w.uuid;
   }
-  r.timing.timed_seconds += c.timed_ms / 1000.0;
-  r.timing.warmup_seconds += c.warmup_ms / 1000.0;
-  if (e.overhead_ms >= 0) {  // evaluations that ran to the end (not killed at a deadline)
-    r.timing.overhead_seconds += e.overhead_ms / 1000.0;
-    ++r.timing.overhead_evaluations;
-    r.timing.cache_flush_seconds += c.cache_flush_ms / 1000.0;
-    r.setup.workload_setup_seconds += c.input_load_ms / 1000.0;
-  }
-  if (e.outcome && e.outcome->status == EvaluationStatus::kTimeout) timed_out_on_[s.name] = w.uuid;
 }
 
 void LaneLoop::judge_beside(Lane& lane, const WorkItem& item, const Solution& s,
@@ -373,7 +390,7 @@ void LaneLoop::judge_beside(Lane& lane, const WorkItem& item, const Solution& s,
                                       judge = std::move(judge)] {
         Trace t = make_trace(run_.trace_context(), lane, *def, *w, s, judge());
         if (before.valid()) before.wait();  // recorded in the order they ran
-        record(std::move(t), *def, s);
+        record(lane, std::move(t), *def, s);
       }).share());
 }
 
@@ -383,27 +400,34 @@ void LaneLoop::settle(Lane& lane, std::size_t keep) {
   while (lane.judging.size() > keep) {
     const auto t0 = Clock::now();
     lane.judging.front().wait();
-    {
-      std::lock_guard<std::recursive_mutex> lock(run_.mu);
-      run_.result.timing.judge_wait_seconds += seconds_since(t0);
-    }
+    const double waited = seconds_since(t0);
+    lane.totals.update([waited](Totals& t) { t.timing.judge_wait_seconds += waited; });
     const std::shared_future<void> done = std::move(lane.judging.front());
     lane.judging.pop_front();
     done.get();
   }
 }
 
-void LaneLoop::record(Trace t, const Definition& def, const Solution& s) {
-  std::lock_guard<std::recursive_mutex> lock(run_.mu);
+// Evaluations finished or given up so far, over all lanes.
+std::size_t LaneLoop::progress() const {
+  std::size_t n = 0;
+  for (const auto& lane : lanes_) n += lane->totals.done();
+  return n;
+}
+
+void LaneLoop::record(Lane& lane, Trace t, const Definition& def, const Solution& s) {
   // Signed here, where every trace passes once complete, so that anything added to it is covered.
   if (run_.options.signing_key) sign_trace(t, *run_.options.signing_key);
+  std::lock_guard<std::mutex> lock(run_.traces_mu);
   if (run_.options.save_traces) append_traces(set_, std::span<const Trace>(&t, 1));
-  ++run_.done;
-  ++run_.result.counts.evaluations;
+  lane.totals.update([](Totals& totals) {
+    ++totals.done;
+    ++totals.counts.evaluations;
+  });
   run_.result.traces.push_back(std::move(t));
   if (run_.callbacks.on_evaluation) {
     EvaluationEvent e;
-    e.done = run_.done;
+    e.done = progress();
     e.total = run_.total;
     e.trace = &run_.result.traces.back();
     e.definition = def.name;

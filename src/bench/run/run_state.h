@@ -1,11 +1,12 @@
-// What the parts of a run share: settings fixed before the lanes start, and the totals and
-// progress the lanes update under `mu`.
+// What the parts of a run share: settings fixed before the lanes start, and the result the run
+// fills. The lanes count into their own totals (Lane::totals, merged into the result after
+// they stop); only the result's lists of traces and messages are written by several lanes at
+// once, each under a lock of its own.
 #pragma once
 
 #include <cstddef>
 #include <cstdint>
 #include <filesystem>
-#include <map>
 #include <memory>
 #include <mutex>
 #include <optional>
@@ -42,15 +43,21 @@ struct RunState {
   std::filesystem::path python_bridge_dir;
   std::unique_ptr<ReferenceCache> reference_cache;  // null: --reference-cache off
 
-  // Shared by the lanes: guard with mu.
-  std::recursive_mutex mu;
+  // Written before the lanes start and after they stop, except for `traces` (under traces_mu,
+  // taken by LaneLoop::record) and `messages` (under messages_mu).
   RunResult result;
-  std::size_t done = 0, total = 0;     // evaluations finished (or given up) and planned
-  std::map<std::string, int> skipped;  // solution -> evaluations not run after its timeout
+  std::size_t total = 0;  // evaluations planned
+  // A trace is signed, appended to the dataset, kept in `result.traces` and reported to
+  // on_evaluation as one step, so that traces are written and reported in one order and the
+  // callback's trace stays in place while it reads it.
+  std::mutex traces_mu;
+  // Messages come from every lane and from the judgements beside them: one list, one order of
+  // calls to on_message.
+  std::mutex messages_mu;
 
   // Non-fatal news: kept in the result and passed to the callback.
   void message(const std::string& m) {
-    std::lock_guard<std::recursive_mutex> lock(mu);
+    std::lock_guard<std::mutex> lock(messages_mu);
     result.messages.push_back(m);
     if (callbacks.on_message) callbacks.on_message(m);
   }

@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <map>
 #include <random>
 
 #include "devices.h"
@@ -106,14 +107,14 @@ std::unique_ptr<detail::ReferenceCache> open_reference_cache(
   }
 }
 
-void count_reference_cache(const detail::ReferenceCache& cache, RunResult& r) {
+void count_reference_cache(const detail::ReferenceCache& cache, ReferenceCacheUse& r) {
   const detail::ReferenceCacheCounts c = cache.counts();
-  r.reference_cache.dir = cache.dir().string();
-  r.reference_cache.hits = c.hits;
-  r.reference_cache.misses = c.misses;
-  r.reference_cache.corrupt = c.corrupt;
-  r.reference_cache.stores = c.stores;
-  r.reference_cache.evicted = c.evicted;
+  r.dir = cache.dir().string();
+  r.hits = c.hits;
+  r.misses = c.misses;
+  r.corrupt = c.corrupt;
+  r.stores = c.stores;
+  r.evicted = c.evicted;
 }
 
 }  // namespace
@@ -170,13 +171,16 @@ RunResult run_benchmark(const RunOptions& options, const RunCallbacks& callbacks
   run.reference_cache = open_reference_cache(run, [&run](const std::string& m) { run.message(m); });
 
   detail::run_lanes(run, lanes, plan.items, set);
-  if (run.reference_cache) count_reference_cache(*run.reference_cache, run.result);
+  std::map<std::string, int> skipped;  // solution -> evaluations not run after its timeout
+  for (const auto& lane : lanes) detail::add_lane_totals(lane->totals.get(), run.result, skipped);
+  if (run.reference_cache) count_reference_cache(*run.reference_cache, run.result.reference_cache);
 
   run.result.environment.gpu = devices.gpu;
-  for (const auto& lane : lanes)
+  for (const auto& lane : lanes) {
     run.result.environment.devices.push_back(detail::lane_label(*lane));
+  }
   run.result.timing.wall_seconds = std::chrono::duration<double>(Clock::now() - wall0).count();
-  run.result.summary = detail::summarize_run(run.result.traces, set, run.skipped);
+  run.result.summary = detail::summarize_run(run.result.traces, set, skipped);
   return std::move(run.result);
 }
 
