@@ -7,8 +7,8 @@
 #include <chrono>
 #include <vector>
 
+#include "bench/launch/box.h"
 #include "bench/run/judge.h"
-#include "bench/run/sandbox.h"
 #include "bench/run/timer.h"
 #include "bench/run/trial_timing.h"
 #include "bench/run/worker_messages.h"
@@ -279,37 +279,32 @@ Attempt run_solution(Lane& lane, const EvaluationJob& job, const EvaluateSetting
   if (p.sampling) sampling_file = (p.dir / (job.name + "-draws.safetensors")).string();
   // Where the orchestrator judges the outputs; a sandboxed worker writes them in its box first.
   // The worker is told of no checked call: it draws one after the calls.
-  const auto schedule_in = [&](const fs::path& dir) {
-    return with_drawn_checks(with_check_outputs(p.schedule, dir, job.name));
-  };
-  const protocol::Schedule judged = schedule_in(p.dir);
-  const fs::path box = settings.worker.sandbox.box;
-  std::optional<StagedFiles> staged;
-  if (!box.empty()) {
-    try {
-      staged = stage_in_box(box, p.inputs_file, job.build.shared_object, job.build.key,
-                            job.build.python.has_value());
-    } catch (const Error& e) {
-      return failed_attempt(
-          failed(EvaluationStatus::kRuntimeError, std::string("sandbox: ") + e.what()), env);
-    }
+  const protocol::EvaluateRequest request = make_evaluate_request(
+      EvaluationCall{.def = job.def,
+                     .workload = job.workload,
+                     .solution = job.solution,
+                     .build = job.build,
+                     .inputs_file = p.inputs_file,
+                     .schedule = with_drawn_checks(with_check_outputs(p.schedule, p.dir, job.name)),
+                     .device = lane.device,
+                     .gpu_timer = o.gpu_timer,
+                     .sampling_output = sampling_file,
+                     .sampling_draws = p.sampling_draws});
+  // What the worker is handed: the same request, its files in the lane's box.
+  Box box(settings.worker.sandbox.box);
+  protocol::EvaluateRequest sent = request;
+  try {
+    const Box::Staged staged = box.stage(
+        p.inputs_file,
+        Box::Library{job.build.shared_object, job.build.key, job.build.python.has_value()});
+    sent.sets = staged.inputs;
+    sent.solution.library = staged.library;
+    sent.schedule = box.outputs_in_box(request.schedule);
+    if (sent.sampling) sent.sampling->output = box.output(request.sampling->output);
+  } catch (const Error& e) {
+    return failed_attempt(
+        failed(EvaluationStatus::kRuntimeError, std::string("sandbox: ") + e.what()), env);
   }
-  const fs::path out_dir = staged ? box / "out" : p.dir;
-  protocol::EvaluateRequest request = make_evaluate_request(EvaluationCall{
-      .def = job.def,
-      .workload = job.workload,
-      .solution = job.solution,
-      .build = job.build,
-      .inputs_file = staged ? staged->inputs : p.inputs_file,
-      .schedule = schedule_in(out_dir),
-      .device = lane.device,
-      .gpu_timer = o.gpu_timer,
-      .sampling_output =
-          staged && sampling_file
-              ? std::optional<std::string>((out_dir / fs::path(*sampling_file).filename()).string())
-              : sampling_file,
-      .sampling_draws = p.sampling_draws});
-  if (staged) request.solution.library = staged->library;
   std::string start_error;
   Worker* worker = start_solution_worker(lane, settings, costs, &start_error);
   if (worker == nullptr) {
@@ -317,29 +312,18 @@ Attempt run_solution(Lane& lane, const EvaluationJob& job, const EvaluateSetting
                                  "the solution worker could not start: " + start_error),
                           env);
   }
-  if (auto f = open_python_solution(*worker, request.solution, o.timeout_seconds)) {
+  if (auto f = open_python_solution(*worker, sent.solution, o.timeout_seconds)) {
     return failed_attempt(std::move(*f), env);
   }
-  const Json request_json = to_json(request);
-  const auto sent = Clock::now();
+  const Json request_json = to_json(sent);
+  const auto sent_at = Clock::now();
   const Worker::Reply r = worker->call(
       request_json, Clock::now() + std::chrono::duration_cast<Clock::duration>(
                                        std::chrono::duration<double>(o.timeout_seconds)));
-  const double observed_ms = ms_since(sent);
+  const double observed_ms = ms_since(sent_at);
   const CapturedOutput out = worker->take_output();
   const std::string output_log = output_log_of(out);
-  if (staged) {
-    // Out of the worker's reach before anything reads them.
-    std::vector<std::string> from = check_output_files(request.schedule),
-                             to = check_output_files(judged);
-    if (request.sampling) {
-      from.push_back(request.sampling->output);
-      to.push_back(*sampling_file);
-    }
-    take_from_box(from, to);
-    request.schedule = judged;
-    if (request.sampling) request.sampling->output = *sampling_file;
-  }
+  box.take_outputs();  // out of the worker's reach before anything reads them
   if (auto f = worker_failure(r, out, output_log, o.timeout_seconds)) {
     return failed_attempt(std::move(*f), env);
   }

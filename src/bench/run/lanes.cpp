@@ -11,12 +11,12 @@
 #include <string>
 #include <thread>
 
+#include "bench/launch/sandbox.h"
 #include "bench/run/evaluate.h"
 #include "bench/run/inputs_ahead.h"
 #include "bench/run/outcome.h"
 #include "bench/run/prepare.h"
 #include "bench/run/python_reference_run.h"
-#include "bench/run/sandbox.h"
 
 namespace fib::bench::detail {
 

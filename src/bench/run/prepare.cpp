@@ -11,8 +11,8 @@
 #include <thread>
 
 #include "bench/inputs/input_set_file.h"
+#include "bench/launch/box.h"
 #include "bench/run/reference_cache.h"
-#include "bench/run/sandbox.h"
 #include "bench/run/worker_messages.h"
 #include "fib/bench/op_family.h"
 #include "fib/tensor/inputs.h"
@@ -248,24 +248,17 @@ std::optional<protocol::ReferenceReply> call_reference(Lane& lane, const WorkerS
                                                        std::string* error) {
   // Sandboxed, the worker sees the input-set file staged in its box and writes the outputs in
   // the box's out/, from where they are moved to where the request put them.
+  Box box(spec.sandbox.box);
   protocol::ReferenceRequest sent = request;
-  std::vector<std::string> in_box, wanted;
   Worker::Reply r;
   try {
-    if (const fs::path& box = spec.sandbox.box; !box.empty()) {
-      sent.sets = stage_inputs_in_box(box, request.sets);
-      for (protocol::TrialPlan& plan : sent.schedule.trials) {
-        if (plan.check_output.empty()) continue;
-        wanted.push_back(plan.check_output);
-        plan.check_output = (box / "out" / fs::path(plan.check_output).filename()).string();
-        in_box.push_back(plan.check_output);
-      }
-    }
+    sent.sets = box.stage(request.sets).inputs;
+    sent.schedule = box.outputs_in_box(request.schedule);
     r = lane.reference_worker(spec).call(
         to_json(sent),
         Clock::now() + std::chrono::duration_cast<Clock::duration>(
                            std::chrono::duration<double>(std::max(60.0, o.timeout_seconds))));
-    take_from_box(in_box, wanted);
+    box.take_outputs();
   } catch (const Error& e) {
     if (lane.reference) lane.reference->kill();
     *error = e.what();

@@ -11,10 +11,10 @@
 #include <optional>
 #include <string>
 
+#include "bench/launch/sandbox.h"
 #include "bench/run/environment.h"
 #include "bench/run/outcome.h"
 #include "bench/run/reference_cache.h"
-#include "bench/run/sandbox.h"
 #include "fib/bench/build.h"
 #include "fib/bench/eval_config.h"
 #include "fib/bench/python_runtime.h"
