@@ -18,8 +18,8 @@
 #include <string>
 #include <vector>
 
+#include "bench/reference_stage/reference_cache.h"
 #include "bench/run/prepare.h"
-#include "bench/run/reference_cache.h"
 #include "fib/bench/eval_config.h"
 #include "fib/tensor/inputs.h"
 #include "support/temp_dir.h"

@@ -16,7 +16,7 @@
 #include "bench/run/inputs_ahead.h"
 #include "bench/run/outcome.h"
 #include "bench/run/prepare.h"
-#include "bench/run/python_reference_run.h"
+#include "bench/reference_stage/python_reference_run.h"
 
 namespace fib::bench::detail {
 

@@ -12,7 +12,7 @@
 
 #include "bench/inputs/input_set_file.h"
 #include "bench/launch/box.h"
-#include "bench/run/reference_cache.h"
+#include "bench/reference_stage/reference_cache.h"
 #include "bench/run/worker_messages.h"
 #include "fib/bench/op_family.h"
 #include "fib/tensor/inputs.h"

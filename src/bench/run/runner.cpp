@@ -9,7 +9,7 @@
 #include <random>
 
 #include "bench/build/python_build.h"
-#include "bench/python/python_reference.h"
+#include "bench/reference_stage/python_reference.h"
 #include "bench/run/devices.h"
 #include "bench/run/environment.h"
 #include "bench/run/lanes.h"

@@ -1,4 +1,4 @@
-#include "bench/run/reference_cache.h"
+#include "bench/reference_stage/reference_cache.h"
 
 #include <fcntl.h>
 #include <fmt/format.h>

@@ -1,4 +1,4 @@
-#include "bench/python/python_reference.h"
+#include "bench/reference_stage/python_reference.h"
 
 #include <fmt/format.h>
 

@@ -1,4 +1,4 @@
-#include "bench/run/python_reference_run.h"
+#include "bench/reference_stage/python_reference_run.h"
 
 #include <fmt/format.h>
 
@@ -7,7 +7,7 @@
 #include <set>
 
 #include "bench/inputs/input_set_file.h"
-#include "bench/python/python_reference.h"
+#include "bench/reference_stage/python_reference.h"
 #include "bench/run/worker_messages.h"
 #include "bench/worker/device_pool.h"
 #include "fib/tensor/safetensors.h"

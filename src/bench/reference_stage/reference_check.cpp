@@ -8,7 +8,7 @@
 #include <limits>
 #include <optional>
 
-#include "bench/python/python_reference.h"
+#include "bench/reference_stage/python_reference.h"
 #include "fib/bench/compare.h"
 #include "fib/bench/op_family.h"
 #include "fib/reference/reference.h"
