@@ -6,27 +6,19 @@
 // reference's.
 #pragma once
 
-#include <filesystem>
-
-#include "bench/run/devices.h"
-#include "bench/run/prepare.h"
-#include "fib/bench/python_runtime.h"
-#include "fib/bench/run.h"
+#include "bench/reference_stage/reference_run.h"
 #include "fib/trace/definition.h"
 
 namespace fib::bench::detail {
 
-struct PythonReferenceSetup {
-  const PythonRuntime& python;
-  std::filesystem::path bridge_dir;
-  SandboxSpec sandbox;  // enabled: the bridge runs in it (python_reference.h)
-};
+struct ReferenceSetup;  // reference_stage.h
 
-// Runs the definition's PyTorch reference on every trial's checked input set (on the lane's
-// device), and times it: after two untimed calls, min(iterations, 10) calls per trial on the
-// checked set, each timed with Python's perf_counter (torch.cuda.synchronize around it on a
-// GPU), so reference_latency_ms is a wall-clock figure of the PyTorch code, not fib's timer.
-ReferenceRun run_python_reference(const Lane& lane, const PythonReferenceSetup& setup,
-                                  const RunOptions& o, const Definition& def, PreparedWorkload& p);
+// Runs the definition's PyTorch reference (setup.python, which must be set) on every trial's
+// checked input set (on the lane's device), and times it: after two untimed calls,
+// min(iterations, 10) calls per trial on the checked set, each timed with Python's perf_counter
+// (torch.cuda.synchronize around it on a GPU), so reference_latency_ms is a wall-clock figure of
+// the PyTorch code, not fib's timer.
+ReferenceRun run_python_reference(const ReferenceSetup& setup, const Definition& def,
+                                  PreparedInputs& p);
 
 }  // namespace fib::bench::detail

@@ -374,9 +374,8 @@ Attempt run_solution(Lane& lane, const EvaluationJob& job, const EvaluateSetting
   }
   std::string reference_error;
   const auto reference0 = Clock::now();
-  const auto reference_files = reference_outputs_for_sets(
-      lane, settings.reference_worker, o, job.def, job.workload, p, checked_sets(request, reply),
-      settings.reference_cache, &reference_error);
+  const auto reference_files = lane.reference->outputs_on_sets(
+      job.def, job.workload, p, checked_sets(request, reply), &reference_error);
   // The reference's outputs on the drawn sets it had not made yet: part of the harness's time.
   env["checked_reference_ms"] = ms_since(reference0);
   if (!reference_files) {

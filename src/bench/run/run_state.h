@@ -12,9 +12,9 @@
 #include <string>
 
 #include "bench/launch/sandbox.h"
+#include "bench/reference_stage/reference_cache.h"
 #include "bench/run/environment.h"
 #include "bench/run/outcome.h"
-#include "bench/reference_stage/reference_cache.h"
 #include "fib/bench/build.h"
 #include "fib/bench/eval_config.h"
 #include "fib/bench/python_runtime.h"
