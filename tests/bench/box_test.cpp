@@ -74,9 +74,15 @@ TEST(SandboxBox, OutputsAreWrittenInTheBoxAndTakenOut) {
   // Two outputs of one evaluation cannot share a file in the box.
   EXPECT_THROW(box.output((tmp.path() / "elsewhere" / "draws.safetensors").string()), Error);
 
+  // Outputs the worker names itself go to the box's out/ too, each named for take_outputs.
+  EXPECT_EQ(box.outputs_folder((tmp.path() / "w").string()), (box_dir / "out").string());
+  box.output((tmp.path() / "w" / "reference-set3.safetensors").string());
+
   tmp.write("box/out/ref-trial0.safetensors", "outputs");
+  tmp.write("box/out/reference-set3.safetensors", "kept");
   box.take_outputs();  // draws.safetensors was not written: left out
   EXPECT_EQ(tmp.read("w/ref-trial0.safetensors"), "outputs");
+  EXPECT_EQ(tmp.read("w/reference-set3.safetensors"), "kept");
   EXPECT_FALSE(fs::exists(box_dir / "out" / "ref-trial0.safetensors"));
   EXPECT_FALSE(fs::exists(tmp.path() / "w" / "draws.safetensors"));
 }
@@ -90,6 +96,7 @@ TEST(SandboxBox, UnsandboxedHandsOutTheOrchestratorsPaths) {
   EXPECT_EQ(st.inputs, inputs.string());
   EXPECT_EQ(st.library, "/lib/x.so");
   EXPECT_EQ(box.output("/w/out.safetensors"), "/w/out.safetensors");
+  EXPECT_EQ(box.outputs_folder("/w"), "/w");
   box.take_outputs();
   EXPECT_TRUE(fs::exists(inputs));
 }

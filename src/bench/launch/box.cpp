@@ -99,6 +99,10 @@ std::string Box::output(const std::string& file) {
   return in_box;
 }
 
+std::string Box::outputs_folder(const std::string& folder) const {
+  return sandboxed() ? (dir_ / "out").string() : folder;
+}
+
 protocol::Schedule Box::outputs_in_box(protocol::Schedule schedule) {
   for (protocol::TrialPlan& plan : schedule.trials) {
     if (!plan.check_output.empty()) plan.check_output = output(plan.check_output);

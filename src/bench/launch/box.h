@@ -49,6 +49,10 @@ class Box {
   // (file names must differ within one evaluation), or `file` itself unsandboxed. Remembered
   // until take_outputs.
   std::string output(const std::string& file);
+  // The folder where the worker writes outputs it names itself, which the orchestrator reads in
+  // `folder`: the box's out/, or `folder` itself unsandboxed. Each such output is still named
+  // with output(), by its path in `folder`, for take_outputs to move it.
+  std::string outputs_folder(const std::string& folder) const;
   // The schedule with each trial's checked-call outputs written through output().
   protocol::Schedule outputs_in_box(protocol::Schedule schedule);
   // Moves every output named since the box was staged or cleared out of the box, to where the

@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <chrono>
 #include <filesystem>
+#include <set>
 
 #include "bench/launch/box.h"
 #include "bench/reference_stage/python_reference_run.h"
@@ -15,6 +16,26 @@ namespace fib::bench::detail {
 
 namespace fs = std::filesystem;
 using Clock = std::chrono::steady_clock;
+
+namespace {
+
+// The files a reference worker keeps its outputs on each set it calls in (keep_outputs), named
+// as the worker names them (worker_main.cpp).
+std::vector<std::string> kept_output_files(const protocol::ReferenceRequest& r) {
+  std::set<int> sets;
+  for (const protocol::TrialPlan& plan : r.schedule.trials) {
+    sets.insert(plan.warmup.begin(), plan.warmup.end());
+    sets.insert(plan.timed.begin(), plan.timed.end());
+  }
+  std::vector<std::string> files;
+  for (const int set : sets) {
+    files.push_back(
+        (fs::path(r.keep_outputs) / fmt::format("reference-set{}.safetensors", set)).string());
+  }
+  return files;
+}
+
+}  // namespace
 
 int checked_set(const PreparedInputs& p, int trial) {
   const protocol::TrialPlan& plan = p.schedule.trials.at(static_cast<std::size_t>(trial));
@@ -97,14 +118,19 @@ ReferenceRun ReferenceStage::run_native(const Definition& def, const Workload& w
 // answered with a failure is killed, so the next request gets a fresh one).
 std::optional<protocol::ReferenceReply> ReferenceStage::call(
     const protocol::ReferenceRequest& request, std::string* error) {
-  // Sandboxed, the worker sees the input-set file staged in its box and writes the outputs in
-  // the box's out/, from where they are moved to where the request put them.
+  // Sandboxed, the worker sees the input-set file staged in its box and writes the outputs (its
+  // checked calls' and those it keeps) in the box's out/, from where they are moved to where the
+  // request put them.
   Box box(setup_.worker.sandbox.box);
   protocol::ReferenceRequest sent = request;
   Worker::Reply r;
   try {
     sent.sets = box.stage(request.sets).inputs;
     sent.schedule = box.outputs_in_box(request.schedule);
+    if (!request.keep_outputs.empty()) {
+      sent.keep_outputs = box.outputs_folder(request.keep_outputs);
+      for (const std::string& file : kept_output_files(request)) box.output(file);
+    }
     r = worker().call(
         to_json(sent),
         Clock::now() + std::chrono::duration_cast<Clock::duration>(
