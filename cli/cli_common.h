@@ -6,7 +6,7 @@
 
 #include <string>
 
-#include "fib/bench/run.h"
+#include "fib/bench/run/run.h"
 #include "fib/dataset/trace_set.h"
 
 namespace fib::cli {

@@ -13,7 +13,7 @@
 
 #include "cli/cli_common.h"
 #include "cli/commands.h"
-#include "fib/bench/timing.h"
+#include "fib/bench/timing/timing.h"
 #include "fib/reference/reference.h"
 #include "fib/tensor/safetensors.h"
 

@@ -9,7 +9,7 @@
 
 #include "cli/cli_common.h"
 #include "cli/commands.h"
-#include "fib/bench/run.h"
+#include "fib/bench/run/run.h"
 #include "fib/dataset/keys.h"
 
 #ifndef FIB_ABI_INCLUDE_DIR

@@ -1,7 +1,7 @@
 // fib worker: the child process `fib run` starts to run solutions (or native references) in;
 // not for direct use (hidden from --help).
 #include "cli/commands.h"
-#include "fib/bench/worker.h"
+#include "fib/bench/worker/worker_main.h"
 
 namespace fib::cli {
 

@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """The cost of the worker sandbox: time from spawning `fib worker` to its answer to "hello",
 started as fib starts it unsandboxed and inside bubblewrap (the same namespaces and mounts as
-src/bench/worker/sandbox.cpp), alternating, N times each. Prints the medians and their ratio.
+src/bench/launch/bwrap.cpp), alternating, N times each. Prints the medians and their ratio.
 
     scripts/sandbox-cost.py build/cli/fib [N]
 """

@@ -4,7 +4,7 @@
 #include <fmt/ranges.h>
 #include <openssl/evp.h>
 
-#include "fib/bench/build.h"
+#include "fib/bench/builder/build.h"
 #include "fib/dataset/layout.h"
 #include "fib/trace/json_file.h"
 

@@ -10,7 +10,7 @@
 #include <regex>
 #include <unordered_map>
 
-#include "fib/bench/run.h"
+#include "fib/bench/run/run.h"
 #include "fib/dataset/layout.h"
 #include "fib/trace/json_file.h"
 

@@ -4,7 +4,7 @@
 
 #include <filesystem>
 
-#include "bench/launch/box.h"
+#include "fib/bench/launch/box.h"
 #include "fib/trace/diagnostics.h"
 #include "support/temp_dir.h"
 

@@ -20,7 +20,7 @@
 #include <thread>
 #include <vector>
 
-#include "fib/bench/build.h"
+#include "fib/bench/builder/build.h"
 #include "support/temp_dir.h"
 
 namespace fib::bench {

@@ -17,7 +17,7 @@
 #include <string>
 #include <vector>
 
-#include "fib/bench/build.h"
+#include "fib/bench/builder/build.h"
 #include "support/temp_dir.h"
 
 namespace fib::bench {

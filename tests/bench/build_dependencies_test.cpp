@@ -16,8 +16,8 @@
 #include <string>
 #include <vector>
 
-#include "bench/build/dependencies.h"
-#include "fib/bench/build.h"
+#include "bench/builder/dependencies.h"
+#include "fib/bench/builder/build.h"
 #include "support/temp_dir.h"
 
 namespace fib::bench {

@@ -1,6 +1,6 @@
-// The device pool's rearrangements (src/bench/worker/device_pool.h), on the host: bijections,
+// The device pool's rearrangements (fib/bench/inputs/device_pool.h), on the host: bijections,
 // the same values per row, never the identity for a floating-point tensor, copies for the rest.
-#include "bench/worker/device_pool.h"
+#include "fib/bench/inputs/device_pool.h"
 
 #include <gtest/gtest.h>
 

@@ -1,7 +1,7 @@
 // Eval config: built-in defaults, the order of the layers (dtype < op_type < definition < top
 // level < command line), key-wise `extra` merging, integer outputs staying exact, and the
 // YAML reader's messages (unknown keys with suggestions, wrong types, negative tolerances).
-#include "fib/bench/eval_config.h"
+#include "fib/bench/eval/eval_config.h"
 
 #include <gtest/gtest.h>
 

@@ -12,7 +12,7 @@
 #include <string>
 #include <vector>
 
-#include "fib/bench/compare.h"
+#include "fib/bench/eval/compare.h"
 #include "fib/reference/sampling.h"
 #include "fib/tensor/random.h"
 

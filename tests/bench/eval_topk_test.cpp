@@ -8,7 +8,7 @@
 #include <string>
 #include <vector>
 
-#include "fib/bench/compare.h"
+#include "fib/bench/eval/compare.h"
 #include "fib/tensor/numeric.h"
 
 namespace fib::bench {

@@ -9,8 +9,8 @@
 #include <random>
 #include <vector>
 
-#include "bench/worker/device_pool.h"
 #include "bench/worker/gpu_checks.h"
+#include "fib/bench/inputs/device_pool.h"
 #include "support/gpu.h"
 
 namespace fib::bench::detail {

@@ -12,12 +12,12 @@
 #include <map>
 #include <memory>
 
-#include "bench/inputs/input_set_file.h"
 #include "bench/run/prepare.h"
-#include "bench/worker/device_pool.h"
 #include "bench/worker/gpu_checks.h"
 #include "bench/worker/gpu_device.h"
-#include "fib/bench/run.h"
+#include "fib/bench/inputs/device_pool.h"
+#include "fib/bench/inputs/input_set_file.h"
+#include "fib/bench/run/run.h"
 #include "fib/tensor/workload_synth.h"
 #include "support/gpu.h"
 #include "support/temp_dir.h"

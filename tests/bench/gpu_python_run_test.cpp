@@ -11,8 +11,8 @@
 #include <map>
 #include <sstream>
 
-#include "fib/bench/python_runtime.h"
-#include "fib/bench/run.h"
+#include "fib/bench/builder/python_runtime.h"
+#include "fib/bench/run/run.h"
 #include "fib/dataset/trace_set.h"
 #include "support/gpu.h"
 #include "support/temp_dir.h"

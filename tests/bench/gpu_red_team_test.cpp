@@ -19,9 +19,9 @@
 #include <vector>
 
 #include "bench/red_team_attacks.h"
-#include "fib/bench/build.h"
-#include "fib/bench/run.h"
-#include "fib/bench/worker.h"
+#include "fib/bench/builder/build.h"
+#include "fib/bench/launch/worker_process.h"
+#include "fib/bench/run/run.h"
 #include "fib/dataset/trace_set.h"
 #include "support/gpu.h"
 #include "support/temp_dir.h"

@@ -8,7 +8,7 @@
 
 #include <map>
 
-#include "fib/bench/run.h"
+#include "fib/bench/run/run.h"
 #include "fib/dataset/trace_set.h"
 #include "fib/validate/validator.h"
 #include "support/gpu.h"

@@ -10,7 +10,7 @@
 #include <string>
 #include <vector>
 
-#include "fib/bench/run.h"
+#include "fib/bench/run/run.h"
 #include "fib/dataset/trace_set.h"
 #include "support/gpu.h"
 #include "support/temp_dir.h"

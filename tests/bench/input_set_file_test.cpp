@@ -1,10 +1,10 @@
-// The input-set file's deferred bulk fills (src/bench/inputs/input_set_file.h) and the decision
+// The input-set file's deferred bulk fills (fib/bench/inputs/input_set_file.h) and the decision
 // to defer them (src/bench/run/prepare.h): a fill travels as its spec, reads back exactly, is made
 // on the host where a host copy is needed with the bytes the host would have made, and addresses
 // its set's content whether it is made on the host or on a device; GPU lanes with --inputs-on
 // device defer, others do not; large workloads share their weights (and only them) across checked
 // sets.
-#include "bench/inputs/input_set_file.h"
+#include "fib/bench/inputs/input_set_file.h"
 
 #include <fmt/format.h>
 #include <gtest/gtest.h>
@@ -18,9 +18,9 @@
 #include <string>
 #include <vector>
 
-#include "bench/reference_stage/reference_cache.h"
 #include "bench/run/prepare.h"
-#include "fib/bench/eval_config.h"
+#include "fib/bench/eval/eval_config.h"
+#include "fib/bench/reference_stage/reference_cache.h"
 #include "fib/tensor/inputs.h"
 #include "support/temp_dir.h"
 

@@ -2,7 +2,7 @@
 // policy (a native reference stays optional), families are found by op_type and dsa_paged's by
 // interface, and the rules the run and the workers take from it (roofline demand, reference
 // extras, the top-k scorer) give what each op type declares.
-#include "fib/bench/op_family.h"
+#include "fib/bench/eval/op_family.h"
 
 #include <gtest/gtest.h>
 

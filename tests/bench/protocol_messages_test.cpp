@@ -1,10 +1,10 @@
-// The worker messages (src/bench/protocol/messages.h): each survives its to_json/from_json round
+// The worker messages (fib/bench/protocol/messages.h): each survives its to_json/from_json round
 // trip, parsing is strict, and a reply cannot name the files the orchestrator reads.
 #include <gtest/gtest.h>
 
 #include <string>
 
-#include "bench/protocol/messages.h"
+#include "fib/bench/protocol/messages.h"
 
 namespace fib::bench::protocol {
 namespace {

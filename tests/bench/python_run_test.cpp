@@ -7,8 +7,8 @@
 
 #include <map>
 
-#include "fib/bench/python_runtime.h"
-#include "fib/bench/run.h"
+#include "fib/bench/builder/python_runtime.h"
+#include "fib/bench/run/run.h"
 #include "fib/dataset/trace_set.h"
 #include "support/temp_dir.h"
 

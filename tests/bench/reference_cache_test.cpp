@@ -6,8 +6,8 @@
 #include <fstream>
 #include <string>
 
-#include "bench/reference_stage/reference_cache.h"
-#include "fib/bench/run.h"
+#include "fib/bench/reference_stage/reference_cache.h"
+#include "fib/bench/run/run.h"
 #include "support/temp_dir.h"
 
 namespace fib::bench {

@@ -3,7 +3,7 @@
 
 #include <string>
 
-#include "fib/bench/run.h"
+#include "fib/bench/run/run.h"
 
 namespace fib::bench {
 namespace {

@@ -16,9 +16,9 @@
 #include <sstream>
 #include <thread>
 
-#include "fib/bench/run.h"
-#include "fib/bench/timing.h"
-#include "fib/bench/worker.h"
+#include "fib/bench/launch/worker_process.h"
+#include "fib/bench/run/run.h"
+#include "fib/bench/timing/timing.h"
 #include "fib/dataset/trace_set.h"
 #include "fib/validate/validator.h"
 #include "support/rmsnorm_solution_source.h"

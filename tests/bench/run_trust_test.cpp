@@ -8,7 +8,7 @@
 #include <vector>
 
 #include "bench/red_team_attacks.h"
-#include "fib/bench/run.h"
+#include "fib/bench/run/run.h"
 #include "fib/dataset/trace_set.h"
 #include "support/rmsnorm_solution_source.h"
 #include "support/temp_dir.h"

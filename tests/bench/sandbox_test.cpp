@@ -18,9 +18,9 @@
 #include <thread>
 
 #include "bench/red_team_attacks.h"
-#include "fib/bench/python_runtime.h"
-#include "fib/bench/run.h"
-#include "fib/bench/worker.h"
+#include "fib/bench/builder/python_runtime.h"
+#include "fib/bench/launch/worker_process.h"
+#include "fib/bench/run/run.h"
 #include "fib/dataset/trace_set.h"
 #include "support/rmsnorm_solution_source.h"
 #include "support/temp_dir.h"

@@ -1,4 +1,4 @@
-// The worker's solution-call layer (src/bench/worker/call/): arguments in the ABI's terms,
+// The worker's solution-call layer (src/bench/runtime/): arguments in the ABI's terms,
 // fib::allocate's buffers reused and poisoned call after call, and a SolutionCall over a
 // CallBackend other than the fib ABI's (as a tvm-ffi or Python runtime would be).
 #include <gtest/gtest.h>
@@ -7,7 +7,7 @@
 #include <memory>
 #include <vector>
 
-#include "bench/worker/call/solution_call.h"
+#include "fib/bench/runtime/solution_call.h"
 
 namespace fib::bench::detail {
 namespace {

@@ -17,7 +17,7 @@
 #include <thread>
 #include <vector>
 
-#include "fib/bench/run.h"
+#include "fib/bench/run/run.h"
 #include "fib/dataset/trace_set.h"
 
 namespace httplib {

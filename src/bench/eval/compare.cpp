@@ -1,6 +1,6 @@
 // Correctness verdicts: structural checks, the elementwise comparison and
 // the merging of trials. Top-k sets are in topk_set.cpp, sampling in sampling.cpp.
-#include "fib/bench/compare.h"
+#include "fib/bench/eval/compare.h"
 
 #include <fmt/format.h>
 
@@ -11,7 +11,7 @@
 #include <thread>
 #include <vector>
 
-#include "fib/bench/op_family.h"
+#include "fib/bench/eval/op_family.h"
 #include "fib/tensor/numeric.h"
 #include "fib/trace/suggest.h"
 

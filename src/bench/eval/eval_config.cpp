@@ -1,5 +1,5 @@
 // Eval config: the built-in layers, the YAML reader and layer resolution.
-#include "fib/bench/eval_config.h"
+#include "fib/bench/eval/eval_config.h"
 
 #include <fmt/format.h>
 #include <fmt/ranges.h>
@@ -14,7 +14,7 @@
 #include <set>
 #include <sstream>
 
-#include "fib/bench/op_family.h"
+#include "fib/bench/eval/op_family.h"
 #include "fib/trace/dtype.h"
 #include "fib/trace/suggest.h"
 

@@ -1,11 +1,11 @@
 // The registry of op families (families/<op_type>.cpp hold the entries), the rules entries share,
 // and the calls the run and the workers make through it.
-#include "fib/bench/op_family.h"
+#include "fib/bench/eval/op_family.h"
 
 #include <algorithm>
 #include <array>
 
-#include "bench/eval/families/families.h"
+#include "families/families.h"
 
 namespace fib::bench {
 

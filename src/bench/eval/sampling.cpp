@@ -8,7 +8,7 @@
 #include <limits>
 #include <numbers>
 
-#include "fib/bench/compare.h"
+#include "fib/bench/eval/compare.h"
 #include "fib/reference/sampling.h"
 
 namespace fib::bench {

@@ -11,8 +11,8 @@
 #include <optional>
 #include <unordered_map>
 
-#include "fib/bench/compare.h"
-#include "fib/bench/op_family.h"
+#include "fib/bench/eval/compare.h"
+#include "fib/bench/eval/op_family.h"
 #include "fib/tensor/numeric.h"
 
 namespace fib::bench {

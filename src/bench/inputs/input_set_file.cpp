@@ -1,4 +1,4 @@
-#include "bench/inputs/input_set_file.h"
+#include "fib/bench/inputs/input_set_file.h"
 
 #include <fcntl.h>
 #include <fmt/format.h>

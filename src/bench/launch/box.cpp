@@ -1,4 +1,4 @@
-#include "bench/launch/box.h"
+#include "fib/bench/launch/box.h"
 
 #include <fmt/format.h>
 

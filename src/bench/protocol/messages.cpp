@@ -1,5 +1,5 @@
-// The worker messages' one to_json and one from_json each (bench/protocol/messages.h).
-#include "bench/protocol/messages.h"
+// The worker messages' one to_json and one from_json each (fib/bench/protocol/messages.h).
+#include "fib/bench/protocol/messages.h"
 
 #include <fmt/format.h>
 

@@ -1,4 +1,4 @@
-#include "bench/reference_stage/python_reference.h"
+#include "fib/bench/reference_stage/python_reference.h"
 
 #include <fmt/format.h>
 
@@ -9,8 +9,8 @@
 #include <map>
 #include <sstream>
 
-#include "bench/build/process.h"
-#include "bench/launch/box.h"
+#include "fib/bench/builder/process.h"
+#include "fib/bench/launch/box.h"
 #include "fib/dataset/files.h"
 #include "fib/tensor/safetensors.h"
 #include "fib/trace/json_file.h"

@@ -1,4 +1,4 @@
-#include "bench/reference_stage/python_reference_run.h"
+#include "python_reference_run.h"
 
 #include <fmt/format.h>
 
@@ -6,11 +6,11 @@
 #include <chrono>
 #include <set>
 
-#include "bench/inputs/input_set_file.h"
-#include "bench/reference_stage/python_reference.h"
-#include "bench/reference_stage/reference_stage.h"
-#include "bench/run/worker_messages.h"
-#include "bench/worker/device_pool.h"
+#include "fib/bench/inputs/device_pool.h"
+#include "fib/bench/inputs/input_set_file.h"
+#include "fib/bench/protocol/requests.h"
+#include "fib/bench/reference_stage/python_reference.h"
+#include "fib/bench/reference_stage/reference_stage.h"
 #include "fib/tensor/safetensors.h"
 
 namespace fib::bench::detail {

@@ -1,12 +1,12 @@
 // The reference run of a workload whose definition is checked against its own PyTorch
 // `reference` (no native reference, or --reference python): the bridge process
-// (bench/reference_stage/python_reference.h) computes each trial's checked outputs into the files
-// the native reference worker would write, inside the workload's scratch folder, which no solution
-// worker is handed; the solutions' outputs are judged against them as against a native
+// (fib/bench/reference_stage/python_reference.h) computes each trial's checked outputs into the
+// files the native reference worker would write, inside the workload's scratch folder, which no
+// solution worker is handed; the solutions' outputs are judged against them as against a native
 // reference's.
 #pragma once
 
-#include "bench/reference_stage/reference_run.h"
+#include "fib/bench/reference_stage/reference_run.h"
 #include "fib/trace/definition.h"
 
 namespace fib::bench::detail {

@@ -1,4 +1,4 @@
-#include "bench/reference_stage/reference_cache.h"
+#include "fib/bench/reference_stage/reference_cache.h"
 
 #include <fcntl.h>
 #include <fmt/format.h>
@@ -13,8 +13,8 @@
 #include <random>
 #include <sstream>
 
-#include "bench/run/worker_messages.h"
-#include "fib/bench/build.h"
+#include "fib/bench/builder/build.h"
+#include "fib/bench/protocol/requests.h"
 
 namespace fib::bench::detail {
 

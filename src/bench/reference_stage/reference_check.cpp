@@ -1,4 +1,4 @@
-#include "fib/bench/reference_check.h"
+#include "fib/bench/reference_stage/reference_check.h"
 
 #include <fmt/format.h>
 #include <stdlib.h>
@@ -8,9 +8,9 @@
 #include <limits>
 #include <optional>
 
-#include "bench/reference_stage/python_reference.h"
-#include "fib/bench/compare.h"
-#include "fib/bench/op_family.h"
+#include "fib/bench/eval/compare.h"
+#include "fib/bench/eval/op_family.h"
+#include "fib/bench/reference_stage/python_reference.h"
 #include "fib/reference/reference.h"
 #include "fib/tensor/inputs.h"
 #include "fib/tensor/random.h"

@@ -1,4 +1,4 @@
-#include "bench/reference_stage/reference_stage.h"
+#include "fib/bench/reference_stage/reference_stage.h"
 
 #include <fmt/format.h>
 
@@ -7,10 +7,10 @@
 #include <filesystem>
 #include <set>
 
-#include "bench/launch/box.h"
-#include "bench/reference_stage/python_reference_run.h"
-#include "bench/run/worker_messages.h"
-#include "fib/bench/op_family.h"
+#include "fib/bench/eval/op_family.h"
+#include "fib/bench/launch/box.h"
+#include "fib/bench/protocol/requests.h"
+#include "python_reference_run.h"
 
 namespace fib::bench::detail {
 

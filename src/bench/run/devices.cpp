@@ -1,11 +1,11 @@
-#include "bench/run/devices.h"
+#include "devices.h"
 
 #include <fmt/format.h>
 
 #include <algorithm>
 
-#include "bench/run/environment.h"
-#include "fib/bench/build.h"
+#include "environment.h"
+#include "fib/bench/builder/build.h"
 #include "fib/trace/diagnostics.h"
 #ifdef FIB_HAVE_CUDA
 #include "fib/cuda/runtime.h"

@@ -9,9 +9,9 @@
 #include <string>
 #include <vector>
 
-#include "bench/reference_stage/reference_stage.h"
-#include "fib/bench/run.h"
-#include "fib/bench/worker.h"
+#include "fib/bench/launch/worker_process.h"
+#include "fib/bench/reference_stage/reference_stage.h"
+#include "fib/bench/run/run.h"
 #include "fib/trace/json_reader.h"
 #ifdef FIB_HAVE_CUDA
 #include "fib/cuda/roofline.h"

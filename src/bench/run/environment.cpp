@@ -1,4 +1,4 @@
-#include "bench/run/environment.h"
+#include "environment.h"
 
 #include <fmt/format.h>
 #include <sys/utsname.h>

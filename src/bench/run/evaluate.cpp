@@ -1,4 +1,4 @@
-#include "bench/run/evaluate.h"
+#include "evaluate.h"
 
 #include <fmt/format.h>
 #include <fmt/ranges.h>
@@ -7,13 +7,13 @@
 #include <chrono>
 #include <vector>
 
-#include "bench/launch/box.h"
-#include "bench/run/judge.h"
-#include "bench/run/timer.h"
-#include "bench/run/trial_timing.h"
-#include "bench/run/worker_messages.h"
-#include "fib/bench/compare.h"
-#include "fib/bench/op_family.h"
+#include "fib/bench/eval/compare.h"
+#include "fib/bench/eval/op_family.h"
+#include "fib/bench/launch/box.h"
+#include "fib/bench/protocol/trial_timing.h"
+#include "judge.h"
+#include "timer.h"
+#include "worker_messages.h"
 
 namespace fib::bench::detail {
 

@@ -7,16 +7,16 @@
 #include <optional>
 #include <string>
 
-#include "bench/run/devices.h"
-#include "bench/run/outcome.h"
-#include "bench/run/prepare.h"
-#include "fib/bench/build.h"
-#include "fib/bench/eval_config.h"
-#include "fib/bench/run.h"
-#include "fib/bench/worker.h"
+#include "devices.h"
+#include "fib/bench/builder/build.h"
+#include "fib/bench/eval/eval_config.h"
+#include "fib/bench/launch/worker_process.h"
+#include "fib/bench/run/run.h"
 #include "fib/trace/definition.h"
 #include "fib/trace/solution.h"
 #include "fib/trace/workload.h"
+#include "outcome.h"
+#include "prepare.h"
 
 namespace fib::bench::detail {
 

@@ -1,4 +1,4 @@
-#include "bench/run/inputs_ahead.h"
+#include "inputs_ahead.h"
 
 #include <fmt/format.h>
 #include <sys/resource.h>

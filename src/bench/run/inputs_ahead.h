@@ -11,8 +11,8 @@
 #include <string>
 #include <vector>
 
-#include "bench/run/plan.h"
-#include "bench/run/prepare.h"
+#include "plan.h"
+#include "prepare.h"
 
 namespace fib::bench::detail {
 

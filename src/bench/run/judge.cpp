@@ -1,4 +1,4 @@
-#include "bench/run/judge.h"
+#include "judge.h"
 
 #include <fmt/format.h>
 
@@ -7,9 +7,9 @@
 #include <limits>
 #include <thread>
 
-#include "bench/worker/device_pool.h"
-#include "fib/bench/compare.h"
-#include "fib/bench/op_family.h"
+#include "fib/bench/eval/compare.h"
+#include "fib/bench/eval/op_family.h"
+#include "fib/bench/inputs/device_pool.h"
 #include "fib/tensor/safetensors.h"
 
 namespace fib::bench::detail {

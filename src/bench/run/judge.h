@@ -8,8 +8,8 @@
 #include <string>
 #include <vector>
 
-#include "bench/protocol/messages.h"
-#include "fib/bench/eval_config.h"
+#include "fib/bench/eval/eval_config.h"
+#include "fib/bench/protocol/messages.h"
 #include "fib/trace/definition.h"
 #include "fib/trace/trace.h"
 

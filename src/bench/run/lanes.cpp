@@ -1,4 +1,4 @@
-#include "bench/run/lanes.h"
+#include "lanes.h"
 
 #include <fmt/format.h>
 #include <fmt/ranges.h>
@@ -11,11 +11,11 @@
 #include <string>
 #include <thread>
 
-#include "bench/launch/sandbox.h"
-#include "bench/run/evaluate.h"
-#include "bench/run/inputs_ahead.h"
-#include "bench/run/outcome.h"
-#include "bench/run/prepare.h"
+#include "evaluate.h"
+#include "inputs_ahead.h"
+#include "outcome.h"
+#include "prepare.h"
+#include "sandbox.h"
 
 namespace fib::bench::detail {
 

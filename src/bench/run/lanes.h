@@ -7,10 +7,10 @@
 #include <memory>
 #include <vector>
 
-#include "bench/run/devices.h"
-#include "bench/run/plan.h"
-#include "bench/run/run_state.h"
+#include "devices.h"
 #include "fib/dataset/trace_set.h"
+#include "plan.h"
+#include "run_state.h"
 
 namespace fib::bench::detail {
 

@@ -1,6 +1,6 @@
-#include "bench/run/outcome.h"
+#include "outcome.h"
 
-#include "bench/run/environment.h"
+#include "environment.h"
 #include "fib/tensor/inputs.h"
 #include "fib/version.h"
 

@@ -5,7 +5,7 @@
 #include <optional>
 #include <string>
 
-#include "bench/run/devices.h"
+#include "devices.h"
 #include "fib/trace/definition.h"
 #include "fib/trace/json_reader.h"
 #include "fib/trace/solution.h"

@@ -1,4 +1,4 @@
-#include "bench/run/plan.h"
+#include "plan.h"
 
 #include <fmt/format.h>
 
@@ -6,7 +6,7 @@
 #include <set>
 #include <tuple>
 
-#include "fib/bench/op_family.h"
+#include "fib/bench/eval/op_family.h"
 #include "fib/reference/reference.h"
 #include "fib/trace/suggest.h"
 #ifdef FIB_HAVE_CUDA

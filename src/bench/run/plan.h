@@ -9,10 +9,10 @@
 #include <string>
 #include <vector>
 
-#include "bench/reference_stage/reference_run.h"
-#include "fib/bench/build.h"
-#include "fib/bench/python_runtime.h"
-#include "fib/bench/run.h"
+#include "fib/bench/builder/build.h"
+#include "fib/bench/builder/python_runtime.h"
+#include "fib/bench/reference_stage/reference_run.h"
+#include "fib/bench/run/run.h"
 #include "fib/dataset/trace_set.h"
 
 namespace fib::bench::detail {

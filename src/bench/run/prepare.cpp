@@ -1,4 +1,4 @@
-#include "bench/run/prepare.h"
+#include "prepare.h"
 
 #include <fmt/format.h>
 
@@ -10,12 +10,13 @@
 #include <random>
 #include <thread>
 
-#include "bench/inputs/input_set_file.h"
-#include "bench/reference_stage/reference_cache.h"
-#include "bench/run/worker_messages.h"
-#include "fib/bench/op_family.h"
+#include "fib/bench/eval/op_family.h"
+#include "fib/bench/inputs/input_set_file.h"
+#include "fib/bench/reference_stage/reference_cache.h"
 #include "fib/tensor/inputs.h"
 #include "fib/tensor/random.h"
+#include "sandbox.h"
+#include "worker_messages.h"
 
 namespace fib::bench::detail {
 

@@ -9,13 +9,15 @@
 #include <string>
 #include <vector>
 
-#include "bench/protocol/messages.h"
-#include "bench/reference_stage/reference_run.h"
-#include "fib/bench/eval_config.h"
-#include "fib/bench/run.h"
+#include "fib/bench/eval/eval_config.h"
+#include "fib/bench/protocol/messages.h"
+#include "fib/bench/protocol/trial_timing.h"
+#include "fib/bench/reference_stage/reference_run.h"
+#include "fib/bench/run/run.h"
 #include "fib/trace/definition.h"
 #include "fib/trace/json_reader.h"
 #include "fib/trace/workload.h"
+#include "plan.h"
 
 namespace fib::bench::detail {
 

@@ -11,14 +11,14 @@
 #include <optional>
 #include <string>
 
-#include "bench/launch/sandbox.h"
-#include "bench/reference_stage/reference_cache.h"
-#include "bench/run/environment.h"
-#include "bench/run/outcome.h"
-#include "fib/bench/build.h"
-#include "fib/bench/eval_config.h"
-#include "fib/bench/python_runtime.h"
-#include "fib/bench/run.h"
+#include "environment.h"
+#include "fib/bench/builder/build.h"
+#include "fib/bench/builder/python_runtime.h"
+#include "fib/bench/eval/eval_config.h"
+#include "fib/bench/reference_stage/reference_cache.h"
+#include "fib/bench/run/run.h"
+#include "outcome.h"
+#include "sandbox.h"
 
 namespace fib::bench::detail {
 

@@ -8,18 +8,18 @@
 #include <chrono>
 #include <random>
 
-#include "bench/build/python_build.h"
-#include "bench/reference_stage/python_reference.h"
-#include "bench/run/devices.h"
-#include "bench/run/environment.h"
-#include "bench/run/lanes.h"
-#include "bench/run/plan.h"
-#include "bench/run/run_state.h"
-#include "bench/run/summary.h"
-#include "bench/run/timer.h"
-#include "fib/bench/python_runtime.h"
-#include "fib/bench/run.h"
+#include "devices.h"
+#include "environment.h"
+#include "fib/bench/builder/python_build.h"
+#include "fib/bench/builder/python_runtime.h"
+#include "fib/bench/reference_stage/python_reference.h"
+#include "fib/bench/run/run.h"
 #include "fib/dataset/trace_set.h"
+#include "lanes.h"
+#include "plan.h"
+#include "run_state.h"
+#include "summary.h"
+#include "timer.h"
 
 namespace fib::bench {
 

@@ -1,4 +1,4 @@
-#include "bench/run/summary.h"
+#include "summary.h"
 
 #include <fmt/format.h>
 

@@ -5,7 +5,7 @@
 #include <string>
 #include <vector>
 
-#include "fib/bench/run.h"
+#include "fib/bench/run/run.h"
 #include "fib/dataset/trace_set.h"
 
 namespace fib::bench::detail {

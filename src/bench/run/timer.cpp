@@ -1,11 +1,11 @@
-#include "bench/run/timer.h"
+#include "timer.h"
 
 #include <fmt/format.h>
 
 #include <optional>
 #include <vector>
 
-#include "fib/bench/timing.h"
+#include "fib/bench/timing/timing.h"
 #include "fib/trace/diagnostics.h"
 #include "fib/trace/suggest.h"
 #ifdef FIB_HAVE_CUDA

@@ -5,7 +5,7 @@
 #include <fstream>
 #include <string>
 
-#include "fib/bench/timing.h"
+#include "fib/bench/timing/timing.h"
 
 #if defined(__x86_64__)
 #include <immintrin.h>

@@ -1,7 +1,7 @@
 // The CPU worker's timer, as traces describe it: the schedule loop (bench/worker/worker_main.cpp)
 // reads steady_clock around each call, and the cache flush (cache_flush.cpp) evicts the call's
 // memory before it.
-#include "fib/bench/timing.h"
+#include "fib/bench/timing/timing.h"
 
 namespace fib::bench {
 

@@ -2,7 +2,7 @@
 #include <cmath>
 #include <numeric>
 
-#include "fib/bench/timing.h"
+#include "fib/bench/timing/timing.h"
 
 namespace fib::bench {
 

@@ -1,13 +1,13 @@
 #ifdef FIB_HAVE_CUDA
 
-#include "bench/worker/checked_writer.h"
+#include "checked_writer.h"
 
 #include <fmt/format.h>
 
 #include <exception>
 
-#include "bench/worker/worker_common.h"
 #include "fib/cuda/runtime.h"
+#include "worker_common.h"
 
 namespace fib::bench::detail {
 

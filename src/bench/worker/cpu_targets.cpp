@@ -1,5 +1,5 @@
 // The CPU worker's targets (bench/worker/cpu_targets.h).
-#include "bench/worker/cpu_targets.h"
+#include "cpu_targets.h"
 
 #include <algorithm>
 #include <chrono>
@@ -7,8 +7,8 @@
 
 #include <fmt/format.h>
 
-#include "bench/worker/host_memory.h"
-#include "fib/bench/timing.h"
+#include "fib/bench/timing/timing.h"
+#include "host_memory.h"
 
 namespace fib::bench::detail {
 

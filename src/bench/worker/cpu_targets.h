@@ -7,11 +7,11 @@
 #include <memory>
 #include <vector>
 
-#include "bench/worker/call/solution_call.h"
-#include "bench/worker/host_memory.h"
-#include "bench/worker/target.h"
-#include "bench/worker/worker_common.h"
+#include "fib/bench/runtime/solution_call.h"
 #include "fib/reference/reference.h"
+#include "host_memory.h"
+#include "target.h"
+#include "worker_common.h"
 
 namespace fib::bench::detail {
 

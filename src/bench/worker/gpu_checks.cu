@@ -3,7 +3,7 @@
 
 #include <climits>
 
-#include "bench/worker/gpu_checks.h"
+#include "gpu_checks.h"
 
 namespace {
 

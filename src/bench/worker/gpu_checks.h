@@ -7,7 +7,7 @@
 #include <cstddef>
 #include <cstdint>
 
-#include "bench/worker/device_pool.h"
+#include "fib/bench/inputs/device_pool.h"
 #include "fib/cuda/runtime.h"
 
 namespace fib::bench::detail::gpu {
@@ -64,7 +64,7 @@ void launch_check(const CheckPlan& plan, unsigned long long call, bool store_exp
 
 // dst[r][m][c] = src[rows(r)][m][cols(c)] for a tensor seen as [R, M, C] units of `unit` bytes
 // (1, 2, 4 or 8): a timing input set's tensor made on the device from a checked one
-// (bench/worker/device_pool.h).
+// (fib/bench/inputs/device_pool.h).
 void launch_permute(const void* src, void* dst, AffinePermutation rows, unsigned long long middle,
                     AffinePermutation cols, int unit, cudaStream_t stream);
 

@@ -1,7 +1,7 @@
 // The CUDA worker's device state (bench/worker/gpu_device.h).
 #ifdef FIB_HAVE_CUDA
 
-#include "bench/worker/gpu_device.h"
+#include "gpu_device.h"
 
 #include <fmt/format.h>
 
@@ -10,8 +10,8 @@
 #include <map>
 #include <set>
 
-#include "bench/inputs/input_set_file.h"
-#include "bench/worker/device_pool.h"
+#include "fib/bench/inputs/device_pool.h"
+#include "fib/bench/inputs/input_set_file.h"
 #include "fib/cuda/input_fills.h"
 
 namespace fib::bench::detail {

@@ -12,12 +12,12 @@
 #include <string>
 #include <vector>
 
-#include "bench/worker/checked_writer.h"
-#include "bench/worker/gpu_checks.h"
-#include "bench/worker/worker_common.h"
+#include "checked_writer.h"
 #include "fib/cuda/runtime.h"
 #include "fib/cuda/timing.h"
 #include "fib/reference_cuda/reference_cuda.h"
+#include "gpu_checks.h"
+#include "worker_common.h"
 
 namespace fib::bench::detail {
 

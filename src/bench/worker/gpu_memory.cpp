@@ -1,7 +1,7 @@
 // Output memory between unmapped address space (bench/worker/gpu_memory.h).
 #ifdef FIB_HAVE_CUDA
 
-#include "bench/worker/gpu_memory.h"
+#include "gpu_memory.h"
 
 #include <cuda.h>
 #include <cuda_runtime_api.h>

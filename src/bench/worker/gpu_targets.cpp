@@ -1,10 +1,10 @@
 // The CUDA worker's targets (bench/worker/gpu_targets.h).
 #ifdef FIB_HAVE_CUDA
 
-#include "bench/worker/gpu_targets.h"
+#include "gpu_targets.h"
 
-#include "bench/worker/gpu_memory.h"
 #include "fib/cuda/input_fills.h"
+#include "gpu_memory.h"
 
 #include <fmt/format.h>
 

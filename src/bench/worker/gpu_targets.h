@@ -13,9 +13,9 @@
 #include <utility>
 #include <vector>
 
-#include "bench/worker/call/solution_call.h"
-#include "bench/worker/gpu_device.h"
-#include "bench/worker/target.h"
+#include "fib/bench/runtime/solution_call.h"
+#include "gpu_device.h"
+#include "target.h"
 
 namespace fib::bench::detail {
 

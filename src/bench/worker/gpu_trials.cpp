@@ -1,13 +1,13 @@
 // A target's trials under the GPU timer (bench/worker/gpu_trials.h).
 #ifdef FIB_HAVE_CUDA
 
-#include "bench/worker/gpu_trials.h"
+#include "gpu_trials.h"
 
 #include <fmt/format.h>
 
 #include <algorithm>
 
-#include "fib/bench/timing.h"
+#include "fib/bench/timing/timing.h"
 
 namespace fib::bench::detail {
 

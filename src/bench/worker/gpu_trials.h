@@ -13,8 +13,8 @@
 #include <string>
 #include <vector>
 
-#include "bench/worker/gpu_targets.h"
 #include "fib/cuda/timing.h"
+#include "gpu_targets.h"
 
 namespace fib::bench::detail {
 

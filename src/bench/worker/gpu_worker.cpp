@@ -16,13 +16,13 @@
 #include <functional>
 #include <optional>
 
-#include "bench/worker/device_pool.h"
-#include "bench/worker/gpu_memory.h"
-#include "bench/worker/gpu_trials.h"
-#include "bench/worker/worker_common.h"
-#include "fib/bench/op_family.h"
-#include "fib/bench/timing.h"
+#include "fib/bench/eval/op_family.h"
+#include "fib/bench/inputs/device_pool.h"
+#include "fib/bench/timing/timing.h"
 #include "fib/reference_cuda/reference_cuda.h"
+#include "gpu_memory.h"
+#include "gpu_trials.h"
+#include "worker_common.h"
 
 namespace fib::bench::detail {
 

@@ -1,5 +1,5 @@
 // The CPU worker's memory discipline (bench/worker/host_memory.h).
-#include "bench/worker/host_memory.h"
+#include "host_memory.h"
 
 #include <signal.h>
 #include <sys/mman.h>

@@ -11,8 +11,8 @@
 #include <string>
 #include <vector>
 
-#include "bench/inputs/input_set_file.h"
-#include "bench/worker/call/solution_call.h"
+#include "fib/bench/inputs/input_set_file.h"
+#include "fib/bench/runtime/solution_call.h"
 
 namespace fib::bench::detail {
 

@@ -1,5 +1,5 @@
 // Sampling draws through any target (bench/worker/target.h).
-#include "bench/worker/target.h"
+#include "target.h"
 
 namespace fib::bench::detail {
 

@@ -10,8 +10,8 @@
 #include <utility>
 #include <vector>
 
-#include "bench/worker/worker_common.h"
 #include "fib/tensor/tensor.h"
+#include "worker_common.h"
 
 namespace fib::bench::detail {
 

@@ -1,5 +1,5 @@
 // Shared by the worker's request handlers (bench/worker/worker_common.h).
-#include "bench/worker/worker_common.h"
+#include "worker_common.h"
 
 #include <fmt/format.h>
 #include <sys/random.h>
@@ -7,8 +7,8 @@
 #include <cerrno>
 #include <cstring>
 
-#include "fib/bench/compare.h"
-#include "fib/bench/op_family.h"
+#include "fib/bench/eval/compare.h"
+#include "fib/bench/eval/op_family.h"
 #include "fib/tensor/safetensors.h"
 #include "fib/trace/diagnostics.h"
 

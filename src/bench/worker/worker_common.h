@@ -1,6 +1,6 @@
 // What the worker's request handlers share (internal to fib_bench): request parsing, the call
 // schedule, the input sets of the workload in hand and the worker's state. Calling a solution is
-// call/; the CPU loop is in worker_main.cpp, the CUDA one in gpu_worker.cpp.
+// runtime/; the CPU loop is in worker_main.cpp, the CUDA one in gpu_worker.cpp.
 #pragma once
 
 #include <cstdint>
@@ -10,10 +10,10 @@
 #include <utility>
 #include <vector>
 
-#include "bench/inputs/input_set_file.h"
-#include "bench/protocol/messages.h"
-#include "bench/worker/call/call_backend.h"
-#include "fib/bench/timing.h"
+#include "fib/bench/inputs/input_set_file.h"
+#include "fib/bench/protocol/messages.h"
+#include "fib/bench/runtime/call_backend.h"
+#include "fib/bench/timing/timing.h"
 #include "fib/tensor/tensor.h"
 #include "fib/trace/definition.h"
 #include "fib/trace/json_reader.h"
@@ -22,7 +22,7 @@ namespace fib::bench::detail {
 
 using InputSets = std::shared_ptr<const std::vector<InputSet>>;
 
-// The message types the handlers use (bench/protocol/messages.h).
+// The message types the handlers use (fib/bench/protocol/messages.h).
 using protocol::DevicePool;
 using protocol::Failure;
 using protocol::Schedule;
@@ -57,7 +57,7 @@ void write_checked_outputs(const std::string& path,
 
 // Appends what the op family's reference side adds for the judge, computed from input set `in`
 // (sampling: the exact distribution the solution's draws are checked against); nothing for op
-// types without such extras (fib/bench/op_family.h).
+// types without such extras (fib/bench/eval/op_family.h).
 void append_set_reference_extras(const Definition& def, const InputSet& in, const Json& eval_extra,
                                  std::vector<std::pair<std::string, Tensor>>* outputs);
 

@@ -14,14 +14,14 @@
 #include <optional>
 #include <set>
 
-#include "bench/protocol/messages.h"
-#include "bench/worker/cpu_targets.h"
-#include "bench/worker/framing.h"
-#include "bench/worker/host_memory.h"
-#include "bench/worker/worker_common.h"
-#include "fib/bench/timing.h"
-#include "fib/bench/worker.h"
+#include "cpu_targets.h"
+#include "fib/bench/protocol/framing.h"
+#include "fib/bench/protocol/messages.h"
+#include "fib/bench/timing/timing.h"
+#include "fib/bench/worker/worker_main.h"
 #include "fib/reference/reference.h"
+#include "host_memory.h"
+#include "worker_common.h"
 
 namespace fib::bench {
 

@@ -4,7 +4,7 @@
 //   way passing when the indexer's own score (dsa_topk_indexer_scorer) says the picks are equal;
 // - sparse attention: elementwise, and a solution may leave out `lse`.
 // No roofline demand: a call reads only the pages (or the selected tokens) it needs.
-#include "bench/eval/families/families.h"
+#include "families/families.h"
 
 namespace fib::bench::families {
 

@@ -3,7 +3,7 @@
 
 #include <optional>
 
-#include "fib/bench/op_family.h"
+#include "fib/bench/eval/op_family.h"
 
 namespace fib::bench::families {
 

@@ -1,6 +1,6 @@
 // gdn: elementwise within the default tolerances (output and the new state). No roofline
 // demand: decode reads only the states its sequences select.
-#include "bench/eval/families/families.h"
+#include "families/families.h"
 
 namespace fib::bench::families {
 

@@ -1,6 +1,6 @@
 // gemm (C = A @ B^T): elementwise within the default tolerances. A call reads every input whole
 // and computes 2*M*N*K FLOPs on the math of A's dtype: the roofline's demand.
-#include "bench/eval/families/families.h"
+#include "families/families.h"
 
 namespace fib::bench::families {
 

@@ -1,6 +1,6 @@
 // mamba_ssu: elementwise within the default tolerances (output and the updated state). No
 // roofline demand: a call reads only the state slots its batch selects.
-#include "bench/eval/families/families.h"
+#include "families/families.h"
 
 namespace fib::bench::families {
 

@@ -1,6 +1,6 @@
 // mla_paged: elementwise within the default tolerances (output and lse). No roofline: a call
 // reads only the pages its sequences use.
-#include "bench/eval/families/families.h"
+#include "families/families.h"
 
 namespace fib::bench::families {
 

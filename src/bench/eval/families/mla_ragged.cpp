@@ -1,6 +1,6 @@
 // mla_ragged: elementwise within the default tolerances (output and lse). No roofline demand:
 // its FLOPs depend on the per-sequence lengths in the inputs, not on the axes alone.
-#include "bench/eval/families/families.h"
+#include "families/families.h"
 
 namespace fib::bench::families {
 

@@ -1,7 +1,7 @@
 // moe (routed experts, low-bit weights): a fraction of the elements may miss, as upstream's
 // LowBit policy allows, with a looser NMSE bound. No roofline demand: a call reads only the
 // experts its tokens are routed to.
-#include "bench/eval/families/families.h"
+#include "families/families.h"
 
 namespace fib::bench::families {
 

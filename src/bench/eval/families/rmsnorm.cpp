@@ -1,6 +1,6 @@
 // rmsnorm (and fused_add_rmsnorm): elementwise within the default tolerances; a call reads every
 // input whole, so its input bytes are the roofline's demand.
-#include "bench/eval/families/families.h"
+#include "families/families.h"
 
 namespace fib::bench::families {
 

@@ -1,6 +1,6 @@
 // rope: elementwise within the default tolerances. No roofline demand: the cos/sin cache is
 // read only at the positions given.
-#include "bench/eval/families/families.h"
+#include "families/families.h"
 
 namespace fib::bench::families {
 

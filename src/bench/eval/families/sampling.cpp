@@ -2,7 +2,7 @@
 // each checked call's draws must lie in the reference's support, and many draws on one input set
 // must follow its distribution (check_sampling). The reference side adds that distribution to
 // its outputs for the judge.
-#include "bench/eval/families/families.h"
+#include "families/families.h"
 
 namespace fib::bench::families {
 

@@ -1,0 +1,199 @@
+// The run loop of `fib run`: for every definition x workload x solution of a dataset, build the
+// solution (cached), materialize fresh seeded inputs, compute reference outputs and latency in a
+// reference worker, evaluate the solution in a solution worker, judge its outputs here, and
+// append the trace at once. A crash, hang or out-of-memory of a solution costs that one
+// evaluation; the run goes on.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <filesystem>
+#include <functional>
+#include <map>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "fib/bench/eval/eval_config.h"
+#include "fib/trace/signature.h"
+#include "fib/trace/trace.h"
+
+namespace fib {
+class TraceSet;
+}  // namespace fib
+
+namespace fib::bench {
+
+// `--sandbox`: solution workers in a bubblewrap sandbox (docs/run.md, "Isolation").
+enum class SandboxMode : std::uint8_t {
+  kAuto,      // where it can be made; else unsandboxed, with a loud warning
+  kRequired,  // a run that cannot make it is an error
+  kOff,
+};
+
+struct RunOptions {
+  std::filesystem::path dataset;
+  // The dataset already loaded (fib serve's snapshot of `dataset`): the run copies what it reads
+  // of it (its traces only with `resume`) instead of loading the folder again. Traces are still
+  // appended to `dataset`'s files.
+  std::shared_ptr<const TraceSet> loaded_dataset;
+  std::vector<std::string> definitions;         // allow-list; empty: all
+  std::vector<std::string> solutions;           // allow-list; empty: all
+  std::vector<std::string> workloads;           // allow-list of workload uuids; empty: all
+  EvalSettings cli;                             // --warmup-runs, --iterations, ... (highest layer)
+  std::optional<std::filesystem::path> config;  // --config eval.yaml
+  double timeout_seconds = 300;                 // per (solution, workload) evaluation
+  bool resume = false;
+  bool isolated = false;  // a fresh worker per evaluation
+  SandboxMode sandbox = SandboxMode::kAuto;
+  // Bound read-only into the sandbox besides what fib finds itself (sandbox_read_only_paths):
+  // a Python prefix, a CUDA toolkit outside /usr.
+  std::vector<std::filesystem::path> sandbox_read_only;
+  std::string device = "cpu";
+  std::optional<std::uint64_t> seed;        // absent: drawn at random and recorded
+  std::filesystem::path worker_executable;  // the fib binary
+  std::filesystem::path build_cache;        // empty: the default cache
+  // The reference outputs (and runs) kept across runs, content-addressed (--reference-cache):
+  // a folder, "off", or empty for "reference" beside the build cache's folder.
+  std::string reference_cache;
+  std::uint64_t reference_cache_bytes = 4ull << 30;  // its size bound (oldest entries go)
+  bool rebuild = false;                              // compile even what the cache holds
+  std::filesystem::path abi_include_dir;             // holds fib/solution.h
+  std::uint64_t memory_limit_bytes = 0;              // per worker (RLIMIT_AS); 0: half of the RAM
+  unsigned threads = 0;                              // per worker; 0: all cores
+  bool fixed_iterations = false;                     // no noise-based early stop
+  double max_trial_seconds = 2.0;                    // time cap of one trial's timed calls
+  // A trial's warmup stops once its calls took this long (after one call at least); 0: always
+  // --warmup-runs calls. Long kernels need one call to warm up, not ten.
+  double max_warmup_seconds = 0.1;
+  std::uint64_t input_pool_bytes = 256ull << 20;  // budget for distinct timing input sets (host)
+  // GPU lanes: the timing input sets beyond the checked ones are made on the device, by each
+  // worker, from the checked sets (their floating-point tensors permuted); this is the budget of
+  // one worker's device copies.
+  std::uint64_t device_pool_bytes = 2ull << 30;
+  // GPU lanes: where the bulk of each input set (its counter-based fills: weights, activations,
+  // caches) is made: "device" (by each worker in its device memory, from the fills the input-set
+  // file carries instead of their bytes) or "host" (made by the orchestrator and copied to the
+  // device). Indices, page tables, routing and blobs are made or read on the host either way.
+  std::string inputs_on = "device";
+  // GPU lanes with inputs made on the device: the checked sets of a workload whose set is this
+  // many bytes or more share their weights (the inputs whose shape has no variable axis: made
+  // once per worker) while their activations stay fresh per set; 0: never shared.
+  std::uint64_t share_weights_bytes = 1ull << 30;
+  // GPU lanes: make the next workloads' inputs on the host (half the cores, lowest priority)
+  // while the current one is evaluated. An A/B on one H200 found no effect on the medians'
+  // run-to-run spread (docs/benchmarks.md).
+  bool prepare_ahead = true;
+  // Judge each evaluation on a host thread while the lane goes on with the next (up to four at
+  // once per lane; traces are still recorded in the order the lane ran them). Unset: on GPU
+  // lanes only, since a judge on every core would disturb a CPU lane's timing.
+  std::optional<bool> judge_beside;
+  bool save_traces = true;
+  // Signs every trace of the run, in the orchestrator, once the trace is complete
+  // (fib/trace/signature.h); unset: traces are written unsigned. `fib run` always sets it.
+  std::optional<SigningKey> signing_key;
+  // Entries added to every trace's environment.extra, before it is signed: `fib serve` records
+  // the task a trace belongs to, so a restart finds the evaluations already done.
+  Json environment_extra = Json::object();
+  // What the solutions are checked against: "native" (fib's native reference; definitions
+  // without one are left out), "python" (the definition's own PyTorch `reference`, run by
+  // python_bridge_dir's run_reference.py) or "auto" (native where it exists, else python).
+  std::string reference = "auto";
+  std::filesystem::path python_bridge_dir;  // holds run_reference.py
+  // On CUDA devices: "events" (CUDA events, the empty event pair's cost subtracted; default),
+  // "events-raw" (not subtracted) or "cupti" (kernel activity of every stream).
+  std::string gpu_timer = "events";
+  // The python3 that runs Python, Triton and torch-extension solutions (--python); empty:
+  // $FIB_PYTHON, else the first python3 that imports torch (find_python).
+  std::string python;
+};
+
+// One finished evaluation, as reported to the progress display.
+struct EvaluationEvent {
+  std::size_t done = 0, total = 0;
+  const Trace* trace = nullptr;
+  std::string definition, solution, workload;
+};
+
+struct RunCallbacks {
+  std::function<void(std::size_t total)> on_start;
+  std::function<void(const EvaluationEvent&)> on_evaluation;
+  // Non-fatal news: "warning: ...", skipped solutions, reference failures.
+  std::function<void(const std::string&)> on_message;
+};
+
+struct SolutionSummary {
+  std::string solution, author;
+  std::map<std::string, int> statuses;  // status name -> count
+  int workloads = 0, passed = 0;
+  double mean_latency_ms = 0;  // over passed workloads
+  double geomean_speedup = 0;  // over passed workloads, vs the reference
+  int skipped = 0;             // not run after an earlier timeout
+};
+
+struct DefinitionSummary {
+  std::string definition;
+  std::vector<SolutionSummary> solutions;  // ranked: most workloads passed, then speedup
+  std::string reference;  // what checked them, as traces name it ("native:gemm", "python")
+};
+
+struct RunResult {
+  std::vector<Trace> traces;  // written by this run, in order
+  // Where evaluations ran: {"cpu"} or the CUDA devices, "cuda:0 (NVIDIA H200)", one lane each.
+  std::vector<std::string> devices;
+  bool gpu = false;
+  std::vector<DefinitionSummary> summary;
+  std::size_t evaluations = 0, resumed = 0, reference_failures = 0;
+  std::uint64_t seed = 0;
+  double wall_seconds = 0;
+  double timed_seconds = 0;  // time inside timed calls (solutions and references)
+  double build_seconds = 0;  // building solutions (or finding them in the build cache)
+  // Time inside warmup calls (solutions and references): untimed, outside the overhead.
+  double warmup_seconds = 0;
+  // GPU lanes judge an evaluation beside the next one: the time a lane still waited for a
+  // judgement before recording the next trace (the judge ran longer than the next evaluation).
+  double judge_wait_seconds = 0;
+  // Per evaluation: its wall time minus the time inside the solution's calls (timed and
+  // warmup), the worker's one-time load of the workload's input sets, the worker's start and
+  // the cache flushes of cold-cache timing (cache_flush_seconds).
+  double overhead_seconds = 0;
+  // Evicting inputs and outputs from the CPU caches before timed calls: the price of cold-cache
+  // timing, about 20 us per MiB a call touches, where the input pool is too small to evict
+  // itself by rotation.
+  double cache_flush_seconds = 0;
+  std::size_t overhead_evaluations = 0;  // evaluations that count in overhead_seconds
+  // Per workload, shared by all its solutions: making and writing the input sets, the reference
+  // run (less its timed calls) and the workers' loads of the input-set file. On GPU lanes the
+  // next workload's inputs are made while the current one is evaluated, so only the wait for
+  // them counts here; inputs_seconds is the host time spent making them, overlapped or not.
+  double workload_setup_seconds = 0;
+  std::size_t workloads_prepared = 0;
+  double inputs_seconds = 0;
+  std::size_t inputs_made_ahead = 0;  // workloads whose inputs were ready before their turn
+  // Of the setup: the lanes' wait for inputs (all of their making when not made ahead), and the
+  // reference workers' whole runs (timed and warmup calls included).
+  double inputs_wait_seconds = 0, reference_seconds = 0;
+  // Solution worker processes started (the first, replacements after a crash or timeout, one
+  // per evaluation with --isolated) and the time to start them, until they answered.
+  double worker_start_seconds = 0;
+  std::size_t worker_starts = 0;
+  // The reference cache's folder (empty: off) and its entries found, not found (absent or
+  // damaged), found damaged, stored and evicted during the run; a workload whose reference run
+  // was reused counts its run's entry and its outputs' entries.
+  std::string reference_cache_dir;
+  std::size_t reference_cache_hits = 0, reference_cache_misses = 0, reference_cache_corrupt = 0,
+              reference_cache_stores = 0, reference_cache_evicted = 0;
+  std::size_t reference_runs_reused = 0;  // workloads whose reference did not run
+  std::vector<std::string> messages;
+};
+
+// Runs everything the options select. Throws fib::Error for unusable input (no dataset, a bad
+// config file, a device this build cannot use); every per-solution failure becomes a trace.
+RunResult run_benchmark(const RunOptions& options, const RunCallbacks& callbacks = {});
+
+// The summary table of a run, as text.
+std::string render_summary(const RunResult& r);
+Json summary_to_json(const RunResult& r);
+
+}  // namespace fib::bench

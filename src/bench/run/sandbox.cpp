@@ -1,0 +1,127 @@
+#include "sandbox.h"
+
+#include <fmt/format.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <chrono>
+
+#include "devices.h"
+#include "fib/trace/diagnostics.h"
+
+namespace fib::bench::detail {
+
+namespace fs = std::filesystem;
+
+namespace {
+
+// A worker started in `spec`'s sandbox answers its greeting: empty, else why not.
+std::string try_sandbox(const WorkerSpec& spec) {
+  try {
+    Worker probe(spec);
+    return {};
+  } catch (const Error& e) {
+    return e.what();
+  }
+}
+
+Json isolation_json(const WorkerSpec& spec) {
+  const SandboxSpec& s = spec.sandbox;
+  Json limits = Json::object();
+  if (spec.memory_limit_bytes) limits["address_space_bytes"] = spec.memory_limit_bytes;
+  if (spec.data_limit_bytes) limits["data_bytes"] = spec.data_limit_bytes;
+  if (spec.max_processes) limits["processes"] = spec.max_processes;
+  if (spec.max_open_files) limits["open_files"] = spec.max_open_files;
+  if (!s.enabled()) return Json{{"level", "none"}, {"limits", limits}};
+  Json read_only = Json::array();
+  for (const fs::path& p : s.read_only) read_only.push_back(p.string());
+  return Json{{"level", "sandbox"},
+              {"tool", "bubblewrap"},
+              {"namespaces", Json::array({"user", "pid", "net", "ipc", "uts", "mount"})},
+              {"uid", s.uid},
+              // Outside the namespaces: the sandbox's uid, or (bubblewrap started by root where
+              // unprivileged user namespaces are not allowed) root without capabilities.
+              {"host_uid", s.drop_to_uid ? s.uid : ::getuid()},
+              {"read_only", read_only},
+              {"gpu_devices", s.gpu},
+              // Each in a box of its own: the solution worker, the reference worker and the
+              // definition's PyTorch reference.
+              {"processes", Json::array({"solution", "reference", "python_reference"})},
+              {"limits", limits}};
+}
+
+}  // namespace
+
+SandboxChoice choose_sandbox(const RunOptions& o, bool gpu, const Scratch& scratch,
+                             const std::function<void(const std::string&)>& warn) {
+  SandboxChoice c;
+  WorkerSpec spec = worker_spec(o, gpu, scratch.root(), "solution");
+  if (o.sandbox == SandboxMode::kOff) {
+    c.isolation = isolation_json(spec);
+    c.isolation["why"] = "--sandbox off";
+    return c;
+  }
+  std::string why;
+  if (const fs::path bwrap = find_bwrap(); bwrap.empty()) {
+    why = "bubblewrap (bwrap) is not installed (Debian: apt-get install bubblewrap)";
+  } else {
+    spec.sandbox.bwrap = bwrap;
+    std::vector<fs::path> extra = o.sandbox_read_only;
+#ifdef FIB_HAVE_TVM_FFI
+    // tvm-ffi solutions load libtvm_ffi.so from the Python package's folder (their RUNPATH).
+    extra.emplace_back(FIB_TVM_FFI_LIB_DIR);
+#endif
+    spec.sandbox.read_only = sandbox_read_only_paths(o.worker_executable, extra);
+    spec.sandbox.gpu = gpu;
+    // As root, the worker drops to the sandbox's uid outside as well where the host lets an
+    // unprivileged user make namespaces; else bubblewrap runs as root and maps it inside.
+    for (const bool drop :
+         ::getuid() == 0 ? std::vector<bool>{true, false} : std::vector<bool>{false}) {
+      spec.sandbox.drop_to_uid = drop;
+      spec.sandbox.box = scratch.make_box("probe", drop ? static_cast<int>(spec.sandbox.uid) : -1);
+      const std::string failed = try_sandbox(spec);
+      if (failed.empty()) {
+        c.spec = spec.sandbox;
+        c.spec.box.clear();
+        c.isolation = isolation_json(spec);
+        return c;
+      }
+      why = failed;
+    }
+  }
+  if (o.sandbox == SandboxMode::kRequired) {
+    throw Error("--sandbox required", "the worker sandbox cannot be made here: " + why);
+  }
+  spec.sandbox = SandboxSpec{};
+  c.isolation = isolation_json(spec);
+  c.isolation["why"] = why;
+  warn(fmt::format(
+      "WARNING: solutions run UNSANDBOXED: {}. A solution can read and write what fib can (the "
+      "dataset, the scratch folder). `--sandbox required` makes this an error, `--sandbox off` "
+      "silences it.",
+      why));
+  return c;
+}
+
+std::vector<fs::path> python_paths(const PythonRuntime& python) {
+  std::vector<fs::path> paths;
+  if (!python.executable.empty()) {
+    std::error_code ec;
+    paths.emplace_back(python.executable);
+    paths.push_back(fs::canonical(python.executable, ec));
+  }
+  if (!python.library.empty()) paths.push_back(fs::path(python.library).parent_path());
+  const std::string& home = python.home;
+  for (std::size_t at = 0; at <= home.size();) {
+    const std::size_t end = std::min(home.find(':', at), home.size());
+    if (end > at) paths.emplace_back(home.substr(at, end - at));
+    at = end + 1;
+  }
+  for (const std::string& entry : python.path) {
+    if (!entry.empty()) paths.emplace_back(entry);
+  }
+  return paths;
+}
+
+}  // namespace fib::bench::detail

@@ -1,0 +1,36 @@
+// How a run isolates its workers (`--sandbox`): bubblewrap where it can be made, with a box per
+// lane and worker (the only folder a worker can write; fib/bench/launch/box.h stages an
+// evaluation's files in it and takes the outputs back out). The reference worker and the PyTorch
+// reference run in the same sandbox, each with a box of its own.
+#pragma once
+
+#include <filesystem>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "environment.h"
+#include "fib/bench/builder/python_runtime.h"
+#include "fib/bench/launch/worker_process.h"
+#include "fib/bench/run/run.h"
+#include "fib/trace/json_reader.h"
+
+namespace fib::bench::detail {
+
+struct SandboxChoice {
+  SandboxSpec spec;  // bwrap empty: unsandboxed; the box is set per lane
+  Json isolation;    // what every trace records (environment.extra.isolation)
+};
+
+// Probes the sandbox (a worker started in it must answer) and chooses: --sandbox required
+// throws fib::Error when it cannot be made; auto warns loudly through `warn` and runs
+// unsandboxed; off runs unsandboxed.
+SandboxChoice choose_sandbox(const RunOptions& o, bool gpu, const Scratch& scratch,
+                             const std::function<void(const std::string&)>& warn);
+
+// What a sandboxed process must see of a python3 to run it (under /usr on Debian, anywhere
+// for a conda, pyenv or venv python): its executable, its base prefixes, its sys.path and its
+// libpython's folder.
+std::vector<std::filesystem::path> python_paths(const PythonRuntime& python);
+
+}  // namespace fib::bench::detail
