@@ -1,5 +1,6 @@
 // fib reference check: the native references of the chosen definitions against their own PyTorch
-// references on the same synthesized inputs, as a table (fib/bench/refcheck/reference_check.h).
+// references on the same synthesized inputs, as a table
+// (fib/bench/reference_stage/reference_check.h).
 #include <fmt/format.h>
 #include <unistd.h>
 
