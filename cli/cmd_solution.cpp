@@ -7,9 +7,10 @@
 
 #include "cli/cli_common.h"
 #include "cli/commands.h"
+#include "fib/base/json.h"
 #include "fib/dataset/files.h"
 #include "fib/dataset/layout.h"
-#include "fib/trace/json_file.h"
+#include "fib/trace/json_reader.h"
 #include "fib/trace/suggest.h"
 
 namespace fib::cli {

@@ -10,7 +10,7 @@
 #include <chrono>
 #include <cstring>
 
-#include "fib/trace/diagnostics.h"
+#include "fib/base/diagnostics.h"
 
 namespace fib {
 

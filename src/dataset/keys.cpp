@@ -9,8 +9,8 @@
 #include <cstdlib>
 #include <cstring>
 
+#include "fib/base/json.h"
 #include "fib/dataset/files.h"
-#include "fib/trace/json_file.h"
 
 namespace fib {
 

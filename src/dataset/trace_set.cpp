@@ -8,9 +8,10 @@
 #include <set>
 #include <thread>
 
+#include "fib/base/json.h"
 #include "fib/dataset/files.h"
 #include "fib/dataset/layout.h"
-#include "fib/trace/json_file.h"
+#include "fib/trace/json_reader.h"
 
 namespace fib {
 

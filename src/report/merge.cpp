@@ -11,9 +11,9 @@
 #include <optional>
 #include <set>
 
+#include "fib/base/json.h"
 #include "fib/dataset/files.h"
 #include "fib/dataset/layout.h"
-#include "fib/trace/json_file.h"
 #include "report/merge_plan.h"
 
 namespace fib::report {

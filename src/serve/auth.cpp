@@ -12,7 +12,7 @@
 #include <cstring>
 #include <fstream>
 
-#include "fib/trace/diagnostics.h"
+#include "fib/base/diagnostics.h"
 
 namespace fib::serve {
 

@@ -10,9 +10,9 @@
 #include <regex>
 #include <unordered_map>
 
+#include "fib/base/json.h"
 #include "fib/bench/run/run.h"
 #include "fib/dataset/layout.h"
-#include "fib/trace/json_file.h"
 
 namespace fib::serve {
 

@@ -16,10 +16,10 @@
 #include <thread>
 
 #include "elf_symbols.h"
+#include "fib/base/json.h"
 #include "fib/bench/builder/build.h"
 #include "fib/bench/builder/process.h"
 #include "fib/bench/builder/python_build.h"
-#include "fib/trace/json_file.h"
 #include "fib/version.h"
 
 namespace fib::bench {

@@ -7,7 +7,7 @@
 #include <cerrno>
 #include <cstring>
 
-#include "fib/trace/diagnostics.h"
+#include "fib/base/diagnostics.h"
 
 namespace fib::bench::detail {
 

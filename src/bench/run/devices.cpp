@@ -5,8 +5,8 @@
 #include <algorithm>
 
 #include "environment.h"
+#include "fib/base/diagnostics.h"
 #include "fib/bench/builder/build.h"
-#include "fib/trace/diagnostics.h"
 #ifdef FIB_HAVE_CUDA
 #include "fib/cuda/runtime.h"
 #endif
