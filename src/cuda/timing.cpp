@@ -257,7 +257,35 @@ struct Timer::Impl {
     return exec;
   }
 
+  // One measurement under way: its result so far and the state of its sampling loop.
+  struct Measurement {
+    TimingResult result;
+    bool cupti = false;
+    std::function<void(cudaStream_t)> work;  // the call, or one launch of its graph
+    bool blocking = false;                   // batches are queued behind the blocking kernel
+    bool subtract = false;                   // the event overhead is subtracted from samples
+    std::size_t first_timed_index = 0;       // the hooks' index of the first timed call
+    std::unique_ptr<detail::CuptiKernelSession> session;  // CUPTI mode
+    std::vector<IterationKernels> kept;                   // CUPTI: every kept iteration's kernels
+    std::size_t batch = 1;                                // the next batch's size, before caps
+    std::size_t max_batch = 1;
+    double per_sample_seconds = 0;  // wall time per sample of the last kept batch
+    int slowed_in_a_row = 0;        // batches dropped for a clock slowdown since the last kept one
+    Clock::time_point t0;           // the sampling's start
+  };
+
   TimingResult measure(const Call& call);
+  void prepare_flush(TimingMethod& m);
+  std::function<void(cudaStream_t)> timed_work(const Call& call, cudaGraphExec_t& exec);
+  void measure_overhead(Measurement& r);
+  bool sample(Measurement& r);
+  std::size_t batch_size(Measurement& r);
+  void on_timed_out_batch(Measurement& r, std::size_t k);
+  bool drop_slowed_batch(Measurement& r, std::size_t before);
+  void take_cupti_samples(Measurement& r, std::size_t k);
+  bool stop_now(Measurement& r);
+  void rewind(const Measurement& r);
+  void finish(Measurement& r, bool stopped);
   WindowAudit audit_window(const Call& call, std::size_t iterations);
 };
 
@@ -321,29 +349,18 @@ WindowAudit Timer::Impl::audit_window(const Call& call, std::size_t iterations) 
 TimingResult Timer::Impl::measure(const Call& call) {
   set_device(device);
   call_index = 0;
-  const TimingMode mode = options.mode;
-  const bool cupti = mode == TimingMode::kCupti;
-  TimingResult result;
-  TimingMethod& m = result.method;
-  m.mode = mode;
+  Measurement r;
+  r.cupti = options.mode == TimingMode::kCupti;
+  TimingMethod& m = r.result.method;
+  m.mode = options.mode;
   m.device = device;
   m.device_name = info.name;
   m.l2_flush = options.l2_flush;
-  if (options.l2_flush) {
-    ensure_flush_buffer();
-    m.flush_bytes = static_cast<std::int64_t>(flush_buffer->bytes());
-    // Where the reset is refused (some virtualized devices), the method says there was none.
-    reset_persisting = persisting_supported() && cudaCtxResetPersistingL2Cache() == cudaSuccess;
-    (void)cudaGetLastError();
-    m.persisting_l2_reset = reset_persisting;
-  } else {
-    reset_persisting = false;
-  }
+  prepare_flush(m);
   const int warmup = std::max(options.warm ? 0 : 1, options.warmup);
   m.warmup_requested = warmup;
   FIB_CUDA_CHECK(cudaDeviceSynchronize());
 
-  // The work each sample times: the call itself, or one launch of its graph.
   cudaGraphExec_t exec = nullptr;
   struct GraphGuard {
     cudaGraphExec_t* exec;
@@ -351,182 +368,242 @@ TimingResult Timer::Impl::measure(const Call& call) {
       if (*exec) (void)cudaGraphExecDestroy(*exec);
     }
   } graph_guard{&exec};
-  std::function<void(cudaStream_t)> work = std::cref(call);
-  if (mode == TimingMode::kGraph) {
-    warm(call, 1);  // module load and lazy setup stay out of the capture
-    exec = capture(call);
-    work = [&exec](cudaStream_t s) { FIB_CUDA_CHECK(cudaGraphLaunch(exec, s)); };
-    FIB_CUDA_CHECK(cudaGraphUpload(exec, stream));
-  }
+  r.work = timed_work(call, exec);
   const auto warm0 = std::chrono::steady_clock::now();
-  m.warmup = warm(work, warmup, options.max_warmup_seconds);
+  m.warmup = warm(r.work, warmup, options.max_warmup_seconds);
   m.warmup_seconds =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - warm0).count();
-  const std::size_t first_timed_index = call_index;
+  r.first_timed_index = call_index;
 
-  bool blocking = options.blocking_kernel;
-  // What an empty event pair reads here (same flush, same blocking kernel): the events' own
-  // cost, recorded, and subtracted from the samples when asked.
-  auto measure_overhead = [&] {
-    m.event_overhead_ms = 0;
-    if (cupti) return;
+  r.blocking = options.blocking_kernel;
+  measure_overhead(r);
+  if (options.read_clocks) r.result.clocks_before = read_clocks(info);
+  if (r.cupti) r.session = std::make_unique<detail::CuptiKernelSession>();
+  const bool stopped = sample(r);
+  finish(r, stopped);
+  return std::move(r.result);
+}
+
+// The L2 flush's buffer, and whether each batch starts with a persisting-L2 reset.
+void Timer::Impl::prepare_flush(TimingMethod& m) {
+  if (!options.l2_flush) {
+    reset_persisting = false;
+    return;
+  }
+  ensure_flush_buffer();
+  m.flush_bytes = static_cast<std::int64_t>(flush_buffer->bytes());
+  // Where the reset is refused (some virtualized devices), the method says there was none.
+  reset_persisting = persisting_supported() && cudaCtxResetPersistingL2Cache() == cudaSuccess;
+  (void)cudaGetLastError();
+  m.persisting_l2_reset = reset_persisting;
+}
+
+// The work each sample times: the call itself, or (graph mode) one launch of its graph, which
+// is captured into `exec` (the caller destroys it).
+std::function<void(cudaStream_t)> Timer::Impl::timed_work(const Call& call, cudaGraphExec_t& exec) {
+  if (options.mode != TimingMode::kGraph) return std::cref(call);
+  warm(call, 1);  // module load and lazy setup stay out of the capture
+  exec = capture(call);
+  std::function<void(cudaStream_t)> work = [&exec](cudaStream_t s) {
+    FIB_CUDA_CHECK(cudaGraphLaunch(exec, s));
+  };
+  FIB_CUDA_CHECK(cudaGraphUpload(exec, stream));
+  return work;
+}
+
+// What an empty event pair reads here (same flush, same blocking kernel): the events' own
+// cost, recorded, and subtracted from the samples when asked.
+void Timer::Impl::measure_overhead(Measurement& r) {
+  TimingMethod& m = r.result.method;
+  m.event_overhead_ms = 0;
+  if (!r.cupti) {
     std::vector<double> empty;
     const std::function<void(cudaStream_t)> nothing = [](cudaStream_t) {};
     const BatchOutcome ob =
-        run_batch(kOverheadSamples, blocking, false, nothing, empty, /*hooks=*/false);
+        run_batch(kOverheadSamples, r.blocking, false, nothing, empty, /*hooks=*/false);
     if (!ob.timed_out) m.event_overhead_ms = median_of(empty);
-  };
-  measure_overhead();
-  bool subtract = !cupti && options.subtract_event_overhead && m.event_overhead_ms > 0;
+  }
+  r.subtract = !r.cupti && options.subtract_event_overhead && m.event_overhead_ms > 0;
+}
 
-  if (options.read_clocks) result.clocks_before = read_clocks(info);
-  std::unique_ptr<detail::CuptiKernelSession> session;
-  if (cupti) session = std::make_unique<detail::CuptiKernelSession>();
-
-  std::vector<double>& samples = result.samples_ms;
-  std::vector<IterationKernels> kept;  // CUPTI: every kept iteration's kernels
-  std::size_t batch = 1;
-  double per_sample_seconds = 0;
-  const std::size_t max_batch = std::max<std::size_t>(1, options.max_batch);
-  const auto t0 = Clock::now();
-  bool stopped = false;
-  int slowed_in_a_row = 0;
+// Batches of samples until the iteration cap, the noise criterion or the time cap; true when
+// one of the last two stopped them.
+bool Timer::Impl::sample(Measurement& r) {
+  TimingMethod& m = r.result.method;
+  std::vector<double>& samples = r.result.samples_ms;
+  r.max_batch = std::max<std::size_t>(1, options.max_batch);
+  r.t0 = Clock::now();
   while (samples.size() < options.max_iterations) {
-    const double elapsed = seconds_since(t0);
-    std::size_t k = std::min({batch, max_batch, options.max_iterations - samples.size()});
-    if (reset_persisting) {
-      // A persisting set-aside lets a call keep lines across the flush; with one, each sample
-      // gets its own persisting-L2 reset (reset happens once a batch).
-      std::size_t set_aside = 0;
-      if (cudaDeviceGetLimit(&set_aside, cudaLimitPersistingL2CacheSize) == cudaSuccess &&
-          set_aside > 0) {
-        m.persisting_l2_set_aside_bytes = static_cast<std::int64_t>(set_aside);
-        k = 1;
-      }
-      (void)cudaGetLastError();
-    }
-    if (per_sample_seconds > 0) {
-      const double left = options.max_seconds - elapsed;
-      const auto fit = static_cast<std::size_t>(std::max(1.0, left / per_sample_seconds));
-      k = std::min(k, fit);
-    }
+    const std::size_t k = batch_size(r);
     const std::size_t before = samples.size();
-    // A dropped batch's calls are made again under the same indices.
-    auto rewind = [&] {
-      call_index = first_timed_index + samples.size();
-      if (options.rewound) options.rewound(call_index);
-    };
-    const BatchOutcome b = run_batch(k, blocking, cupti, work, samples);
+    const BatchOutcome b = run_batch(k, r.blocking, r.cupti, r.work, samples);
     if (b.timed_out) {
-      // The host could not queue the batch before the spin kernel gave up: its samples may hold
-      // launch gaps. Retry with a smaller batch; a single sample that still times out means the
-      // call waits on the device (it synchronizes), so the blocking kernel cannot be used.
-      ++m.discarded_batches;
-      if (cupti) (void)session->take();
-      if (k > 1) {
-        batch = std::max<std::size_t>(1, k / 2);
-      } else {
-        blocking = false;
-        m.blocking_note = fmt::format(
-            "the blocking kernel timed out ({} ms) with one sample queued: the call waits on the "
-            "device (it synchronizes or copies to the host), so its launches could not be "
-            "queued ahead; sampled without the blocking kernel (launch latency included)",
-            options.blocking_timeout_ms);
-        samples.clear();  // every kept sample is measured the same way
-        result.kernel_sum_ms.clear();
-        kept.clear();
-        m.batches = 0;
-        measure_overhead();  // unblocked now, like the samples
-        subtract = !cupti && options.subtract_event_overhead && m.event_overhead_ms > 0;
-      }
-      rewind();
+      on_timed_out_batch(r, k);
+      rewind(r);
       continue;
     }
-    // Samples taken while the clocks were held down (power cap, thermal, hardware slowdown)
-    // measure the throttle, not the kernel: drop the batch and redo it, a few times at most.
-    if (options.read_clocks && options.max_slowed_batch_retries > 0) {
-      const ClockReading now = read_clocks(info, /*reasons_only=*/true);
-      if (now.slowed_down()) {
-        if (slowed_in_a_row < options.max_slowed_batch_retries) {
-          ++slowed_in_a_row;
-          ++m.slowed_batches_dropped;
-          samples.resize(before);
-          if (cupti) (void)session->take();
-          rewind();
-          continue;
-        }
-        // Still slowed after the retries: the device runs this way; keep what it measures.
-        m.slowdown_note = fmt::format(
-            "a clock slowdown ({}) was still active after {} redone batches; its samples are kept",
-            fmt::join(clock_reason_names(*now.clock_reasons), ", "), slowed_in_a_row);
-      } else {
-        slowed_in_a_row = 0;
-      }
+    if (drop_slowed_batch(r, before)) {
+      rewind(r);
+      continue;
     }
-    if (cupti) {
-      std::vector<IterationKernels> its = split_iterations(session->take());
-      if (its.size() != k) {
-        throw TimingError(TimingError::Kind::kCuptiRecordsLost,
-                          fmt::format("CUPTI delivered {} of the {} iteration markers of a batch",
-                                      its.size(), k));
-      }
-      for (IterationKernels& it : its) {
-        if (it.kernels.empty()) {
-          throw TimingError(TimingError::Kind::kNoKernels,
-                            fmt::format("iteration {} launched no kernel (CUPTI mode times "
-                                        "kernels only; a call of copies alone cannot be timed "
-                                        "this way)",
-                                        kept.size() + 1));
-        }
-        kept.push_back(std::move(it));
-      }
-      if (auto why = kernel_set_mismatch({kept.data(), kept.size()})) {
-        throw TimingError(TimingError::Kind::kKernelSetChanged,
-                          "CUPTI mode needs the same kernels in every iteration: " + *why);
-      }
-      for (std::size_t i = kept.size() - k; i < kept.size(); ++i) {
-        samples.push_back(kept[i].span_ms());
-        result.kernel_sum_ms.push_back(kept[i].sum_ms());
-      }
-    }
-    if (subtract) {
+    if (r.cupti) take_cupti_samples(r, k);
+    if (r.subtract) {
       for (std::size_t i = before; i < samples.size(); ++i) {
         samples[i] = std::max(0.0, samples[i] - m.event_overhead_ms);
       }
     }
     ++m.batches;
     m.max_batch_used = std::max(m.max_batch_used, k);
-    per_sample_seconds = b.wall_seconds / static_cast<double>(samples.size() - before);
-    if (options.stop && options.stop(std::span<const double>(samples.data(), samples.size()))) {
-      m.stop = StopReason::kNoise;
-      stopped = true;
-      break;
-    }
-    if (samples.size() < options.max_iterations && seconds_since(t0) >= options.max_seconds) {
-      m.stop = StopReason::kTimeCap;
-      stopped = true;
-      break;
-    }
-    batch = std::min(max_batch, 2 * k);
+    r.per_sample_seconds = b.wall_seconds / static_cast<double>(samples.size() - before);
+    if (stop_now(r)) return true;
+    r.batch = std::min(r.max_batch, 2 * k);
   }
-  if (!stopped) m.stop = StopReason::kIterationCap;
-  m.event_overhead_subtracted = subtract;
-  m.measure_seconds = seconds_since(t0);
-  m.iterations = samples.size();
-  m.blocking_kernel = blocking;
-  if (options.read_clocks) result.clocks_after = read_clocks(info);
+  return false;
+}
 
-  if (cupti && !kept.empty()) {
-    const IterationKernels& first = kept.front();
-    std::uint64_t origin = first.kernels.front().start_ns;
-    for (const KernelRecord& k : first.kernels) origin = std::min(origin, k.start_ns);
-    for (const KernelRecord& k : first.kernels) {
-      result.kernels.push_back({k.name, k.stream_id,
+// The next batch's size: the doubling batch within the caps, one sample where a persisting
+// set-aside needs a reset per sample, and no more than the time left holds.
+std::size_t Timer::Impl::batch_size(Measurement& r) {
+  const double elapsed = seconds_since(r.t0);
+  const std::size_t left_samples = options.max_iterations - r.result.samples_ms.size();
+  std::size_t k = std::min({r.batch, r.max_batch, left_samples});
+  if (reset_persisting) {
+    // A persisting set-aside lets a call keep lines across the flush; with one, each sample
+    // gets its own persisting-L2 reset (reset happens once a batch).
+    std::size_t set_aside = 0;
+    if (cudaDeviceGetLimit(&set_aside, cudaLimitPersistingL2CacheSize) == cudaSuccess &&
+        set_aside > 0) {
+      r.result.method.persisting_l2_set_aside_bytes = static_cast<std::int64_t>(set_aside);
+      k = 1;
+    }
+    (void)cudaGetLastError();
+  }
+  if (r.per_sample_seconds > 0) {
+    const double left = options.max_seconds - elapsed;
+    const auto fit = static_cast<std::size_t>(std::max(1.0, left / r.per_sample_seconds));
+    k = std::min(k, fit);
+  }
+  return k;
+}
+
+// The host could not queue the batch before the spin kernel gave up: its samples may hold
+// launch gaps. Retry with a smaller batch; a single sample that still times out means the call
+// waits on the device (it synchronizes), so the blocking kernel cannot be used.
+void Timer::Impl::on_timed_out_batch(Measurement& r, std::size_t k) {
+  TimingMethod& m = r.result.method;
+  ++m.discarded_batches;
+  if (r.cupti) (void)r.session->take();
+  if (k > 1) {
+    r.batch = std::max<std::size_t>(1, k / 2);
+    return;
+  }
+  r.blocking = false;
+  m.blocking_note = fmt::format(
+      "the blocking kernel timed out ({} ms) with one sample queued: the call waits on the "
+      "device (it synchronizes or copies to the host), so its launches could not be "
+      "queued ahead; sampled without the blocking kernel (launch latency included)",
+      options.blocking_timeout_ms);
+  r.result.samples_ms.clear();  // every kept sample is measured the same way
+  r.result.kernel_sum_ms.clear();
+  r.kept.clear();
+  m.batches = 0;
+  measure_overhead(r);  // unblocked now, like the samples
+}
+
+// Samples taken while the clocks were held down (power cap, thermal, hardware slowdown)
+// measure the throttle, not the kernel: drops the batch (true) so that it is redone, a few
+// times at most.
+bool Timer::Impl::drop_slowed_batch(Measurement& r, std::size_t before) {
+  if (!(options.read_clocks && options.max_slowed_batch_retries > 0)) return false;
+  const ClockReading now = read_clocks(info, /*reasons_only=*/true);
+  if (!now.slowed_down()) {
+    r.slowed_in_a_row = 0;
+    return false;
+  }
+  TimingMethod& m = r.result.method;
+  if (r.slowed_in_a_row < options.max_slowed_batch_retries) {
+    ++r.slowed_in_a_row;
+    ++m.slowed_batches_dropped;
+    r.result.samples_ms.resize(before);
+    if (r.cupti) (void)r.session->take();
+    return true;
+  }
+  // Still slowed after the retries: the device runs this way; keep what it measures.
+  m.slowdown_note = fmt::format(
+      "a clock slowdown ({}) was still active after {} redone batches; its samples are kept",
+      fmt::join(clock_reason_names(*now.clock_reasons), ", "), r.slowed_in_a_row);
+  return false;
+}
+
+// CUPTI mode: the batch's `k` iterations from their kernel records, each sample the span of
+// one iteration's kernels.
+void Timer::Impl::take_cupti_samples(Measurement& r, std::size_t k) {
+  std::vector<IterationKernels> its = split_iterations(r.session->take());
+  if (its.size() != k) {
+    throw TimingError(
+        TimingError::Kind::kCuptiRecordsLost,
+        fmt::format("CUPTI delivered {} of the {} iteration markers of a batch", its.size(), k));
+  }
+  for (IterationKernels& it : its) {
+    if (it.kernels.empty()) {
+      throw TimingError(TimingError::Kind::kNoKernels,
+                        fmt::format("iteration {} launched no kernel (CUPTI mode times "
+                                    "kernels only; a call of copies alone cannot be timed "
+                                    "this way)",
+                                    r.kept.size() + 1));
+    }
+    r.kept.push_back(std::move(it));
+  }
+  if (auto why = kernel_set_mismatch({r.kept.data(), r.kept.size()})) {
+    throw TimingError(TimingError::Kind::kKernelSetChanged,
+                      "CUPTI mode needs the same kernels in every iteration: " + *why);
+  }
+  for (std::size_t i = r.kept.size() - k; i < r.kept.size(); ++i) {
+    r.result.samples_ms.push_back(r.kept[i].span_ms());
+    r.result.kernel_sum_ms.push_back(r.kept[i].sum_ms());
+  }
+}
+
+// Whether the noise criterion or the time cap stops the sampling (saying which in the method).
+bool Timer::Impl::stop_now(Measurement& r) {
+  TimingMethod& m = r.result.method;
+  const std::vector<double>& samples = r.result.samples_ms;
+  if (options.stop && options.stop(std::span<const double>(samples.data(), samples.size()))) {
+    m.stop = StopReason::kNoise;
+    return true;
+  }
+  if (samples.size() < options.max_iterations && seconds_since(r.t0) >= options.max_seconds) {
+    m.stop = StopReason::kTimeCap;
+    return true;
+  }
+  return false;
+}
+
+// A dropped batch's calls are made again under the same indices.
+void Timer::Impl::rewind(const Measurement& r) {
+  call_index = r.first_timed_index + r.result.samples_ms.size();
+  if (options.rewound) options.rewound(call_index);
+}
+
+// The method's closing fields, and (CUPTI) the first kept iteration's kernels on a timeline
+// starting at its first kernel.
+void Timer::Impl::finish(Measurement& r, bool stopped) {
+  TimingMethod& m = r.result.method;
+  if (!stopped) m.stop = StopReason::kIterationCap;
+  m.event_overhead_subtracted = r.subtract;
+  m.measure_seconds = seconds_since(r.t0);
+  m.iterations = r.result.samples_ms.size();
+  m.blocking_kernel = r.blocking;
+  if (options.read_clocks) r.result.clocks_after = read_clocks(info);
+  if (!r.cupti || r.kept.empty()) return;
+  const IterationKernels& first = r.kept.front();
+  std::uint64_t origin = first.kernels.front().start_ns;
+  for (const KernelRecord& k : first.kernels) origin = std::min(origin, k.start_ns);
+  for (const KernelRecord& k : first.kernels) {
+    r.result.kernels.push_back({k.name, k.stream_id,
                                 static_cast<double>(k.start_ns - origin) * 1e-6,
                                 static_cast<double>(k.end_ns - k.start_ns) * 1e-6});
-    }
   }
-  return result;
 }
 
 Timer::Timer(int device, cudaStream_t stream, TimingOptions options)

@@ -7,6 +7,7 @@
 #include <map>
 #include <set>
 #include <thread>
+#include <unordered_map>
 
 #include "fib/base/json.h"
 #include "fib/dataset/files.h"
@@ -133,11 +134,8 @@ const std::vector<Record<Trace>> kNoWorkloads;
 const RecordList<Trace> kNoTraces;
 const std::vector<Record<Solution>> kNoSolutions;
 
-}  // namespace
-
-TraceSet::TraceSet(fs::path root) : root_(std::move(root)) {}
-
-TraceSet TraceSet::load(const fs::path& root, const LoadOptions& options) {
+// Throws unless `root` is a folder holding at least one of the dataset's top folders.
+void check_dataset_root(const fs::path& root) {
   std::error_code ec;
   if (!fs::exists(root, ec)) {
     throw Error(root.string(), "dataset folder does not exist",
@@ -152,19 +150,13 @@ TraceSet TraceSet::load(const fs::path& root, const LoadOptions& options) {
                 "solutions/, traces/",
                 "point --dataset/--local at the folder that contains definitions/");
   }
-  TraceSet set(root);
-  // The new set is the only holder of its values: these stay the same objects while it loads.
-  std::vector<DatasetFile>& files = set.files_.edit();
-  Diagnostics& load_diag = set.load_diag_.edit();
-  for (auto top : kTopFolders) walk(root, top, files, load_diag);
-  std::sort(files.begin(), files.end(),
-            [](const DatasetFile& a, const DatasetFile& b) { return a.path < b.path; });
+}
 
-  const unsigned threads =
-      options.threads ? options.threads : std::max(1u, std::thread::hardware_concurrency());
-  // Phase 1: read every record file.
+// Phase 1: the text of every record file, in parallel; empty where read_diag[i] says why not.
+std::vector<std::string> read_record_files(const fs::path& root,
+                                           const std::vector<DatasetFile>& files, unsigned threads,
+                                           std::vector<Diagnostics>& read_diag) {
   std::vector<std::string> contents(files.size());
-  std::vector<Diagnostics> read_diag(files.size());
   parallel_for(files.size(), threads, [&](std::size_t i) {
     if (files[i].kind == FileKind::kOther) return;
     const std::uint64_t limit =
@@ -175,13 +167,14 @@ TraceSet TraceSet::load(const fs::path& root, const LoadOptions& options) {
       contents[i] = std::move(*t);
     }
   });
-  for (std::size_t i = 0; i < read_diag.size(); ++i) {
-    for (auto d : read_diag[i]) {
-      d.file = files[i].path;
-      load_diag.add(std::move(d));
-    }
-  }
-  // Phase 2: cut JSONL files into chunks so one big file still uses every core.
+  return contents;
+}
+
+// Phase 2: JSONL files cut into chunks of lines, so that one big file still uses every core;
+// definition and solution files read without errors, one task each.
+std::vector<Task> cut_into_tasks(const std::vector<DatasetFile>& files,
+                                 const std::vector<std::string>& contents,
+                                 const std::vector<Diagnostics>& read_diag) {
   std::vector<Task> tasks;
   for (std::uint32_t i = 0; i < files.size(); ++i) {
     const FileKind k = files[i].kind;
@@ -200,99 +193,93 @@ TraceSet TraceSet::load(const fs::path& root, const LoadOptions& options) {
       }
     }
   }
-  // Phase 3: parse in parallel, each task into its own chunk; merged in order below.
-  std::vector<ParsedChunk> parsed(tasks.size());
-  parallel_for(tasks.size(), threads, [&](std::size_t ti) {
-    const Task& task = tasks[ti];
-    ParsedChunk& out = parsed[ti];
-    const DatasetFile& file = files[task.file];
-    if (task.whole_file) {
-      auto j = parse_json(contents[task.file], file.path, out.diag);
-      if (!j) return;
-      ReadContext ctx{file.path, &out.diag};
-      if (file.kind == FileKind::kDefinition) {
-        if (auto d = definition_from_json(*j, ctx))
-          out.definitions.push_back({std::move(*d), {task.file, 0}});
-      } else if (auto s = solution_from_json(*j, ctx)) {
-        out.solutions.push_back({std::move(*s), {task.file, 0}});
-      }
+  return tasks;
+}
+
+// A definition or solution file, parsed whole.
+void parse_whole_file(const Task& task, const DatasetFile& file, const std::string& text,
+                      ParsedChunk& out) {
+  auto j = parse_json(text, file.path, out.diag);
+  if (!j) return;
+  ReadContext ctx{file.path, &out.diag};
+  if (file.kind == FileKind::kDefinition) {
+    if (auto d = definition_from_json(*j, ctx))
+      out.definitions.push_back({std::move(*d), {task.file, 0}});
+  } else if (auto s = solution_from_json(*j, ctx)) {
+    out.solutions.push_back({std::move(*s), {task.file, 0}});
+  }
+}
+
+// One line of a workloads or traces file: a workload record under workloads/, an evaluation
+// trace under traces/.
+void parse_trace_line(const JsonlLine& line, std::uint32_t file_index, const DatasetFile& file,
+                      ParsedChunk& out) {
+  const std::string where = fmt::format("{}:{}", file.path, line.number);
+  Diagnostics line_diag;
+  auto j = parse_json(line.text, where, line_diag);
+  if (!j) {
+    if (!line.terminated) {
+      out.diag.error(where, {},
+                     "the last line is incomplete: the file ends in the middle of a record "
+                     "(an interrupted write?)",
+                     "delete the partial line; the records before it are intact");
+    } else {
+      out.diag.append(line_diag);
+    }
+    return;
+  }
+  ReadContext ctx{where, &out.diag};
+  auto t = trace_from_json(*j, ctx);
+  if (!t) return;
+  const RecordSource src{file_index, static_cast<std::uint32_t>(line.number)};
+  if (file.kind == FileKind::kWorkloads) {
+    if (!t->is_workload_trace()) {
+      out.diag.error(where, {}, "a record under workloads/ carries a solution and evaluation",
+                     "evaluation traces belong under traces/");
       return;
     }
-    for (const auto& line : task.lines) {
-      const std::string where = fmt::format("{}:{}", file.path, line.number);
-      Diagnostics line_diag;
-      auto j = parse_json(line.text, where, line_diag);
-      if (!j) {
-        if (!line.terminated) {
-          out.diag.error(where, {},
-                         "the last line is incomplete: the file ends in the middle of a record "
-                         "(an interrupted write?)",
-                         "delete the partial line; the records before it are intact");
-        } else {
-          out.diag.append(line_diag);
-        }
-        continue;
-      }
-      ReadContext ctx{where, &out.diag};
-      auto t = trace_from_json(*j, ctx);
-      if (!t) continue;
-      const RecordSource src{task.file, static_cast<std::uint32_t>(line.number)};
-      if (file.kind == FileKind::kWorkloads) {
-        if (!t->is_workload_trace()) {
-          out.diag.error(where, {}, "a record under workloads/ carries a solution and evaluation",
-                         "evaluation traces belong under traces/");
-          continue;
-        }
-        out.workloads.push_back({std::move(*t), src});
-      } else {
-        if (t->is_workload_trace()) {
-          out.diag.error(where, {}, "a record under traces/ has no solution or evaluation",
-                         "workload records belong under workloads/");
-          continue;
-        }
-        out.traces.push_back({std::move(*t), src});
-      }
+    out.workloads.push_back({std::move(*t), src});
+  } else {
+    if (t->is_workload_trace()) {
+      out.diag.error(where, {}, "a record under traces/ has no solution or evaluation",
+                     "workload records belong under workloads/");
+      return;
     }
-  });
-  contents.clear();
-  // Phase 4: merge and index, reporting duplicates. Consecutive traces nearly always name the
-  // same definition, so the previous one's list is reused without hashing its name.
-  auto& definitions = set.definitions_.edit();
-  auto& definition_index = set.definition_index_.edit();
-  auto& solutions = set.solutions_.edit();
-  auto& solution_index = set.solution_index_.edit();
-  auto& workloads = set.workloads_.edit();
-  auto& workload_index = set.workload_index_.edit();
+    out.traces.push_back({std::move(*t), src});
+  }
+}
+
+// Phase 3, one task: its records into `out`.
+void parse_task(const Task& task, const DatasetFile& file, const std::string& text,
+                ParsedChunk& out) {
+  if (task.whole_file) {
+    parse_whole_file(task, file, text, out);
+    return;
+  }
+  for (const auto& line : task.lines) parse_trace_line(line, task.file, file, out);
+}
+
+// Phase 4: the parsed chunks merged in order into the set being loaded (the containers are its
+// own, edited in place), reporting duplicates.
+struct Merger {
+  const TraceSet& set;  // for lookups, which see what was merged so far
+  Diagnostics& diag;
+  std::vector<Record<Definition>>& definitions;
+  std::unordered_map<std::string, std::size_t>& definition_index;
+  std::unordered_map<std::string, std::vector<Record<Solution>>>& solutions;
+  std::unordered_map<std::string, std::pair<std::string, std::size_t>>& solution_index;
+  std::unordered_map<std::string, std::vector<Record<Trace>>>& workloads;
+  std::unordered_map<std::string, std::pair<std::string, std::size_t>>& workload_index;
+  std::unordered_map<std::string, RecordList<Trace>>& traces;
+  // Consecutive traces nearly always name the same definition, so the previous one's list is
+  // reused without hashing its name.
   RecordList<Trace>* last_traces = nullptr;
   const std::string* last_traces_def = nullptr;
-  for (std::size_t ti = 0; ti < parsed.size(); ++ti) {
-    auto& chunk = parsed[ti];
-    load_diag.append(chunk.diag);
-    files[tasks[ti].file].records += chunk.definitions.size() + chunk.solutions.size() +
-                                     chunk.workloads.size() + chunk.traces.size();
-    for (auto& d : chunk.definitions) {
-      if (const auto* prev = set.definition_record(d.value.name)) {
-        load_diag.error(set.where(d.source), "$.name",
-                        fmt::format("duplicate definition name '{}' (also defined in {}); this "
-                                    "file is ignored",
-                                    d.value.name, set.where(prev->source)));
-        continue;
-      }
-      definition_index[d.value.name] = definitions.size();
-      definitions.push_back(std::move(d));
-    }
-    for (auto& s : chunk.solutions) {
-      if (const auto* prev = set.solution(s.value.name)) {
-        load_diag.error(set.where(s.source), "$.name",
-                        fmt::format("duplicate solution name '{}' (also in {}); this file is "
-                                    "ignored",
-                                    s.value.name, set.where(prev->source)));
-        continue;
-      }
-      auto& list = solutions[s.value.definition];
-      solution_index[s.value.name] = {s.value.definition, list.size()};
-      list.push_back(std::move(s));
-    }
+
+  void add(ParsedChunk& chunk) {
+    diag.append(chunk.diag);
+    for (auto& d : chunk.definitions) add_definition(d);
+    for (auto& s : chunk.solutions) add_solution(s);
     for (auto& w : chunk.workloads) {
       auto& list = workloads[w.value.definition];
       workload_index.emplace(w.value.workload.uuid,
@@ -301,12 +288,85 @@ TraceSet TraceSet::load(const fs::path& root, const LoadOptions& options) {
     }
     for (auto& t : chunk.traces) {
       if (last_traces == nullptr || *last_traces_def != t.value.definition) {
-        auto it = set.traces_.try_emplace(t.value.definition).first;
+        auto it = traces.try_emplace(t.value.definition).first;
         last_traces_def = &it->first;
         last_traces = &it->second;
       }
       last_traces->push_back(std::move(t));
     }
+  }
+
+  void add_definition(Record<Definition>& d) {
+    if (const auto* prev = set.definition_record(d.value.name)) {
+      diag.error(set.where(d.source), "$.name",
+                 fmt::format("duplicate definition name '{}' (also defined in {}); this "
+                             "file is ignored",
+                             d.value.name, set.where(prev->source)));
+      return;
+    }
+    definition_index[d.value.name] = definitions.size();
+    definitions.push_back(std::move(d));
+  }
+
+  void add_solution(Record<Solution>& s) {
+    if (const auto* prev = set.solution(s.value.name)) {
+      diag.error(set.where(s.source), "$.name",
+                 fmt::format("duplicate solution name '{}' (also in {}); this file is "
+                             "ignored",
+                             s.value.name, set.where(prev->source)));
+      return;
+    }
+    auto& list = solutions[s.value.definition];
+    solution_index[s.value.name] = {s.value.definition, list.size()};
+    list.push_back(std::move(s));
+  }
+};
+
+}  // namespace
+
+TraceSet::TraceSet(fs::path root) : root_(std::move(root)) {}
+
+TraceSet TraceSet::load(const fs::path& root, const LoadOptions& options) {
+  check_dataset_root(root);
+  TraceSet set(root);
+  // The new set is the only holder of its values: these stay the same objects while it loads.
+  std::vector<DatasetFile>& files = set.files_.edit();
+  Diagnostics& load_diag = set.load_diag_.edit();
+  for (auto top : kTopFolders) walk(root, top, files, load_diag);
+  std::sort(files.begin(), files.end(),
+            [](const DatasetFile& a, const DatasetFile& b) { return a.path < b.path; });
+
+  const unsigned threads =
+      options.threads ? options.threads : std::max(1u, std::thread::hardware_concurrency());
+  std::vector<Diagnostics> read_diag(files.size());
+  std::vector<std::string> contents = read_record_files(root, files, threads, read_diag);
+  for (std::size_t i = 0; i < read_diag.size(); ++i) {
+    for (auto d : read_diag[i]) {
+      d.file = files[i].path;
+      load_diag.add(std::move(d));
+    }
+  }
+  const std::vector<Task> tasks = cut_into_tasks(files, contents, read_diag);
+  // Phase 3: parse in parallel, each task into its own chunk; merged in order below.
+  std::vector<ParsedChunk> parsed(tasks.size());
+  parallel_for(tasks.size(), threads, [&](std::size_t ti) {
+    parse_task(tasks[ti], files[tasks[ti].file], contents[tasks[ti].file], parsed[ti]);
+  });
+  contents.clear();
+  Merger merger{set,
+                load_diag,
+                set.definitions_.edit(),
+                set.definition_index_.edit(),
+                set.solutions_.edit(),
+                set.solution_index_.edit(),
+                set.workloads_.edit(),
+                set.workload_index_.edit(),
+                set.traces_};
+  for (std::size_t ti = 0; ti < parsed.size(); ++ti) {
+    const ParsedChunk& chunk = parsed[ti];
+    files[tasks[ti].file].records += chunk.definitions.size() + chunk.solutions.size() +
+                                     chunk.workloads.size() + chunk.traces.size();
+    merger.add(parsed[ti]);
   }
   return set;
 }

@@ -122,6 +122,6 @@ class Gemm final : public Kernel {
 
 }  // namespace
 
-std::unique_ptr<Kernel> make_gemm() { return std::make_unique<Gemm>(); }
+void add_gemm(KernelList& list) { list.push_back(std::make_unique<Gemm>()); }
 
 }  // namespace fib::reference::detail

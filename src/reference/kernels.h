@@ -1,5 +1,5 @@
-// Internal: the factory of each op family's reference kernel (one file per family) and helpers
-// they share.
+// Internal: the kernels each op type adds to the reference's list (one file per op type) and
+// helpers they share.
 #pragma once
 
 #include <functional>
@@ -8,26 +8,18 @@
 #include <vector>
 
 #include "fib/reference/reference.h"
+#include "fib/trace/op_types.h"
 
 namespace fib::reference::detail {
 
-// Factories, each in the file of its op type (src/reference/<op_type>.cpp, the attention op
-// types' in src/reference/attention/<op_type>.cpp).
-std::unique_ptr<Kernel> make_gemm();
-std::unique_ptr<Kernel> make_rmsnorm();  // rmsnorm and fused_add_rmsnorm
-// Attention op types (their shared core: attention/attention_core.cpp, ragged_prefill.cpp).
-std::unique_ptr<Kernel> make_gqa_paged();             // decode and causal prefill, any page size
-std::unique_ptr<Kernel> make_gqa_ragged();            // causal prefill
-std::unique_ptr<Kernel> make_mla_paged();             // decode and causal prefill
-std::unique_ptr<Kernel> make_mla_ragged();            // causal prefill
-std::unique_ptr<Kernel> make_dsa_sparse_attention();  // dsa_paged.cpp: both dsa_paged
-std::unique_ptr<Kernel> make_dsa_topk_indexer();      // interfaces
-// Other op types.
-std::unique_ptr<Kernel> make_moe();  // every moe variant of the corpus
-std::unique_ptr<Kernel> make_gdn();  // decode, mtp, prefill
-std::unique_ptr<Kernel> make_mamba_ssu();
-std::unique_ptr<Kernel> make_rope();      // NeoX (half split) and GPT-J (interleaved) pairs
-std::unique_ptr<Kernel> make_sampling();  // top_k, top_p, top_k_top_p
+using KernelList = std::vector<std::unique_ptr<Kernel>>;
+
+// Each op type's kernels, added to the list in their lookup order by the op type's file
+// (src/reference/<op_type>.cpp; the attention op types' in src/reference/attention/<op_type>.cpp,
+// on attention_core.cpp and ragged_prefill.cpp), for the op types whose reference column in
+// fib/trace/op_types.def says yes.
+#define FIB_OP_TYPE(op, recipe, family, ref, ...) FIB_OP_WHEN(ref, void add_##op(KernelList& list);)
+#include "fib/trace/op_types.def"
 
 // How a rope definition pairs the rotated dims: NeoX style (i, i + rotary_dim/2) or GPT-J style
 // (2i, 2i + 1). Read from the reference text (a step-2 slice pairs adjacent elements), else the

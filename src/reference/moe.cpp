@@ -592,6 +592,7 @@ class Moe final : public Kernel {
 
 }  // namespace
 
-std::unique_ptr<Kernel> make_moe() { return std::make_unique<Moe>(); }
+// Every moe variant of the corpus.
+void add_moe(KernelList& list) { list.push_back(std::make_unique<Moe>()); }
 
 }  // namespace fib::reference::detail

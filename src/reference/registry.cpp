@@ -17,20 +17,11 @@ void throw_missing_input(std::string_view name, std::string_view kind) {
 
 const std::vector<std::unique_ptr<Kernel>>& kernels() {
   static const std::vector<std::unique_ptr<Kernel>> list = [] {
-    std::vector<std::unique_ptr<Kernel>> k;
-    k.push_back(detail::make_gemm());
-    k.push_back(detail::make_rmsnorm());
-    k.push_back(detail::make_gqa_paged());
-    k.push_back(detail::make_gqa_ragged());
-    k.push_back(detail::make_mla_paged());
-    k.push_back(detail::make_mla_ragged());
-    k.push_back(detail::make_dsa_sparse_attention());
-    k.push_back(detail::make_dsa_topk_indexer());
-    k.push_back(detail::make_moe());
-    k.push_back(detail::make_gdn());
-    k.push_back(detail::make_sampling());
-    k.push_back(detail::make_mamba_ssu());
-    k.push_back(detail::make_rope());
+    // In op_types.def's order. A kernel refuses another op type's definition without a reason,
+    // so only the order within an op type decides which kernel runs and what find_kernel says.
+    detail::KernelList k;
+#define FIB_OP_TYPE(op, recipe, family, ref, ...) FIB_OP_WHEN(ref, detail::add_##op(k);)
+#include "fib/trace/op_types.def"
     return k;
   }();
   return list;

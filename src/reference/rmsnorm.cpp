@@ -81,6 +81,7 @@ class RmsNorm final : public Kernel {
 
 }  // namespace
 
-std::unique_ptr<Kernel> make_rmsnorm() { return std::make_unique<RmsNorm>(); }
+// rmsnorm and fused_add_rmsnorm.
+void add_rmsnorm(KernelList& list) { list.push_back(std::make_unique<RmsNorm>()); }
 
 }  // namespace fib::reference::detail

@@ -117,6 +117,7 @@ class Rope final : public Kernel {
 
 }  // namespace
 
-std::unique_ptr<Kernel> make_rope() { return std::make_unique<Rope>(); }
+// NeoX (half split) and GPT-J (interleaved) pairs.
+void add_rope(KernelList& list) { list.push_back(std::make_unique<Rope>()); }
 
 }  // namespace fib::reference::detail

@@ -225,7 +225,8 @@ Tensor sampling_distribution(const Definition& def, const Arguments& args) {
 }
 
 namespace detail {
-std::unique_ptr<Kernel> make_sampling() { return std::make_unique<Sampling>(); }
+// top_k, top_p, top_k_top_p.
+void add_sampling(KernelList& list) { list.push_back(std::make_unique<Sampling>()); }
 }  // namespace detail
 
 }  // namespace fib::reference

@@ -34,8 +34,11 @@ class DsaSparseAttention final : public Kernel {
 
 }  // namespace
 
-std::unique_ptr<Kernel> make_dsa_sparse_attention() {
-  return std::make_unique<DsaSparseAttention>();
+// Sparse attention (here) and the top-k indexer (dsa_paged_indexer.cu), as the CPU reference
+// orders them.
+void add_dsa_paged(KernelList& list) {
+  list.push_back(std::make_unique<DsaSparseAttention>());
+  list.push_back(make_dsa_topk_indexer());
 }
 
 }  // namespace fib::reference_cuda::detail

@@ -271,6 +271,7 @@ class Gdn final : public Kernel {
 
 }  // namespace
 
-std::unique_ptr<Kernel> make_gdn() { return std::make_unique<Gdn>(); }
+// Decode, mtp, prefill.
+void add_gdn(KernelList& list) { list.push_back(std::make_unique<Gdn>()); }
 
 }  // namespace fib::reference_cuda::detail

@@ -3,8 +3,8 @@
 
 namespace fib::reference_cuda::detail {
 
-std::unique_ptr<Kernel> make_gqa_ragged() {
-  return attention::make_ragged_prefill("gqa_ragged", "head_dim", "head_dim");
+void add_gqa_ragged(KernelList& list) {
+  list.push_back(attention::make_ragged_prefill("gqa_ragged", "head_dim", "head_dim"));
 }
 
 }  // namespace fib::reference_cuda::detail

@@ -1,4 +1,4 @@
-// Internal to the CUDA references: the factory of each op type's kernels, and helpers every
+// Internal to the CUDA references: the kernels each op type adds to the list, and helpers every
 // kernel uses.
 #pragma once
 
@@ -11,26 +11,21 @@
 #include <vector>
 
 #include "fib/reference_cuda/reference_cuda.h"
+#include "fib/trace/op_types.h"
 
 namespace fib::reference_cuda::detail {
 
 using KernelList = std::vector<std::unique_ptr<Kernel>>;
 
-// Factories, each in the file of its op type (src/reference_cuda/<op_type>.cpp or .cu); the
-// attention op types share attention_core.cu and ragged_prefill.cpp.
-std::unique_ptr<Kernel> make_rmsnorm();               // rmsnorm and fused_add_rmsnorm
-std::unique_ptr<Kernel> make_gemm();                  // C = A @ B^T through cuBLAS, fp32 sums
-std::unique_ptr<Kernel> make_rope();                  // NeoX and GPT-J pairs, as the CPU kernel
-std::unique_ptr<Kernel> make_sampling();              // top_k, top_p, top_k_top_p
-std::unique_ptr<Kernel> make_moe();                   // every moe variant the CPU kernel covers
-std::unique_ptr<Kernel> make_gqa_paged();             // decode and causal prefill
-std::unique_ptr<Kernel> make_gqa_ragged();            // causal prefill
-std::unique_ptr<Kernel> make_mla_paged();             // decode and causal prefill
-std::unique_ptr<Kernel> make_mla_ragged();            // causal prefill
-std::unique_ptr<Kernel> make_dsa_sparse_attention();  // dsa_paged.cpp
-std::unique_ptr<Kernel> make_dsa_topk_indexer();      // dsa_paged_indexer.cu
-std::unique_ptr<Kernel> make_gdn();                   // decode, mtp, prefill
-std::unique_ptr<Kernel> make_mamba_ssu();
+// Each op type's kernels, added to the list in their lookup order by the op type's file
+// (src/reference_cuda/<op_type>.cpp or .cu; the attention op types share attention_core.cu and
+// ragged_prefill.cpp), for the op types whose reference_cuda column in fib/trace/op_types.def
+// says yes.
+#define FIB_OP_TYPE(op, recipe, family, ref, ref_cuda, ...) \
+  FIB_OP_WHEN(ref_cuda, void add_##op(KernelList& list);)
+#include "fib/trace/op_types.def"
+// dsa_paged's second kernel, in dsa_paged_indexer.cu.
+std::unique_ptr<Kernel> make_dsa_topk_indexer();
 
 // A CUDA kernel covers exactly the definitions the CPU reference of the same family covers
 // (same math, same constants read from the reference text), so `supports` asks that one.

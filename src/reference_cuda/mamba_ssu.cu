@@ -571,6 +571,6 @@ class MambaSsu final : public Kernel {
 
 }  // namespace
 
-std::unique_ptr<Kernel> make_mamba_ssu() { return std::make_unique<MambaSsu>(); }
+void add_mamba_ssu(KernelList& list) { list.push_back(std::make_unique<MambaSsu>()); }
 
 }  // namespace fib::reference_cuda::detail

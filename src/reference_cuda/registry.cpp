@@ -12,21 +12,13 @@ namespace fib::reference_cuda {
 
 const std::vector<std::unique_ptr<Kernel>>& kernels() {
   static const detail::KernelList list = [] {
-    // In lookup order: the first kernel that supports a definition runs it.
+    // In op_types.def's order. A kernel refuses another op type's definition without a reason
+    // (cpu_supports asks the CPU kernel, which does), so only the order within an op type
+    // decides which kernel runs and what find_kernel says.
     detail::KernelList k;
-    k.push_back(detail::make_rmsnorm());
-    k.push_back(detail::make_gemm());
-    k.push_back(detail::make_rope());
-    k.push_back(detail::make_sampling());
-    k.push_back(detail::make_moe());
-    k.push_back(detail::make_gqa_paged());
-    k.push_back(detail::make_gqa_ragged());
-    k.push_back(detail::make_mla_paged());
-    k.push_back(detail::make_mla_ragged());
-    k.push_back(detail::make_dsa_sparse_attention());
-    k.push_back(detail::make_dsa_topk_indexer());
-    k.push_back(detail::make_gdn());
-    k.push_back(detail::make_mamba_ssu());
+#define FIB_OP_TYPE(op, recipe, family, ref, ref_cuda, ...) \
+  FIB_OP_WHEN(ref_cuda, detail::add_##op(k);)
+#include "fib/trace/op_types.def"
     return k;
   }();
   return list;

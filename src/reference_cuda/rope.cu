@@ -207,6 +207,7 @@ class Rope final : public Kernel {
 
 }  // namespace
 
-std::unique_ptr<Kernel> make_rope() { return std::make_unique<Rope>(); }
+// NeoX and GPT-J pairs, as the CPU kernel.
+void add_rope(KernelList& list) { list.push_back(std::make_unique<Rope>()); }
 
 }  // namespace fib::reference_cuda::detail

@@ -582,7 +582,8 @@ class Sampling final : public Kernel {
 
 }  // namespace
 
-std::unique_ptr<Kernel> make_sampling() { return std::make_unique<Sampling>(); }
+// top_k, top_p, top_k_top_p.
+void add_sampling(KernelList& list) { list.push_back(std::make_unique<Sampling>()); }
 
 }  // namespace detail
 

@@ -24,21 +24,12 @@ struct RecipeEntry {
   std::string_view op_type;
   recipes::Recipe recipe;
 };
-// Every op type fib knows, with its structure-aware recipe; null where plain random values are
-// right (every input independent).
+// Every op type fib knows (fib/trace/op_types.def), with its structure-aware recipe; null where
+// plain random values are right (every input independent).
 constexpr RecipeEntry kRecipes[] = {
-    {"dsa_paged", recipes::dsa_paged},
-    {"gdn", recipes::gdn},
-    {"gemm", nullptr},
-    {"gqa_paged", recipes::gqa_paged},
-    {"gqa_ragged", recipes::gqa_ragged},
-    {"mamba_ssu", recipes::mamba_ssu},
-    {"mla_paged", recipes::mla_paged},
-    {"mla_ragged", recipes::mla_ragged},
-    {"moe", recipes::moe},
-    {"rmsnorm", nullptr},
-    {"rope", recipes::rope},
-    {"sampling", recipes::sampling},
+#define FIB_OP_TYPE(op, recipe, ...) \
+  {#op, FIB_OP_WHEN(recipe, recipes::op) FIB_OP_UNLESS(recipe, nullptr)},
+#include "fib/trace/op_types.def"
 };
 
 recipes::Recipe find_recipe(std::string_view op_type) {

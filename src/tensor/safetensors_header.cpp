@@ -79,187 +79,253 @@ std::string_view safetensors_code(DType t) {
   return "?";
 }
 
-std::optional<SafetensorsHeader> parse_safetensors_header(std::string_view prefix,
-                                                          std::uint64_t file_size,
-                                                          const std::string& file,
-                                                          Diagnostics& diag) {
-  auto fail = [&](std::string path, std::string msg) {
+namespace {
+
+// Reports one problem with the header of `file`.
+struct Reporter {
+  const std::string& file;
+  Diagnostics& diag;
+  void operator()(std::string path, std::string msg) const {
     diag.error(file, std::move(path), std::move(msg));
-    return std::nullopt;
-  };
+  }
+};
+
+// The header's JSON text (trailing padding spaces removed), after checking its 8-byte length
+// against the file and the limit; sets h's header and data sizes.
+std::optional<std::string_view> header_text(std::string_view prefix, std::uint64_t file_size,
+                                            const Reporter& fail, SafetensorsHeader& h) {
   if (file_size < 8 || prefix.size() < 8) {
-    return fail({}, fmt::format("not a safetensors file: {} bytes, shorter than the 8-byte header "
-                                "length",
-                                file_size));
+    fail({}, fmt::format("not a safetensors file: {} bytes, shorter than the 8-byte header "
+                         "length",
+                         file_size));
+    return std::nullopt;
   }
   std::uint64_t n = 0;
   for (int i = 7; i >= 0; --i)
     n = (n << 8) | static_cast<unsigned char>(prefix[static_cast<std::size_t>(i)]);
   if (n > kMaxSafetensorsHeaderBytes) {
-    return fail({}, fmt::format("header length {} exceeds the {} byte limit (corrupt or not a "
-                                "safetensors file)",
-                                n, kMaxSafetensorsHeaderBytes));
+    fail({}, fmt::format("header length {} exceeds the {} byte limit (corrupt or not a "
+                         "safetensors file)",
+                         n, kMaxSafetensorsHeaderBytes));
+    return std::nullopt;
   }
   if (n > file_size - 8) {
-    return fail(
-        {}, fmt::format("header length {} runs past the end of the {}-byte file", n, file_size));
+    fail({}, fmt::format("header length {} runs past the end of the {}-byte file", n, file_size));
+    return std::nullopt;
   }
   if (prefix.size() < 8 + n) {
-    return fail({}, "header is truncated");
+    fail({}, "header is truncated");
+    return std::nullopt;
   }
-  SafetensorsHeader h;
   h.header_bytes = n;
   h.data_bytes = file_size - 8 - n;
   std::string_view text = prefix.substr(8, static_cast<std::size_t>(n));
   // The format allows trailing spaces as padding.
   while (!text.empty() && text.back() == ' ') text.remove_suffix(1);
   if (text.empty() || text.front() != '{') {
-    return fail({}, "header does not start with '{'");
+    fail({}, "header does not start with '{'");
+    return std::nullopt;
   }
+  return text;
+}
+
+// The __metadata__ entry: an object of string -> string, into h.metadata.
+bool read_metadata(const std::string& name, const Json& v, const Reporter& fail,
+                   SafetensorsHeader& h) {
+  if (!v.is_object()) {
+    fail(JsonPath().key(name).str(), "__metadata__ must be an object of string -> string");
+    return false;
+  }
+  bool ok = true;
+  for (auto m = v.begin(); m != v.end(); ++m) {
+    if (!m.value().is_string()) {
+      fail(JsonPath().key(name).key(m.key()).str(), "metadata values must be strings");
+      ok = false;
+    } else {
+      h.metadata.emplace_back(m.key(), m.value().get<std::string>());
+    }
+  }
+  return ok;
+}
+
+// Whether a tensor entry holds only dtype, shape and data_offsets (each other field reported).
+bool known_fields_only(const Json& v, const std::string& where, const Reporter& fail) {
+  bool ok = true;
+  for (auto k = v.begin(); k != v.end(); ++k) {
+    if (k.key() != "dtype" && k.key() != "shape" && k.key() != "data_offsets") {
+      fail(where, fmt::format("unknown field '{}' in tensor entry", k.key()));
+      ok = false;
+    }
+  }
+  return ok;
+}
+
+// The entry's dtype code into e; null (reported) when missing or unknown.
+const CodeInfo* read_dtype(const Json& v, const std::string& where, const Reporter& fail,
+                           SafetensorsEntry& e) {
+  const auto dt = v.find("dtype");
+  if (dt == v.end() || !dt->is_string()) {
+    fail(where, "missing or non-string 'dtype'");
+    return nullptr;
+  }
+  e.dtype_code = dt->get<std::string>();
+  const CodeInfo* info = code_info(e.dtype_code);
+  if (info == nullptr) {
+    fail(where + ".dtype", fmt::format("unknown safetensors dtype '{}'", e.dtype_code));
+    return nullptr;
+  }
+  e.dtype = info->dtype;
+  return info;
+}
+
+// The entry's shape into e, and its element count; nullopt (reported) when a dimension is not
+// a non-negative integer or the count overflows.
+std::optional<std::uint64_t> read_shape(const Json& shape, const std::string& where,
+                                        const Reporter& fail, SafetensorsEntry& e) {
+  std::uint64_t numel = 1;
+  for (const auto& d : shape) {
+    if (!d.is_number_unsigned() && !(d.is_number_integer() && d.get<std::int64_t>() >= 0)) {
+      fail(where + ".shape", fmt::format("dimension {} is not a non-negative integer", d.dump()));
+      return std::nullopt;
+    }
+    const std::uint64_t dim = d.get<std::uint64_t>();
+    if (dim > static_cast<std::uint64_t>(INT64_MAX) || !checked_mul(numel, dim, numel)) {
+      fail(where + ".shape", "the element count overflows 64 bits");
+      return std::nullopt;
+    }
+    e.shape.push_back(static_cast<std::int64_t>(dim));
+  }
+  return numel;
+}
+
+// The entry's data_offsets into e, checked to lie inside the data section of `data_bytes`.
+bool read_offsets(const Json& v, const std::string& where, std::uint64_t data_bytes,
+                  const Reporter& fail, SafetensorsEntry& e) {
+  const auto off = v.find("data_offsets");
+  if (off == v.end() || !off->is_array() || off->size() != 2 || !(*off)[0].is_number_unsigned() ||
+      !(*off)[1].is_number_unsigned()) {
+    fail(where, "'data_offsets' must be [begin, end] with non-negative integers");
+    return false;
+  }
+  e.begin = (*off)[0].get<std::uint64_t>();
+  e.end = (*off)[1].get<std::uint64_t>();
+  if (e.begin > e.end) {
+    fail(where + ".data_offsets", fmt::format("begin {} is after end {}", e.begin, e.end));
+    return false;
+  }
+  if (e.end > data_bytes) {
+    fail(where + ".data_offsets",
+         fmt::format("end {} lies past the data section ({} bytes)", e.end, data_bytes));
+    return false;
+  }
+  return true;
+}
+
+// Whether the entry's data holds exactly its shape's elements of its dtype.
+bool size_matches(const SafetensorsEntry& e, const CodeInfo& info, std::uint64_t numel,
+                  const Json& shape, const std::string& where, const Reporter& fail) {
+  std::uint64_t bits = 0;
+  if (!checked_mul(numel, static_cast<std::uint64_t>(info.bits), bits)) {
+    fail(where, "the byte size overflows 64 bits");
+    return false;
+  }
+  const std::uint64_t bytes = bits / 8 + (bits % 8 ? 1 : 0);
+  if (e.end - e.begin != bytes) {
+    fail(where + ".data_offsets", fmt::format("holds {} bytes but shape {} of {} needs {}",
+                                              e.end - e.begin, shape.dump(), e.dtype_code, bytes));
+    return false;
+  }
+  return true;
+}
+
+// One tensor entry {dtype, shape, data_offsets}; nullopt when any check fails (each reported,
+// in the order above).
+std::optional<SafetensorsEntry> read_entry(const std::string& name, const Json& v,
+                                           std::uint64_t data_bytes, const Reporter& fail) {
+  const std::string where = JsonPath().key(name).str();
+  if (!v.is_object()) {
+    fail(where,
+         fmt::format("expected an object {{dtype, shape, data_offsets}}, found {}", json_kind(v)));
+    return std::nullopt;
+  }
+  const bool fields_ok = known_fields_only(v, where, fail);
+  SafetensorsEntry e;
+  e.name = name;
+  const CodeInfo* info = read_dtype(v, where, fail, e);
+  if (info == nullptr) return std::nullopt;
+  const auto sh = v.find("shape");
+  if (sh == v.end() || !sh->is_array()) {
+    fail(where, "missing or non-array 'shape'");
+    return std::nullopt;
+  }
+  const auto numel = read_shape(*sh, where, fail, e);
+  if (!numel || !read_offsets(v, where, data_bytes, fail, e) ||
+      !size_matches(e, *info, *numel, *sh, where, fail) || !fields_ok) {
+    return std::nullopt;
+  }
+  return e;
+}
+
+// Whether the entries tile the data section: no overlaps, no holes.
+bool tiles_data_section(const SafetensorsHeader& h, const Reporter& fail) {
+  std::vector<const SafetensorsEntry*> sorted;
+  for (const auto& t : h.tensors) sorted.push_back(&t);
+  std::sort(sorted.begin(), sorted.end(), [](auto* a, auto* b) {
+    return a->begin != b->begin ? a->begin < b->begin : a->end < b->end;
+  });
+  bool ok = true;
+  std::uint64_t pos = 0;
+  for (const auto* t : sorted) {
+    if (t->begin < pos) {
+      fail(JsonPath().key(t->name).str(),
+           fmt::format("data [{}, {}) overlaps another tensor", t->begin, t->end));
+      ok = false;
+    } else if (t->begin > pos) {
+      fail(JsonPath().key(t->name).str(),
+           fmt::format("bytes [{}, {}) before it belong to no tensor", pos, t->begin));
+      ok = false;
+    }
+    pos = std::max(pos, t->end);
+  }
+  if (ok && pos != h.data_bytes) {
+    fail({}, fmt::format("the last {} bytes of the data section belong to no tensor",
+                         h.data_bytes - pos));
+    ok = false;
+  }
+  return ok;
+}
+
+}  // namespace
+
+std::optional<SafetensorsHeader> parse_safetensors_header(std::string_view prefix,
+                                                          std::uint64_t file_size,
+                                                          const std::string& file,
+                                                          Diagnostics& diag) {
+  const Reporter fail{file, diag};
+  SafetensorsHeader h;
+  const auto text = header_text(prefix, file_size, fail, h);
+  if (!text) return std::nullopt;
   Diagnostics parse_diag;
-  auto j = parse_json(text, file + " (header)", parse_diag);
+  auto j = parse_json(*text, file + " (header)", parse_diag);
   if (!j) {
     diag.append(parse_diag);
     return std::nullopt;
   }
-  if (!j->is_object()) return fail("$", "header is not a JSON object");
+  if (!j->is_object()) {
+    fail("$", "header is not a JSON object");
+    return std::nullopt;
+  }
   bool ok = true;
   for (auto it = j->begin(); it != j->end(); ++it) {
-    const std::string& name = it.key();
-    const std::string where = JsonPath().key(name).str();
-    const Json& v = it.value();
-    if (name == "__metadata__") {
-      if (!v.is_object()) {
-        fail(where, "__metadata__ must be an object of string -> string");
-        ok = false;
-        continue;
-      }
-      for (auto m = v.begin(); m != v.end(); ++m) {
-        if (!m.value().is_string()) {
-          fail(JsonPath().key(name).key(m.key()).str(), "metadata values must be strings");
-          ok = false;
-        } else {
-          h.metadata.emplace_back(m.key(), m.value().get<std::string>());
-        }
-      }
-      continue;
-    }
-    if (!v.is_object()) {
-      fail(where, fmt::format("expected an object {{dtype, shape, data_offsets}}, found {}",
-                              json_kind(v)));
-      ok = false;
-      continue;
-    }
-    SafetensorsEntry e;
-    e.name = name;
-    const auto dt = v.find("dtype");
-    const auto sh = v.find("shape");
-    const auto off = v.find("data_offsets");
-    for (auto k = v.begin(); k != v.end(); ++k) {
-      if (k.key() != "dtype" && k.key() != "shape" && k.key() != "data_offsets") {
-        fail(where, fmt::format("unknown field '{}' in tensor entry", k.key()));
-        ok = false;
-      }
-    }
-    if (dt == v.end() || !dt->is_string()) {
-      fail(where, "missing or non-string 'dtype'");
-      ok = false;
-      continue;
-    }
-    e.dtype_code = dt->get<std::string>();
-    const CodeInfo* info = code_info(e.dtype_code);
-    if (info == nullptr) {
-      fail(where + ".dtype", fmt::format("unknown safetensors dtype '{}'", e.dtype_code));
-      ok = false;
-      continue;
-    }
-    e.dtype = info->dtype;
-    if (sh == v.end() || !sh->is_array()) {
-      fail(where, "missing or non-array 'shape'");
-      ok = false;
-      continue;
-    }
-    std::uint64_t numel = 1;
-    bool shape_ok = true;
-    for (const auto& d : *sh) {
-      if (!d.is_number_unsigned() && !(d.is_number_integer() && d.get<std::int64_t>() >= 0)) {
-        fail(where + ".shape", fmt::format("dimension {} is not a non-negative integer", d.dump()));
-        shape_ok = false;
-        break;
-      }
-      const std::uint64_t dim = d.get<std::uint64_t>();
-      if (dim > static_cast<std::uint64_t>(INT64_MAX) || !checked_mul(numel, dim, numel)) {
-        fail(where + ".shape", "the element count overflows 64 bits");
-        shape_ok = false;
-        break;
-      }
-      e.shape.push_back(static_cast<std::int64_t>(dim));
-    }
-    if (!shape_ok) {
-      ok = false;
-      continue;
-    }
-    if (off == v.end() || !off->is_array() || off->size() != 2 || !(*off)[0].is_number_unsigned() ||
-        !(*off)[1].is_number_unsigned()) {
-      fail(where, "'data_offsets' must be [begin, end] with non-negative integers");
-      ok = false;
-      continue;
-    }
-    e.begin = (*off)[0].get<std::uint64_t>();
-    e.end = (*off)[1].get<std::uint64_t>();
-    if (e.begin > e.end) {
-      fail(where + ".data_offsets", fmt::format("begin {} is after end {}", e.begin, e.end));
-      ok = false;
-      continue;
-    }
-    if (e.end > h.data_bytes) {
-      fail(where + ".data_offsets",
-           fmt::format("end {} lies past the data section ({} bytes)", e.end, h.data_bytes));
-      ok = false;
-      continue;
-    }
-    std::uint64_t bits = 0, bytes = 0;
-    if (!checked_mul(numel, static_cast<std::uint64_t>(info->bits), bits)) {
-      fail(where, "the byte size overflows 64 bits");
-      ok = false;
-      continue;
-    }
-    bytes = bits / 8 + (bits % 8 ? 1 : 0);
-    if (e.end - e.begin != bytes) {
-      fail(where + ".data_offsets", fmt::format("holds {} bytes but shape {} of {} needs {}",
-                                                e.end - e.begin, sh->dump(), e.dtype_code, bytes));
-      ok = false;
-      continue;
-    }
-    h.tensors.push_back(std::move(e));
-  }
-  if (ok) {
-    // Entries must tile the data section: no overlaps, no holes.
-    std::vector<const SafetensorsEntry*> sorted;
-    for (const auto& t : h.tensors) sorted.push_back(&t);
-    std::sort(sorted.begin(), sorted.end(), [](auto* a, auto* b) {
-      return a->begin != b->begin ? a->begin < b->begin : a->end < b->end;
-    });
-    std::uint64_t pos = 0;
-    for (const auto* t : sorted) {
-      if (t->begin < pos) {
-        fail(JsonPath().key(t->name).str(),
-             fmt::format("data [{}, {}) overlaps another tensor", t->begin, t->end));
-        ok = false;
-      } else if (t->begin > pos) {
-        fail(JsonPath().key(t->name).str(),
-             fmt::format("bytes [{}, {}) before it belong to no tensor", pos, t->begin));
-        ok = false;
-      }
-      pos = std::max(pos, t->end);
-    }
-    if (ok && pos != h.data_bytes) {
-      fail({}, fmt::format("the last {} bytes of the data section belong to no tensor",
-                           h.data_bytes - pos));
+    if (it.key() == "__metadata__") {
+      ok = read_metadata(it.key(), it.value(), fail, h) && ok;
+    } else if (auto e = read_entry(it.key(), it.value(), h.data_bytes, fail)) {
+      h.tensors.push_back(std::move(*e));
+    } else {
       ok = false;
     }
   }
-  if (!ok) return std::nullopt;
+  if (!ok || !tiles_data_section(h, fail)) return std::nullopt;
   return h;
 }
 

@@ -13,6 +13,7 @@
 
 #include "fib/onboard/generators.h"
 #include "fib/tensor/inputs.h"
+#include "fib/trace/op_types.h"
 
 namespace fib::bench {
 namespace {
@@ -75,6 +76,27 @@ TEST(OpFamily, EveryOnboardedOpTypeHasAnInputRecipeAndAPolicy) {
   for (const OpFamily* f : op_families()) {
     EXPECT_NE(std::find(ops.begin(), ops.end(), f->op_type), ops.end()) << f->op_type;
   }
+}
+
+TEST(OpFamily, EveryRegistryCoversExactlyTheList) {
+  const std::vector<std::string> listed(std::begin(kOpTypes), std::end(kOpTypes));
+  EXPECT_EQ(onboard::generated_op_types(), listed);
+  std::vector<std::string> families;
+  for (const OpFamily* f : op_families()) families.emplace_back(f->op_type);
+  EXPECT_EQ(families, listed);
+  for (const std::string& op : listed) EXPECT_TRUE(has_input_recipe(op)) << op;
+  EXPECT_FALSE(has_input_recipe("fused_moe"));
+  // The native references, by their kernels' ids ("moe", "dsa_paged.topk_indexer").
+  std::vector<std::string> with_reference;
+#define FIB_OP_TYPE(op, recipe, family, ref, ...) \
+  FIB_OP_WHEN(ref, with_reference.emplace_back(#op);)
+#include "fib/trace/op_types.def"
+  std::vector<std::string> referenced;
+  for (const auto& k : reference::kernels()) {
+    const std::string op(k->id().substr(0, k->id().find('.')));
+    if (referenced.empty() || referenced.back() != op) referenced.push_back(op);
+  }
+  EXPECT_EQ(referenced, with_reference);
 }
 
 TEST(OpFamily, FoundByOpTypeNotByName) {

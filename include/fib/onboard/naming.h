@@ -11,7 +11,8 @@
 
 namespace fib::onboard {
 
-// The name of the definition a kernel spec generates.
+// The name of the definition a kernel spec generates (each op type's beside its generator,
+// src/onboard/generators/<op_type>.cpp).
 std::string definition_name(const KernelSpec& k);
 
 // "rope_with_cos_sin_cache_neox_style" / "..._gptj_style".

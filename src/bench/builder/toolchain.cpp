@@ -387,155 +387,147 @@ static void use_tvm_ffi(Toolchain& tc) {
 }
 #endif
 
-std::optional<Toolchain> select_toolchain(const Solution& s, const BuildOptions& o,
-                                          std::string* unsupported, std::string* error) {
-  std::string ignored_u, ignored_e;
-  if (unsupported == nullptr) unsupported = &ignored_u;
-  if (error == nullptr) error = &ignored_e;
-  const std::string& language = s.spec.language;
-  const std::string binding = s.spec.binding_or_default();
-  // Support is decided before any compiler is looked for: an unsupported solution is skipped
-  // whatever the machine has.
+namespace {
+
+// Why fib's toolchains do not build a solution of this language and binding ("unsupported:
+// ..."), or empty when they do.
+std::string unsupported_reason(const std::string& language, const std::string& binding) {
   if (language != "cpp" && language != "cuda") {
-    *unsupported = fmt::format(
+    return fmt::format(
         "unsupported: language '{}' (fib compiles 'cpp' and 'cuda'; 'python', 'triton' and "
         "'tilelang' run in the Python runtime, which build_solution stages them for)",
         language);
-    return std::nullopt;
   }
   if (binding == "torch") {
-    *unsupported = fmt::format(
+    return fmt::format(
         "unsupported: binding 'torch' (a PyTorch extension) is built by torch.utils.cpp_extension "
         "in the Python runtime (build_solution), not by a toolchain of fib's");
-    return std::nullopt;
   }
   if (binding != "fib" && binding != "tvm-ffi") {
-    *unsupported = fmt::format(
+    return fmt::format(
         "unsupported: binding '{}' for language '{}' (fib builds bindings 'tvm-ffi' and 'fib')",
         binding, language);
-    return std::nullopt;
   }
 #ifndef FIB_HAVE_TVM_FFI
   if (binding == "tvm-ffi") {
-    *unsupported =
-        "unsupported: binding 'tvm-ffi' needs the apache-tvm-ffi package, which was not found "
-        "when this fib was built (scripts/install-deps.sh installs it)";
-    return std::nullopt;
+    return "unsupported: binding 'tvm-ffi' needs the apache-tvm-ffi package, which was not found "
+           "when this fib was built (scripts/install-deps.sh installs it)";
   }
 #endif
-  const bool cuda = language == "cuda";
-  const bool gpu = solution_targets_gpu(s);
-  std::vector<std::string> archs;
-  if (cuda) {  // before the compilers: the cheapest thing to be missing, and the likeliest
-    auto found = cuda_architectures(o, error);
-    if (!found) return std::nullopt;
-    archs = std::move(*found);
-  }
-  auto spec_of = [](const std::string& given, const char* env, const char* fallback) {
-    if (!given.empty()) return given;
-    const char* v = std::getenv(env);
-    return std::string(v != nullptr && *v != '\0' ? v : fallback);
-  };
-  Toolchain tc;
-  tc.id = "host-cpp";
-  tc.target = host_target();
-  tc.header_extensions = {".h", ".hh", ".hpp", ".hxx", ".cuh", ".inc", ".inl", ".ipp", ".tpp"};
-  std::string why;
-  const std::string cxx_spec = spec_of(o.cxx, "CXX", "c++");
-  auto cxx = find_compiler(cxx_spec, &why);
-  if (!cxx) {
-    *error = "C++ compiler: " + why + " (set CXX)";
-    return std::nullopt;
-  }
-  // A solution naming CUDA libraries (cublas, cudnn, cutlass) needs the toolkit they sit beside.
+  return {};
+}
+
+// The compiler given by an option, else by the environment variable, else the fallback.
+std::string compiler_spec(const std::string& given, const char* env, const char* fallback) {
+  if (!given.empty()) return given;
+  const char* v = std::getenv(env);
+  return std::string(v != nullptr && *v != '\0' ? v : fallback);
+}
+
+// A solution that runs on a GPU or names CUDA libraries (cublas, cudnn, cutlass) needs the
+// toolkit they sit beside: finds it and the libraries' flags (naming them in tc's target).
+// False, with *error or *unsupported said, when either is missing.
+bool find_cuda_support(const Solution& s, const BuildOptions& o, Toolchain& tc,
+                       std::optional<CudaToolkit>* toolkit, detail::DependencyFlags* deps,
+                       std::string* unsupported, std::string* error) {
   const bool cuda_libraries = std::any_of(s.spec.dependencies.begin(), s.spec.dependencies.end(),
                                           detail::names_cuda_library);
-  std::optional<CudaToolkit> toolkit;
-  detail::DependencyFlags deps;
-  if (gpu || cuda_libraries) {
-    toolkit = find_cuda_toolkit(o, error);
-    if (!toolkit) return std::nullopt;
-    auto found = detail::cuda_library_flags(s.spec.dependencies, toolkit->include_dir,
-                                            toolkit->lib_dir, unsupported);
-    if (!found) return std::nullopt;
-    deps = std::move(*found);
-    if (!deps.found.empty()) tc.target += fmt::format("; with {}", fmt::join(deps.found, ", "));
-  }
-  // Relative include paths: commands run in the entry's src/ folder, so diagnostics name the
-  // sources as the solution does and the entry stays valid after it is renamed into place.
+  if (!solution_targets_gpu(s) && !cuda_libraries) return true;
+  *toolkit = find_cuda_toolkit(o, error);
+  if (!*toolkit) return false;
+  auto found = detail::cuda_library_flags(s.spec.dependencies, (*toolkit)->include_dir,
+                                          (*toolkit)->lib_dir, unsupported);
+  if (!found) return false;
+  *deps = std::move(*found);
+  if (!deps->found.empty()) tc.target += fmt::format("; with {}", fmt::join(deps->found, ", "));
+  return true;
+}
+
+// The flags every host step compiles with. Relative include paths: commands run in the entry's
+// src/ folder, so diagnostics name the sources as the solution does and the entry stays valid
+// after it is renamed into place.
+std::vector<std::string> common_flags(const std::optional<CudaToolkit>& toolkit,
+                                      const detail::DependencyFlags& deps) {
   std::vector<std::string> common = {
       "-O3", "-march=native", "-fPIC", "-pthread", "-fvisibility=hidden", "-I../include", "-I."};
   if (toolkit) common.push_back("-I" + toolkit->include_dir.string());  // cuda_runtime.h
   common.insert(common.end(), deps.compile.begin(), deps.compile.end());
-  CompileStep cpp{"c++", {".cpp", ".cc", ".cxx"}, *cxx, {"-std=c++17"}};
+  return common;
+}
+
+bool has_c_sources(const Solution& s) {
+  return std::any_of(s.sources.begin(), s.sources.end(), [](const auto& src) {
+    return src.path.size() > 2 && src.path.substr(src.path.size() - 2) == ".c";
+  });
+}
+
+// The C++ step, and the C step when the solution has C sources (the C compiler joins the key
+// only then); false, with *error said, when the C compiler is missing.
+bool add_host_steps(const Solution& s, const BuildOptions& o, const Compiler& cxx,
+                    const std::vector<std::string>& common, Toolchain& tc, std::string* error) {
+  CompileStep cpp{"c++", {".cpp", ".cc", ".cxx"}, cxx, {"-std=c++17"}};
   cpp.flags.insert(cpp.flags.end(), common.begin(), common.end());
   cpp.flags.insert(cpp.flags.end(), o.extra_flags.begin(), o.extra_flags.end());
   tc.steps.push_back(std::move(cpp));
-  bool has_c = false;
-  for (const auto& src : s.sources) {
-    has_c = has_c || (src.path.size() > 2 && src.path.substr(src.path.size() - 2) == ".c");
+  if (!has_c_sources(s)) return true;
+  std::string why;
+  auto cc = find_compiler(compiler_spec(o.cc, "CC", "cc"), &why);
+  if (!cc) {
+    *error = "C compiler: " + why + " (set CC)";
+    return false;
   }
-  if (has_c) {  // the C compiler joins the key only when a solution has C sources
-    auto cc = find_compiler(spec_of(o.cc, "CC", "cc"), &why);
-    if (!cc) {
-      *error = "C compiler: " + why + " (set CC)";
-      return std::nullopt;
-    }
-    CompileStep c{"c", {".c"}, *cc, {"-std=c11"}};
-    c.flags.insert(c.flags.end(), common.begin(), common.end());
-    c.flags.insert(c.flags.end(), o.extra_flags.begin(), o.extra_flags.end());
-    tc.steps.push_back(std::move(c));
-  }
-  tc.linker = *cxx;
+  CompileStep c{"c", {".c"}, *cc, {"-std=c11"}};
+  c.flags.insert(c.flags.end(), common.begin(), common.end());
+  c.flags.insert(c.flags.end(), o.extra_flags.begin(), o.extra_flags.end());
+  tc.steps.push_back(std::move(c));
+  return true;
+}
+
+// The link flags before tvm-ffi's and the user's.
+void add_link_flags(Toolchain& tc, const std::optional<CudaToolkit>& toolkit,
+                    const detail::DependencyFlags& deps) {
   // Full RELRO and immediate binding: the solution's GOT is read-only once loaded, so rewriting
   // an entry takes an explicit mprotect (the parent's timer cross-check covers that case).
   tc.link_flags = {"-Wl,--no-undefined", "-Wl,-z,relro,-z,now", "-lm", "-pthread"};
-  if (toolkit) {
-    const std::string lib = toolkit->lib_dir.string();
-    // The shared runtime, found at run time through the RUNPATH; cuBLAS only when the solution
-    // calls it (--as-needed drops an unused library from the shared object's dependencies).
-    tc.link_flags.insert(tc.link_flags.end(),
-                         {"-L" + lib, "-Wl,-rpath," + lib, "-lcudart", "-Wl,--as-needed",
-                          "-lcublas", "-Wl,--no-as-needed"});
-    // The driver API (cuTensorMapEncodeTiled for TMA, cuLaunchKernelEx, ...), which upstream
-    // links for every CUDA solution: against the toolkit's stub (the driver's libcuda.so.1 is
-    // loaded at run time), a dependency only of solutions that call it.
-    const fs::path stubs = toolkit->lib_dir / "stubs";
-    std::error_code ec;
-    if (fs::exists(stubs / "libcuda.so", ec)) {
-      tc.link_flags.insert(tc.link_flags.end(), {"-L" + stubs.string(), "-Wl,--as-needed", "-lcuda",
-                                                 "-Wl,--no-as-needed"});
-    }
-    tc.link_flags.insert(tc.link_flags.end(), deps.link.begin(), deps.link.end());
+  if (!toolkit) return;
+  const std::string lib = toolkit->lib_dir.string();
+  // The shared runtime, found at run time through the RUNPATH; cuBLAS only when the solution
+  // calls it (--as-needed drops an unused library from the shared object's dependencies).
+  tc.link_flags.insert(tc.link_flags.end(), {"-L" + lib, "-Wl,-rpath," + lib, "-lcudart",
+                                             "-Wl,--as-needed", "-lcublas", "-Wl,--no-as-needed"});
+  // The driver API (cuTensorMapEncodeTiled for TMA, cuLaunchKernelEx, ...), which upstream
+  // links for every CUDA solution: against the toolkit's stub (the driver's libcuda.so.1 is
+  // loaded at run time), a dependency only of solutions that call it.
+  const fs::path stubs = toolkit->lib_dir / "stubs";
+  std::error_code ec;
+  if (fs::exists(stubs / "libcuda.so", ec)) {
+    tc.link_flags.insert(tc.link_flags.end(), {"-L" + stubs.string(), "-Wl,--as-needed", "-lcuda",
+                                               "-Wl,--no-as-needed"});
   }
-#ifdef FIB_HAVE_TVM_FFI
-  if (binding == "tvm-ffi") use_tvm_ffi(tc);
-#endif
-  tc.link_flags.insert(tc.link_flags.end(), o.extra_ldflags.begin(), o.extra_ldflags.end());
-  if (!toolkit) return tc;
+  tc.link_flags.insert(tc.link_flags.end(), deps.link.begin(), deps.link.end());
+}
 
-  if (!cuda) {  // C++ calling the CUDA runtime: no device code, so no architectures
-    tc.id = "host-cpp-cuda";
-    tc.target = fmt::format("{}; CUDA toolkit {} ({})", tc.target, toolkit->root.string(),
-                            toolkit->nvcc.version);
-    return tc;
-  }
+// The nvcc step, first of the steps, for the architectures `archs`; false, with *error said,
+// when the C++ compiler cannot be nvcc's host compiler.
+bool add_nvcc_step(const BuildOptions& o, const Compiler& cxx, const std::string& cxx_spec,
+                   const CudaToolkit& toolkit, const std::vector<std::string>& archs,
+                   const detail::DependencyFlags& deps, Toolchain& tc, std::string* error) {
   // nvcc compiles host code with -ccbin, a single program: the C++ compiler whose identity is
   // in the key must be the one it runs, so a launcher such as "ccache g++" cannot be used. It
   // gets the path as found, not as resolved: a compiler reached through a symlink may act by
   // its name (clang++ -> clang, a ccache masquerade link -> ccache); both are in the key.
-  if (cxx->command.size() != 1) {
+  if (cxx.command.size() != 1) {
     *error = fmt::format(
         "C++ compiler '{}' is a command of several words, but nvcc's host compiler (-ccbin) is "
         "one program (set CXX to the compiler's path for CUDA builds)",
         cxx_spec);
-    return std::nullopt;
+    return false;
   }
   tc.id = "cuda";
   std::vector<std::string> sm;
   for (const auto& a : archs) sm.push_back("sm_" + a);
   tc.target = fmt::format("{} (nvcc); host {}", fmt::join(sm, ", "), tc.target);
-  CompileStep nvcc{"cuda", {".cu"}, toolkit->nvcc, {"-ccbin", cxx->command.front()}};
+  CompileStep nvcc{"cuda", {".cu"}, toolkit.nvcc, {"-ccbin", cxx.command.front()}};
   nvcc.flags.insert(nvcc.flags.end(), {"-std=c++17", "-O3"});
   for (const auto& a : archs) {
     nvcc.flags.push_back(fmt::format("-gencode=arch=compute_{0},code=sm_{0}", a));
@@ -548,6 +540,63 @@ std::optional<Toolchain> select_toolchain(const Solution& s, const BuildOptions&
 #endif
   nvcc.flags.insert(nvcc.flags.end(), o.extra_flags.begin(), o.extra_flags.end());
   tc.steps.insert(tc.steps.begin(), std::move(nvcc));
+  return true;
+}
+
+}  // namespace
+
+std::optional<Toolchain> select_toolchain(const Solution& s, const BuildOptions& o,
+                                          std::string* unsupported, std::string* error) {
+  std::string ignored_u, ignored_e;
+  if (unsupported == nullptr) unsupported = &ignored_u;
+  if (error == nullptr) error = &ignored_e;
+  const std::string& language = s.spec.language;
+  const std::string binding = s.spec.binding_or_default();
+  // Support is decided before any compiler is looked for: an unsupported solution is skipped
+  // whatever the machine has.
+  if (std::string reason = unsupported_reason(language, binding); !reason.empty()) {
+    *unsupported = std::move(reason);
+    return std::nullopt;
+  }
+  const bool cuda = language == "cuda";
+  std::vector<std::string> archs;
+  if (cuda) {  // before the compilers: the cheapest thing to be missing, and the likeliest
+    auto found = cuda_architectures(o, error);
+    if (!found) return std::nullopt;
+    archs = std::move(*found);
+  }
+  Toolchain tc;
+  tc.id = "host-cpp";
+  tc.target = host_target();
+  tc.header_extensions = {".h", ".hh", ".hpp", ".hxx", ".cuh", ".inc", ".inl", ".ipp", ".tpp"};
+  std::string why;
+  const std::string cxx_spec = compiler_spec(o.cxx, "CXX", "c++");
+  auto cxx = find_compiler(cxx_spec, &why);
+  if (!cxx) {
+    *error = "C++ compiler: " + why + " (set CXX)";
+    return std::nullopt;
+  }
+  std::optional<CudaToolkit> toolkit;
+  detail::DependencyFlags deps;
+  if (!find_cuda_support(s, o, tc, &toolkit, &deps, unsupported, error) ||
+      !add_host_steps(s, o, *cxx, common_flags(toolkit, deps), tc, error)) {
+    return std::nullopt;
+  }
+  tc.linker = *cxx;
+  add_link_flags(tc, toolkit, deps);
+#ifdef FIB_HAVE_TVM_FFI
+  if (binding == "tvm-ffi") use_tvm_ffi(tc);
+#endif
+  tc.link_flags.insert(tc.link_flags.end(), o.extra_ldflags.begin(), o.extra_ldflags.end());
+  if (!toolkit) return tc;
+
+  if (!cuda) {  // C++ calling the CUDA runtime: no device code, so no architectures
+    tc.id = "host-cpp-cuda";
+    tc.target = fmt::format("{}; CUDA toolkit {} ({})", tc.target, toolkit->root.string(),
+                            toolkit->nvcc.version);
+    return tc;
+  }
+  if (!add_nvcc_step(o, *cxx, cxx_spec, *toolkit, archs, deps, tc, error)) return std::nullopt;
   return tc;
 }
 

@@ -1,9 +1,9 @@
-// The registry of op families (families/<op_type>.cpp hold the entries), the rules entries share,
-// and the calls the run and the workers make through it.
+// The registry of op families (one entry per op type of fib/trace/op_types.def: its own in
+// families/<op_type>.cpp, or the default family defined here), the rules entries share, and the
+// calls the run and the workers make through it.
 #include "fib/bench/eval/op_family.h"
 
 #include <algorithm>
-#include <array>
 
 #include "families/families.h"
 
@@ -28,6 +28,18 @@ std::optional<double> whole_input_bytes(const Definition& def, const AxisValues&
   return bytes;
 }
 
+// The default family of the op types op_types.def gives none of their own: elementwise within
+// the default tolerances, no built-in eval layer, no roofline demand (op_types.def says why for
+// each).
+#define FIB_OP_TYPE(op, recipe, family, ...)                                                \
+  FIB_OP_UNLESS(                                                                            \
+      family, const OpFamily& op() {                                                        \
+        static const OpFamily f{                                                            \
+            .op_type = #op, .policy = elementwise_policy, .builtin_eval = no_builtin_eval}; \
+        return f;                                                                           \
+      })
+#include "fib/trace/op_types.def"
+
 namespace {
 // Op types fib does not know: elementwise, the defaults, no roofline demand.
 const OpFamily& unknown() {
@@ -40,16 +52,11 @@ const OpFamily& unknown() {
 }  // namespace families
 
 std::span<const OpFamily* const> op_families() {
-  static const std::array<const OpFamily*, 12> list = [] {
-    std::array<const OpFamily*, 12> l = {
-        &families::dsa_paged(), &families::gdn(),        &families::gemm(),
-        &families::gqa_paged(), &families::gqa_ragged(), &families::mamba_ssu(),
-        &families::mla_paged(), &families::mla_ragged(), &families::moe(),
-        &families::rmsnorm(),   &families::rope(),       &families::sampling()};
-    std::sort(l.begin(), l.end(),
-              [](const OpFamily* a, const OpFamily* b) { return a->op_type < b->op_type; });
-    return l;
-  }();
+  // In op_types.def's order, which is op_type order.
+  static const OpFamily* const list[] = {
+#define FIB_OP_TYPE(op, ...) &families::op(),
+#include "fib/trace/op_types.def"
+  };
   return list;
 }
 

@@ -98,7 +98,17 @@ std::optional<Family> family_from_architecture(std::string_view architecture) {
   return std::nullopt;
 }
 
-void read_common(ConfigFields& f, Family family, ModelConfig& cfg) {
+namespace {
+
+// Families whose attention is MLA: their head dims come from qk_nope_head_dim +
+// qk_rope_head_dim (read_deepseek).
+bool uses_mla(Family family) {
+  return family == Family::kDeepseekV2 || family == Family::kDeepseekV3 ||
+         family == Family::kDeepseekV32 || family == Family::kKimiK2;
+}
+
+// The model's sizes and head counts.
+void read_sizes(ConfigFields& f, Family family, ModelConfig& cfg) {
   if (auto v = required(f, {"hidden_size", "d_model", "n_embd"})) cfg.hidden_size = *v;
   if (auto v = required(f, {"num_hidden_layers", "num_layers", "n_layer"})) cfg.num_layers = *v;
   if (family == Family::kGemma3) {
@@ -118,11 +128,12 @@ void read_common(ConfigFields& f, Family family, ModelConfig& cfg) {
     cfg.num_kv_heads = cfg.num_heads;
     f.note("num_key_value_heads: absent, multi-head attention (one KV head per query head)");
   }
-  const bool mla = family == Family::kDeepseekV2 || family == Family::kDeepseekV3 ||
-                   family == Family::kDeepseekV32 || family == Family::kKimiK2;
-  if (mla) {
-    // MLA head dims come from qk_nope_head_dim + qk_rope_head_dim (read_deepseek).
-  } else if (auto hd = f.integer({"head_dim", "attention_head_dim", "kv_channels"})) {
+}
+
+// head_dim: given, the family's, or hidden_size / num_attention_heads (none for MLA).
+void read_head_dim(ConfigFields& f, Family family, ModelConfig& cfg) {
+  if (uses_mla(family)) return;
+  if (auto hd = f.integer({"head_dim", "attention_head_dim", "kv_channels"})) {
     if (*hd <= 0) f.error("head_dim", fmt::format("head_dim must be positive, found {}", *hd));
     cfg.head_dim = *hd;
   } else if (family == Family::kQwen3 || family == Family::kQwen3Moe) {
@@ -142,6 +153,10 @@ void read_common(ConfigFields& f, Family family, ModelConfig& cfg) {
                         "num_attention_heads ({})",
                         cfg.hidden_size, cfg.num_heads));
   }
+}
+
+// Query heads must be a multiple of KV heads.
+void check_head_counts(ConfigFields& f, const ModelConfig& cfg) {
   if (cfg.num_kv_heads > cfg.num_heads && cfg.num_heads > 0) {
     f.error("num_key_value_heads",
             fmt::format("num_key_value_heads ({}) exceeds num_attention_heads ({})",
@@ -151,7 +166,10 @@ void read_common(ConfigFields& f, Family family, ModelConfig& cfg) {
                                                "num_key_value_heads ({})",
                                                cfg.num_heads, cfg.num_kv_heads));
   }
+}
 
+// The norm's epsilon, the MLP's activation and gating, tied embeddings, attention bias.
+void read_norm_and_mlp(ConfigFields& f, Family family, ModelConfig& cfg) {
   const double eps_default = 1e-6;
   cfg.norm_eps =
       f.number_or({"rms_norm_eps", "layer_norm_epsilon", "norm_eps", "layernorm_epsilon"},
@@ -169,49 +187,54 @@ void read_common(ConfigFields& f, Family family, ModelConfig& cfg) {
   cfg.gated_mlp = cfg.activation != Activation::kRelu2;
   cfg.tie_word_embeddings = f.boolean_or({"tie_word_embeddings"}, family == Family::kGemma3, {});
   cfg.attention_bias = f.boolean_or({"attention_bias", "qkv_bias"}, family == Family::kGptOss, {});
+}
 
-  // Nemotron-H attention uses no positional embedding.
-  if (family == Family::kNemotronH) return;
-  // RoPE: theta and scaling live at the top level or (newer transformers) in rope_parameters.
-  RopeConfig rope;
-  const Json* params = f.value({"rope_parameters"});
-  if (params && !params->is_object()) {
-    f.error("rope_parameters", fmt::format("expected an object, found {}", json_kind(*params)));
-    params = nullptr;
-  }
-  auto param = [&](const char* key) -> const Json* {
-    return params ? member(*params, key) : nullptr;
-  };
+// A member of rope_parameters (null when there are none).
+const Json* rope_param(const Json* params, const char* key) {
+  return params ? member(*params, key) : nullptr;
+}
+
+// rope_theta: at the top level or in rope_parameters (both given: they must agree), else the
+// family's default.
+double read_rope_theta(ConfigFields& f, Family family, const Json* params) {
   if (auto theta = f.number({"rope_theta"})) {
-    rope.theta = *theta;
-    if (const Json* p = param("rope_theta"); p && p->is_number() && p->get<double>() != *theta) {
+    if (const Json* p = rope_param(params, "rope_theta");
+        p && p->is_number() && p->get<double>() != *theta) {
       f.error(
           "rope_theta",
           fmt::format("contradictory values: rope_theta = {} but rope_parameters.rope_theta = {}",
                       *theta, json_preview(*p)));
     }
-  } else if (const Json* p = param("rope_theta"); p && p->is_number()) {
-    rope.theta = p->get<double>();
-  } else {
-    const double def = family == Family::kGemma3 ? 1e6 : 10000.0;
-    rope.theta = def;
-    f.note(fmt::format("rope_theta: absent, using {:g}", def));
+    return *theta;
   }
+  if (const Json* p = rope_param(params, "rope_theta"); p && p->is_number()) {
+    return p->get<double>();
+  }
+  const double def = family == Family::kGemma3 ? 1e6 : 10000.0;
+  f.note(fmt::format("rope_theta: absent, using {:g}", def));
+  return def;
+}
+
+// The scaling type and factor, from rope_scaling or else rope_parameters.
+void read_rope_scaling(ConfigFields& f, const Json* params, RopeConfig& rope) {
   const Json* scaling = f.value({"rope_scaling"});
   if (!scaling) scaling = params;
-  if (scaling && scaling->is_object()) {
-    auto get = [&](const char* key) -> const Json* { return member(*scaling, key); };
-    const Json* type = get("rope_type");
-    if (!type) type = get("type");
-    if (type && type->is_string() && type->get<std::string>() != "default")
-      rope.scaling = type->get<std::string>();
-    if (const Json* factor = get("factor"); factor && factor->is_number())
-      rope.factor = factor->get<double>();
-  }
-  rope.rotary_dim = cfg.head_dim;
+  if (!scaling || !scaling->is_object()) return;
+  auto get = [&](const char* key) -> const Json* { return member(*scaling, key); };
+  const Json* type = get("rope_type");
+  if (!type) type = get("type");
+  if (type && type->is_string() && type->get<std::string>() != "default")
+    rope.scaling = type->get<std::string>();
+  if (const Json* factor = get("factor"); factor && factor->is_number())
+    rope.factor = factor->get<double>();
+}
+
+// partial_rotary_factor: at the top level or in rope_parameters, else the family's default.
+std::optional<double> read_partial_rotary_factor(ConfigFields& f, Family family,
+                                                 const Json* params) {
   std::optional<double> partial = f.number({"partial_rotary_factor"});
   if (!partial) {
-    if (const Json* p = param("partial_rotary_factor"); p && p->is_number())
+    if (const Json* p = rope_param(params, "partial_rotary_factor"); p && p->is_number())
       partial = p->get<double>();
   }
   if (!partial && family == Family::kQwen3Next) {
@@ -222,6 +245,15 @@ void read_common(ConfigFields& f, Family family, ModelConfig& cfg) {
     partial = 0.5;
     f.note("partial_rotary_factor: absent, using 0.5 (Glm4MoeConfig default)");
   }
+  return partial;
+}
+
+// The rotated dims: head_dim, or its partial_rotary_factor share, or rotary_dim (the two must
+// agree).
+std::int64_t read_rotary_dim(ConfigFields& f, Family family, const Json* params,
+                             const ModelConfig& cfg) {
+  std::int64_t rotary = cfg.head_dim;
+  const std::optional<double> partial = read_partial_rotary_factor(f, family, params);
   const auto rotary_dim = f.integer({"rotary_dim"});
   if (partial) {
     const double d = *partial * static_cast<double>(cfg.head_dim);
@@ -231,24 +263,49 @@ void read_common(ConfigFields& f, Family family, ModelConfig& cfg) {
                   "partial_rotary_factor {} does not give a whole number of dims of head_dim {}",
                   *partial, cfg.head_dim));
     } else {
-      rope.rotary_dim = static_cast<std::int64_t>(d);
+      rotary = static_cast<std::int64_t>(d);
     }
   }
   if (rotary_dim) {
-    if (partial && *rotary_dim != rope.rotary_dim) {
+    if (partial && *rotary_dim != rotary) {
       f.error(
           "rotary_dim",
           fmt::format("contradictory values: rotary_dim = {} but partial_rotary_factor gives {}",
-                      *rotary_dim, rope.rotary_dim));
+                      *rotary_dim, rotary));
     }
-    rope.rotary_dim = *rotary_dim;
+    rotary = *rotary_dim;
   }
-  if (!mla &&
-      (rope.rotary_dim <= 0 || rope.rotary_dim % 2 != 0 || rope.rotary_dim > cfg.head_dim)) {
-    f.error("rotary_dim", fmt::format("rotary dims {} must be even and at most head_dim {}",
-                                      rope.rotary_dim, cfg.head_dim));
+  if (!uses_mla(family) && (rotary <= 0 || rotary % 2 != 0 || rotary > cfg.head_dim)) {
+    f.error("rotary_dim", fmt::format("rotary dims {} must be even and at most head_dim {}", rotary,
+                                      cfg.head_dim));
   }
-  cfg.rope = rope;
+  return rotary;
+}
+
+// RoPE: theta and scaling live at the top level or (newer transformers) in rope_parameters.
+RopeConfig read_rope(ConfigFields& f, Family family, const ModelConfig& cfg) {
+  RopeConfig rope;
+  const Json* params = f.value({"rope_parameters"});
+  if (params && !params->is_object()) {
+    f.error("rope_parameters", fmt::format("expected an object, found {}", json_kind(*params)));
+    params = nullptr;
+  }
+  rope.theta = read_rope_theta(f, family, params);
+  read_rope_scaling(f, params, rope);
+  rope.rotary_dim = read_rotary_dim(f, family, params, cfg);
+  return rope;
+}
+
+}  // namespace
+
+void read_common(ConfigFields& f, Family family, ModelConfig& cfg) {
+  read_sizes(f, family, cfg);
+  read_head_dim(f, family, cfg);
+  check_head_counts(f, cfg);
+  read_norm_and_mlp(f, family, cfg);
+  // Nemotron-H attention uses no positional embedding.
+  if (family == Family::kNemotronH) return;
+  cfg.rope = read_rope(f, family, cfg);
 }
 
 void read_family(ConfigFields& f, ModelConfig& cfg) {

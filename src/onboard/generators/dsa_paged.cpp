@@ -187,4 +187,14 @@ Definition dsa_indexer(const DsaIndexerKernel& k, const GenContext& ctx) {
   return b.build();
 }
 
+std::string name_of(const DsaAttentionKernel& k) {
+  return fmt::format("dsa_sparse_attention_h{}_ckv{}_kpe{}_topk{}_ps{}", k.heads, k.ckv, k.kpe,
+                     k.topk, k.page_size);
+}
+
+std::string name_of(const DsaIndexerKernel& k) {
+  return fmt::format("dsa_topk_indexer_fp8_h{}_d{}_topk{}_ps{}", k.index_heads, k.index_head_dim,
+                     k.topk, k.page_size);
+}
+
 }  // namespace fib::onboard::gen

@@ -1,32 +1,25 @@
-// The generator of each op family, one per file named by its op_type (gemm.cpp, rmsnorm.cpp,
-// gqa_paged.cpp, ...). registry.cpp dispatches a KernelSpec to the right one.
+// The generators of each op type, one file per op type named by it (gemm.cpp, rmsnorm.cpp,
+// gqa_paged.cpp, ...), as fib/trace/op_types.def lists them. registry.cpp dispatches a
+// KernelSpec to the right one.
 #pragma once
 
 #include <vector>
 
 #include "fib/onboard/generators.h"
 #include "fib/onboard/kernel_spec.h"
+#include "fib/trace/op_types.h"
 
 namespace fib::onboard::gen {
 
-Definition gemm(const GemmKernel& k, const GenContext& ctx);
-Definition rmsnorm(const RmsNormKernel& k, const GenContext& ctx);
-Definition gqa_paged(const GqaPagedKernel& k, const GenContext& ctx);
-Definition gqa_ragged(const GqaRaggedKernel& k, const GenContext& ctx);
-Definition mla_paged(const MlaPagedKernel& k, const GenContext& ctx);
-Definition mla_ragged(const MlaRaggedKernel& k, const GenContext& ctx);
-Definition dsa_attention(const DsaAttentionKernel& k, const GenContext& ctx);
-Definition dsa_indexer(const DsaIndexerKernel& k, const GenContext& ctx);
-Definition gdn(const GdnKernel& k, const GenContext& ctx);
-Definition mamba_ssu(const MambaKernel& k, const GenContext& ctx);
-Definition moe(const MoeKernel& k, const GenContext& ctx);
-Definition rope(const RopeKernel& k, const GenContext& ctx);
-Definition sampling(const SamplingKernel& k, const GenContext& ctx);
-
-// Interfaces the dataset used before the current convention, per op family.
-std::vector<LegacyInterface> gqa_paged_legacy(const Definition& canonical);
-std::vector<LegacyInterface> mla_paged_legacy(const Definition& canonical);
-std::vector<LegacyInterface> moe_legacy(const Definition& canonical);
+// Each KernelSpec alternative's generator and its definition's name in the dataset's convention
+// (definition_name, fib/onboard/naming.h), and the interfaces the dataset used before the
+// current convention where op_types.def's legacy column says yes.
+#define FIB_OP_KERNEL(op, kernel, generator)                    \
+  Definition generator(const kernel& k, const GenContext& ctx); \
+  std::string name_of(const kernel& k);
+#define FIB_OP_TYPE(op, recipe, family, ref, ref_cuda, legacy) \
+  FIB_OP_WHEN(legacy, std::vector<LegacyInterface> op##_legacy(const Definition& canonical);)
+#include "fib/trace/op_types.def"
 
 // Shared by the paged attention families: the ps>1 prefill's kv_last_page_len shaped
 // [len_indptr] and no batch_size axis (corpus inconsistency 2).

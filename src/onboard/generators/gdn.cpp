@@ -282,4 +282,9 @@ Definition gdn(const GdnKernel& k, const GenContext& ctx) {
   return b.build();
 }
 
+std::string name_of(const GdnKernel& k) {
+  return fmt::format("gdn_{}_qk{}_v{}_d{}_k_last", stage_name(k.stage), k.qk_heads, k.v_heads,
+                     k.head_size);
+}
+
 }  // namespace fib::onboard::gen

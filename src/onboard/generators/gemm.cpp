@@ -39,4 +39,6 @@ Definition gemm(const GemmKernel& k, const GenContext& ctx) {
   return b.build();
 }
 
+std::string name_of(const GemmKernel& k) { return fmt::format("gemm_n{}_k{}", k.n, k.k); }
+
 }  // namespace fib::onboard::gen

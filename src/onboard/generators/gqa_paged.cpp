@@ -362,4 +362,10 @@ std::vector<LegacyInterface> last_page_len_legacy(const Definition& canonical) {
   return {legacy};
 }
 
+std::string name_of(const GqaPagedKernel& k) {
+  return fmt::format(
+      "gqa_paged_{}{}_h{}_kv{}_d{}_ps{}", k.stage == Stage::kDecode ? "decode" : "prefill_causal",
+      k.h.sinks ? "_attn_sink" : "", k.h.heads, k.h.kv_heads, k.h.head_dim, k.page_size);
+}
+
 }  // namespace fib::onboard::gen

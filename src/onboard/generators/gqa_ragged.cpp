@@ -92,4 +92,9 @@ Definition gqa_ragged(const GqaRaggedKernel& k, const GenContext& ctx) {
   return b.build();
 }
 
+std::string name_of(const GqaRaggedKernel& k) {
+  return fmt::format("gqa_ragged_prefill_causal{}_h{}_kv{}_d{}", k.h.sinks ? "_attn_sink" : "",
+                     k.h.heads, k.h.kv_heads, k.h.head_dim);
+}
+
 }  // namespace fib::onboard::gen

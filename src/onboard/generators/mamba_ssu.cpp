@@ -87,4 +87,9 @@ Definition mamba_ssu(const MambaKernel& k, const GenContext& ctx) {
   return b.build();
 }
 
+std::string name_of(const MambaKernel& k) {
+  return fmt::format("mamba_ssu_decode_h{}_d{}_s{}_ng{}", k.nheads, k.head_dim, k.dstate,
+                     k.ngroups);
+}
+
 }  // namespace fib::onboard::gen

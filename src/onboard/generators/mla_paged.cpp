@@ -205,4 +205,10 @@ std::vector<LegacyInterface> mla_paged_legacy(const Definition& canonical) {
   return last_page_len_legacy(canonical);
 }
 
+std::string name_of(const MlaPagedKernel& k) {
+  return fmt::format("mla_paged_{}_h{}_ckv{}_kpe{}_ps{}",
+                     k.stage == Stage::kDecode ? "decode" : "prefill_causal", k.heads, k.ckv, k.kpe,
+                     k.page_size);
+}
+
 }  // namespace fib::onboard::gen

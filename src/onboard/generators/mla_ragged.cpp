@@ -91,4 +91,9 @@ Definition mla_ragged(const MlaRaggedKernel& k, const GenContext& ctx) {
   return b.build();
 }
 
+std::string name_of(const MlaRaggedKernel& k) {
+  return fmt::format("mla_ragged_prefill_causal_h{}_qk{}_vo{}", k.heads, k.qk_nope + k.qk_rope,
+                     k.vo_dim);
+}
+
 }  // namespace fib::onboard::gen

@@ -7,6 +7,8 @@
 // shrink the sizes consistently (tests/reference/reference_test_util.h: scaled_definition).
 #include <fmt/format.h>
 
+#include <algorithm>
+
 #include "fib/onboard/naming.h"
 #include "onboard/generators/common.h"
 #include "onboard/generators/families.h"
@@ -578,6 +580,32 @@ std::vector<LegacyInterface> moe_legacy(const Definition& canonical) {
   std::erase_if(legacy.def.axes, [](const Axis& a) { return a.name == "top_k"; });
   legacy.def.constraints.clear();
   return {legacy};
+}
+
+std::string name_of(const MoeKernel& k) {
+  const std::string shape = fmt::format("e{}_h{}_i{}", k.local_experts, k.hidden, k.intermediate);
+  switch (k.format) {
+    case MoeFormat::kFp8BlockScale:
+      if (k.routing == Routing::kDeepSeek) {
+        return fmt::format("moe_fp8_block_scale_ds_routing_topk{}_ng{}_kg{}_{}", k.top_k, k.n_group,
+                           k.topk_group, shape);
+      }
+      return fmt::format("moe_fp8_block_scale_renorm_topk{}_{}", k.top_k, shape);
+    case MoeFormat::kFp4BlockScale:
+      return fmt::format("trtllm_fp4_block_scale_moe_topk{}_{}", k.top_k, shape);
+    case MoeFormat::kFp4BlockScaleRouted:
+      return fmt::format("trtllm_fp4_block_scale_routed_moe_topk{}_{}", k.top_k, shape);
+    case MoeFormat::kFp8PerTensor:
+      return fmt::format("trtllm_fp8_per_tensor_scale_moe_topk{}_{}", k.top_k, shape);
+    case MoeFormat::kBf16SwigluOai: {
+      // The clamp limit changes the math without changing the interface, so the name carries
+      // it (7 -> lim7, 7.5 -> lim7p5).
+      std::string limit = fmt::format("{:g}", k.swiglu_limit);
+      std::replace(limit.begin(), limit.end(), '.', 'p');
+      return fmt::format("moe_bf16_swigluoai_lim{}_renorm_topk{}_{}", limit, k.top_k, shape);
+    }
+  }
+  return "moe";
 }
 
 }  // namespace fib::onboard::gen

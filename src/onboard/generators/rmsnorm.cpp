@@ -71,4 +71,8 @@ Definition rmsnorm(const RmsNormKernel& k, const GenContext& ctx) {
   return b.build();
 }
 
+std::string name_of(const RmsNormKernel& k) {
+  return fmt::format("{}rmsnorm_h{}", k.fused_add ? "fused_add_" : "", k.hidden);
+}
+
 }  // namespace fib::onboard::gen

@@ -87,4 +87,8 @@ Definition rope(const RopeKernel& k, const GenContext& ctx) {
   return b.build();
 }
 
+std::string name_of(const RopeKernel& k) {
+  return fmt::format("{}_d{}_rd{}", rope_style_name(k.style), k.head_size, k.rotary_dim);
+}
+
 }  // namespace fib::onboard::gen

@@ -132,4 +132,8 @@ Definition sampling(const SamplingKernel& k, const GenContext& ctx) {
   return b.build();
 }
 
+std::string name_of(const SamplingKernel& k) {
+  return fmt::format("{}_sampling_from_probs_v{}", sampling_kind_name(k.kind), k.vocab);
+}
+
 }  // namespace fib::onboard::gen

@@ -109,10 +109,6 @@ class DsaSparseAttention final : public Kernel {
 
 }  // namespace
 
-std::unique_ptr<Kernel> make_dsa_sparse_attention() {
-  return std::make_unique<DsaSparseAttention>();
-}
-
 namespace {
 
 using namespace attention;
@@ -258,6 +254,10 @@ class DsaTopkIndexer final : public Kernel {
 
 }  // namespace
 
-std::unique_ptr<Kernel> make_dsa_topk_indexer() { return std::make_unique<DsaTopkIndexer>(); }
+// Both interfaces, told apart by the definition's inputs.
+void add_dsa_paged(KernelList& list) {
+  list.push_back(std::make_unique<DsaSparseAttention>());
+  list.push_back(std::make_unique<DsaTopkIndexer>());
+}
 
 }  // namespace fib::reference::detail

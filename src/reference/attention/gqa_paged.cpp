@@ -102,6 +102,7 @@ class GqaPaged final : public Kernel {
 
 }  // namespace
 
-std::unique_ptr<Kernel> make_gqa_paged() { return std::make_unique<GqaPaged>(); }
+// Decode and causal prefill, any page size.
+void add_gqa_paged(KernelList& list) { list.push_back(std::make_unique<GqaPaged>()); }
 
 }  // namespace fib::reference::detail

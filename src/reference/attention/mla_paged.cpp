@@ -85,6 +85,7 @@ class MlaPaged final : public Kernel {
 
 }  // namespace
 
-std::unique_ptr<Kernel> make_mla_paged() { return std::make_unique<MlaPaged>(); }
+// Decode and causal prefill.
+void add_mla_paged(KernelList& list) { list.push_back(std::make_unique<MlaPaged>()); }
 
 }  // namespace fib::reference::detail

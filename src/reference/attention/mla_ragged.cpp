@@ -4,8 +4,8 @@
 
 namespace fib::reference::detail {
 
-std::unique_ptr<Kernel> make_mla_ragged() {
-  return attention::make_ragged_prefill("mla_ragged", "qk_dim", "vo_dim");
+void add_mla_ragged(KernelList& list) {
+  list.push_back(attention::make_ragged_prefill("mla_ragged", "qk_dim", "vo_dim"));
 }
 
 }  // namespace fib::reference::detail

@@ -10,6 +10,7 @@
 
 #include "fib/tensor/inputs.h"
 #include "fib/tensor/random.h"
+#include "fib/trace/op_types.h"
 
 namespace fib::recipes {
 
@@ -97,17 +98,10 @@ void set_sm_scale(RecipeContext& ctx);
 void paged_attention(RecipeContext& ctx);
 void ragged_attention(RecipeContext& ctx);
 
-// Recipes by op type (src/tensor/recipes/<op_type>.cpp). gemm and rmsnorm have none: every
-// input of theirs is independent, and plain random values are right for them.
-void dsa_paged(RecipeContext& ctx);
-void gdn(RecipeContext& ctx);
-void gqa_paged(RecipeContext& ctx);
-void gqa_ragged(RecipeContext& ctx);
-void mamba_ssu(RecipeContext& ctx);
-void mla_paged(RecipeContext& ctx);
-void mla_ragged(RecipeContext& ctx);
-void moe(RecipeContext& ctx);
-void rope(RecipeContext& ctx);
-void sampling(RecipeContext& ctx);
+// Recipes by op type (src/tensor/recipes/<op_type>.cpp), for the op types whose recipe column
+// in fib/trace/op_types.def says yes. The others (gemm, rmsnorm) have none: every input of theirs
+// is independent, and plain random values are right for them.
+#define FIB_OP_TYPE(op, recipe, ...) FIB_OP_WHEN(recipe, void op(RecipeContext& ctx);)
+#include "fib/trace/op_types.def"
 
 }  // namespace fib::recipes

@@ -1,7 +1,8 @@
 // What `fib run` knows about each op type, in one place per op type: the correctness policy,
 // the built-in tolerances and policy extras, the roofline rule, and the special cases of the
-// judge (a top-k scorer) and of the reference worker (the sampling expectation). Each op type's
-// entry is src/bench/eval/families/<op_type>.cpp; op_family() finds it by the definition's
+// judge (a top-k scorer) and of the reference worker (the sampling expectation). Each op type of
+// fib/trace/op_types.def has an entry: src/bench/eval/families/<op_type>.cpp where the list gives
+// it a family of its own, the default family otherwise; op_family() finds it by the definition's
 // op_type, and where one op type holds several interfaces (dsa_paged's top-k indexer and sparse
 // attention), the entry tells them apart by the definition's inputs and outputs, never by its
 // name. docs/architecture.md ("Adding an op type") lists every other place an op type touches.

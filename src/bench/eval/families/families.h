@@ -1,24 +1,17 @@
-// Internal: the entry of each op type (families/<op_type>.cpp) and the rules entries share.
+// Internal: the entry of each op type and the rules entries share.
 #pragma once
 
 #include <optional>
 
 #include "fib/bench/eval/op_family.h"
+#include "fib/trace/op_types.h"
 
 namespace fib::bench::families {
 
-const OpFamily& dsa_paged();
-const OpFamily& gdn();
-const OpFamily& gemm();
-const OpFamily& gqa_paged();
-const OpFamily& gqa_ragged();
-const OpFamily& mamba_ssu();
-const OpFamily& mla_paged();
-const OpFamily& mla_ragged();
-const OpFamily& moe();
-const OpFamily& rmsnorm();
-const OpFamily& rope();
-const OpFamily& sampling();
+// The entry of each op type of fib/trace/op_types.def: families/<op_type>.cpp where the list
+// gives it a family of its own, the default family (op_family.cpp) where it does not.
+#define FIB_OP_TYPE(op, ...) const OpFamily& op();
+#include "fib/trace/op_types.def"
 
 // Every output within atol or rtol, no new NaN/Inf, the NMSE bound; nothing optional.
 EvalPolicy elementwise_policy(const Definition& def);
