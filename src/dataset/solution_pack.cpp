@@ -5,6 +5,7 @@
 #include <cstdint>
 #include <filesystem>
 
+#include "fib/base/files.h"
 #include "fib/base/json.h"
 #include "fib/dataset/layout.h"
 #include "fib/trace/json_reader.h"
