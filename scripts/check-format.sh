@@ -4,7 +4,7 @@
 # that an unchecked tree shows as skipped rather than as passing.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-files=$(git ls-files '*.cpp' '*.h' '*.cu' '*.cuh' | grep -E '^(src|include|cli|tests|bench|fuzz|examples)/' || true)
+files=$(git ls-files '*.cpp' '*.h' '*.cu' '*.cuh' | grep -E '^(src|include|cli|tests|benchmarks|fuzz|examples|scripts|tools)/' || true)
 if ! command -v clang-format >/dev/null; then
   echo "check-format: SKIPPED: clang-format is not installed"
   exit 77

@@ -1,4 +1,4 @@
-// What fib's GPU timer costs in wall time, per mode (docs/benchmarks.md, "GPU timer cost").
+// What fib's GPU timer costs in wall time, per mode (docs/gpu-timing.md, "What the timer costs").
 //
 // CUPTI mode costs more host time per trial than event mode, and where that time goes decides
 // whether `fib run --gpu-timer cupti` keeps the GPU busy. This program times the pieces on a short

@@ -29,7 +29,7 @@ constexpr std::size_t kBufferBytes = 8u << 20;
 // Every forced flush (one per batch of timed calls) hands CUPTI's buffer back, and the next kernel
 // launch asks for a new one. Unless told the buffer comes zeroed, CUPTI zeroes all 8 MiB of it
 // inside that launch, on the host, while the timed calls are being queued: about 0.6 ms per
-// batch on an H100 host (docs/benchmarks.md, "GPU timer cost"). So buffers are handed over
+// batch on an H100 host (docs/gpu-timing.md, "What the timer costs"). So buffers are handed over
 // zeroed (CUPTI_ACTIVITY_ATTR_ZEROED_OUT_ACTIVITY_BUFFER): fresh ones from calloc, whose pages
 // the kernel maps zeroed on first touch, and delivered ones kept for reuse, up to this many, with
 // the part CUPTI wrote zeroed again on delivery.

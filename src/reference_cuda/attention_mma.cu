@@ -18,8 +18,8 @@
 // K and V come into shared memory with cp.async, V of a key tile while its logits are computed
 // and K of the next while its P @ V is, and ldmatrix loads the mma operands from there. Two
 // blocks a multiprocessor, registers capped at 128: measured against the other shapes tried on
-// gqa_ragged's 13557-token workload (docs/benchmarks.md, "Tensor-core attention"), 16 warps a
-// multiprocessor beat 12 with more registers (Q's operands kept in registers, or key tiles of
+// gqa_ragged's 13557-token workload (docs/reference-families.md, "Tensor-core attention"), 16 warps
+// a multiprocessor beat 12 with more registers (Q's operands kept in registers, or key tiles of
 // 64), and 128-row tiles beat 64-row ones (each K/V tile serves twice the rows).
 #include <cuda_bf16.h>
 #include <cuda_pipeline.h>
@@ -111,8 +111,8 @@ __global__ void __launch_bounds__(kMmaThreads, kBlocksPerSm) attention_mma_tiles
   const int tid = threadIdx.x, warp = tid >> 5, lane = tid & 31;
   const int g = lane >> 2, t = lane & 3;  // the mma fragments' row and column-pair index
   // The tile setup below repeats the fp32 kernel's on purpose: a shared helper holding it
-  // (docs/benchmarks.md, "Tensor-core attention") gives byte-identical outputs but costs 1.6-2%
-  // here (spills under the 128-register cap) and 1.5% on the fp32 kernel's decode.
+  // (docs/reference-families.md, "Tensor-core attention") gives byte-identical outputs but
+  // costs 1.6-2% here (spills under the 128-register cap) and 1.5% on the fp32 kernel's decode.
   if (tid == 0) locate_tile(p, s_tile);
   __syncthreads();
   if (s_tile[0] < 0) return;

@@ -44,7 +44,7 @@ double reference_constant(const Definition& def, std::initializer_list<std::stri
 // pool of the current device's own that keeps up to kScratchKeepBytes of freed memory between
 // calls. The default pool hands freed memory back to the driver at every synchronization, so a
 // reference that synchronizes mid-call (MoE, for its per-expert counts) would map its scratch
-// afresh on every call (measured: 6% of MoE's 901-token call on an H100, docs/benchmarks.md).
+// afresh on every call (6% of MoE's 901-token call on an H100: docs/reference-families.md).
 inline constexpr std::size_t kScratchKeepBytes = std::size_t{4} << 30;
 void* scratch_alloc(std::size_t bytes, cudaStream_t stream);
 

@@ -473,7 +473,7 @@ void launch_with(SsuParams p, DType state_t, cudaStream_t stream) {
 
 // Small blocks, many of them per SM: a block's tile is staged, updated and written out in turn,
 // and with twelve blocks at different steps an SM keeps more loads in flight. Measured on H100s
-// (docs/benchmarks.md, "mamba_ssu launch configurations"): 64 threads with 8 KiB tiles took
+// (docs/reference-families.md, "mamba_ssu launch configurations"): 64 threads with 8 KiB tiles took
 // 0.434-0.455 ms where 256 threads with 32 KiB tiles took 0.474-0.490 ms. Sixteen blocks per SM
 // (a cap of 64 registers) were faster in one build and slower in others: how much the update
 // spilled decided it. Rows too long for the small tile take the large one.

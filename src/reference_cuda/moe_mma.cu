@@ -27,7 +27,7 @@
 // per stage, and 8 warps share each stage, each warp taking two m16 tiles of weight rows against
 // all of the tile's picks (n8 tiles holding no pick are skipped). The routing and the one host
 // synchronization (the per-expert counts size the grids and buffers) stay in moe.cu. Shapes and
-// their alternatives are measured in docs/benchmarks.md ("MoE on tensor cores").
+// their alternatives are measured in docs/reference-families.md ("MoE on tensor cores").
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
 #include <cuda_fp8.h>
@@ -53,15 +53,15 @@ constexpr int kThreads = 32 * kWarps;
 constexpr int kK = static_cast<int>(kBlock);  // k per stage: one scale block
 constexpr int kMaxK = 64;                     // top-k slots the combining kernel orders
 // m16 tiles per warp (Shape1, Shape2): 2, each B fragment feeding twice the mmas (GEMM2: when the
-// hidden size is a multiple of its 256-column blocks). Against 1 on an H100 (docs/benchmarks.md,
-// "MoE on tensor cores"), whole calls: with GEMM1's 1-2% faster at 901 tokens and 6% at 14,107;
-// with GEMM2's 10-16% faster.
+// hidden size is a multiple of its 256-column blocks). Against 1 on an H100
+// (docs/reference-families.md, "MoE on tensor cores"), whole calls: with GEMM1's 1-2% faster at 901
+// tokens and 6% at 14,107; with GEMM2's 10-16% faster.
 constexpr int kG1Mt = 2, kG2Mt = 2;
 // Tiles of 64 picks when the experts average at least this many picks, else 32. Measured on an
-// H100 (docs/benchmarks.md, "MoE on tensor cores"): at 28 picks an expert (901 tokens) tiles of 32
-// took 1.00 ms against 1.10 for 64 (the mmas of a tile's empty rows are skipped, but the larger
-// tiles' kernels hold twice the accumulators); at 440 (14,107 tokens) tiles of 64 took 6.65 ms
-// against 7.55 (each weight tile serves twice the picks).
+// H100 (docs/reference-families.md, "MoE on tensor cores"): at 28 picks an expert (901 tokens)
+// tiles of 32 took 1.00 ms against 1.10 for 64 (the mmas of a tile's empty rows are skipped, but
+// the larger tiles' kernels hold twice the accumulators); at 440 (14,107 tokens) tiles of 64
+// took 6.65 ms against 7.55 (each weight tile serves twice the picks).
 constexpr int kWideTilePicks = 64;
 
 // A GEMM's block shape, by the m16 tiles each warp takes (Mt: 1 or 2). GEMM1's warp takes
@@ -76,10 +76,10 @@ struct Shape1 {
   static constexpr int kX = kRows * kK;              // [Tok][kK] fp16 activations
   static constexpr int kScales = kX + Tok * kK * 2;  // [Tok] activation scales, up, gate
   static constexpr int kStage = kScales + Tok * 4 + 16;
-  // GEMM1's stages: 3 for tiles of 32 picks, 4 for 64. Measured on an H100 (docs/benchmarks.md,
-  // "MoE on tensor cores"): at 901 tokens (tiles of 32) three stages took 0.99 ms against 1.01-1.03
-  // for four (alternated in one call; about the spread between machines); at 14,107 (tiles of
-  // 64) 6.58-6.60 against 6.44-6.49.
+  // GEMM1's stages: 3 for tiles of 32 picks, 4 for 64. Measured on an H100
+  // (docs/reference-families.md, "MoE on tensor cores"): at 901 tokens (tiles of 32) three stages
+  // took 0.99 ms against 1.01-1.03 for four (alternated in one call; about the spread between
+  // machines); at 14,107 (tiles of 64) 6.58-6.60 against 6.44-6.49.
   static constexpr int kStages = Tok == 32 ? 3 : 4;
   static constexpr int kSmem = kStages * kStage;
   static_assert(kK % kCols == 0, "a block's up (gate) rows share one scale block");

@@ -314,7 +314,7 @@ FIB_EXPORT_SOLUTION(run, run_fill);
   }
 }
 
-// The cuBLAS solution that scripts/device/upstream-side-by-side.sh runs beside upstream's example
+// The cuBLAS solution that tools/upstream/upstream-side-by-side.sh runs beside upstream's example
 // (tvm-ffi binding, dependencies ["cublas"]) builds as that script packs it.
 TEST(BuildDependencies, SideBySideCublasSolutionBuildsWithTvmFfi) {
 #ifndef FIB_HAVE_TVM_FFI
@@ -324,7 +324,7 @@ TEST(BuildDependencies, SideBySideCublasSolutionBuildsWithTvmFfi) {
   TempDir tmp;
   Solution s = make_solution(
       "cuda", "gemm_cublas.cu",
-      TempDir::read_file(fs::path(FIB_SOURCE_DIR) / "scripts/device/side_by_side/gemm_cublas.cu"),
+      TempDir::read_file(fs::path(FIB_SOURCE_DIR) / "tools/upstream/side_by_side/gemm_cublas.cu"),
       {"cublas"});
   s.spec.binding = "tvm-ffi";
   s.spec.entry_point = "gemm_cublas.cu::gemm";

@@ -1,6 +1,6 @@
 // Golden float8 parity data (tests/data/golden_fp8/): inputs made here by
 // tests/tools/fp8_golden_gen.cpp, outputs computed once by each corpus definition's own PyTorch
-// reference under PyTorch 2.11 on the GPU machine (scripts/device/fp8_golden.sh), so CI, whose
+// reference under PyTorch 2.11 on the GPU machine (tools/golden/fp8_golden.sh), so CI, whose
 // PyTorch 1.13 has no float8 dtypes, can check the native kernels against them.
 //
 // The folder holds tensors and a manifest only, never definition text: each case names its
@@ -31,7 +31,7 @@ struct GoldenCase {
   std::map<std::string, std::string> scaled_constants;
   AxisValues var_axes;
   std::uint64_t seed = 0;
-  // Where the outputs were made (filled in by scripts/device/fp8_golden.sh collect).
+  // Where the outputs were made (filled in by tools/golden/fp8_golden.sh collect).
   std::string torch_version, device, date;
 
   std::filesystem::path inputs_path() const {

@@ -1,7 +1,7 @@
 // Every float32 bit pattern (all 2^32) through each float32 -> narrow conversion, checked
 // against PyTorch: tests/data/numeric/pytorch_golden.json holds, per top byte `hi` of the input
 // pattern p, sum(code(p) * w(p)) with w(p) = ((p * 0x9E3779B1) mod 2^16) + 1 (see
-// scripts/device/numeric_golden.py). float4_e2m1, which PyTorch cannot convert, is checked
+// tools/golden/numeric_golden.py). float4_e2m1, which PyTorch cannot convert, is checked
 // input by input against an independent formulation instead.
 //
 // These are the slow tests of tensor_tests (several seconds each with the threads they use);

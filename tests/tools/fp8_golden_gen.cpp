@@ -1,6 +1,6 @@
 // Makes the inputs of the golden float8 parity cases (tests/data/golden_fp8/) and what the GPU
 // machine needs to compute their PyTorch outputs. Not a test: its cases are DISABLED_ and it is
-// not registered with CTest. scripts/device/fp8_golden.sh runs it:
+// not registered with CTest. tools/golden/fp8_golden.sh runs it:
 //
 //   fp8_golden_tool --gtest_also_run_disabled_tests --gtest_filter='Fp8Golden.DISABLED_Write'
 //
@@ -200,7 +200,7 @@ TEST(Fp8Golden, DISABLED_Write) {
   manifest["about"] =
       "Golden float8 parity cases: inputs made by tests/tools/fp8_golden_gen.cpp, outputs of each "
       "corpus definition's own PyTorch reference (rebuilt from ../shared/corpus with the scaling "
-      "below) computed on the GPU machine by scripts/device/fp8_golden.sh, checked by "
+      "below) computed on the GPU machine by tools/golden/fp8_golden.sh, checked by "
       "tests/reference/fp8_golden_test.cpp.";
   manifest["cases"] = Json::array();
   std::string jobs_cpu, jobs_cuda;

@@ -4,91 +4,9 @@
 
 #include "onboard/generators/common.h"
 #include "onboard/generators/families.h"
+#include "onboard/generators/templates.h"
 
 namespace fib::onboard::gen {
-
-namespace {
-
-constexpr std::string_view kAttention = R"PY(import math
-
-import torch
-
-
-@torch.no_grad()
-def run(q_nope, q_pe, ckv_cache, kpe_cache, sparse_indices, sm_scale):
-    num_tokens, num_qo_heads, head_dim_ckv = q_nope.shape
-    head_dim_kpe = q_pe.shape[-1]
-    num_pages, page_size, _ = ckv_cache.shape
-    topk = sparse_indices.shape[-1]
-    assert num_qo_heads == @H@
-    assert head_dim_ckv == @CKV@
-    assert head_dim_kpe == @KPE@
-    assert page_size == @PS@
-    assert topk == @TOPK@
-    assert sparse_indices.shape[0] == num_tokens
-
-    # Token-level view of the paged latent cache: index = page * page_size + offset.
-    ckv = ckv_cache.reshape(-1, head_dim_ckv).to(torch.float32)
-    kpe = kpe_cache.reshape(-1, head_dim_kpe).to(torch.float32)
-    output = torch.zeros((num_tokens, num_qo_heads, head_dim_ckv), dtype=torch.bfloat16, device=q_nope.device)
-    lse = torch.full((num_tokens, num_qo_heads), -math.inf, dtype=torch.float32, device=q_nope.device)
-    for t in range(num_tokens):
-        chosen = sparse_indices[t]
-        chosen = chosen[chosen != -1].to(torch.long)  # -1 pads the selection
-        if chosen.numel() == 0:
-            continue  # nothing selected: output 0, lse -inf
-        kc, kp = ckv[chosen], kpe[chosen]
-        logits = (q_nope[t].to(torch.float32) @ kc.T + q_pe[t].to(torch.float32) @ kp.T) * sm_scale
-        lse[t] = torch.logsumexp(logits, dim=-1) / math.log(2.0)
-        output[t] = (torch.softmax(logits, dim=-1) @ kc).to(torch.bfloat16)
-    return output, lse
-)PY";
-
-constexpr std::string_view kIndexer = R"PY(import torch
-
-
-def _dequantize_keys(k_index_cache_fp8):
-    # deep_gemm layout, per page: page_size * head_dim FP8 bytes (token-major), then page_size
-    # float32 scales. The [.., 1, head_dim + 4] shape is only a byte view of that.
-    raw = k_index_cache_fp8.view(torch.uint8)
-    num_pages, page_size, _, width = raw.shape
-    head_dim = width - 4
-    flat = raw.reshape(num_pages, page_size * width)
-    values = flat[:, : page_size * head_dim].contiguous().view(torch.float8_e4m3fn)
-    values = values.reshape(num_pages, page_size, head_dim).to(torch.float32)
-    scales = flat[:, page_size * head_dim :].contiguous().view(torch.float32)  # [num_pages, page_size]
-    return values * scales.unsqueeze(-1)
-
-
-@torch.no_grad()
-def run(q_index_fp8, k_index_cache_fp8, weights, seq_lens, block_table):
-    batch_size, num_index_heads, index_head_dim = q_index_fp8.shape
-    num_pages, page_size, _, _ = k_index_cache_fp8.shape
-    topk = @TOPK@
-    assert num_index_heads == @IH@
-    assert index_head_dim == @ID@
-    assert page_size == @PS@
-
-    q = q_index_fp8.to(torch.float32)
-    keys = _dequantize_keys(k_index_cache_fp8)  # [num_pages, page_size, index_head_dim]
-    topk_indices = torch.full((batch_size, topk), -1, dtype=torch.int32, device=q.device)
-    for b in range(batch_size):
-        seq_len = int(seq_lens[b].item())
-        if seq_len <= 0:
-            continue
-        pages = block_table[b, : (seq_len + page_size - 1) // page_size].to(torch.long)
-        k = keys[pages].reshape(-1, index_head_dim)[:seq_len]
-        # Score of a token: sum over heads of relu(q . k), each head weighted.
-        scores = (torch.relu(q[b] @ k.T) * weights[b].to(torch.float32)[:, None]).sum(dim=0)
-        count = min(topk, seq_len)
-        chosen = torch.topk(scores, count).indices
-        # Global token index: physical page * page_size + offset in the page.
-        tokens = pages[chosen // page_size] * page_size + chosen % page_size
-        topk_indices[b, :count] = tokens.to(torch.int32)
-    return (topk_indices,)
-)PY";
-
-}  // namespace
 
 Definition dsa_attention(const DsaAttentionKernel& k, const GenContext& ctx) {
   const std::string name = fmt::format("dsa_sparse_attention_h{}_ckv{}_kpe{}_topk{}_ps{}", k.heads,
@@ -132,11 +50,11 @@ Definition dsa_attention(const DsaAttentionKernel& k, const GenContext& ctx) {
            "Attention output in the latent space.")
       .output("lse", {"num_tokens", "num_qo_heads"}, DType::kFloat32,
               "The 2-based log-sum-exp of attention logits.");
-  b.reference(fill(kAttention, {{"H", std::to_string(k.heads)},
-                                {"CKV", std::to_string(k.ckv)},
-                                {"KPE", std::to_string(k.kpe)},
-                                {"PS", std::to_string(k.page_size)},
-                                {"TOPK", std::to_string(k.topk)}}));
+  b.reference(fill(templates::dsa_paged_attention, {{"H", std::to_string(k.heads)},
+                                                    {"CKV", std::to_string(k.ckv)},
+                                                    {"KPE", std::to_string(k.kpe)},
+                                                    {"PS", std::to_string(k.page_size)},
+                                                    {"TOPK", std::to_string(k.topk)}}));
   return b.build();
 }
 
@@ -180,10 +98,10 @@ Definition dsa_indexer(const DsaIndexerKernel& k, const GenContext& ctx) {
              "Physical page of each logical page.");
   b.output("topk_indices", {"batch_size", "topk"}, DType::kInt32,
            "Selected global token indices (page * page_size + offset); -1 pads.");
-  b.reference(fill(kIndexer, {{"TOPK", std::to_string(k.topk)},
-                              {"IH", std::to_string(k.index_heads)},
-                              {"ID", std::to_string(k.index_head_dim)},
-                              {"PS", std::to_string(k.page_size)}}));
+  b.reference(fill(templates::dsa_paged_indexer, {{"TOPK", std::to_string(k.topk)},
+                                                  {"IH", std::to_string(k.index_heads)},
+                                                  {"ID", std::to_string(k.index_head_dim)},
+                                                  {"PS", std::to_string(k.page_size)}}));
   return b.build();
 }
 

@@ -4,143 +4,9 @@
 
 #include "onboard/generators/common.h"
 #include "onboard/generators/families.h"
+#include "onboard/generators/templates.h"
 
 namespace fib::onboard::gen {
-
-namespace {
-
-// The gate and the delta-rule step every stage shares.
-constexpr std::string_view kCore = R"PY(def _gates(A_log, a, dt_bias, b):
-    # decay g = exp(-exp(A_log) * softplus(a + dt_bias)); update strength beta = sigmoid(b)
-    g = torch.exp(-torch.exp(A_log.float()) * F.softplus(a.float() + dt_bias.float()))
-    return g, torch.sigmoid(b.float())
-
-
-def _step(state, q, k, v, g, beta, scale):
-    # One token for every value head. state: [H, K, V]; q, k: [H, K]; v: [H, V]; g, beta: [H].
-    state = g[:, None, None] * state
-    predicted = torch.einsum("hk,hkv->hv", k, state)
-    target = beta[:, None] * v + (1.0 - beta[:, None]) * predicted
-    state = state + torch.einsum("hk,hv->hkv", k, target - predicted)
-    return state, scale * torch.einsum("hk,hkv->hv", q, state)
-)PY";
-
-constexpr std::string_view kDecode = R"PY(import math
-
-import torch
-import torch.nn.functional as F
-
-
-@CORE@
-
-@torch.no_grad()
-def run(q, k, v, state, A_log, a, dt_bias, b, scale):
-    batch_size, seq_len, num_q_heads, head_size = q.shape
-    num_k_heads, num_v_heads = k.shape[2], v.shape[2]
-    assert seq_len == 1
-    assert num_q_heads == @HQ@
-    assert num_k_heads == @HQ@
-    assert num_v_heads == @HV@
-    assert head_size == @D@
-    if scale is None or scale == 0.0:
-        scale = 1.0 / math.sqrt(head_size)
-
-    g, beta = _gates(A_log, a, dt_bias, b)  # [B, 1, HV]
-    # value head h reads q/k head h // (HV / HQ)
-    qe = q.float().repeat_interleave(num_v_heads // num_q_heads, dim=2)
-    ke = k.float().repeat_interleave(num_v_heads // num_k_heads, dim=2)
-    if state is None:
-        state = torch.zeros((batch_size, num_v_heads, head_size, head_size), dtype=torch.float32, device=q.device)
-    output = torch.zeros((batch_size, 1, num_v_heads, head_size), dtype=torch.bfloat16, device=q.device)
-    new_state = torch.zeros((batch_size, num_v_heads, head_size, head_size), dtype=torch.float32, device=q.device)
-    for i in range(batch_size):
-        s = state[i].float().transpose(-1, -2)  # k-last [H, V, K] -> [H, K, V]
-        s, o = _step(s, qe[i, 0], ke[i, 0], v[i, 0].float(), g[i, 0], beta[i, 0], scale)
-        output[i, 0] = o.to(torch.bfloat16)
-        new_state[i] = s.transpose(-1, -2)
-    return output, new_state
-)PY";
-
-constexpr std::string_view kMtp = R"PY(import math
-
-import torch
-import torch.nn.functional as F
-
-
-@CORE@
-
-@torch.no_grad()
-def run(q, k, v, initial_state, initial_state_indices, A_log, a, dt_bias, b, scale, intermediate_states_buffer=None):
-    batch_size, seq_len, num_q_heads, head_size = q.shape
-    num_k_heads, num_v_heads = k.shape[2], v.shape[2]
-    assert seq_len > 1
-    assert num_q_heads == @HQ@
-    assert num_k_heads == @HQ@
-    assert num_v_heads == @HV@
-    assert head_size == @D@
-    if scale is None or scale == 0.0:
-        scale = 1.0 / math.sqrt(head_size)
-
-    g, beta = _gates(A_log, a, dt_bias, b)  # [B, T, HV]
-    qe = q.float().repeat_interleave(num_v_heads // num_q_heads, dim=2)
-    ke = k.float().repeat_interleave(num_v_heads // num_k_heads, dim=2)
-    output = torch.zeros((batch_size, seq_len, num_v_heads, head_size), dtype=torch.bfloat16, device=q.device)
-    for i in range(batch_size):
-        slot = int(initial_state_indices[i].item())
-        s = initial_state[slot].float().transpose(-1, -2)  # k-last [H, V, K] -> [H, K, V]
-        for t in range(seq_len):
-            s, o = _step(s, qe[i, t], ke[i, t], v[i, t].float(), g[i, t], beta[i, t], scale)
-            output[i, t] = o.to(torch.bfloat16)
-            if intermediate_states_buffer is not None:
-                intermediate_states_buffer[slot, t] = s.transpose(-1, -2)
-    # Verification does not commit: the pool is returned unchanged (disable_state_update=True);
-    # the state after the accepted tokens is taken from intermediate_states_buffer.
-    return output, initial_state.clone()
-)PY";
-
-constexpr std::string_view kPrefill = R"PY(import math
-
-import torch
-import torch.nn.functional as F
-
-
-@CORE@
-
-@torch.no_grad()
-def run(q, k, v, state, A_log, a, dt_bias, b, cu_seqlens, scale):
-    total_seq_len, num_q_heads, head_size = q.shape
-    num_k_heads, num_v_heads = k.shape[1], v.shape[1]
-    num_seqs = cu_seqlens.shape[0] - 1
-    assert num_q_heads == @HQ@
-    assert num_k_heads == @HQ@
-    assert num_v_heads == @HV@
-    assert head_size == @D@
-    assert total_seq_len == cu_seqlens[-1].item()
-    if scale is None or scale == 0.0:
-        scale = 1.0 / math.sqrt(head_size)
-
-    g, beta = _gates(A_log, a, dt_bias, b)  # [T, HV]
-    qe = q.float().repeat_interleave(num_v_heads // num_q_heads, dim=1)
-    ke = k.float().repeat_interleave(num_v_heads // num_k_heads, dim=1)
-    output = torch.zeros((total_seq_len, num_v_heads, head_size), dtype=torch.bfloat16, device=q.device)
-    # A sequence of length 0 leaves its new state at zero.
-    new_state = torch.zeros((num_seqs, num_v_heads, head_size, head_size), dtype=torch.float32, device=q.device)
-    for n in range(num_seqs):
-        begin, end = int(cu_seqlens[n].item()), int(cu_seqlens[n + 1].item())
-        if end <= begin:
-            continue
-        if state is None:
-            s = torch.zeros((num_v_heads, head_size, head_size), dtype=torch.float32, device=q.device)
-        else:
-            s = state[n].float().transpose(-1, -2)  # k-last [H, V, K] -> [H, K, V]
-        for t in range(begin, end):
-            s, o = _step(s, qe[t], ke[t], v[t].float(), g[t], beta[t], scale)
-            output[t] = o.to(torch.bfloat16)
-        new_state[n] = s.transpose(-1, -2)
-    return output, new_state
-)PY";
-
-}  // namespace
 
 Definition gdn(const GdnKernel& k, const GenContext& ctx) {
   const std::string stage(stage_name(k.stage));
@@ -223,10 +89,11 @@ Definition gdn(const GdnKernel& k, const GenContext& ctx) {
              "Attention output, one row per value head.")
         .output("new_state", {"batch_size", "num_v_heads", "head_size", "head_size"}, f32,
                 "Updated recurrent state in k-last layout [B, H, V, K].");
-    b.reference(fill(kDecode, {{"CORE", std::string(kCore)},
-                               {"HQ", std::to_string(k.qk_heads)},
-                               {"HV", std::to_string(k.v_heads)},
-                               {"D", std::to_string(k.head_size)}}));
+    // gdn_core: the gate and the delta-rule step every stage shares.
+    b.reference(fill(templates::gdn_decode, {{"CORE", std::string(templates::gdn_core)},
+                                             {"HQ", std::to_string(k.qk_heads)},
+                                             {"HV", std::to_string(k.v_heads)},
+                                             {"D", std::to_string(k.head_size)}}));
   } else if (k.stage == Stage::kMtp) {
     b.var("batch_size", "Number of sequences being verified concurrently.")
         .var("seq_len", "Tokens per sequence (T > 1).");
@@ -250,10 +117,10 @@ Definition gdn(const GdnKernel& k, const GenContext& ctx) {
     b.output("output", tensor(bt, "num_v_heads", true), bf16, "Attention output for every token.")
         .output("final_state", {"pool_size", "num_v_heads", "head_size", "head_size"}, f32,
                 "The state pool, unchanged (verification does not commit).");
-    b.reference(fill(kMtp, {{"CORE", std::string(kCore)},
-                            {"HQ", std::to_string(k.qk_heads)},
-                            {"HV", std::to_string(k.v_heads)},
-                            {"D", std::to_string(k.head_size)}}));
+    b.reference(fill(templates::gdn_mtp, {{"CORE", std::string(templates::gdn_core)},
+                                          {"HQ", std::to_string(k.qk_heads)},
+                                          {"HV", std::to_string(k.v_heads)},
+                                          {"D", std::to_string(k.head_size)}}));
   } else {
     b.var("total_seq_len", "Total tokens across all sequences.")
         .var("num_seqs", "Number of sequences.");
@@ -274,10 +141,10 @@ Definition gdn(const GdnKernel& k, const GenContext& ctx) {
              "Attention output, one row per value head.")
         .output("new_state", {"num_seqs", "num_v_heads", "head_size", "head_size"}, f32,
                 "Final state per sequence in k-last layout [N, H, V, K].");
-    b.reference(fill(kPrefill, {{"CORE", std::string(kCore)},
-                                {"HQ", std::to_string(k.qk_heads)},
-                                {"HV", std::to_string(k.v_heads)},
-                                {"D", std::to_string(k.head_size)}}));
+    b.reference(fill(templates::gdn_prefill, {{"CORE", std::string(templates::gdn_core)},
+                                              {"HQ", std::to_string(k.qk_heads)},
+                                              {"HV", std::to_string(k.v_heads)},
+                                              {"D", std::to_string(k.head_size)}}));
   }
   return b.build();
 }

@@ -4,22 +4,9 @@
 
 #include "onboard/generators/common.h"
 #include "onboard/generators/families.h"
+#include "onboard/generators/templates.h"
 
 namespace fib::onboard::gen {
-
-namespace {
-
-constexpr std::string_view kReference = R"PY(import torch
-
-
-def run(A, B):
-    # B is stored like a linear layer's weight, [N, K]; fp16 in, fp16 out.
-    assert A.shape[1] == @K@, "K must be @K@"
-    assert B.shape[0] == @N@ and B.shape[1] == @K@, "B must be [@N@, @K@]"
-    return torch.matmul(A, B.T)
-)PY";
-
-}  // namespace
 
 Definition gemm(const GemmKernel& k, const GenContext& ctx) {
   const std::string what = k.role.empty() ? std::string() : fmt::format(" {}", k.role);
@@ -35,7 +22,7 @@ Definition gemm(const GemmKernel& k, const GenContext& ctx) {
   b.input("A", {"M", "K"}, DType::kFloat16, "Activations.")
       .input("B", {"N", "K"}, DType::kFloat16, "Weight, [out_features, in_features].");
   b.output("C", {"M", "N"}, DType::kFloat16, "A @ B.T.");
-  b.reference(fill(kReference, {{"N", std::to_string(k.n)}, {"K", std::to_string(k.k)}}));
+  b.reference(fill(templates::gemm, {{"N", std::to_string(k.n)}, {"K", std::to_string(k.k)}}));
   return b.build();
 }
 

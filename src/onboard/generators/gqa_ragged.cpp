@@ -5,47 +5,9 @@
 #include "fib/onboard/naming.h"
 #include "onboard/generators/common.h"
 #include "onboard/generators/families.h"
+#include "onboard/generators/templates.h"
 
 namespace fib::onboard::gen {
-
-namespace {
-
-constexpr std::string_view kReference = R"PY(import math
-
-import torch
-
-@ATTEND@
-
-@torch.no_grad()
-def run(q, k, v, qo_indptr, kv_indptr, @SINKS@sm_scale):
-    total_q, num_qo_heads, head_dim = q.shape
-    total_kv, num_kv_heads, _ = k.shape
-    batch_size = qo_indptr.shape[0] - 1
-    assert num_qo_heads == @H@
-    assert num_kv_heads == @KV@
-    assert head_dim == @D@
-    assert total_q == qo_indptr[-1].item()
-    assert total_kv == kv_indptr[-1].item()
-
-    group = num_qo_heads // num_kv_heads
-    q_f32 = q.to(torch.float32)
-    k_f32 = k.to(torch.float32)
-    v_f32 = v.to(torch.float32)
-    output = torch.zeros((total_q, num_qo_heads, head_dim), dtype=torch.bfloat16, device=q.device)
-    lse = torch.full((total_q, num_qo_heads), -math.inf, dtype=torch.float32, device=q.device)
-    for b in range(batch_size):
-        qs, qe = int(qo_indptr[b].item()), int(qo_indptr[b + 1].item())
-        ks, ke = int(kv_indptr[b].item()), int(kv_indptr[b + 1].item())
-        if qs >= qe or ks >= ke:
-            continue
-        # q head h reads kv head h // group
-        kb = k_f32[ks:ke].repeat_interleave(group, dim=1)
-        vb = v_f32[ks:ke].repeat_interleave(group, dim=1)
-        _attend_causal(q_f32[qs:qe], kb, vb, sm_scale, output[qs:qe], lse[qs:qe]@SINK_ARG@)
-    return output, lse
-)PY";
-
-}  // namespace
 
 Definition gqa_ragged(const GqaRaggedKernel& k, const GenContext& ctx) {
   const auto& h = k.h;
@@ -83,12 +45,12 @@ Definition gqa_ragged(const GqaRaggedKernel& k, const GenContext& ctx) {
            "Attention output tensor.")
       .output("lse", {"total_q", "num_qo_heads"}, DType::kFloat32,
               "The 2-based log-sum-exp of attention logits.");
-  b.reference(fill(kReference, {{"ATTEND", std::string(attend_causal_source())},
-                                {"SINKS", h.sinks ? "sinks, " : ""},
-                                {"SINK_ARG", h.sinks ? ", sinks" : ""},
-                                {"H", std::to_string(h.heads)},
-                                {"KV", std::to_string(h.kv_heads)},
-                                {"D", std::to_string(h.head_dim)}}));
+  b.reference(fill(templates::gqa_ragged, {{"ATTEND", std::string(attend_causal_source())},
+                                           {"SINKS", h.sinks ? "sinks, " : ""},
+                                           {"SINK_ARG", h.sinks ? ", sinks" : ""},
+                                           {"H", std::to_string(h.heads)},
+                                           {"KV", std::to_string(h.kv_heads)},
+                                           {"D", std::to_string(h.head_dim)}}));
   return b.build();
 }
 

@@ -4,45 +4,9 @@
 
 #include "onboard/generators/common.h"
 #include "onboard/generators/families.h"
+#include "onboard/generators/templates.h"
 
 namespace fib::onboard::gen {
-
-namespace {
-
-constexpr std::string_view kReference = R"PY(import torch
-import torch.nn.functional as F
-
-
-@torch.no_grad()
-def run(state, x, dt, A, B, C, D, dt_bias, state_batch_indices):
-    batch_size, nheads, head_dim = x.shape
-    ngroups, dstate = B.shape[1], B.shape[2]
-    assert nheads == @NH@
-    assert head_dim == @HD@
-    assert dstate == @DS@
-    assert ngroups == @NG@
-
-    heads_per_group = nheads // ngroups  # head h uses group h // heads_per_group
-    dt_f = F.softplus(dt.float() + dt_bias.float())  # [B, nheads, head_dim]
-    decay = torch.exp(A.float()[None] * dt_f[..., None])  # [B, nheads, head_dim, dstate]
-    B_h = B.float().repeat_interleave(heads_per_group, dim=1)  # [B, nheads, dstate]
-    C_h = C.float().repeat_interleave(heads_per_group, dim=1)
-    inject = (dt_f * x.float())[..., None] * B_h[:, :, None, :]  # [B, nheads, head_dim, dstate]
-
-    new_state = state.clone()  # slots no sequence points at are copied through
-    output = torch.zeros((batch_size, nheads, head_dim), dtype=torch.float32, device=x.device)
-    for i in range(batch_size):
-        slot = int(state_batch_indices[i].item())
-        if slot < 0:
-            continue  # padding: no update, output 0
-        s = new_state[slot].float() * decay[i] + inject[i]
-        new_state[slot] = s.to(state.dtype)
-        # The output reads the fp32 state, before it is rounded for storage.
-        output[i] = (s * C_h[i][:, None, :]).sum(dim=-1) + x[i].float() * D.float()
-    return output.to(x.dtype), new_state
-)PY";
-
-}  // namespace
 
 Definition mamba_ssu(const MambaKernel& k, const GenContext& ctx) {
   const std::string name =
@@ -80,10 +44,10 @@ Definition mamba_ssu(const MambaKernel& k, const GenContext& ctx) {
   b.output("output", {"batch_size", "nheads", "head_dim"}, bf16, "y = sum_s(state * C) + x * D.")
       .output("new_state", {"state_cache_size", "nheads", "head_dim", "dstate"}, bf16,
               "The state cache with the used slots updated.");
-  b.reference(fill(kReference, {{"NH", std::to_string(k.nheads)},
-                                {"HD", std::to_string(k.head_dim)},
-                                {"DS", std::to_string(k.dstate)},
-                                {"NG", std::to_string(k.ngroups)}}));
+  b.reference(fill(templates::mamba_ssu, {{"NH", std::to_string(k.nheads)},
+                                          {"HD", std::to_string(k.head_dim)},
+                                          {"DS", std::to_string(k.dstate)},
+                                          {"NG", std::to_string(k.ngroups)}}));
   return b.build();
 }
 

@@ -5,121 +5,9 @@
 
 #include "onboard/generators/common.h"
 #include "onboard/generators/families.h"
+#include "onboard/generators/templates.h"
 
 namespace fib::onboard::gen {
-
-namespace {
-
-constexpr std::string_view kGatherPs1 = R"PY(def _latents(ckv, kpe, pages, last_page_len):
-    # page_size 1: pages are token slots.
-    return ckv[pages, 0], kpe[pages, 0]
-)PY";
-
-constexpr std::string_view kGatherPaged = R"PY(def _latents(ckv, kpe, pages, last_page_len):
-    # Every page but the last holds page_size tokens; the last holds last_page_len.
-    def tokens(cache):
-        full = cache[pages[:-1]].flatten(0, 1)
-        return torch.cat([full, cache[pages[-1], :last_page_len]], dim=0)
-
-    return tokens(ckv), tokens(kpe)
-)PY";
-
-constexpr std::string_view kDecode = R"PY(import math
-
-import torch
-
-
-@GATHER@
-
-@torch.no_grad()
-def run(q_nope, q_pe, ckv_cache, kpe_cache, kv_indptr, kv_indices, @LAST@sm_scale):
-    batch_size, num_qo_heads, head_dim_ckv = q_nope.shape
-    head_dim_kpe = q_pe.shape[-1]
-    page_size = ckv_cache.shape[1]
-    assert num_qo_heads == @H@
-    assert head_dim_ckv == @CKV@
-    assert head_dim_kpe == @KPE@
-    assert page_size == @PS@
-    assert kv_indptr.shape[0] == batch_size + 1
-    assert kv_indices.shape[0] == kv_indptr[-1].item()
-
-    ckv = ckv_cache.to(torch.float32)
-    kpe = kpe_cache.to(torch.float32)
-    output = torch.zeros((batch_size, num_qo_heads, head_dim_ckv), dtype=torch.bfloat16, device=q_nope.device)
-    lse = torch.full((batch_size, num_qo_heads), -math.inf, dtype=torch.float32, device=q_nope.device)
-    for b in range(batch_size):
-        begin, end = int(kv_indptr[b].item()), int(kv_indptr[b + 1].item())
-        if begin >= end:
-            continue  # no keys: output 0, lse -inf
-        pages = kv_indices[begin:end].to(torch.long)
-        kc, kp = _latents(ckv, kpe, pages, @LAST_OF_B@)  # [kv_len, ckv], [kv_len, kpe]
-        if kc.shape[0] == 0:
-            continue
-        logits = (q_nope[b].to(torch.float32) @ kc.T + q_pe[b].to(torch.float32) @ kp.T) * sm_scale
-        lse[b] = torch.logsumexp(logits, dim=-1) / math.log(2.0)
-        output[b] = (torch.softmax(logits, dim=-1) @ kc).to(torch.bfloat16)
-    return output, lse
-)PY";
-
-constexpr std::string_view kPrefill = R"PY(import math
-
-import torch
-
-CHUNK = 512  # queries per step: bounds the [chunk, heads, kv_len] logits
-
-
-@GATHER@
-
-def _attend_latent_causal(qn, qp, kc, kp, sm_scale, out, lse):
-    # qn: [q_len, H, ckv], qp: [q_len, H, kpe]; kc: [kv_len, ckv], kp: [kv_len, kpe] shared by all
-    # heads. Bottom-right causal; a query that sees no key gets output 0 and lse -inf.
-    q_len, kv_len = qn.shape[0], kc.shape[0]
-    key_pos = torch.arange(kv_len, device=qn.device)
-    for start in range(0, q_len, CHUNK):
-        stop = min(start + CHUNK, q_len)
-        query_pos = torch.arange(start, stop, device=qn.device) + (kv_len - q_len)
-        logits = torch.einsum("qhc,kc->qhk", qn[start:stop], kc) + torch.einsum("qhp,kp->qhk", qp[start:stop], kp)
-        logits = logits * sm_scale
-        future = key_pos[None, :] > query_pos[:, None]
-        logits = logits.masked_fill(future[:, None, :], -math.inf)
-        lse[start:stop] = torch.logsumexp(logits, dim=-1) / math.log(2.0)
-        probs = torch.softmax(logits, dim=-1).nan_to_num(0.0)
-        out[start:stop] = torch.einsum("qhk,kc->qhc", probs, kc).to(out.dtype)
-
-
-@torch.no_grad()
-def run(q_nope, q_pe, ckv_cache, kpe_cache, qo_indptr, kv_indptr, kv_indices, @LAST@sm_scale):
-    total_q, num_qo_heads, head_dim_ckv = q_nope.shape
-    head_dim_kpe = q_pe.shape[-1]
-    page_size = ckv_cache.shape[1]
-    batch_size = qo_indptr.shape[0] - 1
-    assert num_qo_heads == @H@
-    assert head_dim_ckv == @CKV@
-    assert head_dim_kpe == @KPE@
-    assert page_size == @PS@
-    assert total_q == qo_indptr[-1].item()
-    assert kv_indices.shape[0] == kv_indptr[-1].item()
-
-    ckv = ckv_cache.to(torch.float32)
-    kpe = kpe_cache.to(torch.float32)
-    qn = q_nope.to(torch.float32)
-    qp = q_pe.to(torch.float32)
-    output = torch.zeros((total_q, num_qo_heads, head_dim_ckv), dtype=torch.bfloat16, device=q_nope.device)
-    lse = torch.full((total_q, num_qo_heads), -math.inf, dtype=torch.float32, device=q_nope.device)
-    for b in range(batch_size):
-        qs, qe = int(qo_indptr[b].item()), int(qo_indptr[b + 1].item())
-        ks, ke = int(kv_indptr[b].item()), int(kv_indptr[b + 1].item())
-        if qs >= qe or ks >= ke:
-            continue
-        pages = kv_indices[ks:ke].to(torch.long)
-        kc, kp = _latents(ckv, kpe, pages, @LAST_OF_B@)
-        if kc.shape[0] == 0:
-            continue
-        _attend_latent_causal(qn[qs:qe], qp[qs:qe], kc, kp, sm_scale, output[qs:qe], lse[qs:qe])
-    return output, lse
-)PY";
-
-}  // namespace
 
 Definition mla_paged(const MlaPagedKernel& k, const GenContext& ctx) {
   const bool decode = k.stage == Stage::kDecode;
@@ -190,14 +78,15 @@ Definition mla_paged(const MlaPagedKernel& k, const GenContext& ctx) {
   const std::string last_param = ps1 ? std::string() : std::string("kv_last_page_len, ");
   const std::string last_of_b =
       ps1 ? std::string("0") : std::string("int(kv_last_page_len[b].item())");
-  b.reference(
-      fill(decode ? kDecode : kPrefill, {{"GATHER", std::string(ps1 ? kGatherPs1 : kGatherPaged)},
-                                         {"LAST", last_param},
-                                         {"H", std::to_string(k.heads)},
-                                         {"CKV", std::to_string(k.ckv)},
-                                         {"KPE", std::to_string(k.kpe)},
-                                         {"PS", std::to_string(k.page_size)},
-                                         {"LAST_OF_B", last_of_b}}));
+  b.reference(fill(
+      decode ? templates::mla_paged_decode : templates::mla_paged_prefill,
+      {{"GATHER", std::string(ps1 ? templates::mla_paged_gather_ps1 : templates::mla_paged_gather)},
+       {"LAST", last_param},
+       {"H", std::to_string(k.heads)},
+       {"CKV", std::to_string(k.ckv)},
+       {"KPE", std::to_string(k.kpe)},
+       {"PS", std::to_string(k.page_size)},
+       {"LAST_OF_B", last_of_b}}));
   return b.build();
 }
 

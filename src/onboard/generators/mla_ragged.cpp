@@ -4,45 +4,9 @@
 
 #include "onboard/generators/common.h"
 #include "onboard/generators/families.h"
+#include "onboard/generators/templates.h"
 
 namespace fib::onboard::gen {
-
-namespace {
-
-constexpr std::string_view kReference = R"PY(import math
-
-import torch
-
-@ATTEND@
-
-@torch.no_grad()
-def run(q, k, v, qo_indptr, kv_indptr, sm_scale):
-    total_q, num_qo_heads, qk_dim = q.shape
-    total_kv, num_kv_heads, vo_dim = v.shape
-    batch_size = qo_indptr.shape[0] - 1
-    assert num_qo_heads == @H@
-    assert num_kv_heads == @H@
-    assert qk_dim == @QK@
-    assert vo_dim == @VO@
-    assert total_q == qo_indptr[-1].item()
-    assert total_kv == kv_indptr[-1].item()
-
-    q_f32 = q.to(torch.float32)
-    k_f32 = k.to(torch.float32)
-    v_f32 = v.to(torch.float32)
-    output = torch.zeros((total_q, num_qo_heads, vo_dim), dtype=torch.bfloat16, device=q.device)
-    lse = torch.full((total_q, num_qo_heads), -math.inf, dtype=torch.float32, device=q.device)
-    for b in range(batch_size):
-        qs, qe = int(qo_indptr[b].item()), int(qo_indptr[b + 1].item())
-        ks, ke = int(kv_indptr[b].item()), int(kv_indptr[b + 1].item())
-        if qs >= qe or ks >= ke:
-            continue
-        # One kv head per query head: no grouping.
-        _attend_causal(q_f32[qs:qe], k_f32[ks:ke], v_f32[ks:ke], sm_scale, output[qs:qe], lse[qs:qe])
-    return output, lse
-)PY";
-
-}  // namespace
 
 Definition mla_ragged(const MlaRaggedKernel& k, const GenContext& ctx) {
   const std::int64_t qk = k.qk_nope + k.qk_rope;
@@ -84,10 +48,10 @@ Definition mla_ragged(const MlaRaggedKernel& k, const GenContext& ctx) {
            "Attention output tensor.")
       .output("lse", {"total_q", "num_qo_heads"}, DType::kFloat32,
               "The 2-based log-sum-exp of attention logits.");
-  b.reference(fill(kReference, {{"ATTEND", std::string(attend_causal_source())},
-                                {"H", std::to_string(k.heads)},
-                                {"QK", std::to_string(qk)},
-                                {"VO", std::to_string(k.vo_dim)}}));
+  b.reference(fill(templates::mla_ragged, {{"ATTEND", std::string(attend_causal_source())},
+                                           {"H", std::to_string(k.heads)},
+                                           {"QK", std::to_string(qk)},
+                                           {"VO", std::to_string(k.vo_dim)}}));
   return b.build();
 }
 

@@ -12,304 +12,11 @@
 #include "fib/onboard/naming.h"
 #include "onboard/generators/common.h"
 #include "onboard/generators/families.h"
+#include "onboard/generators/templates.h"
 
 namespace fib::onboard::gen {
 
 namespace {
-
-constexpr std::string_view kFp8DeepSeek = R"PY(import torch
-
-BLOCK = 128  # FP8 block-scale granularity
-
-
-def _dequantize(values, scales):
-    # values [R, C] FP8 with one float32 scale per 128x128 block, scales [R/128, C/128].
-    s = scales.to(torch.float32).repeat_interleave(BLOCK, dim=0).repeat_interleave(BLOCK, dim=1)
-    return values.to(torch.float32) * s
-
-
-@torch.no_grad()
-def run(
-    routing_logits,
-    routing_bias,
-    hidden_states,
-    hidden_states_scale,
-    gemm1_weights,
-    gemm1_weights_scale,
-    gemm2_weights,
-    gemm2_weights_scale,
-    local_expert_offset,
-    routed_scaling_factor,
-):
-    num_experts = @E@
-    num_local_experts = @EL@
-    hidden_size = @HS@
-    intermediate_size = @IS@
-    top_k = @K@
-    # Group routing constants, spelled as the corpus spells them (fib's native reference reads
-    # N_GROUP and TOPK_GROUP from the reference text).
-    N_GROUP = @NG@
-    TOPK_GROUP = @KG@
-    seq_len = hidden_states.shape[0]
-    assert routing_logits.shape[1] == num_experts
-    assert hidden_states.shape[1] == hidden_size
-    assert gemm1_weights.shape[0] == num_local_experts
-    assert gemm1_weights.shape[1] == 2 * intermediate_size
-    assert gemm2_weights.shape[1] == hidden_size and gemm2_weights.shape[2] == intermediate_size
-
-    # DeepSeek-V3 routing: sigmoid scores; the correction bias only decides which experts win.
-    scores = torch.sigmoid(routing_logits.to(torch.float32))  # [T, E]
-    biased = scores + routing_bias.to(torch.float32)
-    if N_GROUP > 1:
-        group_size = num_experts // N_GROUP
-        group_score = biased.view(seq_len, N_GROUP, group_size).topk(2, dim=-1).values.sum(dim=-1)
-        kept = group_score.topk(TOPK_GROUP, dim=-1).indices  # [T, TOPK_GROUP]
-        group_mask = torch.zeros_like(group_score).scatter_(1, kept, 1.0)
-        expert_mask = group_mask.repeat_interleave(group_size, dim=1)
-        biased = biased.masked_fill(expert_mask == 0, torch.finfo(torch.float32).min)
-    chosen = biased.topk(top_k, dim=-1).indices  # [T, top_k]
-    picked = scores.gather(1, chosen)
-    weights = picked / (picked.sum(dim=-1, keepdim=True) + 1e-20) * routed_scaling_factor
-
-    # Activations: one scale per (128 channels, token), stored transposed as [H/128, T].
-    act = hidden_states.to(torch.float32) * hidden_states_scale.to(torch.float32).T.repeat_interleave(BLOCK, dim=1)
-
-    # This rank holds experts [offset, offset + num_local_experts); others add nothing here.
-    output = torch.zeros((seq_len, hidden_size), dtype=torch.float32, device=hidden_states.device)
-    offset = int(local_expert_offset)
-    for local in range(num_local_experts):
-        hit = chosen == offset + local  # [T, top_k]
-        tokens = hit.any(dim=1).nonzero().squeeze(1)
-        if tokens.numel() == 0:
-            continue
-        w13 = _dequantize(gemm1_weights[local], gemm1_weights_scale[local])  # [2I, H]
-        w2 = _dequantize(gemm2_weights[local], gemm2_weights_scale[local])  # [H, I]
-        h = act[tokens] @ w13.T
-        mixed = h[:, :intermediate_size] * torch.nn.functional.silu(h[:, intermediate_size:])
-        weight = (weights[tokens] * hit[tokens]).sum(dim=1, keepdim=True)
-        output.index_add_(0, tokens, (mixed @ w2.T) * weight)
-    return output.to(torch.bfloat16)
-)PY";
-
-constexpr std::string_view kFp8Renorm = R"PY(import torch
-
-BLOCK = 128  # FP8 block-scale granularity
-
-
-def _dequantize(values, scales):
-    # values [R, C] FP8 with one float32 scale per 128x128 block, scales [R/128, C/128].
-    s = scales.to(torch.float32).repeat_interleave(BLOCK, dim=0).repeat_interleave(BLOCK, dim=1)
-    return values.to(torch.float32) * s
-
-
-@torch.no_grad()
-def run(
-    routing_logits,
-    hidden_states,
-    hidden_states_scale,
-    gemm1_weights,
-    gemm1_weights_scale,
-    gemm2_weights,
-    gemm2_weights_scale,
-):
-    num_experts = @E@
-    hidden_size = @HS@
-    intermediate_size = @IS@
-    top_k = @K@
-    seq_len = hidden_states.shape[0]
-    assert routing_logits.shape[1] == num_experts
-    assert hidden_states.shape[1] == hidden_size
-    assert gemm1_weights.shape[0] == num_experts
-    assert gemm1_weights.shape[1] == 2 * intermediate_size
-    assert gemm2_weights.shape[1] == hidden_size and gemm2_weights.shape[2] == intermediate_size
-
-    # Renormalize routing: top-k of the logits, softmax over the k chosen.
-    top_logits, chosen = routing_logits.to(torch.float32).topk(top_k, dim=-1)
-    weights = torch.softmax(top_logits, dim=-1)  # [T, top_k]
-
-    act = hidden_states.to(torch.float32) * hidden_states_scale.to(torch.float32).T.repeat_interleave(BLOCK, dim=1)
-    output = torch.zeros((seq_len, hidden_size), dtype=torch.float32, device=hidden_states.device)
-    for e in range(num_experts):
-        hit = chosen == e
-        tokens = hit.any(dim=1).nonzero().squeeze(1)
-        if tokens.numel() == 0:
-            continue
-        w13 = _dequantize(gemm1_weights[e], gemm1_weights_scale[e])  # [2I, H]
-        w2 = _dequantize(gemm2_weights[e], gemm2_weights_scale[e])  # [H, I]
-        h = act[tokens] @ w13.T
-        mixed = h[:, :intermediate_size] * torch.nn.functional.silu(h[:, intermediate_size:])
-        weight = (weights[tokens] * hit[tokens]).sum(dim=1, keepdim=True)
-        output.index_add_(0, tokens, (mixed @ w2.T) * weight)
-    return output.to(torch.bfloat16)
-)PY";
-
-// TRT-LLM variants: routing helpers by routing type.
-constexpr std::string_view kRouteRenorm = R"PY(def _route(routing_logits, top_k):
-    # Renormalize: top-k of the logits, softmax over the k chosen; the weight scales the output.
-    top_logits, chosen = routing_logits.to(torch.float32).topk(top_k, dim=-1)
-    return chosen, torch.softmax(top_logits, dim=-1), False
-)PY";
-
-constexpr std::string_view kRouteLlama4 = R"PY(def _route(routing_logits, top_k):
-    # Llama-4: sigmoid scores, top-k; the weight scales the expert input. routing_bias is not
-    # used by this routing (the kernel ignores it too).
-    weights, chosen = torch.sigmoid(routing_logits.to(torch.float32)).topk(top_k, dim=-1)
-    return chosen, weights, True
-)PY";
-
-constexpr std::string_view kFp4 = R"PY(import torch
-
-
-@ROUTE@
-
-@torch.no_grad()
-def run(routing_logits, hidden_states, gemm1_weights, gemm2_weights@BIAS_PARAM@):
-    num_experts = @E@
-    hidden_size = @HS@
-    intermediate_size = @IS@
-    top_k = @K@
-    seq_len = hidden_states.shape[0]
-    assert routing_logits.shape[1] == num_experts
-    assert gemm1_weights.shape == (num_experts, 2 * intermediate_size, hidden_size)
-    assert gemm2_weights.shape == (num_experts, hidden_size, intermediate_size)
-
-    # The weights are given in float32: the kernel's MXFP4 quantization is not modeled here.
-    chosen, weights, weight_on_input = _route(routing_logits, top_k)
-    act = hidden_states.to(torch.float32)
-    output = torch.zeros((seq_len, hidden_size), dtype=torch.float32, device=hidden_states.device)
-    for e in range(num_experts):
-        hit = chosen == e
-        tokens = hit.any(dim=1).nonzero().squeeze(1)
-        if tokens.numel() == 0:
-            continue
-        weight = (weights[tokens] * hit[tokens]).sum(dim=1, keepdim=True)
-        x = act[tokens] * weight if weight_on_input else act[tokens]
-        h = x @ gemm1_weights[e].to(torch.float32).T
-        mixed = h[:, :intermediate_size] * torch.nn.functional.silu(h[:, intermediate_size:])
-        y = mixed @ gemm2_weights[e].to(torch.float32).T
-        output.index_add_(0, tokens, y if weight_on_input else y * weight)
-    return output.to(torch.bfloat16)
-)PY";
-
-constexpr std::string_view kFp4Routed = R"PY(import torch
-
-
-@torch.no_grad()
-def run(topk_ids, hidden_states, gemm1_weights, gemm2_weights):
-    num_experts = @E@
-    hidden_size = @HS@
-    intermediate_size = @IS@
-    top_k = @K@
-    seq_len = hidden_states.shape[0]
-    assert topk_ids.shape[1] == top_k
-    assert gemm1_weights.shape == (num_experts, 2 * intermediate_size, hidden_size)
-    assert gemm2_weights.shape == (num_experts, hidden_size, intermediate_size)
-
-    # Packed routing: expert index in the high 16 bits, the bfloat16 bits of its weight in the low.
-    chosen = (topk_ids >> 16).to(torch.int16).to(torch.int64)  # [T, top_k]
-    weights = (topk_ids & 0xFFFF).to(torch.int16).view(torch.bfloat16).to(torch.float32)
-    weight_on_input = @ON_INPUT@  # Llama-4 routing scales the expert input
-
-    act = hidden_states.to(torch.float32)
-    output = torch.zeros((seq_len, hidden_size), dtype=torch.float32, device=hidden_states.device)
-    for e in range(num_experts):
-        hit = chosen == e
-        tokens = hit.any(dim=1).nonzero().squeeze(1)
-        if tokens.numel() == 0:
-            continue
-        weight = (weights[tokens] * hit[tokens]).sum(dim=1, keepdim=True)
-        x = act[tokens] * weight if weight_on_input else act[tokens]
-        h = x @ gemm1_weights[e].to(torch.float32).T
-        mixed = h[:, :intermediate_size] * torch.nn.functional.silu(h[:, intermediate_size:])
-        y = mixed @ gemm2_weights[e].to(torch.float32).T
-        output.index_add_(0, tokens, y if weight_on_input else y * weight)
-    return output.to(torch.bfloat16)
-)PY";
-
-constexpr std::string_view kFp8PerTensor = R"PY(import torch
-
-
-@ROUTE@
-
-@torch.no_grad()
-def run(
-    routing_logits,
-    hidden_states,
-    gemm1_weights,
-    output1_scales_scalar,
-    output1_scales_gate_scalar,
-    gemm2_weights,
-    output2_scales_scalar@BIAS_PARAM@
-):
-    num_experts = @E@
-    hidden_size = @HS@
-    intermediate_size = @IS@
-    top_k = @K@
-    seq_len = hidden_states.shape[0]
-    assert routing_logits.shape[1] == num_experts
-    assert gemm1_weights.shape == (num_experts, 2 * intermediate_size, hidden_size)
-    assert gemm2_weights.shape == (num_experts, hidden_size, intermediate_size)
-
-    chosen, weights, weight_on_input = _route(routing_logits, top_k)
-    act = hidden_states.to(torch.float32)  # per-tensor scales are folded into the output scales
-    output = torch.zeros((seq_len, hidden_size), dtype=torch.float32, device=hidden_states.device)
-    for e in range(num_experts):
-        hit = chosen == e
-        tokens = hit.any(dim=1).nonzero().squeeze(1)
-        if tokens.numel() == 0:
-            continue
-        weight = (weights[tokens] * hit[tokens]).sum(dim=1, keepdim=True)
-        x = act[tokens] * weight if weight_on_input else act[tokens]
-        h = x @ gemm1_weights[e].to(torch.float32).T
-        up = h[:, :intermediate_size] * output1_scales_scalar[e]
-        gate = h[:, intermediate_size:] * output1_scales_gate_scalar[e]
-        y = (torch.nn.functional.silu(gate) * up) @ gemm2_weights[e].to(torch.float32).T
-        y = y * output2_scales_scalar[e]
-        output.index_add_(0, tokens, y if weight_on_input else y * weight)
-    return output.to(torch.bfloat16)
-)PY";
-
-// gpt-oss experts: biases on both GEMMs, the gate clamped from above, the linear half clamped to
-// [-limit, limit], glu = gate * sigmoid(alpha * gate), out = (up + 1) * glu.
-constexpr std::string_view kSwigluOaiReference = R"PY(import torch
-
-SWIGLU_ALPHA = @ALPHA@  # glu = gate * sigmoid(SWIGLU_ALPHA * gate)
-SWIGLU_LIMIT = @LIMIT@  # gate <= SWIGLU_LIMIT, -SWIGLU_LIMIT <= up <= SWIGLU_LIMIT
-
-
-@torch.no_grad()
-def run(routing_logits, hidden_states, gemm1_weights, gemm1_bias, gemm2_weights, gemm2_bias):
-    num_experts = @E@
-    hidden_size = @HS@
-    intermediate_size = @IS@
-    top_k = @K@
-    seq_len = hidden_states.shape[0]
-    assert routing_logits.shape[1] == num_experts
-    assert gemm1_weights.shape == (num_experts, 2 * intermediate_size, hidden_size)
-    assert gemm1_bias.shape == (num_experts, 2 * intermediate_size)
-    assert gemm2_weights.shape == (num_experts, hidden_size, intermediate_size)
-    assert gemm2_bias.shape == (num_experts, hidden_size)
-
-    # Renormalize routing: top-k of the router logits, softmax over the k chosen.
-    top_logits, chosen = routing_logits.to(torch.float32).topk(top_k, dim=-1)
-    weights = torch.softmax(top_logits, dim=-1)  # [T, top_k]
-
-    act = hidden_states.to(torch.float32)
-    output = torch.zeros((seq_len, hidden_size), dtype=torch.float32, device=hidden_states.device)
-    for e in range(num_experts):
-        hit = chosen == e
-        tokens = hit.any(dim=1).nonzero().squeeze(1)
-        if tokens.numel() == 0:
-            continue
-        h = act[tokens] @ gemm1_weights[e].to(torch.float32).T + gemm1_bias[e].to(torch.float32)
-        up = h[:, :intermediate_size].clamp(min=-SWIGLU_LIMIT, max=SWIGLU_LIMIT)
-        gate = h[:, intermediate_size:].clamp(max=SWIGLU_LIMIT)
-        glu = gate * torch.sigmoid(SWIGLU_ALPHA * gate)
-        y = ((up + 1) * glu) @ gemm2_weights[e].to(torch.float32).T + gemm2_bias[e].to(torch.float32)
-        weight = (weights[tokens] * hit[tokens]).sum(dim=1, keepdim=True)
-        output.index_add_(0, tokens, y * weight)
-    return output.to(torch.bfloat16)
-)PY";
 
 std::string routing_phrase(Routing r) {
   switch (r) {
@@ -408,18 +115,18 @@ Definition fp8_block_scale(const MoeKernel& k, const GenContext& ctx, const std:
            ds && k.ep > 1 ? "This rank's share of the MoE output (summed across EP ranks)."
                           : "Final MoE output tensor.");
   if (ds) {
-    b.reference(fill(kFp8DeepSeek, {{"E", std::to_string(k.num_experts)},
-                                    {"EL", std::to_string(k.local_experts)},
-                                    {"HS", std::to_string(k.hidden)},
-                                    {"IS", std::to_string(k.intermediate)},
-                                    {"K", std::to_string(k.top_k)},
-                                    {"NG", std::to_string(k.n_group)},
-                                    {"KG", std::to_string(k.topk_group)}}));
+    b.reference(fill(templates::moe_fp8_deepseek, {{"E", std::to_string(k.num_experts)},
+                                                   {"EL", std::to_string(k.local_experts)},
+                                                   {"HS", std::to_string(k.hidden)},
+                                                   {"IS", std::to_string(k.intermediate)},
+                                                   {"K", std::to_string(k.top_k)},
+                                                   {"NG", std::to_string(k.n_group)},
+                                                   {"KG", std::to_string(k.topk_group)}}));
   } else {
-    b.reference(fill(kFp8Renorm, {{"E", std::to_string(k.local_experts)},
-                                  {"HS", std::to_string(k.hidden)},
-                                  {"IS", std::to_string(k.intermediate)},
-                                  {"K", std::to_string(k.top_k)}}));
+    b.reference(fill(templates::moe_fp8_renorm, {{"E", std::to_string(k.local_experts)},
+                                                 {"HS", std::to_string(k.hidden)},
+                                                 {"IS", std::to_string(k.intermediate)},
+                                                 {"K", std::to_string(k.top_k)}}));
   }
   return b.build();
 }
@@ -492,26 +199,28 @@ Definition trtllm(const MoeKernel& k, const GenContext& ctx, const std::string& 
 
   const std::string E = std::to_string(k.local_experts), HS = std::to_string(k.hidden),
                     IS = std::to_string(k.intermediate), K = std::to_string(k.top_k);
-  const std::string route(llama4 ? kRouteLlama4 : kRouteRenorm);
+  // TRT-LLM variants: routing helpers by routing type.
+  const std::string route(llama4 ? templates::moe_route_llama4 : templates::moe_route_renorm);
   const std::string bias_param = llama4 ? ", routing_bias" : "";
   if (routed) {
     b.reference(fill(
-        kFp4Routed,
+        templates::moe_fp4_routed,
         {{"E", E}, {"HS", HS}, {"IS", IS}, {"K", K}, {"ON_INPUT", llama4 ? "True" : "False"}}));
   } else if (fp4) {
-    b.reference(fill(kFp4, {{"ROUTE", route},
-                            {"BIAS_PARAM", bias_param},
-                            {"E", E},
-                            {"HS", HS},
-                            {"IS", IS},
-                            {"K", K}}));
+    b.reference(fill(templates::moe_fp4, {{"ROUTE", route},
+                                          {"BIAS_PARAM", bias_param},
+                                          {"E", E},
+                                          {"HS", HS},
+                                          {"IS", IS},
+                                          {"K", K}}));
   } else {
-    b.reference(fill(kFp8PerTensor, {{"ROUTE", route},
-                                     {"BIAS_PARAM", llama4 ? ",\n    routing_bias," : ","},
-                                     {"E", E},
-                                     {"HS", HS},
-                                     {"IS", IS},
-                                     {"K", K}}));
+    b.reference(
+        fill(templates::moe_fp8_per_tensor, {{"ROUTE", route},
+                                             {"BIAS_PARAM", llama4 ? ",\n    routing_bias," : ","},
+                                             {"E", E},
+                                             {"HS", HS},
+                                             {"IS", IS},
+                                             {"K", K}}));
   }
   return b.build();
 }
@@ -552,12 +261,14 @@ Definition bf16_swiglu_oai(const MoeKernel& k, const GenContext& ctx, const std:
              "FC2 weights (down), [out, in] (the checkpoint's down_proj transposed).")
       .input("gemm2_bias", {"num_experts", "hidden_size"}, bf16, "FC2 bias (down_proj_bias).");
   b.output("output", {"seq_len", "hidden_size"}, bf16, "Final MoE output tensor.");
-  b.reference(fill(kSwigluOaiReference, {{"ALPHA", py_float(k.swiglu_alpha)},
-                                         {"LIMIT", py_float(k.swiglu_limit)},
-                                         {"E", std::to_string(k.local_experts)},
-                                         {"HS", std::to_string(k.hidden)},
-                                         {"IS", std::to_string(k.intermediate)},
-                                         {"K", std::to_string(k.top_k)}}));
+  // gpt-oss experts: biases on both GEMMs, the gate clamped from above, the linear half clamped to
+  // [-limit, limit], glu = gate * sigmoid(alpha * gate), out = (up + 1) * glu.
+  b.reference(fill(templates::moe_swiglu_oai, {{"ALPHA", py_float(k.swiglu_alpha)},
+                                               {"LIMIT", py_float(k.swiglu_limit)},
+                                               {"E", std::to_string(k.local_experts)},
+                                               {"HS", std::to_string(k.hidden)},
+                                               {"IS", std::to_string(k.intermediate)},
+                                               {"K", std::to_string(k.top_k)}}));
   return b.build();
 }
 

@@ -4,42 +4,9 @@
 
 #include "onboard/generators/common.h"
 #include "onboard/generators/families.h"
+#include "onboard/generators/templates.h"
 
 namespace fib::onboard::gen {
-
-namespace {
-
-constexpr std::string_view kPlain = R"PY(import torch
-
-
-@torch.no_grad()
-def run(hidden_states, weight):
-    batch_size, hidden_size = hidden_states.shape
-    assert hidden_size == @H@
-
-    EPS = @EPS@
-    x = hidden_states.to(torch.float32)
-    inv_rms = torch.rsqrt(x.pow(2).mean(dim=-1, keepdim=True) + EPS)
-    return (x * inv_rms * weight.to(torch.float32)).to(hidden_states.dtype)
-)PY";
-
-constexpr std::string_view kFused = R"PY(import torch
-
-
-@torch.no_grad()
-def run(hidden_states, residual, weight):
-    batch_size, hidden_size = hidden_states.shape
-    assert hidden_size == @H@
-
-    EPS = @EPS@
-    # The residual is added in fp32 before normalizing (the kernel also writes the sum back to
-    # residual in place; the definition's output is the normalized tensor only).
-    x = hidden_states.to(torch.float32) + residual.to(torch.float32)
-    inv_rms = torch.rsqrt(x.pow(2).mean(dim=-1, keepdim=True) + EPS)
-    return (x * inv_rms * weight.to(torch.float32)).to(hidden_states.dtype)
-)PY";
-
-}  // namespace
 
 Definition rmsnorm(const RmsNormKernel& k, const GenContext& ctx) {
   const std::string name = fmt::format("{}rmsnorm_h{}", k.fused_add ? "fused_add_" : "", k.hidden);
@@ -66,7 +33,7 @@ Definition rmsnorm(const RmsNormKernel& k, const GenContext& ctx) {
   }
   b.input("weight", {"hidden_size"}, DType::kBFloat16, "Per-channel scale.");
   b.output("output", {"batch_size", "hidden_size"}, DType::kBFloat16, "Normalized rows.");
-  b.reference(fill(k.fused_add ? kFused : kPlain,
+  b.reference(fill(k.fused_add ? templates::rmsnorm_fused_add : templates::rmsnorm,
                    {{"H", std::to_string(k.hidden)}, {"EPS", py_float(k.eps)}}));
   return b.build();
 }

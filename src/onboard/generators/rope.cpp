@@ -6,43 +6,9 @@
 #include "fib/onboard/naming.h"
 #include "onboard/generators/common.h"
 #include "onboard/generators/families.h"
+#include "onboard/generators/templates.h"
 
 namespace fib::onboard::gen {
-
-namespace {
-
-constexpr std::string_view kReference = R"PY(import torch
-
-
-@torch.no_grad()
-def run(q, k, cos_sin_cache, positions):
-    head_size, rotary_dim = @D@, @RD@
-    assert q.shape[-1] == head_size and k.shape[-1] == head_size
-    assert cos_sin_cache.shape[-1] == rotary_dim
-
-    # Row p of the cache: rotary_dim / 2 cosines, then rotary_dim / 2 sines.
-    cos, sin = cos_sin_cache[positions].to(torch.float32).chunk(2, dim=-1)
-    cos, sin = cos[:, None, :], sin[:, None, :]  # broadcast over heads
-
-    def rotate(x):
-        x = x.to(torch.float32)
-@ROTATE@
-        return torch.cat([rotated, x[..., rotary_dim:]], dim=-1)
-
-    return rotate(q).to(q.dtype), rotate(k).to(k.dtype)
-)PY";
-
-// NeoX: dims i and i + rotary_dim/2 form a pair.
-constexpr std::string_view kNeox =
-    R"PY(        x1, x2 = x[..., : rotary_dim // 2], x[..., rotary_dim // 2 : rotary_dim]
-        rotated = torch.cat([x1 * cos - x2 * sin, x2 * cos + x1 * sin], dim=-1))PY";
-
-// GPT-J: dims 2i and 2i + 1 form a pair.
-constexpr std::string_view kGptj =
-    R"PY(        x1, x2 = x[..., 0:rotary_dim:2], x[..., 1:rotary_dim:2]
-        rotated = torch.stack([x1 * cos - x2 * sin, x2 * cos + x1 * sin], dim=-1).flatten(-2))PY";
-
-}  // namespace
 
 Definition rope(const RopeKernel& k, const GenContext& ctx) {
   const bool neox = k.style == RopeStyle::kNeox;
@@ -81,9 +47,11 @@ Definition rope(const RopeKernel& k, const GenContext& ctx) {
            "Query with RoPE applied.")
       .output("k_out", {"num_tokens", "num_kv_heads", "head_size"}, DType::kBFloat16,
               "Key with RoPE applied.");
-  b.reference(fill(kReference, {{"D", std::to_string(k.head_size)},
-                                {"RD", std::to_string(k.rotary_dim)},
-                                {"ROTATE", std::string(neox ? kNeox : kGptj)}}));
+  // NeoX: dims i and i + rotary_dim/2 form a pair; GPT-J: dims 2i and 2i + 1.
+  b.reference(fill(templates::rope,
+                   {{"D", std::to_string(k.head_size)},
+                    {"RD", std::to_string(k.rotary_dim)},
+                    {"ROTATE", std::string(neox ? templates::rope_neox : templates::rope_gptj)}}));
   return b.build();
 }
 

@@ -5,71 +5,9 @@
 #include "fib/onboard/naming.h"
 #include "onboard/generators/common.h"
 #include "onboard/generators/families.h"
+#include "onboard/generators/templates.h"
 
 namespace fib::onboard::gen {
-
-namespace {
-
-constexpr std::string_view kTopK = R"PY(def _top_k(row, k):
-    # Keep the k most probable tokens and renormalize; k outside (0, vocab) keeps everything.
-    if 0 < k < row.shape[0]:
-        kept = torch.argsort(row, descending=True)[:k]
-        filtered = torch.zeros_like(row)
-        filtered[kept] = row[kept]
-        row = filtered / filtered.sum()
-    return row
-)PY";
-
-constexpr std::string_view kTopP = R"PY(def _top_p(row, p):
-    # Keep the smallest prefix (by probability) whose mass reaches p - the token that crosses p
-    # is kept - and renormalize; p >= 1 keeps everything.
-    if p < 1.0:
-        values, order = torch.sort(row, descending=True)
-        # mass strictly before each token
-        before = torch.cat([values.new_zeros(1), torch.cumsum(values, dim=0)[:-1]])
-        kept = order[before <= p]
-        kept = kept if kept.numel() > 0 else order[:1]
-        filtered = torch.zeros_like(row)
-        filtered[kept] = row[kept]
-        row = filtered / filtered.sum()
-    return row
-)PY";
-
-constexpr std::string_view kRun = R"PY(import torch
-
-@HELPERS@
-
-@torch.no_grad()
-def run(@PARAMS@):
-    batch_size, vocab_size = probs.shape
-    assert vocab_size == @V@
-
-    probs = probs.to(torch.float32)
-    samples = torch.empty(batch_size, dtype=torch.int64, device=probs.device)
-    for i in range(batch_size):
-        row = probs[i]
-@BODY@
-        samples[i] = torch.multinomial(row, 1, replacement=True).squeeze(0)
-    return samples
-)PY";
-
-// p <= 0 degenerates to greedy decoding, as FlashInfer does.
-constexpr std::string_view kBodyTopK = R"PY(        row = _top_k(row, int(top_k[i].item())))PY";
-constexpr std::string_view kBodyTopP = R"PY(        p = float(top_p[i].item())
-        if p <= 0.0:
-            samples[i] = torch.argmax(row)
-            continue
-        row = _top_p(row, p))PY";
-constexpr std::string_view kBodyTopKTopP =
-    R"PY(        # top-k first, then top-p on the renormalized distribution
-        row = _top_k(row, int(top_k[i].item()))
-        p = float(top_p[i].item())
-        if p <= 0.0:
-            samples[i] = torch.argmax(row)
-            continue
-        row = _top_p(row, p))PY";
-
-}  // namespace
 
 Definition sampling(const SamplingKernel& k, const GenContext& ctx) {
   const std::string name = definition_name(KernelSpec{k});
@@ -116,19 +54,21 @@ Definition sampling(const SamplingKernel& k, const GenContext& ctx) {
   }
   b.output("samples", {"batch_size"}, DType::kInt64, "Sampled token indices");
   std::string helpers;
-  if (uses_k) helpers += std::string(kTopK);
+  if (uses_k) helpers += std::string(templates::sampling_top_k);
   if (uses_k && uses_p) helpers += "\n\n";
-  if (uses_p) helpers += std::string(kTopP);
+  if (uses_p) helpers += std::string(templates::sampling_top_p);
   std::string params = "probs";
   if (uses_k) params += ", top_k";
   if (uses_p) params += ", top_p";
-  const std::string_view body = k.kind == SamplingKind::kTopK   ? kBodyTopK
-                                : k.kind == SamplingKind::kTopP ? kBodyTopP
-                                                                : kBodyTopKTopP;
-  b.reference(fill(kRun, {{"HELPERS", helpers},
-                          {"PARAMS", params},
-                          {"V", std::to_string(k.vocab)},
-                          {"BODY", std::string(body)}}));
+  // With top-p, p <= 0 degenerates to greedy decoding, as FlashInfer does.
+  const std::string_view body = k.kind == SamplingKind::kTopK ? templates::sampling_body_top_k
+                                : k.kind == SamplingKind::kTopP
+                                    ? templates::sampling_body_top_p
+                                    : templates::sampling_body_top_k_top_p;
+  b.reference(fill(templates::sampling, {{"HELPERS", helpers},
+                                         {"PARAMS", params},
+                                         {"V", std::to_string(k.vocab)},
+                                         {"BODY", std::string(body)}}));
   return b.build();
 }
 
