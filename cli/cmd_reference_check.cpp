@@ -1,5 +1,6 @@
 // fib reference check: the native references of the chosen definitions against their own PyTorch
-// references on the same synthesized inputs, as a table (fib/bench/refcheck/reference_check.h).
+// references on the same synthesized inputs, as a table
+// (fib/bench/reference_stage/reference_check.h).
 #include <fmt/format.h>
 #include <unistd.h>
 
@@ -8,7 +9,7 @@
 
 #include "cli/cli_common.h"
 #include "cli/commands.h"
-#include "fib/bench/refcheck/reference_check.h"
+#include "fib/bench/reference_stage/reference_check.h"
 #include "fib/dataset/trace_set.h"
 #include "fib/trace/suggest.h"
 

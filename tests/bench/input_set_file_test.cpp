@@ -19,8 +19,8 @@
 #include <vector>
 
 #include "bench/run/prepare.h"
-#include "bench/run/reference_cache.h"
 #include "fib/bench/eval/eval_config.h"
+#include "fib/bench/reference_stage/reference_cache.h"
 #include "fib/tensor/inputs.h"
 #include "support/temp_dir.h"
 

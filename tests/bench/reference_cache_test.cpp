@@ -6,7 +6,7 @@
 #include <fstream>
 #include <string>
 
-#include "bench/run/reference_cache.h"
+#include "fib/bench/reference_stage/reference_cache.h"
 #include "fib/bench/run/run.h"
 #include "support/temp_dir.h"
 

@@ -6,9 +6,9 @@
 #include <cstring>
 #include <set>
 
-#include "bench/run/trial_timing.h"
 #include "bench/worker/host_memory.h"
 #include "bench/worker/worker_common.h"
+#include "fib/bench/protocol/trial_timing.h"
 
 namespace fib::bench::detail {
 namespace {

@@ -90,14 +90,6 @@ Worker& Lane::solution_worker(const WorkerSpec& spec) {
   return *solution;
 }
 
-Worker& Lane::reference_worker(const WorkerSpec& spec) {
-  if (!reference || !reference->alive() || !reference->channel_idle()) {
-    reference.reset();
-    reference = std::make_unique<Worker>(spec);
-  }
-  return *reference;
-}
-
 std::vector<std::unique_ptr<Lane>> make_lanes(const DeviceChoice& devices) {
   std::vector<std::unique_ptr<Lane>> lanes;
   if (!devices.gpu) {

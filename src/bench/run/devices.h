@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "fib/bench/launch/worker_process.h"
+#include "fib/bench/reference_stage/reference_stage.h"
 #include "fib/bench/run/run.h"
 #include "fib/trace/json_reader.h"
 #ifdef FIB_HAVE_CUDA
@@ -36,7 +37,9 @@ struct Lane {
 #ifdef FIB_HAVE_CUDA
   cuda::DevicePeaks peaks;  // for the roofline of passed evaluations
 #endif
-  std::unique_ptr<Worker> solution, reference;
+  std::unique_ptr<Worker> solution;
+  // The lane's references and its reference worker (made once the run's settings are known).
+  std::unique_ptr<ReferenceStage> reference;
   std::filesystem::path box;            // the solution worker's sandbox box (empty: unsandboxed)
   std::filesystem::path reference_box;  // the reference worker's
   std::filesystem::path python_reference_box;  // the PyTorch reference's (python_reference.h)
@@ -45,9 +48,8 @@ struct Lane {
   // the order it ran them.
   std::deque<std::shared_future<void>> judging;
 
-  // The lane's worker of that role, started anew when there is none or it died.
+  // The lane's solution worker, started anew when there is none or it died.
   Worker& solution_worker(const WorkerSpec& spec);
-  Worker& reference_worker(const WorkerSpec& spec);
 };
 
 // A lane per chosen device: the CPU, or each CUDA device with its properties.

@@ -9,10 +9,10 @@
 
 #include "fib/bench/eval/compare.h"
 #include "fib/bench/eval/op_family.h"
+#include "fib/bench/launch/box.h"
+#include "fib/bench/protocol/trial_timing.h"
 #include "judge.h"
-#include "sandbox.h"
 #include "timer.h"
-#include "trial_timing.h"
 #include "worker_messages.h"
 
 namespace fib::bench::detail {
@@ -270,129 +270,191 @@ Attempt failed_attempt(Outcome o, const Json& environment) {
   return Attempt{std::move(o), std::nullopt};
 }
 
-Attempt run_solution(Lane& lane, const EvaluationJob& job, const EvaluateSettings& settings,
-                     EvaluationCosts& costs) {
-  const RunOptions& o = settings.options;
+// The request as the orchestrator judges it: the checked outputs (and sampling draws) in the
+// workload's folder. The worker is told of no checked call: it draws one after the calls.
+protocol::EvaluateRequest evaluation_request(const Lane& lane, const EvaluationJob& job,
+                                             const RunOptions& o,
+                                             const std::optional<std::string>& sampling_file) {
   const PreparedWorkload& p = job.prepared;
-  Json env = evaluation_environment(job, o, lane.device != "cpu");
-  std::optional<std::string> sampling_file;
-  if (p.sampling) sampling_file = (p.dir / (job.name + "-draws.safetensors")).string();
-  // Where the orchestrator judges the outputs; a sandboxed worker writes them in its box first.
-  // The worker is told of no checked call: it draws one after the calls.
-  const auto schedule_in = [&](const fs::path& dir) {
-    return with_drawn_checks(with_check_outputs(p.schedule, dir, job.name));
-  };
-  const protocol::Schedule judged = schedule_in(p.dir);
-  const fs::path box = settings.worker.sandbox.box;
-  std::optional<StagedFiles> staged;
-  if (!box.empty()) {
-    try {
-      staged = stage_in_box(box, p.inputs_file, job.build.shared_object, job.build.key,
-                            job.build.python.has_value());
-    } catch (const Error& e) {
-      return failed_attempt(
-          failed(EvaluationStatus::kRuntimeError, std::string("sandbox: ") + e.what()), env);
-    }
-  }
-  const fs::path out_dir = staged ? box / "out" : p.dir;
-  protocol::EvaluateRequest request = make_evaluate_request(EvaluationCall{
-      .def = job.def,
-      .workload = job.workload,
-      .solution = job.solution,
-      .build = job.build,
-      .inputs_file = staged ? staged->inputs : p.inputs_file,
-      .schedule = schedule_in(out_dir),
-      .device = lane.device,
-      .gpu_timer = o.gpu_timer,
-      .sampling_output =
-          staged && sampling_file
-              ? std::optional<std::string>((out_dir / fs::path(*sampling_file).filename()).string())
-              : sampling_file,
-      .sampling_draws = p.sampling_draws});
-  if (staged) request.solution.library = staged->library;
+  return make_evaluate_request(
+      EvaluationCall{.def = job.def,
+                     .workload = job.workload,
+                     .solution = job.solution,
+                     .build = job.build,
+                     .inputs_file = p.inputs_file,
+                     .schedule = with_drawn_checks(with_check_outputs(p.schedule, p.dir, job.name)),
+                     .device = lane.device,
+                     .gpu_timer = o.gpu_timer,
+                     .sampling_output = sampling_file,
+                     .sampling_draws = p.sampling_draws});
+}
+
+// The same request as the worker is handed it: its files staged in the box, its outputs written
+// there. Throws fib::Error when a file cannot be staged.
+protocol::EvaluateRequest request_in_box(Box& box, const protocol::EvaluateRequest& request,
+                                         const EvaluationJob& job) {
+  protocol::EvaluateRequest sent = request;
+  const Box::Staged staged =
+      box.stage(job.prepared.inputs_file,
+                Box::Library{job.build.shared_object, job.build.key, job.build.python.has_value()});
+  sent.sets = staged.inputs;
+  sent.solution.library = staged.library;
+  sent.schedule = box.outputs_in_box(request.schedule);
+  if (sent.sampling) sent.sampling->output = box.output(request.sampling->output);
+  return sent;
+}
+
+// The solution worker's answer to one evaluation request.
+struct WorkerAnswer {
+  Worker* worker = nullptr;
+  Worker::Reply reply;
+  double observed_ms = 0;  // the orchestrator's wall time around the request
+  CapturedOutput out;
+  std::string output_log;
+};
+
+// Sends `sent` to the lane's solution worker (started, and a Python solution opened, first) and
+// takes the outputs out of the box. The outcome when the worker could not start, open the
+// solution, or answer in time.
+std::optional<Outcome> call_solution_worker(Lane& lane, const EvaluateSettings& settings, Box& box,
+                                            const protocol::EvaluateRequest& sent,
+                                            EvaluationCosts& costs, WorkerAnswer* a) {
+  const double timeout_seconds = settings.options.timeout_seconds;
   std::string start_error;
-  Worker* worker = start_solution_worker(lane, settings, costs, &start_error);
-  if (worker == nullptr) {
-    return failed_attempt(failed(EvaluationStatus::kRuntimeError,
-                                 "the solution worker could not start: " + start_error),
-                          env);
+  a->worker = start_solution_worker(lane, settings, costs, &start_error);
+  if (a->worker == nullptr) {
+    return failed(EvaluationStatus::kRuntimeError,
+                  "the solution worker could not start: " + start_error);
   }
-  if (auto f = open_python_solution(*worker, request.solution, o.timeout_seconds)) {
-    return failed_attempt(std::move(*f), env);
-  }
-  const Json request_json = to_json(request);
-  const auto sent = Clock::now();
-  const Worker::Reply r = worker->call(
-      request_json, Clock::now() + std::chrono::duration_cast<Clock::duration>(
-                                       std::chrono::duration<double>(o.timeout_seconds)));
-  const double observed_ms = ms_since(sent);
-  const CapturedOutput out = worker->take_output();
-  const std::string output_log = output_log_of(out);
-  if (staged) {
-    // Out of the worker's reach before anything reads them.
-    std::vector<std::string> from = check_output_files(request.schedule),
-                             to = check_output_files(judged);
-    if (request.sampling) {
-      from.push_back(request.sampling->output);
-      to.push_back(*sampling_file);
-    }
-    take_from_box(from, to);
-    request.schedule = judged;
-    if (request.sampling) request.sampling->output = *sampling_file;
-  }
-  if (auto f = worker_failure(r, out, output_log, o.timeout_seconds)) {
-    return failed_attempt(std::move(*f), env);
-  }
-  protocol::EvaluateReply reply;
-  try {
-    reply = read_reply(request, r.body);
-  } catch (const protocol::ProtocolError& e) {
-    worker->kill();  // what it sent cannot be trusted: the next evaluation gets a new one
-    return failed_attempt(failed(EvaluationStatus::kRuntimeError,
-                                 fmt::format("the worker's reply is not one fib can take: {}{}",
-                                             e.what(), output_log)),
-                          env);
-  }
-  if (auto f = reply_failure(reply, job.def, job.solution, output_log)) {
-    return failed_attempt(std::move(*f), env);
-  }
-  // What stands after each output: inaccessible pages on the host; on a device, unmapped
-  // address space where its driver allows, else guard bytes only (gpu_memory.h).
-  env["output_guard"] = lane.device == "cpu" ? Json("inaccessible pages")
-                                             : reply.gpu.value("output_guard", Json("guard bytes"));
-  costs.input_load_ms = reply.load_inputs_ms;
-  costs.worker_schedule_ms = reply.schedule_ms;
-  costs.cache_flush_ms = reply.cache_flush_ms;
-  const Timing timing = timing_from_trials(reply.trials);
-  costs.timed_ms = timing.timed_ms;
-  costs.warmup_ms = timing.warmup_ms;
-  if (!reply.window_audit.is_null()) env["window_audit"] = reply.window_audit;
+  if (auto f = open_python_solution(*a->worker, sent.solution, timeout_seconds)) return f;
+  const Json request_json = to_json(sent);
+  const auto sent_at = Clock::now();
+  a->reply = a->worker->call(request_json,
+                             Clock::now() + std::chrono::duration_cast<Clock::duration>(
+                                                std::chrono::duration<double>(timeout_seconds)));
+  a->observed_ms = ms_since(sent_at);
+  a->out = a->worker->take_output();
+  a->output_log = output_log_of(a->out);
+  box.take_outputs();  // out of the worker's reach before anything reads them
+  return worker_failure(a->reply, a->out, a->output_log, timeout_seconds);
+}
+
+// A reply whose calls ran, held to what makes its times rankable: no failed call, and the
+// worker's clock agreeing with the orchestrator's. The outcome when not; a worker that cannot be
+// trusted further is replaced.
+std::optional<Outcome> failed_calls(const protocol::EvaluateReply& reply, const WorkerAnswer& a,
+                                    Json& env) {
   if (reply.failure) {
     std::string replaced;
     if (reply.fatal) {
       // A sticky CUDA error: the worker exits after answering; the next evaluation gets a new one.
-      worker->kill();
+      a.worker->kill();
       replaced = "; the worker process was replaced";
     }
-    return failed_attempt(failed(EvaluationStatus::kRuntimeError,
-                                 fmt::format("call #{}: {}{}{}", reply.failure->call,
-                                             reply.failure->message, replaced, output_log)),
-                          env);
+    return failed(EvaluationStatus::kRuntimeError,
+                  fmt::format("call #{}: {}{}{}", reply.failure->call, reply.failure->message,
+                              replaced, a.output_log));
   }
   // Only a run whose times would be ranked is held to the clock check: a failed call's worker
   // may spend long after its last timed call (a sticky CUDA error tears its context down).
-  const ClockCheck clock = check_worker_clock(observed_ms, reply);
+  const ClockCheck clock = check_worker_clock(a.observed_ms, reply);
   env["timer_check"] = clock.record;
   if (!clock.mismatch.empty()) {
-    worker->kill();  // its clock may stay rewritten: the next evaluation gets a new worker
-    return failed_attempt(failed(EvaluationStatus::kRuntimeError, clock.mismatch + output_log),
-                          env);
+    a.worker->kill();  // its clock may stay rewritten: the next evaluation gets a new worker
+    return failed(EvaluationStatus::kRuntimeError, clock.mismatch + a.output_log);
+  }
+  return std::nullopt;
+}
+
+// The worker's reply, held against the request, with what it adds to the costs and the
+// environment; the outcome when the solution failed.
+std::optional<Outcome> read_evaluation(const Lane& lane, const EvaluationJob& job,
+                                       const protocol::EvaluateRequest& request,
+                                       const WorkerAnswer& a, EvaluationCosts& costs, Json& env,
+                                       protocol::EvaluateReply* reply, Timing* timing) {
+  try {
+    *reply = read_reply(request, a.reply.body);
+  } catch (const protocol::ProtocolError& e) {
+    a.worker->kill();  // what it sent cannot be trusted: the next evaluation gets a new one
+    return failed(
+        EvaluationStatus::kRuntimeError,
+        fmt::format("the worker's reply is not one fib can take: {}{}", e.what(), a.output_log));
+  }
+  if (auto f = reply_failure(*reply, job.def, job.solution, a.output_log)) return f;
+  // What stands after each output: inaccessible pages on the host; on a device, unmapped
+  // address space where its driver allows, else guard bytes only (gpu_memory.h).
+  env["output_guard"] = lane.device == "cpu"
+                            ? Json("inaccessible pages")
+                            : reply->gpu.value("output_guard", Json("guard bytes"));
+  costs.input_load_ms = reply->load_inputs_ms;
+  costs.worker_schedule_ms = reply->schedule_ms;
+  costs.cache_flush_ms = reply->cache_flush_ms;
+  *timing = timing_from_trials(reply->trials);
+  costs.timed_ms = timing->timed_ms;
+  costs.warmup_ms = timing->warmup_ms;
+  if (!reply->window_audit.is_null()) env["window_audit"] = reply->window_audit;
+  return failed_calls(*reply, a, env);
+}
+
+// The judgement of a solution that ran to the end, against the reference's outputs on the sets
+// its checked calls drew.
+PendingJudgement pending_judgement(const Lane& lane, const EvaluationJob& job,
+                                   const EvaluateSettings& settings,
+                                   const protocol::EvaluateRequest& request,
+                                   const protocol::EvaluateReply& reply,
+                                   const std::vector<std::string>& reference_files) {
+  const PreparedWorkload& p = job.prepared;
+  PendingJudgement j;
+  j.def = &job.def;
+  j.workload = &job.workload;
+  j.solution = &job.solution;
+  j.lane = &lane;
+  j.options = &settings.options;
+  j.builtin = &settings.builtin;
+  j.user = settings.user;
+  j.warn = settings.warn;
+  j.calls = checked_calls(request, reply, p, reference_files, lane.device != "cpu");
+  if (request.sampling) {
+    // The draws are on set 0, the first trial's checked set in the reference's run.
+    j.sampling =
+        SamplingDraws{request.sampling->output, p.reference_outputs.at(0), p.set_seeds.at(0)};
+  }
+  j.reference = job.reference.timing;
+  j.reference_label = job.reference.label();
+  for (const protocol::TrialResult& t : reply.trials) j.gpu_timing.push_back(t.gpu);
+  j.worker_phases_ms = reply.worker_phases_ms.is_null() ? Json::object() : reply.worker_phases_ms;
+  return j;
+}
+
+Attempt run_solution(Lane& lane, const EvaluationJob& job, const EvaluateSettings& settings,
+                     EvaluationCosts& costs) {
+  const PreparedWorkload& p = job.prepared;
+  Json env = evaluation_environment(job, settings.options, lane.device != "cpu");
+  std::optional<std::string> sampling_file;
+  if (p.sampling) sampling_file = (p.dir / (job.name + "-draws.safetensors")).string();
+  const protocol::EvaluateRequest request =
+      evaluation_request(lane, job, settings.options, sampling_file);
+  Box box(settings.worker.sandbox.box);
+  protocol::EvaluateRequest sent;
+  try {
+    sent = request_in_box(box, request, job);
+  } catch (const Error& e) {
+    return failed_attempt(
+        failed(EvaluationStatus::kRuntimeError, std::string("sandbox: ") + e.what()), env);
+  }
+  WorkerAnswer answer;
+  if (auto f = call_solution_worker(lane, settings, box, sent, costs, &answer)) {
+    return failed_attempt(std::move(*f), env);
+  }
+  protocol::EvaluateReply reply;
+  Timing timing;
+  if (auto f = read_evaluation(lane, job, request, answer, costs, env, &reply, &timing)) {
+    return failed_attempt(std::move(*f), env);
   }
   std::string reference_error;
   const auto reference0 = Clock::now();
-  const auto reference_files = reference_outputs_for_sets(
-      lane, settings.reference_worker, o, job.def, job.workload, p, checked_sets(request, reply),
-      settings.reference_cache, &reference_error);
+  const auto reference_files = lane.reference->outputs_on_sets(
+      job.def, job.workload, p, checked_sets(request, reply), &reference_error);
   // The reference's outputs on the drawn sets it had not made yet: part of the harness's time.
   env["checked_reference_ms"] = ms_since(reference0);
   if (!reference_files) {
@@ -401,27 +463,10 @@ Attempt run_solution(Lane& lane, const EvaluationJob& job, const EvaluateSetting
                "the reference failed on the input set of a checked call: " + reference_error),
         env);
   }
-  PendingJudgement j;
-  j.def = &job.def;
-  j.workload = &job.workload;
-  j.solution = &job.solution;
-  j.lane = &lane;
-  j.options = &o;
-  j.builtin = &settings.builtin;
-  j.user = settings.user;
-  j.warn = settings.warn;
-  j.calls = checked_calls(request, reply, p, *reference_files, lane.device != "cpu");
-  if (sampling_file) {
-    // The draws are on set 0, the first trial's checked set in the reference's run.
-    j.sampling = SamplingDraws{*sampling_file, p.reference_outputs.at(0), p.set_seeds.at(0)};
-  }
+  PendingJudgement j = pending_judgement(lane, job, settings, request, reply, *reference_files);
   j.environment = std::move(env);
-  j.output_log = output_log;
+  j.output_log = answer.output_log;
   j.timing = timing;
-  j.reference = job.reference.timing;
-  j.reference_label = job.reference.label();
-  for (const protocol::TrialResult& t : reply.trials) j.gpu_timing.push_back(t.gpu);
-  j.worker_phases_ms = reply.worker_phases_ms.is_null() ? Json::object() : reply.worker_phases_ms;
   return Attempt{std::nullopt, std::move(j)};
 }
 

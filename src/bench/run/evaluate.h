@@ -37,9 +37,7 @@ struct EvaluateSettings {
   const EvalConfigFile& builtin;
   const EvalConfigFile* user;
   WorkerSpec worker;                             // of the lane's solution worker
-  WorkerSpec reference_worker;                   // of its reference worker (checked sets' outputs)
   std::function<void(const std::string&)> warn;  // a non-fatal note, e.g. an implausible rate
-  ReferenceCache* reference_cache = nullptr;     // where drawn sets' reference outputs are kept
 };
 
 // What an evaluation adds to the run's totals (RunResult).
@@ -63,8 +61,9 @@ struct Evaluated {
   EvaluationCosts costs;
 };
 
-// judge_later: leave the judgement to the caller (GPU lanes run it beside the next evaluation);
-// otherwise it is made here and counted in the overhead.
+// The reference's outputs on the sets the solution's checked calls drew come from the lane's
+// reference stage. judge_later: leave the judgement to the caller (GPU lanes run it beside the
+// next evaluation); otherwise it is made here and counted in the overhead.
 Evaluated evaluate(Lane& lane, const EvaluationJob& job, const EvaluateSettings& settings,
                    bool judge_later);
 

@@ -15,7 +15,6 @@
 #include "inputs_ahead.h"
 #include "outcome.h"
 #include "prepare.h"
-#include "python_reference_run.h"
 #include "sandbox.h"
 
 namespace fib::bench::detail {
@@ -62,7 +61,11 @@ class LaneLoop {
         set_(set),
         inputs_(PrepareSettings{run.options, run.builtin, run.user ? &*run.user : nullptr, run.seed,
                                 run.gpu, inputs_made_on_device(run.options, run.gpu)},
-                run.scratch->root(), items, run.gpu && run.options.prepare_ahead) {}
+                run.scratch->root(), items, run.gpu && run.options.prepare_ahead) {
+    for (auto& lane : lanes_) {
+      lane->reference = std::make_unique<ReferenceStage>(reference_setup(*lane));
+    }
+  }
 
   void go();
 
@@ -70,7 +73,6 @@ class LaneLoop {
   void loop(Lane& lane);
   void run_item(Lane& lane, std::size_t k);
   std::optional<ReadyWorkload> ready_workload(Lane& lane, const WorkItem& item, std::size_t k);
-  ReferenceRun reference_run(Lane& lane, const WorkItem& item, PreparedWorkload& p);
   bool skipped_after_timeout(const Solution& s, const Definition& def, const Workload& w);
   const BuildResult& build_for(const Lane& lane, const Solution& s);
   void evaluate_solution(Lane& lane, const WorkItem& item, const Solution& s, ReadyWorkload& ready);
@@ -80,8 +82,7 @@ class LaneLoop {
   void settle(Lane& lane, std::size_t keep = 0);
   void record(Trace t, const Definition& def, const Solution& s);
   EvaluateSettings evaluate_settings(const Lane& lane);
-  WorkerSpec reference_spec(const Lane& lane) const;
-  PythonReferenceSetup python_reference_setup(const Lane& lane) const;
+  ReferenceSetup reference_setup(const Lane& lane) const;
 
   RunState& run_;
   std::vector<std::unique_ptr<Lane>>& lanes_;
@@ -179,7 +180,9 @@ std::optional<ReadyWorkload> LaneLoop::ready_workload(Lane& lane, const WorkItem
   ReadyWorkload ready{std::move(*taken.item.workload), {}, nullptr};
   ready.files = std::make_shared<RemoveWhenDone>(ready.prepared.dir);
   const auto reference0 = Clock::now();
-  ready.reference = reference_run(lane, item, ready.prepared);
+  // From the reference cache where it holds the run (same reference, inputs, schedule and
+  // hardware), else run, and stored there when it succeeds.
+  ready.reference = lane.reference->run(def, w, item.reference, ready.prepared);
   std::lock_guard<std::recursive_mutex> lock(run_.mu);
   run_.result.reference_seconds += seconds_since(reference0);
   if (ready.reference.cache == "hit") {
@@ -203,35 +206,6 @@ std::optional<ReadyWorkload> LaneLoop::ready_workload(Lane& lane, const WorkItem
       seconds_since(setup0) - (ref.timing.timed_ms + ref.timing.warmup_ms) / 1000.0;
   ++run_.result.workloads_prepared;
   return ready;
-}
-
-// The reference's run on the workload: from the reference cache where it holds the run (same
-// reference, inputs, schedule and hardware), else run, and stored there when it succeeds.
-ReferenceRun LaneLoop::reference_run(Lane& lane, const WorkItem& item, PreparedWorkload& p) {
-  const Definition& def = *item.def;
-  const Workload& w = item.workload->workload;
-  ReferenceCache* cache = run_.reference_cache.get();
-  std::string key;
-  if (cache != nullptr) {
-    p.reference_identity = reference_identity(
-        def, w, item.reference, lane.device,
-        run_.python ? run_.python->executable + " torch " + run_.python->torch : "", p.eval.extra);
-    key = reference_run_key(p, lane.hardware, run_.options.gpu_timer);
-    ReferenceRun cached;
-    if (restore_reference_run(*cache, key, p, &cached)) {
-      cached.cache = "hit";
-      return cached;
-    }
-  }
-  ReferenceRun run =
-      item.reference == ReferenceKind::kPython
-          ? run_python_reference(lane, python_reference_setup(lane), run_.options, def, p)
-          : run_reference(lane, reference_spec(lane), run_.options, def, w, p);
-  if (cache != nullptr && run.ok) {
-    save_reference_run(*cache, key, p, run);
-    run.cache = "miss";
-  }
-  return run;
 }
 
 // A solution that timed out earlier in the run is not run again (--resume runs it later).
@@ -270,40 +244,39 @@ EvaluateSettings LaneLoop::evaluate_settings(const Lane& lane) {
     worker.sandbox = run_.sandbox.spec;
     worker.sandbox.box = lane.box;
   }
-  return EvaluateSettings{run_.options,
-                          run_.builtin,
-                          run_.user ? &*run_.user : nullptr,
-                          std::move(worker),
-                          reference_spec(lane),
-                          [this](const std::string& m) { run_.message(m); },
-                          run_.reference_cache.get()};
+  return EvaluateSettings{run_.options, run_.builtin, run_.user ? &*run_.user : nullptr,
+                          std::move(worker), [this](const std::string& m) { run_.message(m); }};
 }
 
-// A definition's PyTorch `reference` is code from the dataset: it runs in the sandbox too, in a
-// box of its own, seeing the python that runs it and fib's bridge besides what a worker sees.
-PythonReferenceSetup LaneLoop::python_reference_setup(const Lane& lane) const {
-  PythonReferenceSetup setup{*run_.python, run_.python_bridge_dir, {}};
-  if (run_.sandbox.spec.enabled()) {
-    setup.sandbox = run_.sandbox.spec;
-    setup.sandbox.box = lane.python_reference_box;
-    std::vector<std::filesystem::path> extra = setup.sandbox.read_only;
+// The lane's references. The reference worker runs only fib's code, in the same sandbox all the
+// same: a box of its own, so nothing a solution worker leaves can reach it, and a flaw in fib's
+// parsing of a hostile dataset's definitions or workloads stays contained. A definition's
+// PyTorch `reference` is code from the dataset: it runs in the sandbox too, in a box of its own,
+// seeing the python that runs it and fib's bridge besides what a worker sees.
+ReferenceSetup LaneLoop::reference_setup(const Lane& lane) const {
+  const RunOptions& o = run_.options;
+  ReferenceSetup setup{.device = lane.device,
+                       .hardware = lane.hardware,
+                       .gpu_timer = o.gpu_timer,
+                       .timeout_seconds = o.timeout_seconds,
+                       .threads = o.threads,
+                       .worker = worker_spec(o, run_.gpu, run_.scratch->root(), "reference"),
+                       .python = run_.python ? &*run_.python : nullptr,
+                       .bridge_dir = run_.python_bridge_dir,
+                       .python_sandbox = {},
+                       .cache = run_.reference_cache.get()};
+  if (!run_.sandbox.spec.enabled()) return setup;
+  setup.worker.sandbox = run_.sandbox.spec;
+  setup.worker.sandbox.box = lane.reference_box;
+  if (run_.python) {
+    setup.python_sandbox = run_.sandbox.spec;
+    setup.python_sandbox.box = lane.python_reference_box;
+    std::vector<std::filesystem::path> extra = setup.python_sandbox.read_only;
     for (std::filesystem::path& p : python_paths(*run_.python)) extra.push_back(std::move(p));
     extra.push_back(run_.python_bridge_dir);
-    setup.sandbox.read_only = sandbox_read_only_paths(run_.options.worker_executable, extra);
+    setup.python_sandbox.read_only = sandbox_read_only_paths(o.worker_executable, extra);
   }
   return setup;
-}
-
-// The reference worker runs only fib's code, in the same sandbox all the same: a box of its own,
-// so nothing a solution worker leaves can reach it, and a flaw in fib's parsing of a hostile
-// dataset's definitions or workloads stays contained.
-WorkerSpec LaneLoop::reference_spec(const Lane& lane) const {
-  WorkerSpec spec = worker_spec(run_.options, run_.gpu, run_.scratch->root(), "reference");
-  if (run_.sandbox.spec.enabled()) {
-    spec.sandbox = run_.sandbox.spec;
-    spec.sandbox.box = lane.reference_box;
-  }
-  return spec;
 }
 
 void LaneLoop::evaluate_solution(Lane& lane, const WorkItem& item, const Solution& s,

@@ -11,14 +11,11 @@
 
 #include "fib/bench/builder/build.h"
 #include "fib/bench/builder/python_runtime.h"
+#include "fib/bench/reference_stage/reference_run.h"
 #include "fib/bench/run/run.h"
 #include "fib/dataset/trace_set.h"
 
 namespace fib::bench::detail {
-
-// What checks a definition's solutions: fib's native reference, or the definition's own
-// PyTorch `reference` (--reference, docs/run.md).
-enum class ReferenceKind : std::uint8_t { kNative, kPython };
 
 // One (definition, workload) and the solutions still to evaluate on it.
 struct WorkItem {

@@ -12,16 +12,15 @@
 
 #include "fib/bench/eval/op_family.h"
 #include "fib/bench/inputs/input_set_file.h"
+#include "fib/bench/reference_stage/reference_cache.h"
 #include "fib/tensor/inputs.h"
 #include "fib/tensor/random.h"
-#include "reference_cache.h"
 #include "sandbox.h"
 #include "worker_messages.h"
 
 namespace fib::bench::detail {
 
 namespace fs = std::filesystem;
-using Clock = std::chrono::steady_clock;
 
 namespace {
 
@@ -236,136 +235,6 @@ PreparedWorkload prepare_workload(const PrepareSettings& settings, const Definit
     }
   }
   return p;
-}
-
-namespace {
-
-// One request to the lane's reference worker; its reply, or nullopt with *error set (a worker
-// that answered with a failure is killed, so the next request gets a fresh one).
-std::optional<protocol::ReferenceReply> call_reference(Lane& lane, const WorkerSpec& spec,
-                                                       const RunOptions& o,
-                                                       const protocol::ReferenceRequest& request,
-                                                       std::string* error) {
-  // Sandboxed, the worker sees the input-set file staged in its box and writes the outputs in
-  // the box's out/, from where they are moved to where the request put them.
-  protocol::ReferenceRequest sent = request;
-  std::vector<std::string> in_box, wanted;
-  Worker::Reply r;
-  try {
-    if (const fs::path& box = spec.sandbox.box; !box.empty()) {
-      sent.sets = stage_inputs_in_box(box, request.sets);
-      for (protocol::TrialPlan& plan : sent.schedule.trials) {
-        if (plan.check_output.empty()) continue;
-        wanted.push_back(plan.check_output);
-        plan.check_output = (box / "out" / fs::path(plan.check_output).filename()).string();
-        in_box.push_back(plan.check_output);
-      }
-    }
-    r = lane.reference_worker(spec).call(
-        to_json(sent),
-        Clock::now() + std::chrono::duration_cast<Clock::duration>(
-                           std::chrono::duration<double>(std::max(60.0, o.timeout_seconds))));
-    take_from_box(in_box, wanted);
-  } catch (const Error& e) {
-    if (lane.reference) lane.reference->kill();
-    *error = e.what();
-    return std::nullopt;
-  }
-  if (r.kind != Worker::ReplyKind::kOk) {
-    *error = r.kind == Worker::ReplyKind::kTimeout ? "the reference timed out"
-                                                   : "the reference worker " + r.died_how;
-    return std::nullopt;
-  }
-  protocol::ReferenceReply reply;
-  try {
-    reply = read_reply(sent, r.body);
-  } catch (const protocol::ProtocolError& e) {
-    reply.ok = false;
-    reply.error = fmt::format("the reference worker's reply is not one fib can take: {}", e.what());
-  }
-  if (!reply.ok) {
-    if (lane.reference) lane.reference->kill();  // a fresh one for the next workload
-    *error = reply.error.empty() ? "failed" : reply.error;
-    return std::nullopt;
-  }
-  return reply;
-}
-
-ReferenceCall reference_call(const RunOptions& o, const Definition& def, const Workload& w,
-                             const PreparedWorkload& p, const std::string& device,
-                             protocol::Schedule schedule) {
-  return ReferenceCall{.def = def,
-                       .workload = w,
-                       .inputs_file = p.inputs_file,
-                       .set_seeds = p.set_seeds,
-                       .threads = o.threads,
-                       .eval_extra = p.eval.extra,
-                       .schedule = std::move(schedule),
-                       .device = device};
-}
-
-}  // namespace
-
-ReferenceRun run_reference(Lane& lane, const WorkerSpec& spec, const RunOptions& o,
-                           const Definition& def, const Workload& w, PreparedWorkload& p) {
-  protocol::ReferenceRequest request = make_reference_request(reference_call(
-      o, def, w, p, lane.device, with_check_outputs(p.schedule, p.dir, "reference")));
-  // On the CPU, the reference keeps its outputs on every set it calls, where
-  // reference_outputs_for_sets finds them: the sets of checked calls drawn later cost nothing
-  // more. Not where the judge needs the reference's extras (sampling), which a call does not
-  // write.
-  if (lane.device == "cpu" && op_family(def).reference_extras == nullptr) {
-    request.keep_outputs = p.dir.string();
-  }
-  ReferenceRun run;
-  const auto reply = call_reference(lane, spec, o, request, &run.error);
-  if (!reply) return run;
-  run.ok = true;
-  run.kernel = reply->kernel;
-  run.timing = timing_from_trials(reply->trials);
-  p.reference_outputs = check_output_files(request.schedule);
-  return run;
-}
-
-int checked_set(const PreparedWorkload& p, int trial) {
-  const protocol::TrialPlan& plan = p.schedule.trials.at(static_cast<std::size_t>(trial));
-  return plan.timed.at(static_cast<std::size_t>(plan.check_position));
-}
-
-std::optional<std::vector<std::string>> reference_outputs_for_sets(
-    Lane& lane, const WorkerSpec& spec, const RunOptions& o, const Definition& def,
-    const Workload& w, const PreparedWorkload& p, const std::vector<int>& sets,
-    ReferenceCache* cache, std::string* error) {
-  std::vector<std::string> files;
-  std::vector<int> missing;
-  std::vector<std::string> missing_files;
-  for (int set : sets) {
-    std::string file;
-    for (int t = 0; t < p.trials && file.empty(); ++t) {
-      if (checked_set(p, t) == set) file = p.reference_outputs.at(static_cast<std::size_t>(t));
-    }
-    if (file.empty()) {
-      file = (p.dir / fmt::format("reference-set{}.safetensors", set)).string();
-      if (!fs::exists(file) && cache != nullptr && !p.reference_identity.empty()) {
-        cache->fetch_file(reference_set_key(p, set), file);
-      }
-      if (!fs::exists(file) && std::find(missing.begin(), missing.end(), set) == missing.end()) {
-        missing.push_back(set);
-        missing_files.push_back(file);
-      }
-    }
-    files.push_back(std::move(file));
-  }
-  if (missing.empty()) return files;
-  const protocol::ReferenceRequest request = make_reference_request(reference_call(
-      o, def, w, p, lane.device, one_call_per_set(missing, missing_files, p.schedule.device_pool)));
-  if (!call_reference(lane, spec, o, request, error)) return std::nullopt;
-  if (cache != nullptr && !p.reference_identity.empty()) {
-    for (std::size_t i = 0; i < missing.size(); ++i) {
-      cache->store_file(reference_set_key(p, missing[i]), missing_files[i]);
-    }
-  }
-  return files;
 }
 
 }  // namespace fib::bench::detail

@@ -15,9 +15,9 @@
 #include "fib/bench/builder/build.h"
 #include "fib/bench/builder/python_runtime.h"
 #include "fib/bench/eval/eval_config.h"
+#include "fib/bench/reference_stage/reference_cache.h"
 #include "fib/bench/run/run.h"
 #include "outcome.h"
-#include "reference_cache.h"
 #include "sandbox.h"
 
 namespace fib::bench::detail {

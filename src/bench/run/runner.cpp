@@ -12,7 +12,7 @@
 #include "environment.h"
 #include "fib/bench/builder/python_build.h"
 #include "fib/bench/builder/python_runtime.h"
-#include "fib/bench/python/python_reference.h"
+#include "fib/bench/reference_stage/python_reference.h"
 #include "fib/bench/run/run.h"
 #include "fib/dataset/trace_set.h"
 #include "lanes.h"

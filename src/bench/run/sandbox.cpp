@@ -104,83 +104,6 @@ SandboxChoice choose_sandbox(const RunOptions& o, bool gpu, const Scratch& scrat
   return c;
 }
 
-namespace {
-
-// A hard link where the box shares the file system, else a copy; readable by the sandbox's uid
-// (the box is its, the file stays root's).
-void place(const fs::path& from, const fs::path& to, fs::perms mode) {
-  std::error_code ec;
-  if (fs::exists(to, ec)) return;
-  fs::create_hard_link(from, to, ec);
-  if (ec) fs::copy_file(from, to, ec);
-  if (ec) throw Error(to.string(), fmt::format("cannot stage {}: {}", from.string(), ec.message()));
-  fs::permissions(to, mode, fs::perm_options::add, ec);
-}
-
-}  // namespace
-
-namespace {
-
-// The workload's scratch folder in the name: a worker keeps the input-set files it mapped, by
-// path.
-std::string staged_inputs_path(const fs::path& box, const fs::path& inputs) {
-  return (box /
-          ("inputs-" + inputs.parent_path().filename().string() + "-" + inputs.filename().string()))
-      .string();
-}
-
-}  // namespace
-
-std::string stage_inputs_in_box(const fs::path& box, const std::string& inputs_file) {
-  const std::string staged = staged_inputs_path(box, inputs_file);
-  std::error_code ec;
-  for (const auto& e : fs::directory_iterator(box, ec)) {
-    if (e.path().filename() != "out" && e.path() != staged) fs::remove_all(e.path(), ec);
-  }
-  for (const auto& e : fs::directory_iterator(box / "out", ec)) fs::remove_all(e.path(), ec);
-  place(inputs_file, staged,
-        fs::perms::owner_read | fs::perms::group_read | fs::perms::others_read);
-  return staged;
-}
-
-StagedFiles stage_in_box(const fs::path& box, const std::string& inputs_file,
-                         const fs::path& library, const std::string& build_key, bool whole_folder) {
-  const fs::path inputs = fs::path(inputs_file);
-  StagedFiles st;
-  st.inputs = staged_inputs_path(box, inputs);
-  // The build key in the folder's name: a worker keeps the libraries it loaded, by path. The
-  // file keeps its own name: a Python extension module's init function is named after it.
-  const fs::path folder = box / ("lib-" + build_key);
-  st.library = (folder / library.filename()).string();
-  std::error_code ec;
-  for (const auto& e : fs::directory_iterator(box, ec)) {
-    const std::string name = e.path().filename().string();
-    if (name == "out" || e.path() == st.inputs || e.path() == folder) continue;
-    fs::remove_all(e.path(), ec);
-  }
-  for (const auto& e : fs::directory_iterator(box / "out", ec)) fs::remove_all(e.path(), ec);
-  const auto readable = fs::perms::owner_read | fs::perms::group_read | fs::perms::others_read;
-  const auto executable =
-      readable | fs::perms::owner_exec | fs::perms::group_exec | fs::perms::others_exec;
-  place(inputs, st.inputs, readable);
-  fs::create_directories(folder, ec);
-  if (!whole_folder) {
-    place(library, st.library, executable);
-    return st;
-  }
-  // A Python solution's entry imports its sibling sources: its whole build entry comes along.
-  const fs::path entry = library.parent_path();
-  for (const auto& e : fs::recursive_directory_iterator(entry, ec)) {
-    const fs::path to = folder / fs::relative(e.path(), entry, ec);
-    if (e.is_directory(ec)) {
-      fs::create_directories(to, ec);
-    } else if (e.is_regular_file(ec)) {
-      place(e.path(), to, executable);
-    }
-  }
-  return st;
-}
-
 std::vector<fs::path> python_paths(const PythonRuntime& python) {
   std::vector<fs::path> paths;
   if (!python.executable.empty()) {
@@ -199,13 +122,6 @@ std::vector<fs::path> python_paths(const PythonRuntime& python) {
     if (!entry.empty()) paths.emplace_back(entry);
   }
   return paths;
-}
-
-void take_from_box(const std::vector<std::string>& in_box, const std::vector<std::string>& to) {
-  for (std::size_t i = 0; i < in_box.size() && i < to.size(); ++i) {
-    std::error_code ec;
-    fs::rename(in_box[i], to[i], ec);
-  }
 }
 
 }  // namespace fib::bench::detail

@@ -1,7 +1,7 @@
 // How a run isolates its workers (`--sandbox`): bubblewrap where it can be made, with a box per
-// lane and worker (the only folder a worker can write), and the files an evaluation stages in the
-// box and takes back out of it. The reference worker and the PyTorch reference run in the same
-// sandbox, each with a box of its own.
+// lane and worker (the only folder a worker can write; fib/bench/launch/box.h stages an
+// evaluation's files in it and takes the outputs back out). The reference worker and the PyTorch
+// reference run in the same sandbox, each with a box of its own.
 #pragma once
 
 #include <filesystem>
@@ -28,26 +28,9 @@ struct SandboxChoice {
 SandboxChoice choose_sandbox(const RunOptions& o, bool gpu, const Scratch& scratch,
                              const std::function<void(const std::string&)>& warn);
 
-// The worker's view of an evaluation's files: the input-set file and the solution library
-// staged in its box (linked, or copied across file systems), readable by the sandbox's uid.
-struct StagedFiles {
-  std::string inputs, library;
-};
-// Stages them, and clears the box of everything else (its out/ folder of what a worker left
-// there for a later one). The box is bound read-only: a worker cannot replace what is staged.
-// `whole_folder`: the library's whole folder comes along (a Python solution's build entry).
-StagedFiles stage_in_box(const std::filesystem::path& box, const std::string& inputs_file,
-                         const std::filesystem::path& library, const std::string& build_key,
-                         bool whole_folder);
 // What a sandboxed process must see of a python3 to run it (under /usr on Debian, anywhere
 // for a conda, pyenv or venv python): its executable, its base prefixes, its sys.path and its
 // libpython's folder.
 std::vector<std::filesystem::path> python_paths(const PythonRuntime& python);
-
-// The reference worker's box: the input-set file staged alone (everything else cleared).
-std::string stage_inputs_in_box(const std::filesystem::path& box, const std::string& inputs_file);
-// Moves the files the worker wrote in its box to where the orchestrator judges them, out of the
-// worker's reach; a file the worker did not write is left out.
-void take_from_box(const std::vector<std::string>& in_box, const std::vector<std::string>& to);
 
 }  // namespace fib::bench::detail

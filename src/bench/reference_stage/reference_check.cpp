@@ -1,4 +1,4 @@
-#include "fib/bench/refcheck/reference_check.h"
+#include "fib/bench/reference_stage/reference_check.h"
 
 #include <fmt/format.h>
 #include <stdlib.h>
@@ -10,7 +10,7 @@
 
 #include "fib/bench/eval/compare.h"
 #include "fib/bench/eval/op_family.h"
-#include "fib/bench/python/python_reference.h"
+#include "fib/bench/reference_stage/python_reference.h"
 #include "fib/reference/reference.h"
 #include "fib/tensor/inputs.h"
 #include "fib/tensor/random.h"

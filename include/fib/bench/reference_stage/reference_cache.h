@@ -15,8 +15,10 @@
 #include <string>
 #include <vector>
 
+#include "fib/bench/reference_stage/reference_run.h"
+#include "fib/trace/definition.h"
 #include "fib/trace/json_reader.h"
-#include "prepare.h"
+#include "fib/trace/workload.h"
 
 namespace fib::bench::detail {
 
@@ -73,16 +75,16 @@ std::string reference_identity(const Definition& def, const Workload& w, Referen
                                const Json& eval_extra);
 
 // The key of the reference's outputs on input set `set` of a prepared workload.
-std::string reference_set_key(const PreparedWorkload& p, int set);
+std::string reference_set_key(const PreparedInputs& p, int set);
 
 // The reference's run on a prepared workload, as a cache entry: its timing (the latency it
 // reports is the one measured when the entry was made, on the same hardware, inputs and
 // schedule) and its outputs, restored into the workload's folder on a hit.
-std::string reference_run_key(const PreparedWorkload& p, const std::string& hardware,
+std::string reference_run_key(const PreparedInputs& p, const std::string& hardware,
                               const std::string& timer);
-bool restore_reference_run(ReferenceCache& cache, const std::string& key, PreparedWorkload& p,
+bool restore_reference_run(ReferenceCache& cache, const std::string& key, PreparedInputs& p,
                            ReferenceRun* run);
-void save_reference_run(ReferenceCache& cache, const std::string& key, const PreparedWorkload& p,
+void save_reference_run(ReferenceCache& cache, const std::string& key, const PreparedInputs& p,
                         const ReferenceRun& run);
 
 }  // namespace fib::bench::detail

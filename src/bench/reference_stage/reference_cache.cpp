@@ -1,4 +1,4 @@
-#include "reference_cache.h"
+#include "fib/bench/reference_stage/reference_cache.h"
 
 #include <fcntl.h>
 #include <fmt/format.h>
@@ -14,7 +14,7 @@
 #include <sstream>
 
 #include "fib/bench/builder/build.h"
-#include "worker_messages.h"
+#include "fib/bench/protocol/requests.h"
 
 namespace fib::bench::detail {
 
@@ -205,12 +205,12 @@ std::string reference_identity(const Definition& def, const Workload& w, Referen
                       to_json(w).dump(), eval_extra.dump()});
 }
 
-std::string reference_set_key(const PreparedWorkload& p, int set) {
+std::string reference_set_key(const PreparedInputs& p, int set) {
   return content_key(
       {"set", p.reference_identity, p.set_digests.at(static_cast<std::size_t>(set))});
 }
 
-std::string reference_run_key(const PreparedWorkload& p, const std::string& hardware,
+std::string reference_run_key(const PreparedInputs& p, const std::string& hardware,
                               const std::string& timer) {
   std::vector<std::string> parts{"run", p.reference_identity, hardware, timer,
                                  protocol::to_json(p.schedule).dump()};
@@ -220,13 +220,13 @@ std::string reference_run_key(const PreparedWorkload& p, const std::string& hard
 
 namespace {
 
-fs::path extra_set_file(const PreparedWorkload& p, int set) {
+fs::path extra_set_file(const PreparedInputs& p, int set) {
   return p.dir / fmt::format("reference-set{}.safetensors", set);
 }
 
 }  // namespace
 
-bool restore_reference_run(ReferenceCache& cache, const std::string& key, PreparedWorkload& p,
+bool restore_reference_run(ReferenceCache& cache, const std::string& key, PreparedInputs& p,
                            ReferenceRun* run) {
   const std::optional<Json> entry = cache.fetch_json(key);
   if (!entry) return false;
@@ -261,7 +261,7 @@ bool restore_reference_run(ReferenceCache& cache, const std::string& key, Prepar
   }
 }
 
-void save_reference_run(ReferenceCache& cache, const std::string& key, const PreparedWorkload& p,
+void save_reference_run(ReferenceCache& cache, const std::string& key, const PreparedInputs& p,
                         const ReferenceRun& run) {
   for (int t = 0; t < p.trials; ++t) {
     cache.store_file(reference_set_key(p, checked_set(p, t)),

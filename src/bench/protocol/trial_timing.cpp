@@ -1,4 +1,4 @@
-#include "trial_timing.h"
+#include "fib/bench/protocol/trial_timing.h"
 
 #include <fmt/format.h>
 

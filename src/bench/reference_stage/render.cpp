@@ -4,7 +4,7 @@
 #include <algorithm>
 #include <map>
 
-#include "fib/bench/refcheck/reference_check.h"
+#include "fib/bench/reference_stage/reference_check.h"
 
 namespace fib::bench {
 

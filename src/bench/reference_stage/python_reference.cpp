@@ -1,4 +1,4 @@
-#include "fib/bench/python/python_reference.h"
+#include "fib/bench/reference_stage/python_reference.h"
 
 #include <fmt/format.h>
 
@@ -11,6 +11,7 @@
 
 #include "fib/base/json.h"
 #include "fib/bench/builder/process.h"
+#include "fib/bench/launch/box.h"
 #include "fib/dataset/files.h"
 #include "fib/tensor/safetensors.h"
 
@@ -76,15 +77,6 @@ PythonReferenceResult result_of(const PythonReferenceJob& job) {
 // The files the bridge writes for a job: its outputs, and beside them a traceback or timings.
 constexpr std::array<const char*, 3> kBridgeSuffixes = {"", ".error", ".timing.json"};
 
-// Sandboxed, the box holds only this batch's files: what an earlier one left is cleared.
-void clear_box(const fs::path& box) {
-  std::error_code ec;
-  for (const auto& e : fs::directory_iterator(box, ec)) {
-    if (e.path().filename() != "out") fs::remove_all(e.path(), ec);
-  }
-  for (const auto& e : fs::directory_iterator(box / "out", ec)) fs::remove_all(e.path(), ec);
-}
-
 // The python's sys.path as the probe saw it, for PYTHONPATH: in the sandbox HOME is the private
 // /tmp, so a user site (~/.local, where torch may be installed) would otherwise drop out.
 std::string python_path_variable(const PythonRuntime& python) {
@@ -117,15 +109,17 @@ std::vector<std::string> bridge_command(const PythonReferenceSettings& settings,
 
 std::vector<PythonReferenceResult> run_python_references(
     const PythonReferenceSettings& settings, const std::vector<PythonReferenceJob>& jobs) {
-  const bool boxed = settings.sandbox.enabled();
-  const fs::path work_dir = boxed ? settings.sandbox.box : settings.work_dir;
-  if (boxed) {
-    clear_box(work_dir);
+  // Sandboxed, the box holds only this batch's files, written straight into it; the bridge
+  // writes each job's files in the box's out/, from where they are moved to the job's paths.
+  detail::Box box(settings.sandbox.enabled() ? settings.sandbox.box : fs::path());
+  const fs::path work_dir = box.sandboxed() ? box.dir() : settings.work_dir;
+  if (box.sandboxed()) {
+    box.clear();
   } else {
     fs::create_directories(work_dir);
   }
   std::map<std::string, fs::path> def_files;  // by definition name
-  std::vector<fs::path> written;              // where the bridge writes each job's outputs
+  std::vector<std::string> written;           // where the bridge writes each job's outputs
   std::string batch;
   for (std::size_t i = 0; i < jobs.size(); ++i) {
     const Definition& def = *jobs[i].def;
@@ -137,12 +131,15 @@ std::vector<PythonReferenceResult> run_python_references(
     const fs::path inputs = work_dir / fmt::format("python-inputs-{}.safetensors", i);
     write_inputs(inputs, jobs[i].args);
     std::error_code ec;
-    for (const char* suffix : kBridgeSuffixes) fs::remove(jobs[i].outputs.string() + suffix, ec);
-    written.push_back(boxed ? work_dir / "out" / fmt::format("python-outputs-{}.safetensors", i)
-                            : jobs[i].outputs);
+    for (const char* suffix : kBridgeSuffixes) {
+      const std::string file = jobs[i].outputs.string() + suffix;
+      fs::remove(file, ec);
+      const std::string in_box = box.output(file);
+      if (*suffix == '\0') written.push_back(in_box);
+    }
     Json j{{"definition", def_file.string()},
            {"inputs", inputs.string()},
-           {"outputs", written.back().string()},
+           {"outputs", written.back()},
            {"seed", jobs[i].seed}};
     if (jobs[i].repeat > 0) j["repeat"] = jobs[i].repeat;
     if (settings.threads > 0) j["threads"] = settings.threads;
@@ -152,15 +149,7 @@ std::vector<PythonReferenceResult> run_python_references(
   write_file_atomic(batch_file, batch);
   const detail::ProcessResult p = detail::run_process(bridge_command(settings, batch_file),
                                                       work_dir, settings.deadline, 64 * 1024);
-  if (boxed) {
-    // Out of the box before anything reads them.
-    for (std::size_t i = 0; i < jobs.size(); ++i) {
-      for (const char* suffix : kBridgeSuffixes) {
-        std::error_code ec;
-        fs::rename(written[i].string() + suffix, jobs[i].outputs.string() + suffix, ec);
-      }
-    }
-  }
+  box.take_outputs();  // out of the box before anything reads them
   std::vector<PythonReferenceResult> results;
   for (const PythonReferenceJob& job : jobs) {
     PythonReferenceResult r = result_of(job);

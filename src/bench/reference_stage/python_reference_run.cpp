@@ -8,9 +8,10 @@
 
 #include "fib/bench/inputs/device_pool.h"
 #include "fib/bench/inputs/input_set_file.h"
-#include "fib/bench/python/python_reference.h"
+#include "fib/bench/protocol/requests.h"
+#include "fib/bench/reference_stage/python_reference.h"
+#include "fib/bench/reference_stage/reference_stage.h"
 #include "fib/tensor/safetensors.h"
-#include "worker_messages.h"
 
 namespace fib::bench::detail {
 
@@ -33,13 +34,14 @@ void conform_outputs(const Definition& def, const std::string& file) {
 
 }  // namespace
 
-ReferenceRun run_python_reference(const Lane& lane, const PythonReferenceSetup& setup,
-                                  const RunOptions& o, const Definition& def, PreparedWorkload& p) {
+ReferenceRun run_python_reference(const ReferenceSetup& setup, const Definition& def,
+                                  PreparedInputs& p) {
+  const PythonRuntime& python = *setup.python;
   ReferenceRun run;
   run.kind = ReferenceKind::kPython;
-  run.runtime = Json{{"python", setup.python.executable},
-                     {"torch", setup.python.torch},
-                     {"device", lane.device},
+  run.runtime = Json{{"python", python.executable},
+                     {"torch", python.torch},
+                     {"device", setup.device},
                      {"clock", "python time.perf_counter"}};
   const protocol::Schedule schedule = with_check_outputs(p.schedule, p.dir, "reference");
   const std::vector<std::string> files = check_output_files(schedule);
@@ -54,7 +56,7 @@ ReferenceRun run_python_reference(const Lane& lane, const PythonReferenceSetup& 
                                       .repeat = repeat});
   }
   // A solution's checked call may be drawn on any timed call's set: the reference's outputs on
-  // every such set are made now, once, where reference_outputs_for_sets finds them. On GPU
+  // every such set are made now, once, where ReferenceStage::outputs_on_sets finds them. On GPU
   // lanes those sets are made on the device; the same sets are made here on the host.
   const protocol::DevicePool& pool = p.schedule.device_pool;
   std::set<int> timed_sets;
@@ -72,15 +74,15 @@ ReferenceRun run_python_reference(const Lane& lane, const PythonReferenceSetup& 
         .repeat = 1});
   }
   PythonReferenceSettings settings{
-      .python = setup.python,
+      .python = python,
       .bridge_dir = setup.bridge_dir,
       .work_dir = p.dir / "python-reference",
-      .device = lane.device,
-      .threads = o.threads,
+      .device = setup.device,
+      .threads = setup.threads,
       .deadline = std::chrono::steady_clock::now() +
                   std::chrono::duration_cast<std::chrono::steady_clock::duration>(
-                      std::chrono::duration<double>(std::max(120.0, o.timeout_seconds))),
-      .sandbox = setup.sandbox};
+                      std::chrono::duration<double>(std::max(120.0, setup.timeout_seconds))),
+      .sandbox = setup.python_sandbox};
   const std::vector<PythonReferenceResult> results = run_python_references(settings, jobs);
   std::vector<protocol::TrialResult> trials;
   for (std::size_t i = 0; i < results.size(); ++i) {
