@@ -179,13 +179,12 @@ std::string content_key(const std::vector<std::string>& parts) {
 }
 
 std::string reference_identity(const Definition& def, const Workload& w, ReferenceKind kind,
-                               const std::string& device, const std::string& python,
+                               const Device& device, const std::string& python,
                                const Json& eval_extra) {
   const bool native = kind != ReferenceKind::kPython;
   return content_key({fmt::format("fib-reference/v{}", kReferenceCacheVersion),
-                      native ? "native" : "python:" + python,
-                      device.rfind("cuda", 0) == 0 ? "cuda" : "cpu", to_json(def).dump(),
-                      to_json(w).dump(), eval_extra.dump()});
+                      native ? "native" : "python:" + python, device.is_cuda() ? "cuda" : "cpu",
+                      to_json(def).dump(), to_json(w).dump(), eval_extra.dump()});
 }
 
 std::string reference_set_key(const PreparedInputs& p, int set) {
