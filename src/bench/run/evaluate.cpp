@@ -284,7 +284,7 @@ protocol::EvaluateRequest evaluation_request(const Lane& lane, const EvaluationJ
                      .inputs_file = p.inputs_file,
                      .schedule = with_drawn_checks(with_check_outputs(p.schedule, p.dir, job.name)),
                      .device = lane.device.to_string(),
-                     .gpu_timer = o.gpu_timer,
+                     .gpu_timer = std::string(option_name(o.gpu_timer)),
                      .sampling_output = sampling_file,
                      .sampling_draws = p.sampling_draws});
 }
