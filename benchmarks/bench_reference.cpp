@@ -34,10 +34,11 @@
 #include <string>
 #include <vector>
 
+#include "fib/base/json.h"
 #include "fib/reference/reference.h"
 #include "fib/tensor/inputs.h"
 #include "fib/tensor/safetensors.h"
-#include "fib/trace/json_file.h"
+#include "fib/trace/json_reader.h"
 
 namespace {
 

@@ -14,8 +14,8 @@
 #include <system_error>
 #include <vector>
 
+#include "fib/base/json.h"
 #include "fib/dataset/layout.h"
-#include "fib/trace/json_file.h"
 
 namespace fib::bench {
 

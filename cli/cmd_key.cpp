@@ -11,8 +11,8 @@
 #include <string>
 
 #include "cli/commands.h"
+#include "fib/base/json.h"
 #include "fib/dataset/keys.h"
-#include "fib/trace/json_file.h"
 
 namespace fib::cli {
 

@@ -6,9 +6,9 @@
 #include <iostream>
 
 #include "cli/commands.h"
+#include "fib/base/json.h"
 #include "fib/onboard/model_registry.h"
 #include "fib/onboard/onboard.h"
-#include "fib/trace/json_file.h"
 
 namespace fib::cli {
 

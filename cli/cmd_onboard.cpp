@@ -8,11 +8,12 @@
 #include <iostream>
 
 #include "cli/commands.h"
+#include "fib/base/json.h"
 #include "fib/dataset/files.h"
 #include "fib/onboard/generators.h"
 #include "fib/onboard/model_registry.h"
 #include "fib/onboard/onboard.h"
-#include "fib/trace/json_file.h"
+#include "fib/trace/json_reader.h"
 #include "fib/trace/suggest.h"
 
 namespace fib::cli {

@@ -13,6 +13,7 @@
 
 #include "cli/cli_common.h"
 #include "cli/commands.h"
+#include "fib/base/device.h"
 #include "fib/bench/timing/timing.h"
 #include "fib/reference/reference.h"
 #include "fib/tensor/safetensors.h"
@@ -35,20 +36,9 @@ struct ReferenceArgs {
   double max_seconds = 1.0;
 };
 
-// "cpu", "cuda" (device 0) or "cuda:N".
-struct DeviceChoice {
-  bool cuda = false;
-  int ordinal = 0;
-  std::string text() const { return cuda ? fmt::format("cuda:{}", ordinal) : "cpu"; }
-};
-
-DeviceChoice parse_device(const std::string& s) {
-  if (s == "cpu") return {};
-  if (s == "cuda") return {true, 0};
-  if (s.rfind("cuda:", 0) == 0 && s.size() > 5 && s.size() <= 8 &&
-      std::all_of(s.begin() + 5, s.end(), [](char c) { return c >= '0' && c <= '9'; })) {
-    return {true, std::atoi(s.c_str() + 5)};
-  }
+// --device: "cpu", "cuda" (device 0) or "cuda:N".
+Device device_flag(const std::string& s) {
+  if (const auto d = parse_device(s)) return *d;
   throw Error("--device", fmt::format("unknown device '{}'", s), "expected cpu, cuda or cuda:N");
 }
 
@@ -116,13 +106,16 @@ std::string timed_line(const std::string& def, std::string_view kernel, const st
 }
 
 Json result_json(const ReferenceArgs& a, const Definition& def, std::string_view kernel,
-                 const DeviceChoice& dev, const std::string& device_name, double run_ms,
+                 const Device& dev, const std::string& device_name, double run_ms,
                  const AxisValues& var, const std::optional<Timed>& timed) {
   Json axes = Json::object();
   for (const auto& [name, value] : var) axes[name] = value;
-  Json j{{"definition", def.name}, {"kernel", std::string(kernel)},
-         {"device", dev.text()},   {"device_name", device_name},
-         {"axes", axes},           {"output", a.output},
+  Json j{{"definition", def.name},
+         {"kernel", std::string(kernel)},
+         {"device", dev.to_string()},
+         {"device_name", device_name},
+         {"axes", axes},
+         {"output", a.output},
          {"run_ms", run_ms}};
   if (timed) {
     Json t = bench::stats_to_json(timed->stats);
@@ -179,7 +172,7 @@ int run_on_cpu(const ReferenceArgs& a, const Definition& def) {
     timed = std::move(t);
   }
   if (a.json) {
-    std::cout << result_json(a, def, k->id(), DeviceChoice{}, "cpu", ms, in.var, timed).dump(2)
+    std::cout << result_json(a, def, k->id(), Device::cpu(), "cpu", ms, in.var, timed).dump(2)
               << "\n";
     return kExitOk;
   }
@@ -191,17 +184,17 @@ int run_on_cpu(const ReferenceArgs& a, const Definition& def) {
 
 #ifdef FIB_HAVE_CUDA
 // Which GPU: the device must exist (a clear error on a machine without a GPU or driver, as CI's).
-void require_device(const DeviceChoice& dev) {
+void require_device(const Device& dev) {
   std::string why;
   const int n = cuda::device_count(&why);
   if (n == 0) {
-    throw Error("--device", fmt::format("no CUDA device for '{}': {}", dev.text(), why),
+    throw Error("--device", fmt::format("no CUDA device for '{}': {}", dev.to_string(), why),
                 "run on a machine with an NVIDIA GPU and driver, or use --device cpu");
   }
   if (dev.ordinal >= n) {
     throw Error(
         "--device",
-        fmt::format("no CUDA device {}: {} visible (cuda:0 to cuda:{})", dev.text(),
+        fmt::format("no CUDA device {}: {} visible (cuda:0 to cuda:{})", dev.to_string(),
                     n == 1 ? std::string("1 device is") : fmt::format("{} devices are", n), n - 1),
         "pick one of them, or set CUDA_VISIBLE_DEVICES");
   }
@@ -209,7 +202,7 @@ void require_device(const DeviceChoice& dev) {
 
 // The CUDA reference on device `dev`; --time measures it with fib::cuda::Timer (events mode: L2
 // flush before each call, blocking kernel, warmup, noise stop), as fib run times a solution.
-int run_on_cuda(const ReferenceArgs& a, const Definition& def, const DeviceChoice& dev) {
+int run_on_cuda(const ReferenceArgs& a, const Definition& def, const Device& dev) {
   cuda::set_device(dev.ordinal);
   const cuda::DeviceInfo info = cuda::device_info(dev.ordinal);
   std::string why;
@@ -288,8 +281,8 @@ int run_on_cuda(const ReferenceArgs& a, const Definition& def, const DeviceChoic
     return kExitOk;
   }
   std::cout << fmt::format("{}: CUDA reference {} on {} ({}) in {:.2f} ms; wrote {}\n", def.name,
-                           k->id(), dev.text(), info.name, ms, a.output);
-  if (timed) std::cout << timed_line(def.name, k->id(), dev.text(), *timed);
+                           k->id(), dev.to_string(), info.name, ms, a.output);
+  if (timed) std::cout << timed_line(def.name, k->id(), dev.to_string(), *timed);
   return kExitOk;
 }
 #endif
@@ -305,16 +298,16 @@ int run_reference_cmd(const ReferenceArgs& a) {
                   "check");
     }
   }
-  const DeviceChoice dev = parse_device(a.device);
+  const Device dev = device_flag(a.device);
   if (a.iterations == 0) throw Error("--iterations", "must be at least 1");
   if (a.mode != "events" && a.mode != "cupti" && a.mode != "graph") {
     throw Error("--mode", fmt::format("unknown timing mode '{}'", a.mode),
                 "expected events, cupti or graph");
   }
 #ifdef FIB_HAVE_CUDA
-  if (dev.cuda) require_device(dev);
+  if (dev.is_cuda()) require_device(dev);
 #else
-  if (dev.cuda) {
+  if (dev.is_cuda()) {
     throw Error("--device", fmt::format("device '{}' is not available in this build", a.device),
                 "CUDA references need a CUDA build of fib; use --device cpu");
   }
@@ -322,7 +315,7 @@ int run_reference_cmd(const ReferenceArgs& a) {
   const TraceSet set = TraceSet::load(dataset_path(a.dataset));
   const Definition& def = find_definition(set, a.definition);
 #ifdef FIB_HAVE_CUDA
-  if (dev.cuda) return run_on_cuda(a, def, dev);
+  if (dev.is_cuda()) return run_on_cuda(a, def, dev);
 #endif
   return run_on_cpu(a, def);
 }

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "cli/commands.h"
+#include "fib/base/json.h"
 #include "fib/dataset/files.h"
 #include "fib/dataset/keys.h"
 #include "fib/report/best.h"
@@ -16,7 +17,6 @@
 #include "fib/report/fast_p.h"
 #include "fib/report/merge.h"
 #include "fib/report/summary.h"
-#include "fib/trace/json_file.h"
 
 namespace fib::cli {
 

@@ -30,6 +30,8 @@ struct RunArgs {
   std::uint64_t reference_cache_mb = 4096;
   std::uint64_t share_weights_mb = 1024;
   std::string signing_key;
+  // The enumerated options as given, parsed into `options` when the command runs.
+  std::string reference = "auto", gpu_timer = "events", inputs_on = "device", reference_cache;
   bool json = false;
   bool no_save = false;
 };
@@ -93,6 +95,10 @@ std::filesystem::path abi_include_dir() {
 int run_cmd(RunArgs& a) {
   if (a.local.empty()) a.local.push_back(dataset_path(""));
   bench::RunOptions& o = a.options;
+  o.reference = bench::parse_reference_choice(a.reference);
+  o.gpu_timer = bench::parse_gpu_timer(a.gpu_timer);
+  o.inputs_on = bench::parse_inputs_on(a.inputs_on);
+  o.reference_cache = bench::parse_reference_cache(a.reference_cache);
   o.cli.warmup_runs = a.warmup;
   o.cli.iterations = a.iterations;
   o.cli.num_trials = a.trials;
@@ -184,14 +190,14 @@ void register_run(CLI::App& app, Runner& run) {
   cmd->add_option("--memory-limit-mb", a->memory_limit_mb,
                   "Memory limit per worker: its address space on the CPU (default: half of the "
                   "RAM), its data (RLIMIT_DATA) on CUDA devices (default: none)");
-  cmd->add_option("--reference", a->options.reference,
+  cmd->add_option("--reference", a->reference,
                   "What checks the solutions: native (fib's native reference), python (the "
                   "definition's PyTorch reference) or auto (default: native where it exists, "
                   "else python)");
-  cmd->add_option("--gpu-timer", a->options.gpu_timer,
+  cmd->add_option("--gpu-timer", a->gpu_timer,
                   "On CUDA devices: events (default; the empty event pair's cost subtracted), "
                   "events-raw, or cupti (every kernel of a call, on any stream)");
-  cmd->add_option("--inputs-on", a->options.inputs_on,
+  cmd->add_option("--inputs-on", a->inputs_on,
                   "On CUDA devices: where the bulk of the inputs (weights, activations, caches) is "
                   "made: device (default; in each worker's device memory) or host (made here and "
                   "copied)")
@@ -213,7 +219,7 @@ void register_run(CLI::App& app, Runner& run) {
       ->check(CLI::Range(0.0, 3600.0));
   cmd->add_option("--build-cache", a->options.build_cache,
                   "Build cache folder (default: $FIB_CACHE_DIR or ~/.cache/fib/build)");
-  cmd->add_option("--reference-cache", a->options.reference_cache,
+  cmd->add_option("--reference-cache", a->reference_cache,
                   "Folder of the reference outputs and runs kept across runs, or off (default: "
                   "\"reference\" beside the build cache's folder)");
   cmd->add_option("--reference-cache-mb", a->reference_cache_mb,

@@ -7,9 +7,10 @@
 #include <iostream>
 
 #include "cli/commands.h"
+#include "fib/base/json.h"
 #include "fib/dataset/files.h"
 #include "fib/dataset/trace_set.h"
-#include "fib/trace/json_file.h"
+#include "fib/trace/json_reader.h"
 #include "fib/trace/suggest.h"
 #include "fib/validate/validator.h"
 

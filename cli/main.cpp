@@ -4,7 +4,7 @@
 #include <iostream>
 
 #include "cli/commands.h"
-#include "fib/trace/diagnostics.h"
+#include "fib/base/diagnostics.h"
 #include "fib/version.h"
 
 int main(int argc, char** argv) {

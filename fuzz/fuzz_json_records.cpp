@@ -16,8 +16,9 @@
 #include <string>
 #include <string_view>
 
+#include "fib/base/json.h"
 #include "fib/trace/definition.h"
-#include "fib/trace/json_file.h"
+#include "fib/trace/json_reader.h"
 #include "fib/trace/solution.h"
 #include "fib/trace/trace.h"
 #include "fib/trace/workload.h"

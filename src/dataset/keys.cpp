@@ -9,8 +9,9 @@
 #include <cstdlib>
 #include <cstring>
 
+#include "fib/base/files.h"
+#include "fib/base/json.h"
 #include "fib/dataset/files.h"
-#include "fib/trace/json_file.h"
 
 namespace fib {
 
@@ -48,18 +49,6 @@ void check_private(const fs::path& path, const struct stat& st) {
   }
 }
 
-void write_all(int fd, std::string_view data, const fs::path& path) {
-  std::size_t done = 0;
-  while (done < data.size()) {
-    const ssize_t n = ::write(fd, data.data() + done, data.size() - done);
-    if (n < 0) {
-      if (errno == EINTR) continue;
-      throw Error(path.string(), fmt::format("write failed: {}", std::strerror(errno)));
-    }
-    done += static_cast<std::size_t>(n);
-  }
-}
-
 void make_private_folder(const fs::path& dir) {
   if (dir.empty()) return;
   std::error_code ec;
@@ -82,7 +71,7 @@ bool create_key_file(const fs::path& path, const SigningKey& key) {
     if (::fchmod(fd, 0600) != 0) {
       throw Error(tmp.string(), fmt::format("cannot set mode 0600: {}", std::strerror(errno)));
     }
-    write_all(fd, key.to_pem(), tmp);
+    write_all(fd, key.to_pem(), tmp.string());
     if (::fsync(fd) != 0) {
       throw Error(tmp.string(), fmt::format("fsync failed: {}", std::strerror(errno)));
     }

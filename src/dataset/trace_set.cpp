@@ -9,9 +9,10 @@
 #include <thread>
 #include <unordered_map>
 
+#include "fib/base/json.h"
 #include "fib/dataset/files.h"
 #include "fib/dataset/layout.h"
-#include "fib/trace/json_file.h"
+#include "fib/trace/json_reader.h"
 
 namespace fib {
 

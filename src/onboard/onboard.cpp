@@ -10,10 +10,11 @@
 #include <set>
 #include <unordered_map>
 
+#include "fib/base/json.h"
 #include "fib/dataset/files.h"
 #include "fib/onboard/dedup.h"
 #include "fib/onboard/naming.h"
-#include "fib/trace/json_file.h"
+#include "fib/trace/json_reader.h"
 
 namespace fib::onboard {
 

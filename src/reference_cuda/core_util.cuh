@@ -15,8 +15,8 @@
 #include <string>
 #include <utility>
 
+#include "fib/base/diagnostics.h"
 #include "fib/cuda/runtime.h"
-#include "fib/trace/diagnostics.h"
 #include "fib/trace/dtype.h"
 #include "reference_cuda/device_math.cuh"
 #include "reference_cuda/kernels.h"

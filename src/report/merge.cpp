@@ -4,16 +4,15 @@
 #include <fmt/format.h>
 #include <unistd.h>
 #include <algorithm>
-#include <atomic>
 #include <cerrno>
 #include <cstring>
 #include <map>
 #include <optional>
 #include <set>
 
+#include "fib/base/json.h"
 #include "fib/dataset/files.h"
 #include "fib/dataset/layout.h"
-#include "fib/trace/json_file.h"
 #include "report/merge_plan.h"
 
 namespace fib::report {
@@ -46,39 +45,18 @@ std::string errno_text() { return std::strerror(errno); }
 
 // Blobs can be large, so copies stream; the temporary name is one TraceSet::load skips.
 void copy_file_atomic(const fs::path& from, const fs::path& to) {
-  std::error_code ec;
-  fs::create_directories(to.parent_path(), ec);
-  if (ec)
-    throw Error(to.parent_path().string(), fmt::format("cannot create folder: {}", ec.message()));
-  static std::atomic<unsigned> counter{0};
-  const fs::path tmp = to.parent_path() / fmt::format(".{}.tmp.{}.{}", to.filename().string(),
-                                                      ::getpid(), counter.fetch_add(1));
-  Fd in(::open(from.c_str(), O_RDONLY | O_CLOEXEC));
-  if (in.get() < 0) throw Error(from.string(), fmt::format("cannot read: {}", errno_text()));
-  Fd out(::open(tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644));
-  if (out.get() < 0) throw Error(tmp.string(), fmt::format("cannot create: {}", errno_text()));
-  std::vector<char> buf(std::size_t{1} << 20);
-  auto fail = [&](const fs::path& where, const std::string& what) {
-    const std::string text = fmt::format("{}: {}", what, errno_text());
-    ::unlink(tmp.c_str());
-    throw Error(where.string(), text);
-  };
-  for (;;) {
-    const ssize_t n = ::read(in.get(), buf.data(), buf.size());
-    if (n < 0 && errno == EINTR) continue;
-    if (n < 0) fail(from, "read failed");
-    if (n == 0) break;
-    std::size_t done = 0;
-    while (done < static_cast<std::size_t>(n)) {
-      const ssize_t w = ::write(out.get(), buf.data() + done, static_cast<std::size_t>(n) - done);
-      if (w < 0 && errno == EINTR) continue;
-      if (w < 0) fail(tmp, "write failed");
-      done += static_cast<std::size_t>(w);
+  write_file_atomic(to, [&](int out, const fs::path& tmp) {
+    Fd in(::open(from.c_str(), O_RDONLY | O_CLOEXEC));
+    if (in.get() < 0) throw Error(from.string(), fmt::format("cannot read: {}", errno_text()));
+    std::vector<char> buf(std::size_t{1} << 20);
+    for (;;) {
+      const ssize_t n = ::read(in.get(), buf.data(), buf.size());
+      if (n < 0 && errno == EINTR) continue;
+      if (n < 0) throw Error(from.string(), fmt::format("read failed: {}", errno_text()));
+      if (n == 0) break;
+      write_all(out, buf.data(), static_cast<std::size_t>(n), tmp.string());
     }
-  }
-  if (::fsync(out.get()) != 0) fail(tmp, "fsync failed");
-  if (::close(out.release()) != 0) fail(tmp, "close failed");
-  if (::rename(tmp.c_str(), to.c_str()) != 0) fail(to, "cannot replace");
+  });
 }
 
 bool same_bytes(const fs::path& a, const fs::path& b) {

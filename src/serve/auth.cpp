@@ -12,7 +12,8 @@
 #include <cstring>
 #include <fstream>
 
-#include "fib/trace/diagnostics.h"
+#include "fib/base/diagnostics.h"
+#include "fib/base/files.h"
 
 namespace fib::serve {
 
@@ -41,17 +42,10 @@ std::string_view cookie_value(std::string_view header, std::string_view name) {
 // Writes the token with mode 0600 from the start, then renames it into place, so it is never
 // readable by others and a second server starting at once finds a whole file or none.
 void write_private_file(const fs::path& path, const std::string& content) {
-  fs::create_directories(path.parent_path());
-  const fs::path tmp = path.string() + fmt::format(".tmp{}", ::getpid());
-  const int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
-  if (fd < 0) throw Error(tmp.string(), "cannot create the token file", std::strerror(errno));
-  const bool ok =
-      ::write(fd, content.data(), content.size()) == static_cast<ssize_t>(content.size()) &&
-      ::fsync(fd) == 0;
-  ::close(fd);
-  if (!ok || ::rename(tmp.c_str(), path.c_str()) != 0) {
-    ::unlink(tmp.c_str());
-    throw Error(path.string(), "cannot write the token file", std::strerror(errno));
+  try {
+    write_file_atomic(path, content, {.mode = 0600});
+  } catch (const Error& e) {
+    throw Error(path.string(), "cannot write the token file", e.what());
   }
 }
 

@@ -6,8 +6,8 @@
 
 #include "fib/serve/server.h"
 
+#include "fib/base/json.h"
 #include "fib/dataset/layout.h"
-#include "fib/trace/json_file.h"
 
 #ifndef FIB_SOURCE_DIR
 #define FIB_SOURCE_DIR ""

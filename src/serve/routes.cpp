@@ -2,7 +2,8 @@
 
 #include <httplib.h>
 
-#include "fib/trace/json_file.h"
+#include "fib/base/json.h"
+#include "fib/trace/json_reader.h"
 
 namespace fib::serve {
 

@@ -9,8 +9,8 @@
 #include <string_view>
 #include <vector>
 
+#include "fib/base/diagnostics.h"
 #include "fib/serve/server.h"
-#include "fib/trace/diagnostics.h"
 #include "fib/trace/json_reader.h"
 
 namespace fib::serve {

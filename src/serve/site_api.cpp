@@ -9,12 +9,12 @@
 #include <mutex>
 #include <optional>
 
+#include "fib/base/diagnostics.h"
 #include "fib/dataset/keys.h"
 #include "fib/report/best.h"
 #include "fib/report/fast_p.h"
 #include "fib/report/summary.h"
 #include "fib/serve/server.h"
-#include "fib/trace/diagnostics.h"
 #include "serve/routes.h"
 #include "serve/site_caches.h"
 

@@ -10,9 +10,9 @@
 #include <memory>
 #include <string>
 
+#include "fib/base/diagnostics.h"
 #include "fib/dataset/trace_set.h"
 #include "fib/report/comparison.h"
-#include "fib/trace/diagnostics.h"
 #include "fib/trace/json_reader.h"
 
 namespace fib::serve {

@@ -8,9 +8,9 @@
 #include <optional>
 #include <set>
 
+#include "fib/base/diagnostics.h"
 #include "fib/onboard/model_registry.h"
 #include "fib/onboard/onboard.h"
-#include "fib/trace/diagnostics.h"
 #include "serve/site_api.h"
 #include "serve/site_caches.h"
 

@@ -4,9 +4,10 @@
 #include <fmt/ranges.h>
 #include <openssl/evp.h>
 
+#include "fib/base/json.h"
 #include "fib/bench/builder/build.h"
 #include "fib/dataset/layout.h"
-#include "fib/trace/json_file.h"
+#include "fib/trace/json_reader.h"
 
 namespace fib::serve {
 

@@ -6,8 +6,8 @@
 #include <string>
 #include <vector>
 
+#include "fib/base/diagnostics.h"
 #include "fib/dataset/trace_set.h"
-#include "fib/trace/diagnostics.h"
 
 namespace fib::serve {
 

@@ -4,7 +4,7 @@
 
 #include <chrono>
 
-#include "fib/trace/diagnostics.h"
+#include "fib/base/diagnostics.h"
 
 namespace fib::serve {
 

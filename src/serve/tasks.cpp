@@ -7,12 +7,12 @@
 #include <chrono>
 #include <iostream>
 #include <map>
-#include <regex>
 #include <unordered_map>
 
+#include "fib/base/device.h"
+#include "fib/base/json.h"
 #include "fib/bench/run/run.h"
 #include "fib/dataset/layout.h"
-#include "fib/trace/json_file.h"
 
 namespace fib::serve {
 
@@ -34,10 +34,10 @@ std::string make_task_id() {
   return hex;
 }
 
+// Queues take "cpu" or "cuda:N" (not parse_device's short "cuda": a queue names its device).
 bool is_gpu_device(const std::string& device) {
-  static const std::regex cuda(R"(cuda:\d+)");
-  if (device == "cpu") return false;
-  if (std::regex_match(device, cuda)) return true;
+  const auto d = parse_device(device);
+  if (d && device != "cuda") return d->is_cuda();
   throw Error("--devices", fmt::format("unknown device '{}'", device),
               "expected cpu or cuda:N (a list: cuda:0,cuda:1)");
 }

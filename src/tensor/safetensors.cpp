@@ -6,15 +6,14 @@
 #include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
-#include <atomic>
 #include <bit>
 #include <cerrno>
-#include <chrono>
 #include <cstring>
 #include <nlohmann/json.hpp>
 #include <set>
 #include <utility>
 
+#include "fib/base/files.h"
 #include "fib/trace/suggest.h"
 
 namespace fib {
@@ -84,27 +83,6 @@ std::string make_header(const std::vector<std::pair<std::string, Tensor>>& tenso
   // is then a multiple of it).
   h.append((alignment - (8 + h.size()) % alignment) % alignment, ' ');
   return h;
-}
-
-void write_all(int fd, const void* data, std::size_t n, const fs::path& path) {
-  const auto* p = static_cast<const char*>(data);
-  while (n > 0) {
-    const ssize_t w = ::write(fd, p, n);
-    if (w < 0) {
-      if (errno == EINTR) continue;
-      throw Error(path.string(), fmt::format("write failed: {}", std::strerror(errno)));
-    }
-    p += w;
-    n -= static_cast<std::size_t>(w);
-  }
-}
-
-void fsync_dir(const fs::path& dir) {
-  const int fd = ::open(dir.empty() ? "." : dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-  if (fd >= 0) {
-    ::fsync(fd);
-    ::close(fd);
-  }
 }
 
 }  // namespace
@@ -241,42 +219,14 @@ void write_safetensors(const fs::path& path,
   unsigned char len[8];
   for (int i = 0; i < 8; ++i) len[i] = static_cast<unsigned char>((n >> (8 * i)) & 0xFF);
 
-  const fs::path parent = path.parent_path();
-  if (!parent.empty()) {
-    std::error_code ec;
-    fs::create_directories(parent, ec);
-    if (ec) throw Error(parent.string(), fmt::format("cannot create folder: {}", ec.message()));
-  }
-  // A unique name beside the target, so the rename is atomic (same file system) and
-  // concurrent writers in this or other processes never share a temporary file.
-  static std::atomic<unsigned> counter{0};
-  const auto stamp = std::chrono::steady_clock::now().time_since_epoch().count();
-  const fs::path tmp = parent / fmt::format(".{}.tmp.{}.{}.{}", path.filename().string(),
-                                            ::getpid(), counter.fetch_add(1), stamp);
-  Fd fd(::open(tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644));
-  if (fd.get() < 0) {
-    throw Error(tmp.string(), fmt::format("cannot create: {}", std::strerror(errno)));
-  }
-  try {
-    write_all(fd.get(), len, sizeof len, tmp);
-    write_all(fd.get(), header.data(), header.size(), tmp);
-    for (const auto& [name, t] : tensors) write_all(fd.get(), t.raw(), t.nbytes(), tmp);
-    if (options.durable && ::fsync(fd.get()) != 0) {
-      throw Error(tmp.string(), fmt::format("fsync failed: {}", std::strerror(errno)));
-    }
-    if (::close(fd.release()) != 0) {
-      throw Error(tmp.string(), fmt::format("close failed: {}", std::strerror(errno)));
-    }
-  } catch (...) {
-    ::unlink(tmp.c_str());
-    throw;
-  }
-  if (::rename(tmp.c_str(), path.c_str()) != 0) {
-    const int e = errno;
-    ::unlink(tmp.c_str());
-    throw Error(path.string(), fmt::format("cannot replace: {}", std::strerror(e)));
-  }
-  if (options.durable) fsync_dir(parent);
+  write_file_atomic(path,
+                    [&](int fd, const fs::path& tmp) {
+                      write_all(fd, len, sizeof len, tmp.string());
+                      write_all(fd, header.data(), header.size(), tmp.string());
+                      for (const auto& [name, t] : tensors)
+                        write_all(fd, t.raw(), t.nbytes(), tmp.string());
+                    },
+                    {.durable = options.durable});
 }
 
 }  // namespace fib

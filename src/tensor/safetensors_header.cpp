@@ -8,7 +8,8 @@
 #include <cerrno>
 #include <cstring>
 
-#include "fib/trace/json_file.h"
+#include "fib/base/json.h"
+#include "fib/trace/json_reader.h"
 
 namespace fib {
 

@@ -8,8 +8,8 @@
 #include <limits>
 #include <new>
 
+#include "fib/base/diagnostics.h"
 #include "fib/tensor/numeric.h"
-#include "fib/trace/diagnostics.h"
 
 namespace fib {
 

@@ -9,7 +9,8 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
-#include "fib/trace/json_file.h"
+#include "fib/base/json.h"
+#include "fib/trace/json_reader.h"
 #include "fib/trace/python_signature.h"
 #include "fib/trace/suggest.h"
 

@@ -6,7 +6,8 @@
 #include <openssl/evp.h>
 #include <openssl/pem.h>
 
-#include "fib/trace/json_file.h"
+#include "fib/base/json.h"
+#include "fib/trace/json_reader.h"
 
 namespace fib {
 

@@ -4,8 +4,8 @@
 
 #include <filesystem>
 
+#include "fib/base/diagnostics.h"
 #include "fib/bench/launch/box.h"
-#include "fib/trace/diagnostics.h"
 #include "support/temp_dir.h"
 
 namespace fib::bench::detail {

@@ -38,7 +38,7 @@ RunOptions example_options(const TempDir& tmp, const std::string& inputs_on) {
   o.worker_executable = FIB_EXE;
   o.abi_include_dir = kSource / "include";
   o.build_cache = tmp.path() / "cache";
-  o.reference_cache = "off";  // each run's reference made on its own inputs
+  o.reference_cache = ReferenceCacheChoice::off();  // each run's reference made on its own inputs
   o.seed = 11;
   o.timeout_seconds = 20;
   o.cli.warmup_runs = 2;
@@ -46,7 +46,7 @@ RunOptions example_options(const TempDir& tmp, const std::string& inputs_on) {
   o.cli.num_trials = 2;
   o.max_trial_seconds = 0.5;
   o.device = "cuda:0";
-  o.inputs_on = inputs_on;
+  o.inputs_on = parse_inputs_on(inputs_on);
   o.definitions = {"rmsnorm_h2048"};
   o.solutions = {"rmsnorm_h2048_naive_cuda", "rmsnorm_h2048_tuned_cuda",
                  "rmsnorm_h2048_mutates_inputs_cuda", "rmsnorm_h2048_caches_results_cuda",
@@ -114,12 +114,12 @@ TEST(GpuInputs, AReferenceCacheFilledWithHostMadeInputsServesDeviceMadeOnes) {
   TempDir tmp;
   testing::copy_tree(kSource / "examples" / "dataset", tmp.path() / "dataset");
   RunOptions o = example_options(tmp, "host");
-  o.reference_cache = (tmp.path() / "references").string();
+  o.reference_cache = ReferenceCacheChoice::in(tmp.path() / "references");
   o.solutions = {"rmsnorm_h2048_naive_cuda"};
   const RunResult host = run_benchmark(o);
   ASSERT_EQ(host.traces.size(), 2u);  // 2 workloads
   EXPECT_EQ(host.reference_cache.runs_reused, 0u);
-  o.inputs_on = "device";
+  o.inputs_on = InputsOn::kDevice;
   const RunResult device = run_benchmark(o);
   ASSERT_EQ(device.traces.size(), 2u);
   EXPECT_EQ(device.reference_cache.runs_reused, 2u);

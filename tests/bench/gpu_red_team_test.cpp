@@ -480,7 +480,7 @@ TEST_F(GpuRedTeam, TheReferenceCacheIsOutOfReach) {
   add("lists_reference_cache", lists_reference_cache(cache));
   const auto run = [&](SandboxMode mode) {
     RunOptions o = options(mode, {"lists_reference_cache"});
-    o.reference_cache = cache.string();
+    o.reference_cache = ReferenceCacheChoice::in(cache);
     return run_benchmark(o);
   };
   const RunResult on = run(SandboxMode::kRequired);
@@ -663,7 +663,7 @@ TEST_F(GpuRedTeam, InputsChangedOnTheHostAndDeviceDoNotReachTheNextSolution) {
   for (const std::string inputs_on : {"host", "device"}) {
     SCOPED_TRACE("inputs made on the " + inputs_on);
     RunOptions o = options(SandboxMode::kAuto, {"a_corrupts_inputs", "b_honest"});
-    o.inputs_on = inputs_on;
+    o.inputs_on = parse_inputs_on(inputs_on);
     const RunResult r = run_benchmark(o);
     ASSERT_EQ(r.traces.size(), 4u);
     for (int k = 0; k < 2; ++k) {

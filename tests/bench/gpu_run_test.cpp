@@ -295,7 +295,7 @@ TEST(GpuRun, TheCuptiTimerTimesEveryKernelOfACall) {
   RunOptions o = gpu_options(tmp);
   o.definitions = {"rmsnorm_h2048"};
   o.solutions = {"rmsnorm_h2048_naive_cuda", "rmsnorm_h2048_tuned_cuda"};
-  o.gpu_timer = "cupti";
+  o.gpu_timer = GpuTimer::kCupti;
   const RunResult r = run_benchmark(o);
   ASSERT_EQ(r.traces.size(), 4u);
   for (const Trace& t : r.traces) {

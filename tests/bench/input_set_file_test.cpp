@@ -171,14 +171,13 @@ TEST(InputSetFile, AFillMadeOnTheHostKeepsItsSetsContentAddress) {
 
 TEST(PrepareInputs, BulkFillsAreDeferredOnGpuLanesWithInputsOnDevice) {
   RunOptions o;
-  EXPECT_EQ(o.inputs_on, "device");
+  EXPECT_EQ(o.inputs_on, InputsOn::kDevice);
   EXPECT_TRUE(inputs_made_on_device(o, /*gpu=*/true));
   EXPECT_FALSE(inputs_made_on_device(o, /*gpu=*/false));  // CPU lanes make inputs in place
-  o.inputs_on = "host";
+  o.inputs_on = InputsOn::kHost;
   EXPECT_FALSE(inputs_made_on_device(o, true));
   EXPECT_FALSE(inputs_made_on_device(o, false));
-  o.inputs_on = "gpu";
-  EXPECT_THROW(inputs_made_on_device(o, true), Error);
+  EXPECT_THROW(parse_inputs_on("gpu"), Error);  // refused where the command line parses it
 
   EXPECT_FALSE(shares_weights(100, 0, true));  // 0: never
   EXPECT_FALSE(shares_weights(99, 100, true));
@@ -213,7 +212,7 @@ Prepared prepare(TempDir& tmp, const std::string& inputs_on, std::uint64_t share
                  std::uint64_t seed = 7) {
   RunOptions o;
   o.dataset = kSource / "examples/dataset";
-  o.inputs_on = inputs_on;
+  o.inputs_on = parse_inputs_on(inputs_on);
   o.share_weights_bytes = share_bytes;
   o.cli.num_trials = 3;
   const EvalConfigFile builtin = builtin_eval_config();
@@ -321,7 +320,7 @@ TEST(PrepareInputs, ThePoolsBudgetCountsTheSharedWeightsOnce) {
     TempDir tmp;
     RunOptions o;
     o.dataset = kSource / "examples/dataset";
-    o.inputs_on = on_device ? "device" : "host";
+    o.inputs_on = on_device ? InputsOn::kDevice : InputsOn::kHost;
     o.share_weights_bytes = share_bytes;
     o.device_pool_bytes = budget;
     o.cli.num_trials = 3;

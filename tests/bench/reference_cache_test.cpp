@@ -29,7 +29,7 @@ class ReferenceCacheRun : public ::testing::Test {
     o.worker_executable = FIB_EXE;
     o.abi_include_dir = kSource / "include";
     o.build_cache = tmp_.path() / "cache";
-    o.reference_cache = (tmp_.path() / "references").string();
+    o.reference_cache = ReferenceCacheChoice::in(tmp_.path() / "references");
     o.seed = seed;
     o.timeout_seconds = 20;
     o.cli.warmup_runs = 1;
@@ -124,7 +124,7 @@ TEST_F(ReferenceCacheRun, ADamagedEntryIsFoundAndRecomputed) {
 
 TEST_F(ReferenceCacheRun, OffKeepsNothing) {
   RunOptions o = options();
-  o.reference_cache = "off";
+  o.reference_cache = ReferenceCacheChoice::off();
   const RunResult r = run_benchmark(o);
   EXPECT_TRUE(r.reference_cache.dir.empty());
   EXPECT_FALSE(fs::exists(tmp_.path() / "references"));

@@ -5,7 +5,7 @@
 #include <string>
 
 #include "bench/run/timer.h"
-#include "fib/trace/diagnostics.h"
+#include "fib/base/diagnostics.h"
 
 namespace fib::bench::detail {
 namespace {

@@ -197,7 +197,7 @@ FIB_EXPORT_SOLUTION(run, run_);
                                            cache.string()));
   const auto run = [&](SandboxMode mode) {
     RunOptions o = options(mode, {"lists_reference_cache"});
-    o.reference_cache = cache.string();
+    o.reference_cache = ReferenceCacheChoice::in(cache);
     return run_benchmark(o);
   };
   const RunResult on = run(SandboxMode::kRequired);

@@ -12,8 +12,8 @@
 #include <string>
 #include <vector>
 
+#include "fib/base/json.h"
 #include "fib/dataset/trace_set.h"
-#include "fib/trace/json_file.h"
 #include "run_fib.h"
 #include "support/temp_dir.h"
 #include "support/test_paths.h"

@@ -14,10 +14,11 @@
 #include <filesystem>
 #include <iostream>
 
+#include "fib/base/json.h"
 #include "fib/tensor/numeric.h"
 #include "fib/tensor/random.h"
 #include "fib/tensor/workload_synth.h"
-#include "fib/trace/json_file.h"
+#include "fib/trace/json_reader.h"
 #include "fib/trace/trace.h"
 #include "support/gpu.h"
 #include "support/test_paths.h"

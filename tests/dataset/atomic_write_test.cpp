@@ -13,8 +13,8 @@
 #include <thread>
 #include <vector>
 
+#include "fib/base/diagnostics.h"
 #include "fib/dataset/files.h"
-#include "fib/trace/diagnostics.h"
 #include "support/temp_dir.h"
 
 namespace fib {

@@ -10,8 +10,8 @@
 #include <string>
 #include <vector>
 
+#include "fib/base/json.h"
 #include "fib/dataset/trace_set.h"
-#include "fib/trace/json_file.h"
 #include "support/test_paths.h"
 
 namespace fib {

@@ -9,9 +9,10 @@
 #include <string>
 #include <string_view>
 
+#include "fib/base/diagnostics.h"
+#include "fib/base/json.h"
 #include "fib/trace/definition.h"
-#include "fib/trace/diagnostics.h"
-#include "fib/trace/json_file.h"
+#include "fib/trace/json_reader.h"
 #include "fib/trace/solution.h"
 #include "fib/trace/trace.h"
 

@@ -8,9 +8,9 @@
 #include <vector>
 
 #include "dataset_fixtures.h"
+#include "fib/base/json.h"
 #include "fib/dataset/layout.h"
 #include "fib/dataset/trace_set.h"
-#include "fib/trace/json_file.h"
 #include "support/temp_dir.h"
 
 namespace fib {

@@ -8,7 +8,7 @@
 #include <cstdio>
 #include <filesystem>
 
-#include "fib/trace/json_file.h"
+#include "fib/base/json.h"
 #include "support/temp_dir.h"
 
 namespace fib::onboard {

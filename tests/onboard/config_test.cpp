@@ -5,7 +5,8 @@
 
 #include <filesystem>
 
-#include "fib/trace/json_file.h"
+#include "fib/base/json.h"
+#include "fib/trace/json_reader.h"
 #include "onboard_test_util.h"
 
 namespace fib::onboard {

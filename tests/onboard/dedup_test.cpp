@@ -8,9 +8,9 @@
 #include <cstdio>
 #include <set>
 
+#include "fib/base/json.h"
 #include "fib/dataset/layout.h"
 #include "fib/onboard/dedup.h"
-#include "fib/trace/json_file.h"
 #include "onboard_test_util.h"
 #include "support/temp_dir.h"
 

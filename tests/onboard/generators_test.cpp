@@ -7,9 +7,10 @@
 #include <cstdlib>
 #include <set>
 
+#include "fib/base/json.h"
 #include "fib/onboard/dedup.h"
 #include "fib/onboard/naming.h"
-#include "fib/trace/json_file.h"
+#include "fib/trace/json_reader.h"
 #include "onboard_test_util.h"
 #include "support/temp_dir.h"
 

@@ -11,7 +11,7 @@
 #include <string>
 #include <vector>
 
-#include "fib/trace/json_file.h"
+#include "fib/base/json.h"
 #include "onboard/generators/templates.h"
 #include "support/temp_dir.h"
 

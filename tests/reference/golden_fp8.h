@@ -13,9 +13,9 @@
 #include <string>
 #include <vector>
 
+#include "fib/base/json.h"
 #include "fib/reference/reference.h"
 #include "fib/tensor/safetensors.h"
-#include "fib/trace/json_file.h"
 #include "reference/reference_test_util.h"
 #include "support/test_paths.h"
 

@@ -7,8 +7,8 @@
 #include <fstream>
 #include <sstream>
 
+#include "fib/base/json.h"
 #include "fib/tensor/safetensors.h"
-#include "fib/trace/json_file.h"
 #include "support/temp_dir.h"
 #include "support/test_paths.h"
 

@@ -8,8 +8,9 @@
 #include <string>
 #include <vector>
 
+#include "fib/base/json.h"
 #include "fib/dataset/trace_set.h"
-#include "fib/trace/json_file.h"
+#include "fib/trace/json_reader.h"
 #include "fib/trace/signature.h"
 #include "support/temp_dir.h"
 

@@ -6,9 +6,9 @@
 #include <memory>
 #include <set>
 
+#include "fib/base/diagnostics.h"
 #include "fib/report/fast_p.h"
 #include "fib/report/summary.h"
-#include "fib/trace/diagnostics.h"
 #include "serve/site_api.h"
 #include "support/temp_dir.h"
 #include "support/test_paths.h"

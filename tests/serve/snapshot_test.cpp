@@ -8,10 +8,10 @@
 #include <chrono>
 #include <thread>
 
+#include "fib/base/json.h"
 #include "fib/dataset/files.h"
 #include "fib/dataset/layout.h"
 #include "fib/serve/server.h"
-#include "fib/trace/json_file.h"
 #include "fib/trace/signature.h"
 #include "support/temp_dir.h"
 #include "support/test_paths.h"

@@ -8,12 +8,13 @@
 #include <filesystem>
 #include <set>
 
+#include "fib/base/json.h"
 #include "fib/tensor/inputs.h"
 #include "fib/tensor/numeric.h"
 #include "fib/tensor/random.h"
 #include "fib/tensor/safetensors.h"
 #include "fib/tensor/workload_synth.h"
-#include "fib/trace/json_file.h"
+#include "fib/trace/json_reader.h"
 #include "fib/trace/trace.h"
 #include "support/temp_dir.h"
 #include "support/test_paths.h"

@@ -11,9 +11,9 @@
 #include <string>
 #include <vector>
 
+#include "fib/base/diagnostics.h"
 #include "fib/tensor/numeric.h"
 #include "fib/tensor/tensor.h"
-#include "fib/trace/diagnostics.h"
 
 namespace fib {
 namespace {

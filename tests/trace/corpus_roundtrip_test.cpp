@@ -3,8 +3,9 @@
 
 #include <filesystem>
 
+#include "fib/base/json.h"
 #include "fib/trace/definition.h"
-#include "fib/trace/json_file.h"
+#include "fib/trace/json_reader.h"
 #include "fib/trace/trace.h"
 #include "support/test_paths.h"
 

@@ -5,8 +5,9 @@
 #include <string>
 #include <vector>
 
+#include "fib/base/json.h"
 #include "fib/trace/definition.h"
-#include "fib/trace/json_file.h"
+#include "fib/trace/json_reader.h"
 #include "support/temp_dir.h"
 #include "trace_test_util.h"
 

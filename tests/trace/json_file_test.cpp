@@ -5,7 +5,7 @@
 #include <filesystem>
 #include <string>
 
-#include "fib/trace/json_file.h"
+#include "fib/base/json.h"
 #include "support/temp_dir.h"
 #include "trace_test_util.h"
 

@@ -6,7 +6,8 @@
 #include <functional>
 #include <string>
 
-#include "fib/trace/json_file.h"
+#include "fib/base/json.h"
+#include "fib/trace/json_reader.h"
 #include "fib/trace/signature.h"
 #include "fib/trace/trace.h"
 

@@ -8,7 +8,7 @@
 #include <string>
 #include <vector>
 
-#include "fib/trace/diagnostics.h"
+#include "fib/base/diagnostics.h"
 #include "fib/trace/dtype.h"
 #include "fib/trace/suggest.h"
 

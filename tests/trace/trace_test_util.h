@@ -9,8 +9,8 @@
 #include <string_view>
 #include <utility>
 
+#include "fib/base/diagnostics.h"
 #include "fib/trace/definition.h"
-#include "fib/trace/diagnostics.h"
 #include "fib/trace/json_reader.h"
 
 namespace fib::trace_test {

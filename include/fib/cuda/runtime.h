@@ -14,8 +14,8 @@
 #include <string>
 #include <string_view>
 
+#include "fib/base/diagnostics.h"
 #include "fib/tensor/tensor.h"
-#include "fib/trace/diagnostics.h"
 
 // The runtime's own handle types, declared as cuda_runtime_api.h declares them, so this header
 // needs no CUDA include path.

@@ -1,5 +1,5 @@
-// Crash-safe file writes: atomic replacement (temp file + fsync + rename) and JSONL appends
-// that never mix a new record into a torn last line.
+// Crash-safe dataset files: JSONL appends that never mix a new record into a torn last line, on
+// top of base's atomic replacement (write_file_atomic), which dataset writers use with them.
 #pragma once
 
 #include <filesystem>
@@ -8,11 +8,9 @@
 #include <string_view>
 #include <vector>
 
-namespace fib {
+#include "fib/base/files.h"
 
-// Replaces `path` with `content` atomically: readers see the old file or the new one, never a
-// mix, even if the process dies mid-write. Creates parent folders. Throws fib::Error.
-void write_file_atomic(const std::filesystem::path& path, std::string_view content);
+namespace fib {
 
 // Appends one line per record (records must not contain '\n') with a single write under an
 // exclusive lock, so concurrent writers do not interleave. If the file ends in a torn line

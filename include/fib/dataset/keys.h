@@ -9,7 +9,7 @@
 #include <string>
 #include <string_view>
 
-#include "fib/trace/diagnostics.h"
+#include "fib/base/diagnostics.h"
 #include "fib/trace/signature.h"
 
 namespace fib {

@@ -11,9 +11,9 @@
 #include <unordered_map>
 #include <vector>
 
+#include "fib/base/diagnostics.h"
 #include "fib/dataset/shared_records.h"
 #include "fib/trace/definition.h"
-#include "fib/trace/diagnostics.h"
 #include "fib/trace/solution.h"
 #include "fib/trace/trace.h"
 

@@ -8,7 +8,7 @@
 #include <string_view>
 #include <vector>
 
-#include "fib/trace/diagnostics.h"
+#include "fib/base/diagnostics.h"
 #include "fib/trace/json_reader.h"
 
 namespace fib::onboard {

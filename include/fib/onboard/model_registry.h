@@ -8,8 +8,8 @@
 #include <string_view>
 #include <vector>
 
+#include "fib/base/diagnostics.h"
 #include "fib/onboard/model_config.h"
-#include "fib/trace/diagnostics.h"
 #include "fib/trace/json_reader.h"
 
 namespace fib::onboard {

@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "fib/base/diagnostics.h"
 #include "fib/dataset/trace_set.h"
 #include "fib/onboard/generators.h"
 #include "fib/onboard/model_config.h"
@@ -16,7 +17,6 @@
 #include "fib/onboard/plan.h"
 #include "fib/onboard/serving.h"
 #include "fib/trace/definition.h"
-#include "fib/trace/diagnostics.h"
 
 namespace fib::onboard {
 

@@ -8,10 +8,10 @@
 #include <string>
 #include <vector>
 
+#include "fib/base/diagnostics.h"
 #include "fib/onboard/kernel_spec.h"
 #include "fib/onboard/model_config.h"
 #include "fib/onboard/serving.h"
-#include "fib/trace/diagnostics.h"
 #include "fib/trace/json_reader.h"
 
 namespace fib::onboard {

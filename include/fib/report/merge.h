@@ -16,9 +16,9 @@
 #include <string>
 #include <vector>
 
+#include "fib/base/diagnostics.h"
 #include "fib/dataset/trace_set.h"
 #include "fib/report/datasets.h"
-#include "fib/trace/diagnostics.h"
 #include "fib/trace/json_reader.h"
 
 namespace fib::report {

@@ -9,9 +9,9 @@
 #include <utility>
 #include <vector>
 
+#include "fib/base/diagnostics.h"
 #include "fib/tensor/safetensors_header.h"
 #include "fib/tensor/tensor.h"
-#include "fib/trace/diagnostics.h"
 
 namespace fib {
 

@@ -9,7 +9,7 @@
 #include <utility>
 #include <vector>
 
-#include "fib/trace/diagnostics.h"
+#include "fib/base/diagnostics.h"
 #include "fib/trace/dtype.h"
 
 namespace fib {

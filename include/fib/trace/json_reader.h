@@ -3,20 +3,16 @@
 #pragma once
 
 #include <cstdint>
-#include <nlohmann/json.hpp>
 #include <optional>
 #include <span>
 #include <string>
 #include <string_view>
 #include <vector>
 
-#include "fib/trace/diagnostics.h"
+#include "fib/base/diagnostics.h"
+#include "fib/base/json.h"
 
 namespace fib {
-
-// Ordered JSON: object keys keep their file order, which the schema makes significant
-// (inputs are called in order) and which round-tripping must reproduce.
-using Json = nlohmann::ordered_json;
 
 // A JSON path built on the stack without allocating; rendered only when a finding needs it.
 // A child refers to its parent, so a path must not outlive the one it was made from: pass

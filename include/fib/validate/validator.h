@@ -7,8 +7,8 @@
 #include <string>
 #include <vector>
 
+#include "fib/base/diagnostics.h"
 #include "fib/dataset/trace_set.h"
-#include "fib/trace/diagnostics.h"
 #include "fib/trace/json_reader.h"
 
 namespace fib::validate {

@@ -16,10 +16,11 @@
 #include <thread>
 
 #include "elf_symbols.h"
+#include "fib/base/files.h"
+#include "fib/base/json.h"
 #include "fib/bench/builder/build.h"
 #include "fib/bench/builder/process.h"
 #include "fib/bench/builder/python_build.h"
-#include "fib/trace/json_file.h"
 #include "fib/version.h"
 
 namespace fib::bench {
@@ -84,22 +85,18 @@ std::optional<std::string> read_file(const fs::path& p) {
   return ss.str();
 }
 
-// Writes a new file (never follows or replaces an existing one). Throws std::runtime_error.
+// Writes a new file (never follows or replaces an existing one). Throws std::runtime_error
+// (fib::Error when a write fails).
 void write_new_file(const fs::path& p, std::string_view content) {
   fs::create_directories(p.parent_path());
   const int fd = ::open(p.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644);
   if (fd < 0)
     throw std::runtime_error(fmt::format("cannot create {}: {}", p.string(), std::strerror(errno)));
-  std::size_t done = 0;
-  while (done < content.size()) {
-    const ssize_t n = ::write(fd, content.data() + done, content.size() - done);
-    if (n < 0 && errno == EINTR) continue;
-    if (n < 0) {
-      const int err = errno;
-      ::close(fd);
-      throw std::runtime_error(fmt::format("cannot write {}: {}", p.string(), std::strerror(err)));
-    }
-    done += static_cast<std::size_t>(n);
+  try {
+    write_all(fd, content, p.string());
+  } catch (...) {
+    ::close(fd);
+    throw;
   }
   ::close(fd);
 }

@@ -10,8 +10,8 @@
 #include <set>
 #include <sstream>
 
+#include "fib/base/json.h"
 #include "fib/bench/builder/process.h"
-#include "fib/trace/json_file.h"
 
 namespace fib::bench::detail {
 

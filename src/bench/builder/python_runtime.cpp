@@ -18,8 +18,8 @@
 #include <string>
 #include <vector>
 
+#include "fib/base/diagnostics.h"
 #include "fib/bench/builder/process.h"
-#include "fib/trace/diagnostics.h"
 
 namespace fib::bench {
 

@@ -4,7 +4,7 @@
 
 #include <algorithm>
 
-#include "fib/trace/diagnostics.h"
+#include "fib/base/diagnostics.h"
 
 namespace fib::bench::detail {
 

@@ -14,10 +14,10 @@
 #include <cerrno>
 #include <cstring>
 
+#include "fib/base/diagnostics.h"
 #include "fib/bench/launch/worker_process.h"
 #include "fib/bench/protocol/framing.h"
 #include "fib/bench/protocol/messages.h"
-#include "fib/trace/diagnostics.h"
 
 namespace fib::bench {
 

@@ -1,31 +1,16 @@
 #include "fib/bench/protocol/framing.h"
 
 #include <fmt/format.h>
-#include <sys/socket.h>
 #include <unistd.h>
 
 #include <cerrno>
 #include <cstring>
 
-#include "fib/trace/diagnostics.h"
+#include "fib/base/files.h"
 
 namespace fib::bench::detail {
 
 namespace {
-void write_all(int fd, const char* data, std::size_t n) {
-  while (n > 0) {
-    // A socket: send without SIGPIPE when the worker is gone; anything else: write.
-    ssize_t w = ::send(fd, data, n, MSG_NOSIGNAL);
-    if (w < 0 && errno == ENOTSOCK) w = ::write(fd, data, n);
-    if (w < 0) {
-      if (errno == EINTR) continue;
-      throw Error("worker channel", fmt::format("write failed: {}", std::strerror(errno)));
-    }
-    data += w;
-    n -= static_cast<std::size_t>(w);
-  }
-}
-
 bool read_all(int fd, char* data, std::size_t n) {
   while (n > 0) {
     const ssize_t r = ::read(fd, data, n);
@@ -54,8 +39,8 @@ void write_message(int fd, const std::string& text) {
     c = static_cast<char>(n & 0xff);
     n >>= 8;
   }
-  write_all(fd, header, sizeof header);
-  write_all(fd, text.data(), text.size());
+  write_all(fd, header, sizeof header, "worker channel");
+  write_all(fd, text.data(), text.size(), "worker channel");
 }
 
 ReadResult read_message(int fd, std::string* out) {

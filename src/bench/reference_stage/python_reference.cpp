@@ -9,11 +9,11 @@
 #include <map>
 #include <sstream>
 
+#include "fib/base/json.h"
 #include "fib/bench/builder/process.h"
 #include "fib/bench/launch/box.h"
 #include "fib/dataset/files.h"
 #include "fib/tensor/safetensors.h"
-#include "fib/trace/json_file.h"
 
 namespace fib::bench {
 

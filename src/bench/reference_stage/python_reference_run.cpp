@@ -41,7 +41,7 @@ ReferenceRun run_python_reference(const ReferenceSetup& setup, const Definition&
   run.kind = ReferenceKind::kPython;
   run.runtime = Json{{"python", python.executable},
                      {"torch", python.torch},
-                     {"device", setup.device},
+                     {"device", setup.device.to_string()},
                      {"clock", "python time.perf_counter"}};
   const protocol::Schedule schedule = with_check_outputs(p.schedule, p.dir, "reference");
   const std::vector<std::string> files = check_output_files(schedule);
@@ -77,7 +77,7 @@ ReferenceRun run_python_reference(const ReferenceSetup& setup, const Definition&
       .python = python,
       .bridge_dir = setup.bridge_dir,
       .work_dir = p.dir / "python-reference",
-      .device = setup.device,
+      .device = setup.device.to_string(),
       .threads = setup.threads,
       .deadline = std::chrono::steady_clock::now() +
                   std::chrono::duration_cast<std::chrono::steady_clock::duration>(

@@ -1,18 +1,14 @@
 #include "fib/bench/reference_stage/reference_cache.h"
 
-#include <fcntl.h>
 #include <fmt/format.h>
-#include <unistd.h>
 #include <xxhash.h>
 
 #include <algorithm>
 #include <array>
-#include <cerrno>
-#include <cstring>
 #include <fstream>
-#include <random>
 #include <sstream>
 
+#include "fib/base/files.h"
 #include "fib/bench/builder/build.h"
 #include "fib/bench/protocol/requests.h"
 
@@ -37,29 +33,15 @@ std::optional<std::string> read_whole(const fs::path& path) {
   return std::move(s).str();
 }
 
-// Writes `bytes` to `path` through a temporary file in the same folder, renamed into place:
-// a reader sees the old file or the whole new one, never part of it.
+// Writes `bytes` to `path` atomically (a reader sees the old file or the whole new one), readable
+// by fib's user only; false when it could not be written. Not fsynced: any run remakes an entry.
 bool write_atomically(const fs::path& path, const std::string& bytes) {
-  std::error_code ec;
-  fs::create_directories(path.parent_path(), ec);
-  const fs::path tmp =
-      path.parent_path() / fmt::format(".tmp-{}-{:x}", ::getpid(), std::random_device{}());
-  const int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
-  if (fd < 0) return false;
-  std::size_t done = 0;
-  while (done < bytes.size()) {
-    const ssize_t n = ::write(fd, bytes.data() + done, bytes.size() - done);
-    if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) break;
-    done += static_cast<std::size_t>(n);
-  }
-  const bool ok = ::close(fd) == 0 && done == bytes.size();
-  if (ok) fs::rename(tmp, path, ec);
-  if (!ok || ec) {
-    fs::remove(tmp, ec);
+  try {
+    write_file_atomic(path, bytes, {.durable = false, .mode = 0600});
+    return true;
+  } catch (const std::exception&) {
     return false;
   }
-  return true;
 }
 
 }  // namespace
@@ -130,7 +112,8 @@ void ReferenceCache::evict() {
   std::uint64_t total = 0;
   std::error_code ec;
   for (const auto& e : fs::recursive_directory_iterator(dir_, ec)) {
-    if (!e.is_regular_file(ec) || e.path().filename().string().rfind(".tmp-", 0) == 0) continue;
+    // Entries are named by their keys; a name starting with '.' is a write in progress.
+    if (!e.is_regular_file(ec) || e.path().filename().string().starts_with('.')) continue;
     const std::uint64_t n = e.file_size(ec);
     entries.push_back({e.path(), n, e.last_write_time(ec)});
     total += n;
@@ -196,13 +179,12 @@ std::string content_key(const std::vector<std::string>& parts) {
 }
 
 std::string reference_identity(const Definition& def, const Workload& w, ReferenceKind kind,
-                               const std::string& device, const std::string& python,
+                               const Device& device, const std::string& python,
                                const Json& eval_extra) {
   const bool native = kind != ReferenceKind::kPython;
   return content_key({fmt::format("fib-reference/v{}", kReferenceCacheVersion),
-                      native ? "native" : "python:" + python,
-                      device.rfind("cuda", 0) == 0 ? "cuda" : "cpu", to_json(def).dump(),
-                      to_json(w).dump(), eval_extra.dump()});
+                      native ? "native" : "python:" + python, device.is_cuda() ? "cuda" : "cpu",
+                      to_json(def).dump(), to_json(w).dump(), eval_extra.dump()});
 }
 
 std::string reference_set_key(const PreparedInputs& p, int set) {

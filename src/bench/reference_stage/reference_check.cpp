@@ -8,6 +8,7 @@
 #include <limits>
 #include <optional>
 
+#include "fib/base/device.h"
 #include "fib/bench/eval/compare.h"
 #include "fib/bench/eval/op_family.h"
 #include "fib/bench/reference_stage/python_reference.h"
@@ -33,14 +34,9 @@ using Clock = std::chrono::steady_clock;
 constexpr std::uint64_t kBatchBytes = 512ull << 20;
 constexpr std::uint64_t kUnknownBytes = std::numeric_limits<std::uint64_t>::max();
 
-// "cpu" -> -1, "cuda" -> 0, "cuda:N" -> N.
-int device_ordinal(const std::string& device) {
-  if (device == "cpu") return -1;
-  if (device == "cuda") return 0;
-  if (device.rfind("cuda:", 0) == 0 && device.size() > 5 && device.size() <= 8 &&
-      std::all_of(device.begin() + 5, device.end(), [](char c) { return c >= '0' && c <= '9'; })) {
-    return std::stoi(device.substr(5));
-  }
+// --device: "cpu", "cuda" or "cuda:N".
+Device parse_device_option(const std::string& device) {
+  if (const std::optional<Device> d = parse_device(device)) return *d;
   throw Error("--device", fmt::format("unknown device '{}'", device),
               "expected cpu, cuda or cuda:N");
 }
@@ -246,7 +242,8 @@ class Checker {
   PythonRuntime python_;
   const std::function<void(const ReferenceCheckRow&)>& on_row_;
   fs::path work_dir_;
-  int ordinal_ = -1;
+  Device device_;
+  int ordinal_ = -1;  // device_'s CUDA ordinal, -1 on the CPU
   std::vector<ReferenceCheckRow> rows_;
   std::vector<int> outstanding_;  // per row: workloads waiting for the PyTorch side
   std::vector<bool> prepared_;    // per row: every workload made and run natively
@@ -255,7 +252,8 @@ class Checker {
 };
 
 std::vector<ReferenceCheckRow> Checker::run(const std::vector<const Definition*>& defs) {
-  ordinal_ = device_ordinal(o_.device);
+  device_ = parse_device_option(o_.device);
+  ordinal_ = device_.is_cpu() ? -1 : device_.ordinal;
   require_device(ordinal_);
   rows_.resize(defs.size());
   outstanding_.assign(defs.size(), 0);
@@ -346,7 +344,7 @@ void Checker::flush() {
       .python = python_,
       .bridge_dir = o_.python_bridge_dir,
       .work_dir = work_dir_,
-      .device = ordinal_ >= 0 ? fmt::format("cuda:{}", ordinal_) : "cpu",
+      .device = device_.to_string(),
       .threads = o_.threads,
       .deadline = Clock::now() + std::chrono::hours(4),
       // Unsandboxed: the check runs the references of the definitions its user names, as a

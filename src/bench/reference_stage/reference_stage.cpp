@@ -91,7 +91,7 @@ protocol::ReferenceRequest ReferenceStage::request(const Definition& def, const 
                                               .threads = setup_.threads,
                                               .eval_extra = p.eval.extra,
                                               .schedule = std::move(schedule),
-                                              .device = setup_.device});
+                                              .device = setup_.device.to_string()});
 }
 
 ReferenceRun ReferenceStage::run_native(const Definition& def, const Workload& w,
@@ -101,7 +101,7 @@ ReferenceRun ReferenceStage::run_native(const Definition& def, const Workload& w
   // On the CPU, the reference keeps its outputs on every set it calls, where outputs_on_sets
   // finds them: the sets of checked calls drawn later cost nothing more. Not where the judge
   // needs the reference's extras (sampling), which a call does not write.
-  if (setup_.device == "cpu" && op_family(def).reference_extras == nullptr) {
+  if (setup_.device.is_cpu() && op_family(def).reference_extras == nullptr) {
     req.keep_outputs = p.dir.string();
   }
   ReferenceRun run;

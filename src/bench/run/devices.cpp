@@ -5,8 +5,8 @@
 #include <algorithm>
 
 #include "environment.h"
+#include "fib/base/diagnostics.h"
 #include "fib/bench/builder/build.h"
-#include "fib/trace/diagnostics.h"
 #ifdef FIB_HAVE_CUDA
 #include "fib/cuda/runtime.h"
 #endif
@@ -36,25 +36,18 @@ Error not_a_device(const std::string& p) {
 
 // The first ordinal `p` names ("cuda" and "cuda:all" start at 0).
 int first_ordinal(const std::string& p) {
-  if (p == "cpu") throw Error("--device", "cpu and CUDA devices cannot be mixed in one run");
-  if (p == "cuda" || p == "cuda:all") return 0;  // cuda:all: every visible one (checked later)
-  if (p.rfind("cuda:", 0) != 0) throw not_a_device(p);
-  std::size_t used = 0;
-  int n = 0;
-  try {
-    n = std::stoi(p.substr(5), &used);
-  } catch (const std::exception&) {
-    throw not_a_device(p);
-  }
-  if (used != p.size() - 5 || n < 0) throw not_a_device(p);
-  return n;
+  if (p == "cuda:all") return 0;  // every visible one (checked later)
+  const std::optional<Device> d = parse_device(p);
+  if (!d) throw not_a_device(p);
+  if (d->is_cpu()) throw Error("--device", "cpu and CUDA devices cannot be mixed in one run");
+  return d->ordinal;
 }
 
 }  // namespace
 
 DeviceChoice parse_devices(const std::string& text) {
   DeviceChoice c;
-  if (text == "cpu") return c;
+  if (parse_device(text) == Device::cpu()) return c;
   c.gpu = true;
   int visible = -1;
   std::string why = "this fib was built without the CUDA path (configure with -DFIB_CUDA=ON)";
@@ -94,7 +87,7 @@ std::vector<std::unique_ptr<Lane>> make_lanes(const DeviceChoice& devices) {
   std::vector<std::unique_ptr<Lane>> lanes;
   if (!devices.gpu) {
     auto lane = std::make_unique<Lane>();
-    lane->device = "cpu";
+    lane->device = Device::cpu();
     lane->hardware = cpu_model();
     lanes.push_back(std::move(lane));
   }
@@ -102,7 +95,7 @@ std::vector<std::unique_ptr<Lane>> make_lanes(const DeviceChoice& devices) {
   for (int d : devices.cuda) {
     const cuda::DeviceInfo info = cuda::device_info(d);
     auto lane = std::make_unique<Lane>();
-    lane->device = fmt::format("cuda:{}", d);
+    lane->device = Device::cuda(d);
     lane->hardware = info.name;
     lane->cuda_architectures = {cuda_architecture_for(info.major, info.minor)};
     lane->peaks = cuda::device_peaks(info.name, info.peak_dram_bytes_per_second());
@@ -123,7 +116,8 @@ std::vector<std::unique_ptr<Lane>> make_lanes(const DeviceChoice& devices) {
 }
 
 std::string lane_label(const Lane& lane) {
-  return lane.device == "cpu" ? lane.device : fmt::format("{} ({})", lane.device, lane.hardware);
+  const std::string device = lane.device.to_string();
+  return lane.device.is_cpu() ? device : fmt::format("{} ({})", device, lane.hardware);
 }
 
 WorkerSpec worker_spec(const RunOptions& o, bool gpu, const std::filesystem::path& home,

@@ -9,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "fib/base/device.h"
 #include "fib/bench/launch/worker_process.h"
 #include "fib/bench/reference_stage/reference_stage.h"
 #include "fib/bench/run/run.h"
@@ -31,7 +32,7 @@ DeviceChoice parse_devices(const std::string& text);
 
 // One device's workers and what its traces record about it.
 struct Lane {
-  std::string device;  // "cpu" or "cuda:N"
+  Device device;  // traces and worker messages carry it as "cpu" or "cuda:N"
   std::string hardware;
   Json device_json;  // recorded in traces
   std::vector<std::string> cuda_architectures;

@@ -9,7 +9,7 @@
 #include <fstream>
 #include <random>
 
-#include "fib/trace/diagnostics.h"
+#include "fib/base/diagnostics.h"
 
 namespace fib::bench::detail {
 

@@ -211,7 +211,7 @@ struct PendingJudgement {
 };
 
 Performance passed_performance(const PendingJudgement& j, double judge_ms) {
-  const bool gpu = j.lane->device != "cpu";
+  const bool gpu = j.lane->device.is_cuda();
   Performance perf;
   perf.latency_ms = j.timing.latency_ms;
   perf.reference_latency_ms = j.reference.latency_ms;
@@ -283,8 +283,8 @@ protocol::EvaluateRequest evaluation_request(const Lane& lane, const EvaluationJ
                      .build = job.build,
                      .inputs_file = p.inputs_file,
                      .schedule = with_drawn_checks(with_check_outputs(p.schedule, p.dir, job.name)),
-                     .device = lane.device,
-                     .gpu_timer = o.gpu_timer,
+                     .device = lane.device.to_string(),
+                     .gpu_timer = std::string(option_name(o.gpu_timer)),
                      .sampling_output = sampling_file,
                      .sampling_draws = p.sampling_draws});
 }
@@ -383,7 +383,7 @@ std::optional<Outcome> read_evaluation(const Lane& lane, const EvaluationJob& jo
   if (auto f = reply_failure(*reply, job.def, job.solution, a.output_log)) return f;
   // What stands after each output: inaccessible pages on the host; on a device, unmapped
   // address space where its driver allows, else guard bytes only (gpu_memory.h).
-  env["output_guard"] = lane.device == "cpu"
+  env["output_guard"] = lane.device.is_cpu()
                             ? Json("inaccessible pages")
                             : reply->gpu.value("output_guard", Json("guard bytes"));
   costs.input_load_ms = reply->load_inputs_ms;
@@ -413,7 +413,7 @@ PendingJudgement pending_judgement(const Lane& lane, const EvaluationJob& job,
   j.builtin = &settings.builtin;
   j.user = settings.user;
   j.warn = settings.warn;
-  j.calls = checked_calls(request, reply, p, reference_files, lane.device != "cpu");
+  j.calls = checked_calls(request, reply, p, reference_files, lane.device.is_cuda());
   if (request.sampling) {
     // The draws are on set 0, the first trial's checked set in the reference's run.
     j.sampling =
@@ -429,7 +429,7 @@ PendingJudgement pending_judgement(const Lane& lane, const EvaluationJob& job,
 Attempt run_solution(Lane& lane, const EvaluationJob& job, const EvaluateSettings& settings,
                      EvaluationCosts& costs) {
   const PreparedWorkload& p = job.prepared;
-  Json env = evaluation_environment(job, settings.options, lane.device != "cpu");
+  Json env = evaluation_environment(job, settings.options, lane.device.is_cuda());
   std::optional<std::string> sampling_file;
   if (p.sampling) sampling_file = (p.dir / (job.name + "-draws.safetensors")).string();
   const protocol::EvaluateRequest request =

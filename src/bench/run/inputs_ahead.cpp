@@ -9,7 +9,7 @@
 #include <memory>
 #include <thread>
 
-#include "fib/trace/diagnostics.h"
+#include "fib/base/diagnostics.h"
 
 namespace fib::bench::detail {
 

@@ -275,7 +275,7 @@ ReferenceSetup LaneLoop::reference_setup(const Lane& lane) const {
   const RunOptions& o = run_.options;
   ReferenceSetup setup{.device = lane.device,
                        .hardware = lane.hardware,
-                       .gpu_timer = o.gpu_timer,
+                       .gpu_timer = std::string(option_name(o.gpu_timer)),
                        .timeout_seconds = o.timeout_seconds,
                        .threads = o.threads,
                        .worker = worker_spec(o, run_.gpu, run_.scratch->root(), "reference"),

@@ -24,7 +24,7 @@ Trace make_trace(const TraceContext& context, const Lane& lane, const Definition
     e.environment.libs.emplace_back("torch", rt->at("torch").get<std::string>());
   }
   Json extra = context.host;
-  extra["device"] = lane.device;
+  extra["device"] = lane.device.to_string();
   if (!lane.device_json.is_null()) extra["gpu"] = lane.device_json;
   extra["seed"] = context.seed;
   extra["input_synthesis"] = kInputSynthesisVersion;  // which inputs the seed gave

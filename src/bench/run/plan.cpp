@@ -131,10 +131,11 @@ bool python_reference_usable(const Definition& def, PythonLookup& python, std::s
 std::optional<ReferenceKind> choose_reference(const Definition& def, const RunOptions& o, bool gpu,
                                               PythonLookup& python, std::string* warning) {
   std::string why_native, why_python;
-  const bool native = o.reference != "python" && has_native_reference(def, gpu, &why_native);
+  const bool native =
+      o.reference != ReferenceChoice::kPython && has_native_reference(def, gpu, &why_native);
   if (native) return ReferenceKind::kNative;
   const std::string where = gpu ? " on CUDA" : "";
-  if (o.reference == "native") {
+  if (o.reference == ReferenceChoice::kNative) {
     *warning = fmt::format(
         "warning: {} has no native reference{} ({}); its solutions are not evaluated (--reference "
         "native; --reference auto would use its PyTorch reference)",
@@ -142,7 +143,7 @@ std::optional<ReferenceKind> choose_reference(const Definition& def, const RunOp
     return std::nullopt;
   }
   if (python_reference_usable(def, python, &why_python)) return ReferenceKind::kPython;
-  *warning = o.reference == "python"
+  *warning = o.reference == ReferenceChoice::kPython
                  ? fmt::format(
                        "warning: {}: its PyTorch reference cannot check it: {}; its solutions "
                        "are not evaluated (--reference python)",
@@ -155,13 +156,6 @@ std::optional<ReferenceKind> choose_reference(const Definition& def, const RunOp
 }
 
 }  // namespace
-
-void check_reference_choice(const std::string& reference) {
-  if (reference != "native" && reference != "python" && reference != "auto") {
-    throw Error("--reference", fmt::format("unknown reference '{}'", reference),
-                "expected native, python or auto");
-  }
-}
 
 Plan plan_run(const TraceSet& set, const RunOptions& o, bool gpu, const Message& message) {
   warn_unknown_names(set, o, message);

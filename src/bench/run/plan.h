@@ -35,9 +35,6 @@ struct Plan {
   std::optional<PythonRuntime> python;
 };
 
-// Throws fib::Error unless `reference` is "native", "python" or "auto" (--reference).
-void check_reference_choice(const std::string& reference);
-
 // `message` receives the warnings: unknown names in the allow-lists, solutions skipped (built
 // for the other kind of device), definitions no reference can check. Solutions of a
 // language or binding fib cannot build stay in the plan (their evaluations say why).

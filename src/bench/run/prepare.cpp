@@ -136,10 +136,7 @@ std::vector<TrialCalls> plan_trials(int trials, int pool, int warmup, int iterat
 }  // namespace
 
 bool inputs_made_on_device(const RunOptions& o, bool gpu) {
-  if (o.inputs_on != "host" && o.inputs_on != "device") {
-    throw Error("--inputs-on", fmt::format("'{}' is neither host nor device", o.inputs_on));
-  }
-  return gpu && o.inputs_on == "device";
+  return gpu && o.inputs_on == InputsOn::kDevice;
 }
 
 std::vector<std::string> weight_inputs(const Definition& def) {

@@ -78,11 +78,12 @@ std::vector<std::filesystem::path> python_runtime_paths(const detail::Plan& plan
 std::unique_ptr<detail::ReferenceCache> open_reference_cache(
     const detail::RunState& run, const std::function<void(const std::string&)>& warn) {
   const RunOptions& o = run.options;
-  if (o.reference_cache == "off") return nullptr;
+  using Kind = ReferenceCacheChoice::Kind;
+  if (o.reference_cache.kind == Kind::kOff) return nullptr;
   namespace fs = std::filesystem;
-  const fs::path dir = o.reference_cache.empty()
+  const fs::path dir = o.reference_cache.kind == Kind::kDefault
                            ? detail::default_reference_cache_dir(o.build_cache)
-                           : fs::absolute(o.reference_cache).lexically_normal();
+                           : fs::absolute(o.reference_cache.folder).lexically_normal();
   const auto inside = [&dir](const fs::path& folder) {
     const fs::path f = fs::absolute(folder).lexically_normal();
     const auto [end, _] = std::mismatch(f.begin(), f.end(), dir.begin(), dir.end());
@@ -125,8 +126,6 @@ RunResult run_benchmark(const RunOptions& options, const RunCallbacks& callbacks
   ::signal(SIGPIPE, SIG_IGN);
   const auto wall0 = Clock::now();
   const detail::DeviceChoice devices = detail::parse_devices(options.device);
-  detail::check_gpu_timer(options.gpu_timer);
-  detail::check_reference_choice(options.reference);
   detail::RunState run(options, callbacks);
   run.gpu = devices.gpu;
   // Traces are read only to resume: a run that does not copies the rest of a loaded dataset.

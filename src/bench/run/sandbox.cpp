@@ -8,7 +8,7 @@
 #include <chrono>
 
 #include "devices.h"
-#include "fib/trace/diagnostics.h"
+#include "fib/base/diagnostics.h"
 
 namespace fib::bench::detail {
 

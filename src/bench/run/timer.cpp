@@ -5,8 +5,8 @@
 #include <optional>
 #include <vector>
 
+#include "fib/base/diagnostics.h"
 #include "fib/bench/timing/timing.h"
-#include "fib/trace/diagnostics.h"
 #include "fib/trace/suggest.h"
 #ifdef FIB_HAVE_CUDA
 #include "fib/cuda/timing.h"

@@ -4,6 +4,8 @@
 
 #include <string>
 
+#include "fib/bench/run/run.h"
+
 namespace fib::bench::detail {
 
 // Throws fib::Error (with a suggestion) unless `gpu_timer` is "events", "events-raw" or "cupti".
@@ -14,5 +16,12 @@ std::string timer_description(bool gpu, const std::string& gpu_timer);
 
 // performance.extra.method: "cpu", "cuda_events", "cuda_events_raw" or "cupti".
 std::string timing_method_name(bool gpu, const std::string& gpu_timer);
+
+inline std::string timer_description(bool gpu, GpuTimer timer) {
+  return timer_description(gpu, std::string(option_name(timer)));
+}
+inline std::string timing_method_name(bool gpu, GpuTimer timer) {
+  return timing_method_name(gpu, std::string(option_name(timer)));
+}
 
 }  // namespace fib::bench::detail

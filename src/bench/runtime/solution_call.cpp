@@ -3,7 +3,7 @@
 
 #include <fmt/format.h>
 
-#include "fib/trace/diagnostics.h"
+#include "fib/base/diagnostics.h"
 
 namespace fib::bench::detail {
 

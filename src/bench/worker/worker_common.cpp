@@ -7,10 +7,10 @@
 #include <cerrno>
 #include <cstring>
 
+#include "fib/base/diagnostics.h"
 #include "fib/bench/eval/compare.h"
 #include "fib/bench/eval/op_family.h"
 #include "fib/tensor/safetensors.h"
-#include "fib/trace/diagnostics.h"
 
 namespace fib::bench::detail {
 

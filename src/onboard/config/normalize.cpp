@@ -5,8 +5,9 @@
 
 #include <algorithm>
 
+#include "fib/base/json.h"
 #include "fib/onboard/model_config.h"
-#include "fib/trace/json_file.h"
+#include "fib/trace/json_reader.h"
 #include "fib/trace/suggest.h"
 #include "onboard/config/config_fields.h"
 #include "onboard/config/families.h"

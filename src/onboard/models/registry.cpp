@@ -9,7 +9,8 @@
 #include <cctype>
 #include <cstdlib>
 
-#include "fib/trace/json_file.h"
+#include "fib/base/json.h"
+#include "fib/trace/json_reader.h"
 #include "fib/trace/suggest.h"
 
 namespace fib::onboard {

@@ -35,8 +35,8 @@
 #include <string>
 #include <string_view>
 
+#include "fib/base/diagnostics.h"
 #include "fib/trace/definition.h"
-#include "fib/trace/diagnostics.h"
 #include "fib/trace/json_reader.h"
 
 namespace fib::bench {

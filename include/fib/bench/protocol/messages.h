@@ -17,9 +17,9 @@
 #include <string>
 #include <vector>
 
+#include "fib/base/diagnostics.h"
 #include "fib/bench/timing/timing.h"
 #include "fib/trace/definition.h"
-#include "fib/trace/diagnostics.h"
 #include "fib/trace/json_reader.h"
 
 namespace fib::bench::protocol {

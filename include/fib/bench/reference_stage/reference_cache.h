@@ -15,6 +15,7 @@
 #include <string>
 #include <vector>
 
+#include "fib/base/device.h"
 #include "fib/bench/reference_stage/reference_run.h"
 #include "fib/trace/definition.h"
 #include "fib/trace/json_reader.h"
@@ -71,7 +72,7 @@ std::string content_key(const std::vector<std::string>& parts);
 // device kind at kReferenceCacheVersion, or the definition's PyTorch code under that
 // interpreter), the whole definition, the workload and the definition-wide settings.
 std::string reference_identity(const Definition& def, const Workload& w, ReferenceKind kind,
-                               const std::string& device, const std::string& python,
+                               const Device& device, const std::string& python,
                                const Json& eval_extra);
 
 // The key of the reference's outputs on input set `set` of a prepared workload.

@@ -12,6 +12,7 @@
 #include <string>
 #include <vector>
 
+#include "fib/base/device.h"
 #include "fib/bench/builder/python_runtime.h"
 #include "fib/bench/launch/worker_process.h"
 #include "fib/bench/protocol/messages.h"
@@ -24,7 +25,7 @@ namespace fib::bench::detail {
 
 // How a lane's references run; fixed for the run.
 struct ReferenceSetup {
-  std::string device;      // the lane's: "cpu" or "cuda:N"
+  Device device;           // the lane's
   std::string hardware;    // the lane's, in the reference cache's keys of a run
   std::string gpu_timer;   // --gpu-timer, in those keys too
   double timeout_seconds;  // --timeout: the references' deadlines derive from it

@@ -13,6 +13,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "fib/bench/eval/eval_config.h"
@@ -31,6 +32,39 @@ enum class SandboxMode : std::uint8_t {
   kRequired,  // a run that cannot make it is an error
   kOff,
 };
+
+// `--gpu-timer`: how CUDA lanes time a call.
+enum class GpuTimer : std::uint8_t {
+  kEvents,     // CUDA events, the empty event pair's cost subtracted
+  kEventsRaw,  // not subtracted
+  kCupti,      // kernel activity of every stream
+};
+// `--inputs-on`: where a CUDA lane's input sets are made (RunOptions::inputs_on).
+enum class InputsOn : std::uint8_t { kDevice, kHost };
+// `--reference`: what the solutions are checked against (RunOptions::reference).
+enum class ReferenceChoice : std::uint8_t { kAuto, kNative, kPython };
+
+// `--reference-cache`: where the reference outputs are kept across runs.
+struct ReferenceCacheChoice {
+  enum class Kind : std::uint8_t { kDefault, kFolder, kOff };
+  Kind kind = Kind::kDefault;    // kDefault: "reference" beside the build cache's folder
+  std::filesystem::path folder;  // kFolder's
+  static ReferenceCacheChoice off() { return {Kind::kOff, {}}; }
+  static ReferenceCacheChoice in(std::filesystem::path f) { return {Kind::kFolder, std::move(f)}; }
+};
+
+// The options' values by their command-line names, which traces, worker messages and cache keys
+// carry too: "events", "events-raw", "cupti"; "device", "host"; "auto", "native", "python".
+std::string_view option_name(GpuTimer timer);
+std::string_view option_name(InputsOn where);
+std::string_view option_name(ReferenceChoice reference);
+// Parsed once, at the command line: each throws fib::Error naming its flag for a name that is
+// none of its values (GPU timers other than "events" also need the CUDA path).
+GpuTimer parse_gpu_timer(const std::string& name);
+InputsOn parse_inputs_on(const std::string& name);
+ReferenceChoice parse_reference_choice(const std::string& name);
+// A folder, "off", or empty for the default.
+ReferenceCacheChoice parse_reference_cache(const std::string& text);
 
 struct RunOptions {
   std::filesystem::path dataset;
@@ -54,9 +88,8 @@ struct RunOptions {
   std::optional<std::uint64_t> seed;        // absent: drawn at random and recorded
   std::filesystem::path worker_executable;  // the fib binary
   std::filesystem::path build_cache;        // empty: the default cache
-  // The reference outputs (and runs) kept across runs, content-addressed (--reference-cache):
-  // a folder, "off", or empty for "reference" beside the build cache's folder.
-  std::string reference_cache;
+  // The reference outputs (and runs) kept across runs, content-addressed (--reference-cache).
+  ReferenceCacheChoice reference_cache;
   std::uint64_t reference_cache_bytes = 4ull << 30;  // its size bound (oldest entries go)
   bool rebuild = false;                              // compile even what the cache holds
   std::filesystem::path abi_include_dir;             // holds fib/solution.h
@@ -76,7 +109,7 @@ struct RunOptions {
   // caches) is made: "device" (by each worker in its device memory, from the fills the input-set
   // file carries instead of their bytes) or "host" (made by the orchestrator and copied to the
   // device). Indices, page tables, routing and blobs are made or read on the host either way.
-  std::string inputs_on = "device";
+  InputsOn inputs_on = InputsOn::kDevice;
   // GPU lanes with inputs made on the device: the checked sets of a workload whose set is this
   // many bytes or more share their weights (the inputs whose shape has no variable axis: made
   // once per worker) while their activations stay fresh per set; 0: never shared.
@@ -99,11 +132,11 @@ struct RunOptions {
   // What the solutions are checked against: "native" (fib's native reference; definitions
   // without one are left out), "python" (the definition's own PyTorch `reference`, run by
   // python_bridge_dir's run_reference.py) or "auto" (native where it exists, else python).
-  std::string reference = "auto";
+  ReferenceChoice reference = ReferenceChoice::kAuto;
   std::filesystem::path python_bridge_dir;  // holds run_reference.py
   // On CUDA devices: "events" (CUDA events, the empty event pair's cost subtracted; default),
   // "events-raw" (not subtracted) or "cupti" (kernel activity of every stream).
-  std::string gpu_timer = "events";
+  GpuTimer gpu_timer = GpuTimer::kEvents;
   // The python3 that runs Python, Triton and torch-extension solutions (--python); empty:
   // $FIB_PYTHON, else the first python3 that imports torch (find_python).
   std::string python;

@@ -1,4 +1,4 @@
-#include "fib/trace/json_file.h"
+#include "fib/base/json.h"
 
 #include <fcntl.h>
 #include <fmt/format.h>

@@ -1,4 +1,4 @@
-#include "fib/trace/diagnostics.h"
+#include "fib/base/diagnostics.h"
 
 #include <algorithm>
 

@@ -1,16 +1,20 @@
-// Reading and writing JSON text: file limits, parse errors with line and column, and the
-// output formats fib writes (pretty files, one-line JSONL records).
+// JSON in fib: the document type, reading and writing JSON text (file limits, parse errors with
+// line and column) and the output formats fib writes (pretty files, one-line JSONL records).
 #pragma once
 
 #include <cstdint>
+#include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
 #include <string_view>
 
-#include "fib/trace/diagnostics.h"
-#include "fib/trace/json_reader.h"
+#include "fib/base/diagnostics.h"
 
 namespace fib {
+
+// Ordered JSON: object keys keep their file order, which the schema makes significant
+// (inputs are called in order) and which round-tripping must reproduce.
+using Json = nlohmann::ordered_json;
 
 // Definition and solution files larger than this are refused rather than read into memory.
 inline constexpr std::uint64_t kMaxJsonFileBytes = std::uint64_t{256} << 20;
