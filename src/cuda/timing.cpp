@@ -265,7 +265,7 @@ struct Timer::Impl {
     bool blocking = false;                   // batches are queued behind the blocking kernel
     bool subtract = false;                   // the event overhead is subtracted from samples
     std::size_t first_timed_index = 0;       // the hooks' index of the first timed call
-    std::unique_ptr<detail::CuptiKernelSession> session;  // CUPTI mode
+    std::unique_ptr<detail::CuptiKernelSession> session;  // kernel records (CUPTI)
     std::vector<IterationKernels> kept;                   // CUPTI: every kept iteration's kernels
     std::size_t batch = 1;                                // the next batch's size, before caps
     std::size_t max_batch = 1;
