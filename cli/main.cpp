@@ -5,7 +5,24 @@
 
 #include "cli/commands.h"
 #include "fib/base/diagnostics.h"
+#include "fib/trace/suggest.h"
 #include "fib/version.h"
+
+namespace {
+// CLI11 reports an unknown first word as "A subcommand is required"; name it instead, with the
+// closest command.
+bool unknown_command(const CLI::App& app, int argc, char** argv) {
+  if (argc < 2 || argv[1][0] == '-') return false;
+  std::vector<std::string> names;
+  for (const CLI::App* sub : app.get_subcommands([](const CLI::App*) { return true; })) {
+    names.push_back(sub->get_name());
+    if (names.back() == argv[1]) return false;
+  }
+  std::cerr << fmt::format("fib: unknown command '{}' ({}); `fib --help` lists the commands\n",
+                           argv[1], fib::suggest(argv[1], names));
+  return true;
+}
+}  // namespace
 
 int main(int argc, char** argv) {
   CLI::App app{
@@ -24,10 +41,13 @@ int main(int argc, char** argv) {
   fib::cli::register_solution(app, run);
   fib::cli::register_run(app, run);
   fib::cli::register_key(app, run);
+  fib::cli::register_trace(app, run);
 #ifdef FIB_HAVE_SERVE
   fib::cli::register_serve(app, run);
 #endif
   fib::cli::register_worker(app, run);
+  fib::cli::register_completion(app, run);
+  if (unknown_command(app, argc, argv)) return fib::cli::kExitUsage;
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
