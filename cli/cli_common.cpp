@@ -11,7 +11,8 @@ namespace fib::cli {
 std::string dataset_path(const std::string& flag) {
   if (!flag.empty()) return flag;
   if (const char* env = std::getenv("FIB_DATASET_PATH"); env && *env) return env;
-  throw Error("--dataset", "no dataset given", "use --dataset DIR or set FIB_DATASET_PATH");
+  throw Error("--dataset", "no dataset given",
+              "use --dataset DIR (or --local DIR) or set FIB_DATASET_PATH");
 }
 
 const Definition& find_definition(const TraceSet& set, const std::string& name) {
@@ -31,6 +32,19 @@ const Workload& find_workload(const TraceSet& set, const Definition& def, const 
   throw Error(
       def.name, fmt::format("no workload with uuid '{}'", uuid),
       uuids.empty() ? std::string("the definition has no workloads") : suggest(uuid, uuids));
+}
+
+void add_dataset_option(CLI::App* cmd, std::string& dataset) {
+  cmd->add_option("--dataset,--local", dataset,
+                  "Dataset folder (--local is upstream's name for it; default: $FIB_DATASET_PATH)");
+}
+
+void add_dataset_option(CLI::App* cmd, std::vector<std::string>& datasets,
+                        const std::string& more) {
+  cmd->add_option("--dataset,--local", datasets,
+                  fmt::format("Dataset folder, repeatable: {} (--local is upstream's name for "
+                              "it; default: $FIB_DATASET_PATH)",
+                              more));
 }
 
 void add_sandbox_option(CLI::App* cmd, bench::SandboxMode& mode, const std::string& help) {

@@ -15,6 +15,9 @@ namespace fib::cli {
 std::string dataset_path(const std::string& flag);
 const Definition& find_definition(const TraceSet& set, const std::string& name);
 const Workload& find_workload(const TraceSet& set, const Definition& def, const std::string& uuid);
+// --dataset DIR (with upstream's --local as an alias), one folder or several.
+void add_dataset_option(CLI::App* cmd, std::string& dataset);
+void add_dataset_option(CLI::App* cmd, std::vector<std::string>& datasets, const std::string& more);
 // --sandbox auto|required|off, as `fib run` and `fib serve` take it.
 void add_sandbox_option(CLI::App* cmd, bench::SandboxMode& mode, const std::string& help);
 

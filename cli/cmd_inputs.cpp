@@ -92,7 +92,7 @@ void register_inputs(CLI::App& app, Runner& run) {
   auto a = std::make_shared<InputsArgs>();
   CLI::App* cmd =
       app.add_subcommand("inputs", "Materialize a workload's inputs into a safetensors file");
-  cmd->add_option("--dataset", a->dataset, "Dataset folder (default: $FIB_DATASET_PATH)");
+  add_dataset_option(cmd, a->dataset);
   cmd->add_option("--definition", a->definition, "Definition name")->required();
   cmd->add_option("--workload", a->workload, "Workload uuid")->required();
   cmd->add_option("--output", a->output,

@@ -209,8 +209,8 @@ void register_onboard(CLI::App& app, Runner& run) {
   cmd->add_option(
       "--gemm-shapes", args->gemm_shapes,
       "dataset: full projection shapes (default); per-rank: the shapes one GPU multiplies");
-  cmd->add_option("--dataset", args->dataset,
-                  "Dataset folder to deduplicate against and write into")
+  cmd->add_option("--dataset,--local", args->dataset,
+                  "Dataset folder to deduplicate against and write into (--local: upstream's name)")
       ->required();
   cmd->add_flag("--dry-run", args->dry_run, "Write nothing; print what would happen");
   cmd->add_option("--report", args->report, "Also write the report as JSON to this file");

@@ -327,7 +327,7 @@ void register_reference(CLI::App& app, Runner& run) {
       app.add_subcommand("reference",
                          "Run a definition's native reference on saved inputs; `check`: against "
                          "its PyTorch reference");
-  cmd->add_option("--dataset", a->dataset, "Dataset folder (default: $FIB_DATASET_PATH)");
+  add_dataset_option(cmd, a->dataset);
   // Required unless the `check` subcommand runs instead (checked in run_reference_cmd).
   cmd->add_option("--definition", a->definition, "Definition name (required)");
   cmd->add_option("--inputs", a->inputs, "Inputs .safetensors (as fib inputs writes it; required)");

@@ -81,7 +81,7 @@ void register_reference_check(CLI::App& reference, Runner& run) {
   CLI::App* cmd = reference.add_subcommand(
       "check",
       "Check native references against the definitions' PyTorch references on synthesized inputs");
-  cmd->add_option("--local,--dataset", a->dataset, "Dataset folder (default: $FIB_DATASET_PATH)");
+  add_dataset_option(cmd, a->dataset);
   cmd->add_option("--definition", a->definitions, "A definition to check (repeatable)");
   cmd->add_option("--op-type", a->op_types, "Every definition of this op type (repeatable)");
   cmd->add_flag("--all", a->all, "Every definition of the dataset");

@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "cli/cli_common.h"
 #include "cli/commands.h"
 #include "fib/base/json.h"
 #include "fib/dataset/files.h"
@@ -63,7 +64,11 @@ struct FastPFlags {
   bool per_definition = false;
 };
 
-std::vector<fs::path> to_paths(const std::vector<std::string>& v) { return {v.begin(), v.end()}; }
+// The --dataset folders, or $FIB_DATASET_PATH when none is given.
+std::vector<fs::path> to_paths(const std::vector<std::string>& v) {
+  if (v.empty()) return {fs::path(dataset_path(""))};
+  return {v.begin(), v.end()};
+}
 
 // Reading problems go to stderr so that stdout stays the report (and parseable with --json).
 report::Datasets load(const std::vector<std::string>& local) {
@@ -102,10 +107,7 @@ report::TrustPolicy trust_policy(const TrustFlags& f) {
 }
 
 void add_local(CLI::App* sub, std::vector<std::string>& local) {
-  sub->add_option("--local", local,
-                  "dataset folder (repeatable; several are read as one, the first winning "
-                  "where two disagree)")
-      ->required();
+  add_dataset_option(sub, local, "several are read as one, the first winning where two disagree");
 }
 
 void register_summary(CLI::App* report, Runner& run) {

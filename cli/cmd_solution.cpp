@@ -49,7 +49,7 @@ void register_solution(CLI::App& app, Runner& run) {
   cmd->require_subcommand(1);
   CLI::App* pack = cmd->add_subcommand(
       "pack", "Pack source files into a solution of a definition and write it into the dataset");
-  pack->add_option("--dataset", a->dataset, "Dataset folder (default: $FIB_DATASET_PATH)");
+  add_dataset_option(pack, a->dataset);
   pack->add_option("--definition", a->request.definition, "The definition the solution implements")
       ->required();
   pack->add_option("--name", a->request.name, "Solution name (unique within the dataset)")

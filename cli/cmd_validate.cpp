@@ -6,6 +6,7 @@
 #include <cstdlib>
 #include <iostream>
 
+#include "cli/cli_common.h"
 #include "cli/commands.h"
 #include "fib/base/json.h"
 #include "fib/dataset/files.h"
@@ -49,7 +50,8 @@ int run_validate(const ValidateArgs& a) {
     if (const char* env = std::getenv("FIB_DATASET_PATH"); env && *env) dataset = env;
   }
   if (dataset.empty()) {
-    std::cerr << "fib validate: no dataset given (use --dataset DIR or set FIB_DATASET_PATH)\n";
+    std::cerr << "fib validate: no dataset given (use --dataset DIR (or --local DIR) or set "
+                 "FIB_DATASET_PATH)\n";
     return kExitUsage;
   }
   validate::Options opt;
@@ -128,7 +130,7 @@ void register_validate(CLI::App& app, Runner& run) {
   auto args = std::make_shared<ValidateArgs>();
   CLI::App* cmd =
       app.add_subcommand("validate", "Check a dataset's layout, schemas and cross-references");
-  cmd->add_option("--dataset", args->dataset, "Dataset folder (default: $FIB_DATASET_PATH)");
+  add_dataset_option(cmd, args->dataset);
   cmd->add_option("--checks", args->checks,
                   "Checks to run: layout,definition,workload,solution,trace,baseline")
       ->delimiter(',');

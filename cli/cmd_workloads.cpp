@@ -53,7 +53,7 @@ void register_workloads(CLI::App& app, Runner& run) {
   CLI::App* cmd = app.add_subcommand("workloads", "Work with a dataset's workloads");
   cmd->require_subcommand(1);
   CLI::App* synth = cmd->add_subcommand("synth", "Append synthesized workloads for a definition");
-  synth->add_option("--dataset", a->dataset, "Dataset folder (default: $FIB_DATASET_PATH)");
+  add_dataset_option(synth, a->dataset);
   synth->add_option("--definition", a->definition, "Definition name")->required();
   synth->add_option("--count", a->count, "How many workloads (default 4)")
       ->check(CLI::Range(1, 100000));

@@ -29,7 +29,8 @@ Json to_json(const Conflict& c) {
 
 Datasets Datasets::load(std::span<const std::filesystem::path> roots, const LoadOptions& options) {
   if (roots.empty()) {
-    throw Error("--local", "no dataset folder given", "pass --local DIR (repeatable)");
+    throw Error("--dataset", "no dataset folder given",
+                "pass --dataset DIR (repeatable; --local is its alias) or set FIB_DATASET_PATH");
   }
   Datasets d;
   for (const auto& root : roots) d.sets_.push_back(TraceSet::load(root, options));
