@@ -147,7 +147,7 @@ int run_cmd(RunArgs& a) {
       std::cout << fmt::format("== fib run --local {}\n", o.dataset.string())
                 << bench::render_summary(r);
     }
-    any_failed |= r.counts.reference_failures > 0;
+    any_failed |= r.counts.reference_failures > 0 || r.counts.broken_records > 0;
   }
   if (a.json) std::cout << (all.size() == 1 ? all[0] : all).dump(2) << "\n";
   return any_failed ? kExitFindings : kExitOk;
@@ -158,7 +158,7 @@ void register_run(CLI::App& app, Runner& run) {
   auto a = std::make_shared<RunArgs>();
   CLI::App* cmd = app.add_subcommand(
       "run", "Evaluate solutions on workloads: build, isolate, check, time, write traces");
-  cmd->add_option("--local", a->local, "Dataset folder (repeatable; default: $FIB_DATASET_PATH)");
+  add_dataset_option(cmd, a->local, "each is run in turn");
   cmd->add_option("--definitions", a->options.definitions, "Only these definitions");
   cmd->add_option("--solutions", a->options.solutions, "Only these solutions");
   cmd->add_option("--warmup-runs", a->warmup, "Untimed calls before each trial (default 10)");
@@ -174,6 +174,9 @@ void register_run(CLI::App& app, Runner& run) {
                   "Seconds one (solution, workload) evaluation may take (default 300)");
   cmd->add_flag("--resume", a->options.resume,
                 "Skip (definition, workload, solution) triples that already have a trace");
+  cmd->add_flag("--keep-going", a->options.keep_going,
+                "Run even when a definition or solution named by --definitions or --solutions is "
+                "missing or failed to load (each is a warning; default: exit 2 before running)");
   cmd->add_option("--config", a->config, "Eval config YAML (tolerances per op type/definition)");
   cmd->add_option("--device", a->options.device,
                   "cpu (default), cuda:N, a list cuda:0,cuda:1 or cuda:all (CUDA builds)");

@@ -222,6 +222,16 @@ std::string key_of(const Solution& s, const BuildOptions& o) {
   return tc ? build_key(s, *tc, "abi") : std::string();
 }
 
+// Upstream's target_hardware lists every hardware a solution is compatible with.
+TEST(BuildCudaTarget, SolutionRunsOnTheCpuWhenItsHardwareListAllowsIt) {
+  EXPECT_TRUE(solution_runs_on_cpu(make_solution("cpp", "k.cpp", "", {"cpu"})));
+  EXPECT_TRUE(solution_runs_on_cpu(make_solution("cpp", "k.cpp", "", {})));
+  EXPECT_TRUE(solution_runs_on_cpu(make_solution("python", "k.py", "", {"cpu", "cuda"})));
+  EXPECT_TRUE(solution_runs_on_cpu(make_solution("cpp", "k.cpp", "", {"NVIDIA_H100", "CPU"})));
+  EXPECT_FALSE(solution_runs_on_cpu(make_solution("cpp", "k.cpp", "", {"NVIDIA_H100"})));
+  EXPECT_FALSE(solution_runs_on_cpu(make_solution("cuda", "k.cu", "", {"cpu"})));
+}
+
 TEST(BuildCudaTarget, SolutionTargetsGpuByLanguageOrHardware) {
   EXPECT_FALSE(solution_targets_gpu(make_solution("cpp", "k.cpp", "", {"cpu"})));
   EXPECT_FALSE(solution_targets_gpu(make_solution("cpp", "k.cpp", "", {"CPU"})));

@@ -364,6 +364,13 @@ bool solution_targets_gpu(const Solution& s) {
   return false;
 }
 
+bool solution_runs_on_cpu(const Solution& s) {
+  if (s.spec.language == "cuda") return false;
+  if (s.spec.target_hardware.empty()) return true;
+  return std::any_of(s.spec.target_hardware.begin(), s.spec.target_hardware.end(),
+                     [](const std::string& hw) { return lower(hw) == "cpu"; });
+}
+
 std::string cuda_architecture_for(int major, int minor) {
   // sm_90a, sm_100a and sm_120a unlock wgmma, tcgen05 and the like; their code runs only on
   // exactly that capability, which is what fib builds for (the device it runs on).

@@ -8,7 +8,6 @@
 
 #include "fib/bench/eval/op_family.h"
 #include "fib/reference/reference.h"
-#include "fib/trace/suggest.h"
 #ifdef FIB_HAVE_CUDA
 #include "fib/reference_cuda/reference_cuda.h"
 #endif
@@ -22,25 +21,6 @@ using Finished = std::set<std::tuple<std::string, std::string, std::string>>;
 
 bool selected(const std::vector<std::string>& allow, const std::string& name) {
   return allow.empty() || std::find(allow.begin(), allow.end(), name) != allow.end();
-}
-
-// Unknown names in the allow-lists are warned about, with suggestions.
-void warn_unknown_names(const TraceSet& set, const RunOptions& o, const Message& message) {
-  std::vector<std::string> def_names, sol_names;
-  for (const auto& d : set.definitions()) def_names.push_back(d.value.name);
-  for (const auto& d : set.definitions()) {
-    for (const auto& s : set.solutions(d.value.name)) sol_names.push_back(s.value.name);
-  }
-  for (const auto& n : o.definitions) {
-    if (std::find(def_names.begin(), def_names.end(), n) == def_names.end()) {
-      message(fmt::format("warning: no definition named '{}' ({})", n, suggest(n, def_names)));
-    }
-  }
-  for (const auto& n : o.solutions) {
-    if (std::find(sol_names.begin(), sol_names.end(), n) == sol_names.end()) {
-      message(fmt::format("warning: no solution named '{}' ({})", n, suggest(n, sol_names)));
-    }
-  }
 }
 
 // Finished (definition, workload, solution) triples for --resume.
@@ -68,11 +48,12 @@ std::vector<const Solution*> runnable_solutions(const TraceSet& set, const Defin
     // evaluations records why it did not run (build_solution says it is unsupported).
     // A solution runs where its code runs: GPU solutions get device pointers and a stream,
     // CPU ones host memory.
-    if (solution_targets_gpu(s) != gpu) {
+    if (gpu ? !solution_targets_gpu(s) : !solution_runs_on_cpu(s)) {
       message(fmt::format(
           "warning: skipping solution {} ({}): {}", s.name, def.name,
-          gpu ? "it targets the CPU (target_hardware cpu); run it with --device cpu"
-              : "it targets a GPU; run it with --device cuda:0 (or a list of devices)"));
+          gpu ? "it targets only the CPU (target_hardware cpu); run it with --device cpu"
+              : "it targets only GPUs (its language or target_hardware); run it with --device "
+                "cuda:0 (or a list of devices)"));
       continue;
     }
     solutions.push_back(&s);
@@ -158,7 +139,6 @@ std::optional<ReferenceKind> choose_reference(const Definition& def, const RunOp
 }  // namespace
 
 Plan plan_run(const TraceSet& set, const RunOptions& o, bool gpu, const Message& message) {
-  warn_unknown_names(set, o, message);
   const Finished finished = o.resume ? finished_evaluations(set) : Finished{};
   Plan plan;
   PythonLookup python(o);

@@ -35,7 +35,7 @@ struct Plan {
   std::optional<PythonRuntime> python;
 };
 
-// `message` receives the warnings: unknown names in the allow-lists, solutions skipped (built
+// `message` receives the warnings: solutions skipped (built
 // for the other kind of device), definitions no reference can check. Solutions of a
 // language or binding fib cannot build stay in the plan (their evaluations say why).
 Plan plan_run(const TraceSet& set, const RunOptions& o, bool gpu,

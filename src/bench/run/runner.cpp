@@ -18,6 +18,7 @@
 #include "fib/dataset/trace_set.h"
 #include "lanes.h"
 #include "plan.h"
+#include "records.h"
 #include "run_state.h"
 #include "summary.h"
 #include "timer.h"
@@ -142,6 +143,8 @@ RunResult run_benchmark(const RunOptions& options, const RunCallbacks& callbacks
   std::vector<std::unique_ptr<detail::Lane>> lanes = detail::make_lanes(devices);
 
   run.build = build_options(options);
+  run.result.counts.broken_records =
+      detail::check_records(set, options, [&run](const std::string& m) { run.message(m); });
   detail::Plan plan =
       detail::plan_run(set, options, devices.gpu, [&run](const std::string& m) { run.message(m); });
   run.total = plan.evaluations;

@@ -111,15 +111,24 @@ std::string render_summary(const RunResult& r) {
   }
   const double per_eval_ms = ms_per(r.timing.overhead_seconds, r.timing.overhead_evaluations);
   const double per_workload_ms = ms_per(r.setup.workload_setup_seconds, r.setup.workloads_prepared);
+  const std::string resumed =
+      r.counts.resumed > 0
+          ? fmt::format(" ({} already done, skipped by --resume)", r.counts.resumed)
+          : std::string();
   out += fmt::format(
-      "\n{} evaluations ({} already done, skipped by --resume) in {:.1f} s; {:.2f} s inside timed "
+      "\n{} evaluations{} in {:.1f} s; {:.2f} s inside timed "
       "calls; harness overhead {:.2f} ms per evaluation (+ {:.2f} ms of cache flushes for "
       "cold-cache timing), {:.1f} ms per workload for its inputs and reference, {:.1f} ms per "
       "solution worker started ({}); seed {}\n",
-      r.counts.evaluations, r.counts.resumed, r.timing.wall_seconds, r.timing.timed_seconds,
-      per_eval_ms, ms_per(r.timing.cache_flush_seconds, r.timing.overhead_evaluations),
-      per_workload_ms, ms_per(r.workers.start_seconds, r.workers.starts), r.workers.starts,
-      r.environment.seed);
+      r.counts.evaluations, resumed, r.timing.wall_seconds, r.timing.timed_seconds, per_eval_ms,
+      ms_per(r.timing.cache_flush_seconds, r.timing.overhead_evaluations), per_workload_ms,
+      ms_per(r.workers.start_seconds, r.workers.starts), r.workers.starts, r.environment.seed);
+  if (r.counts.broken_records > 0) {
+    out += fmt::format(
+        "{} record(s) the run would have used failed to load and were skipped (the warnings "
+        "above name each file and field; `fib validate` checks them all)\n",
+        r.counts.broken_records);
+  }
   if (!r.reference_cache.dir.empty()) {
     out += fmt::format(
         "reference cache {}: {} reference runs reused; entries {} found, {} not found ({} "
@@ -198,6 +207,7 @@ Json summary_to_json(const RunResult& r) {
       {"evaluations", r.counts.evaluations},
       {"resumed", r.counts.resumed},
       {"reference_failures", r.counts.reference_failures},
+      {"broken_records", r.counts.broken_records},
       {"seed", r.environment.seed},
       {"devices", r.environment.devices},
       {"wall_seconds", r.timing.wall_seconds},

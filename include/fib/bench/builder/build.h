@@ -129,6 +129,10 @@ std::filesystem::path default_cache_dir();
 // Whether `s` runs on a GPU (gets device pointers and fib::stream()): language "cuda", or any
 // target_hardware entry other than "cpu" (compared case-insensitively), e.g. "NVIDIA_H100".
 bool solution_targets_gpu(const Solution& s);
+// Whether `s` runs on the CPU (gets host memory): not CUDA, and its target_hardware is empty or
+// names "cpu". Upstream's field lists every hardware a solution is compatible with, so a portable
+// solution (["cpu", "cuda"]) runs on CPU lanes and on GPU lanes alike.
+bool solution_runs_on_cpu(const Solution& s);
 
 // The architecture to build for a device of compute capability major.minor: "90a", "100a" and
 // "120a" for 9.0, 10.0 and 12.0 (their arch-specific features, which run only on exactly that

@@ -79,6 +79,9 @@ struct RunOptions {
   std::optional<std::filesystem::path> config;  // --config eval.yaml
   double timeout_seconds = 300;                 // per (solution, workload) evaluation
   bool resume = false;
+  // A record named in `definitions` or `solutions` that is missing or failed to load is a
+  // warning instead of an error that stops the run before it starts.
+  bool keep_going = false;
   bool isolated = false;  // a fresh worker per evaluation
   SandboxMode sandbox = SandboxMode::kAuto;
   // Bound read-only into the sandbox besides what fib finds itself (sandbox_read_only_paths):
@@ -178,6 +181,8 @@ struct RunCounts {
   // Workloads whose inputs could not be made or whose reference failed (their evaluations are
   // skipped), and definitions the plan left without a reference.
   std::size_t reference_failures = 0;
+  // Records the run would have used that failed to load (skipped, each reported).
+  std::size_t broken_records = 0;
 };
 
 // Where the run's time went, summed over its lanes (seconds).
