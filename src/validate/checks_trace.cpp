@@ -74,6 +74,30 @@ void check_traces(Context& ctx) {
   }
 }
 
+namespace {
+// A dataset without any solution by the baseline author (an example, a fresh onboarding) gets
+// one warning rather than one per definition, which would bury every other finding.
+bool say_once_that_no_baseline_exists(Context& ctx) {
+  const TraceSet& set = ctx.set;
+  const std::string& author = ctx.options.baseline_author;
+  if (set.definitions().size() < 2) return false;
+  for (const auto& dr : set.definitions()) {
+    for (const auto& s : set.solutions(dr.value.name)) {
+      if (s.value.author == author) return false;
+    }
+  }
+  ctx.dataset.add(message(
+      Severity::kWarning,
+      fmt::format("no baseline solution (author '{}') for any of the {} definitions", author,
+                  set.definitions().size()),
+      {}, {},
+      fmt::format("add one per definition under solutions/{}/<op_type>/<definition>/, or name "
+                  "the baseline's author with --baseline-author",
+                  author)));
+  return true;
+}
+}  // namespace
+
 void check_baselines(Context& ctx) {
   const TraceSet& set = ctx.set;
   if (set.solution_count() == 0) {
@@ -82,6 +106,7 @@ void check_baselines(Context& ctx) {
     return;
   }
   const std::string& author = ctx.options.baseline_author;
+  if (say_once_that_no_baseline_exists(ctx)) return;
   for (const auto& dr : set.definitions()) {
     const Definition& d = dr.value;
     CheckResult& out = ctx.result(d.name, Check::kBaseline);

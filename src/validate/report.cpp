@@ -284,7 +284,8 @@ std::string render_text(const Report& r) {
     errors += m.level == Severity::kError;
     warnings += m.level == Severity::kWarning;
   }
-  out += fmt::format("{} errors, {} warnings\n", errors, warnings);
+  out += fmt::format("{} error{}, {} warning{}\n", errors, errors == 1 ? "" : "s", warnings,
+                     warnings == 1 ? "" : "s");
   if (!r.dataset_messages.messages.empty()) {
     out += fmt::format("\n--- dataset [{}] ---\n", status_name(r.dataset_messages.status));
     for (const auto& m : r.dataset_messages.messages) out += "  " + message_line(m) + "\n";
