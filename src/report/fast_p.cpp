@@ -13,7 +13,10 @@ namespace fib::report {
 
 double fast_p_at(std::span<const double> sorted_ratios, double p) {
   if (sorted_ratios.empty()) return 0;
-  const auto first = std::lower_bound(sorted_ratios.begin(), sorted_ratios.end(), p);
+  // A failure (r = 0) is never "at least p times as fast", not even at p = 0: only passed
+  // comparisons (r > 0) count, where upstream's curve counts every r >= p.
+  const auto first = p > 0 ? std::lower_bound(sorted_ratios.begin(), sorted_ratios.end(), p)
+                           : std::upper_bound(sorted_ratios.begin(), sorted_ratios.end(), 0.0);
   const auto count = static_cast<double>(sorted_ratios.end() - first);
   return 100.0 * count / static_cast<double>(sorted_ratios.size());
 }

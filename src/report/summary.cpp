@@ -95,6 +95,8 @@ SummaryReport summarize(const TraceSet& set, const SummaryOptions& options) {
   // (basis, author) -> per definition, the author's best solution there.
   std::map<std::pair<Basis, std::string>, std::vector<std::pair<std::string, SolutionScore>>>
       per_author;
+  // (basis, author) -> (passed, compared) over every solution of the author.
+  std::map<std::pair<Basis, std::string>, std::pair<std::size_t, std::size_t>> passed_by_author;
   std::size_t unevaluated = 0, unknown_solution_traces = 0;
   std::vector<std::string> reference_definitions, uncompared_definitions;
 
@@ -135,6 +137,11 @@ SummaryReport summarize(const TraceSet& set, const SummaryOptions& options) {
       const auto ratios = c.keyed_ratios(s);
       if (ratios.empty()) continue;
       any_compared = true;
+      // Success counts every solution of the author, not only the best one per definition: an
+      // author whose one passing solution sits beside twenty failing ones has not succeeded.
+      auto& [passed, compared] = passed_by_author[{c.basis, s.author}];
+      for (const auto& [key, r] : ratios) passed += s.outcomes.at(key).passed() ? 1 : 0;
+      compared += ratios.size();
       SolutionScore score = score_solution(s, ratios);
       auto [it, inserted] = best_of_author.emplace(s.author, score);
       if (!inserted && better(score, it->second)) it->second = score;
@@ -153,7 +160,6 @@ SummaryReport summarize(const TraceSet& set, const SummaryOptions& options) {
     a.author = key.second;
     for (const auto& [def, score] : defs) {
       a.avg_speedup += score.avg_speedup;
-      a.success_rate += score.success_rate;
       a.win_rate += score.win_rate;
       a.workloads += score.workloads;
       a.best_solutions.emplace_back(def, score.solution);
@@ -161,7 +167,8 @@ SummaryReport summarize(const TraceSet& set, const SummaryOptions& options) {
     a.definitions = defs.size();
     const double n = static_cast<double>(defs.size());
     a.avg_speedup /= n;
-    a.success_rate /= n;
+    const auto& [passed, compared] = passed_by_author.at(key);
+    a.success_rate = static_cast<double>(passed) / static_cast<double>(compared);
     a.win_rate /= n;
     rep.rankings.push_back(std::move(a));
   }

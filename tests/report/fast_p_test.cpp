@@ -29,7 +29,7 @@ TEST(FastP, AtThresholdCountsRatiosAtLeastP) {
   EXPECT_DOUBLE_EQ(fast_p_at(r, 2.01), 0.0);
   EXPECT_DOUBLE_EQ(fast_p_at({}, 0), 0.0);
   const std::vector<double> with_failure{0.0, 4.0};
-  EXPECT_DOUBLE_EQ(fast_p_at(with_failure, 0), 100.0);  // a failure (r = 0) still counts at p = 0
+  EXPECT_DOUBLE_EQ(fast_p_at(with_failure, 0), 50.0);  // a failure (r = 0) never counts
   EXPECT_DOUBLE_EQ(fast_p_at(with_failure, 0.001), 50.0);
 }
 
@@ -70,7 +70,7 @@ TEST(FastP, GoldenNumbersPerSolutionAndAuthor) {
   ASSERT_NE(bob, nullptr);
   EXPECT_EQ(bob->ratios, (std::vector<double>{0.0, 4.0}));
   EXPECT_DOUBLE_EQ(bob->coverage(), 2.0 / 3);
-  EXPECT_DOUBLE_EQ(bob->at_p[0], 100.0);
+  EXPECT_DOUBLE_EQ(bob->at_p[0], 50.0);  // the failure counts at no p
   EXPECT_DOUBLE_EQ(bob->at_p[2], 50.0);
   EXPECT_DOUBLE_EQ(bob->at_p[5], 50.0);
 

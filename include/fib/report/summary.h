@@ -40,7 +40,7 @@ struct AuthorScore {
   std::string author;
   Basis basis = Basis::kBaseline;
   double avg_speedup = 0;     // mean of basis latency / author latency; a failed workload is 0
-  double success_rate = 0;    // share of compared workloads the author passed
+  double success_rate = 0;    // share of compared workloads passed, over all the author's solutions
   double win_rate = 0;        // share of compared workloads with speedup > 1
   std::size_t workloads = 0;  // compared (workload, hardware) pairs, summed over definitions
   std::size_t definitions = 0;
