@@ -4,8 +4,11 @@
 #include <unistd.h>
 
 #include <chrono>
+#include <condition_variable>
 #include <iostream>
 #include <map>
+#include <mutex>
+#include <thread>
 
 #include "cli/cli_common.h"
 #include "cli/commands.h"
@@ -41,35 +44,40 @@ std::string format_duration(double seconds) {
   return fmt::format("{}:{:02}", s / 60, s % 60);
 }
 
-// A progress bar with an ETA on a terminal, one plain line per evaluation otherwise.
+// A live progress line on a terminal (a bar, the ETA, and what a lane is doing now with its
+// elapsed time, redrawn every second); one plain line per evaluation otherwise. Quiet with
+// --json. Callbacks come from the lanes' threads; the ticker thread redraws between them.
 class Progress {
  public:
   explicit Progress(bool quiet) : tty_(::isatty(2) != 0), quiet_(quiet) {}
+  ~Progress() { stop(); }
   void start(std::size_t total) {
+    std::lock_guard<std::mutex> lock(mu_);
     total_ = total;
-    t0_ = std::chrono::steady_clock::now();
-    if (!quiet_) std::cerr << fmt::format("fib run: {} evaluations to do\n", total);
+    t0_ = activity_t0_ = std::chrono::steady_clock::now();
+    if (quiet_) return;
+    std::cerr << fmt::format("fib run: {} evaluations to do\n", total);
+    if (tty_ && !ticker_.joinable()) ticker_ = std::thread([this] { tick(); });
+  }
+  void activity(const std::string& what) {
+    std::lock_guard<std::mutex> lock(mu_);
+    activity_ = what;
+    activity_t0_ = std::chrono::steady_clock::now();
+    if (tty_ && !quiet_) draw();
   }
   void evaluation(const bench::EvaluationEvent& e) {
     if (quiet_) return;
+    std::lock_guard<std::mutex> lock(mu_);
     const auto& ev = *e.trace->evaluation;
     std::string what = std::string(status_name(ev.status));
     if (ev.performance) {
       what += fmt::format(" {:.4f} ms ({:.2f}x)", ev.performance->latency_ms,
                           ev.performance->speedup_factor);
     }
-    const double elapsed =
-        std::chrono::duration<double>(std::chrono::steady_clock::now() - t0_).count();
-    const double eta =
-        e.done > 0 ? elapsed / static_cast<double>(e.done) * static_cast<double>(total_ - e.done)
-                   : 0;
+    done_ = e.done;
+    last_ = fmt::format("{} · {} · {}", e.definition, e.solution, what);
     if (tty_) {
-      const int width = 28;
-      const int filled =
-          total_ > 0 ? static_cast<int>(width * static_cast<double>(e.done) / total_) : width;
-      std::cerr << fmt::format("\r\033[K[{}{}] {}/{} ETA {}  {} · {} · {}",
-                               std::string(filled, '='), std::string(width - filled, ' '), e.done,
-                               total_, format_duration(eta), e.definition, e.solution, what);
+      draw();
       if (e.done == total_) std::cerr << "\n";
     } else {
       std::cerr << fmt::format("[{}/{}] {} {} workload {}: {}\n", e.done, total_, e.definition,
@@ -77,14 +85,57 @@ class Progress {
     }
   }
   void message(const std::string& m) {
+    std::lock_guard<std::mutex> lock(mu_);
     if (tty_) std::cerr << "\r\033[K";
     std::cerr << m << "\n";
+    if (tty_ && !quiet_ && total_ > 0) draw();
+  }
+  void stop() {
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      stopping_ = true;
+    }
+    wake_.notify_all();
+    if (ticker_.joinable()) ticker_.join();
   }
 
  private:
+  static double seconds_since(std::chrono::steady_clock::time_point t) {
+    return std::chrono::duration<double>(std::chrono::steady_clock::now() - t).count();
+  }
+  void tick() {
+    std::unique_lock<std::mutex> lock(mu_);
+    while (!wake_.wait_for(lock, std::chrono::seconds(1), [this] { return stopping_; })) {
+      if (done_ < total_) draw();
+    }
+  }
+  // Under mu_.
+  void draw() {
+    const double elapsed = seconds_since(t0_);
+    const std::string eta = done_ > 0 ? format_duration(elapsed / static_cast<double>(done_) *
+                                                        static_cast<double>(total_ - done_))
+                                      : std::string("?");
+    const int width = 28;
+    const int filled =
+        total_ > 0 ? static_cast<int>(width * static_cast<double>(done_) / total_) : width;
+    std::string line = fmt::format("\r\033[K[{}{}] {}/{} ETA {}", std::string(filled, '='),
+                                   std::string(width - filled, ' '), done_, total_, eta);
+    if (done_ < total_ && !activity_.empty()) {
+      line += fmt::format("  {} ({})", activity_, format_duration(seconds_since(activity_t0_)));
+    } else if (!last_.empty()) {
+      line += "  " + last_;
+    }
+    std::cerr << line << std::flush;
+  }
+
   bool tty_, quiet_;
-  std::size_t total_ = 0;
-  std::chrono::steady_clock::time_point t0_;
+  std::mutex mu_;
+  std::condition_variable wake_;
+  std::thread ticker_;
+  bool stopping_ = false;
+  std::size_t total_ = 0, done_ = 0;
+  std::string activity_, last_;
+  std::chrono::steady_clock::time_point t0_, activity_t0_;
 };
 
 std::filesystem::path abi_include_dir() {
@@ -134,6 +185,7 @@ int run_cmd(RunArgs& a) {
   cb.on_start = [&](std::size_t n) { progress.start(n); };
   cb.on_evaluation = [&](const bench::EvaluationEvent& e) { progress.evaluation(e); };
   cb.on_message = [&](const std::string& m) { progress.message(m); };
+  cb.on_activity = [&](const std::string& what) { progress.activity(what); };
   Json all = Json::array();
   bool any_failed = false;
   for (const auto& root : a.local) {
@@ -144,11 +196,12 @@ int run_cmd(RunArgs& a) {
       j["dataset"] = o.dataset.string();
       all.push_back(j);
     } else {
-      std::cout << fmt::format("== fib run --local {}\n", o.dataset.string())
+      std::cout << fmt::format("== fib run --dataset {}\n", o.dataset.string())
                 << bench::render_summary(r);
     }
     any_failed |= r.counts.reference_failures > 0 || r.counts.broken_records > 0;
   }
+  progress.stop();
   if (a.json) std::cout << (all.size() == 1 ? all[0] : all).dump(2) << "\n";
   return any_failed ? kExitFindings : kExitOk;
 }
@@ -159,8 +212,9 @@ void register_run(CLI::App& app, Runner& run) {
   CLI::App* cmd = app.add_subcommand(
       "run", "Evaluate solutions on workloads: build, isolate, check, time, write traces");
   add_dataset_option(cmd, a->local, "each is run in turn");
-  cmd->add_option("--definitions", a->options.definitions, "Only these definitions");
-  cmd->add_option("--solutions", a->options.solutions, "Only these solutions");
+  cmd->add_option("--definitions", a->options.definitions, "Only these definitions")
+      ->delimiter(',');
+  cmd->add_option("--solutions", a->options.solutions, "Only these solutions")->delimiter(',');
   cmd->add_option("--warmup-runs", a->warmup, "Untimed calls before each trial (default 10)");
   cmd->add_option("--iterations", a->iterations,
                   "Timed calls per trial, at most (default 50; a trial stops early once the "

@@ -10,6 +10,7 @@
 #include <fmt/format.h>
 
 #include <cstdio>
+#include <cstdlib>
 #include <filesystem>
 #include <string>
 #include <vector>
@@ -191,6 +192,30 @@ TEST_F(RunRecords, APortableSolutionRunsOnTheCpuAndLocalIsAnAliasOfDataset) {
                "--build-cache", (dir_.path() / "cache").string()});
   ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
   EXPECT_THAT(r.out, HasSubstr("0 evaluations (2 already done, skipped by --resume)"));
+}
+
+// On a terminal the progress line is live: what a lane does now (a build, a reference run, an
+// evaluation) with its elapsed time, and the ETA; in a log, one plain line per evaluation.
+TEST_F(RunRecords, OnATerminalTheProgressLineSaysWhatRunsNow) {
+  if (std::system("command -v script >/dev/null 2>&1") != 0) {
+    GTEST_SKIP() << "SKIPPED: no `script` (util-linux) to give fib a terminal";
+  }
+  const fs::path typescript = dir_.path() / "typescript";
+  const std::string cmd = fmt::format(
+      "FIB_HOME={} script -qec \"{} run --dataset {} --solutions rmsnorm_h2048_naive,"
+      "rmsnorm_h2048_fast --warmup-runs 1 --iterations 3 --num-trials 1 --build-cache {} "
+      "--no-save-results\" {} >/dev/null 2>&1",
+      (dir_.path() / "home").string(), FIB_EXE, root().string(), (dir_.path() / "cache").string(),
+      typescript.string());
+  ASSERT_EQ(std::system(cmd.c_str()), 0);
+  const std::string tty = TempDir::read_file(typescript);
+  EXPECT_THAT(tty, HasSubstr("\033[K[                            ] 0/4 ETA ?  building "));
+  EXPECT_THAT(tty, HasSubstr("reference on rmsnorm_h2048 workload 055ba258 (0:0"));
+  EXPECT_THAT(tty, HasSubstr("evaluating rmsnorm_h2048_naive on 3eb5f652 (0:0"));
+  EXPECT_THAT(tty, HasSubstr("] 4/4 ETA 0:00  rmsnorm_h2048 · "));
+  const CommandResult log = run({"--solutions", "rmsnorm_h2048_fast", "--no-save-results"});
+  EXPECT_THAT(log.err, Not(HasSubstr("\033[K")));
+  EXPECT_THAT(log.err, HasSubstr("[1/2] rmsnorm_h2048 rmsnorm_h2048_fast workload 055ba258: "));
 }
 
 }  // namespace

@@ -189,6 +189,7 @@ std::optional<ReadyWorkload> LaneLoop::ready_workload(Lane& lane, const WorkItem
   const auto reference0 = Clock::now();
   // From the reference cache where it holds the run (same reference, inputs, schedule and
   // hardware), else run, and stored there when it succeeds.
+  run_.activity(fmt::format("reference on {} workload {}", def.name, w.uuid.substr(0, 8)));
   ready.reference = lane.reference->run(def, w, item.reference, ready.prepared);
   const double reference_seconds = seconds_since(reference0);
   const ReferenceRun& ref = ready.reference;
@@ -249,6 +250,7 @@ const BuildResult& LaneLoop::build_for(Lane& lane, const Solution& s) {
   if (it == builds_.end()) {
     BuildOptions bo = run_.build;
     bo.cuda_architectures = lane.cuda_architectures;
+    run_.activity(fmt::format("building {}", s.name));
     BuildResult built = build_solution(s, bo);
     lane.totals.update([&](Totals& t) { t.timing.build_seconds += built.seconds; });
     it = builds_.emplace(key, std::move(built)).first;
@@ -314,6 +316,7 @@ void LaneLoop::evaluate_solution(Lane& lane, const WorkItem& item, const Solutio
     return;
   }
   const std::string name = fmt::format("solution-{}", progress() + (evaluation_counter_++ << 20));
+  run_.activity(fmt::format("evaluating {} on {}", s.name, w.uuid.substr(0, 8)));
   // GPU lanes judge on the host while the GPU runs the next evaluation (or the next
   // workload's reference): the judge is host work, and the GPU would otherwise idle.
   Evaluated e = evaluate(lane, EvaluationJob{def, w, s, b, ready.prepared, ready.reference, name},

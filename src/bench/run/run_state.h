@@ -61,6 +61,10 @@ struct RunState {
     result.messages.push_back(m);
     if (callbacks.on_message) callbacks.on_message(m);
   }
+  void activity(const std::string& what) {
+    std::lock_guard<std::mutex> lock(messages_mu);
+    if (callbacks.on_activity) callbacks.on_activity(what);
+  }
   TraceContext trace_context() const {
     return TraceContext{host, seed, options.isolated, sandbox.isolation};
   }

@@ -157,6 +157,9 @@ struct RunCallbacks {
   std::function<void(const EvaluationEvent&)> on_evaluation;
   // Non-fatal news: "warning: ...", skipped solutions, reference failures.
   std::function<void(const std::string&)> on_message;
+  // What a lane starts now ("building S", "reference on D workload U", "evaluating S on U"),
+  // for a live progress line; called from the lanes' threads, one call at a time.
+  std::function<void(const std::string&)> on_activity;
 };
 
 struct SolutionSummary {
