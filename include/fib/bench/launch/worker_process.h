@@ -24,8 +24,9 @@ class MessageReader;
 
 // A worker's sandbox (bubblewrap): its own user, pid, network, ipc, uts and mount namespaces, an
 // unprivileged uid, and a file system of read-only paths, one writable folder and private /tmp,
-// /dev/shm and /proc. Every path is bound at the path it has outside, so the paths in requests
-// need no translation.
+// /dev/shm and /proc. The read-only paths are bound at the paths they have outside; the box at
+// a neutral path (`box_inside`), so nothing inside names fib's scratch folder (a Box translates
+// the paths it hands out).
 struct SandboxSpec {
   std::filesystem::path bwrap;  // empty: no sandbox
   // Bound read-only: /usr, the loader's cache, the folders of the libraries fib and the
@@ -34,7 +35,8 @@ struct SandboxSpec {
   // The worker's box, bound read-only: the evaluation's staged input-set file and library; its
   // `out` folder, bound read-write, is the one place the worker can write outside /tmp.
   std::filesystem::path box;
-  bool gpu = false;  // bind the /dev/nvidia* nodes
+  std::filesystem::path box_inside = "/box";  // where the box is bound inside
+  bool gpu = false;                           // bind the /dev/nvidia* nodes
   // fib runs as root: start bubblewrap as `uid` outside the namespaces too (where unprivileged
   // user namespaces are allowed), so the worker is no root outside and RLIMIT_NPROC holds.
   bool drop_to_uid = false;
