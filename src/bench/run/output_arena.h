@@ -46,7 +46,8 @@ struct PenSwitchesForTests {
   // Take the outputs out of the box without holding them to a regular file with one link:
   // follow a link, as reading a path does.
   bool follow_links_out_of_the_box = false;
-  // Bind the box at its real path in the sandbox.
+  // Make the boxes in the scratch folder (whose path a worker then sees in its mountinfo) and
+  // bind each at its real path in the sandbox.
   bool box_at_its_real_path = false;
   // Read the drawn call's outputs from the arena without stopping the worker's tree, this
   // long after the reply (the time a judgement may take to come to them).
