@@ -1,10 +1,11 @@
 // The worker's side (`fib worker`): loads solution libraries, runs the call schedule the
-// orchestrator sends (warmup, timed calls with one checked call drawn among them after they
-// return, sampling draws), and reports raw facts: latency samples, the outputs of checked calls
-// (written to files the orchestrator compares against the reference, which never enters this
-// process), and contract violations (a guard region overwritten, an input modified, an error
-// returned). The same loop runs the native references in a separate worker that never loads a
-// solution.
+// orchestrator sends (warmup, timed calls, sampling draws), and reports raw facts: latency
+// samples, the outputs of the timed calls (on the CPU, every timed call's in the orchestrator's
+// output arena, from which the orchestrator draws the checked call once this process is
+// stopped; on a GPU, one checked call drawn here after the calls return, written to a file),
+// compared against the reference's, which never enters this process, and contract violations (a
+// guard region overwritten, an input modified, an error returned). The same loop runs the
+// native references in a separate worker that never loads a solution.
 #include <fcntl.h>
 #include <fmt/format.h>
 #include <signal.h>

@@ -8,7 +8,8 @@
 // (an unknown key, a missing key or a value of the wrong type is a ProtocolError), and
 // check_reply() holds a parsed reply against its request (as many trials as asked for at most,
 // checked calls only where the request asked for them and at a position among the timed calls
-// made, as many draws as asked for).
+// made, none where the request has an output arena (the orchestrator draws them), as many timed
+// calls as the noise criterion needs before any stop, as many draws as asked for).
 #pragma once
 
 #include <cstdint>
