@@ -244,5 +244,71 @@ TEST(ProtocolMessages, RepliesAreHeldAgainstTheirRequests) {
   EXPECT_NE(check_reply(no_sampling, evaluate_reply()), "");
 }
 
+// A CPU evaluation with an output arena: the worker reports no checked call (the orchestrator
+// draws it), as many timed calls as the noise criterion needs before any stop and no more than
+// planned, and misshapen outputs only of the definition's outputs, on calls it made.
+EvaluateRequest arena_request() {
+  EvaluateRequest r = evaluate_request();
+  r.device = "cpu";
+  r.arena = OutputArena{3 * 2 * 64, 64, {0}};
+  for (std::size_t t = 0; t < r.schedule.trials.size(); ++t) {
+    r.schedule.trials[t].check_position = -1;
+    r.schedule.trials[t].check_output.clear();
+    r.schedule.trials[t].first_slot = static_cast<int>(3 * t);
+    r.schedule.trials[t].poison_base = 1000 + t;
+  }
+  r.sampling.reset();
+  return r;
+}
+
+EvaluateReply arena_reply() {
+  EvaluateReply r = evaluate_reply();
+  for (TrialResult& t : r.trials) t.checked.reset();
+  r.sampling_draws = 0;
+  return r;
+}
+
+TEST(ProtocolMessages, ArenaRequestsAndMisshapenOutputsRoundTrip) {
+  const EvaluateRequest r = arena_request();
+  const EvaluateRequest back = from_json<EvaluateRequest>(to_json(r));
+  EXPECT_EQ(back.arena, r.arena);
+  EXPECT_EQ(back.schedule.trials, r.schedule.trials);
+  EvaluateReply reply = arena_reply();
+  reply.trials[0].misshapen.push_back(MisshapenOutput{1, "y", "float32", {16, 2}});
+  const EvaluateReply parsed = from_json<EvaluateReply>(to_json(reply));
+  EXPECT_EQ(parsed.trials[0].misshapen, reply.trials[0].misshapen);
+}
+
+TEST(ProtocolMessages, ArenaRepliesAreHeldAgainstTheirRequests) {
+  const EvaluateRequest req = arena_request();
+  EXPECT_EQ(check_reply(req, arena_reply()), "");
+
+  EvaluateReply drew_itself = arena_reply();
+  drew_itself.trials[1].checked = CheckedCall{6, {}, 1};
+  EXPECT_NE(check_reply(req, drew_itself), "");
+
+  // Fewer timed calls than the noise criterion needs (3) would narrow the orchestrator's draw.
+  EvaluateReply fewer = arena_reply();
+  fewer.trials[0].samples_ms = {0.5};
+  EXPECT_NE(check_reply(req, fewer), "");
+  EvaluateReply more = arena_reply();
+  more.trials[0].samples_ms = {0.5, 0.5, 0.5, 0.5};
+  EXPECT_NE(check_reply(req, more), "");
+
+  EvaluateReply misshapen = arena_reply();
+  misshapen.trials[0].misshapen.push_back(MisshapenOutput{2, "y", "float32", {16}});
+  EXPECT_EQ(check_reply(req, misshapen), "");
+  for (const MisshapenOutput& bad :
+       {MisshapenOutput{3, "y", "float32", {16}}, MisshapenOutput{0, "z", "float32", {16}},
+        MisshapenOutput{0, "y", "float99", {16}},
+        MisshapenOutput{0, "y", "float32", {1 << 30, 1 << 30}}}) {
+    EvaluateReply r = arena_reply();
+    r.trials[0].misshapen.push_back(bad);
+    EXPECT_NE(check_reply(req, r), "") << bad.output << " " << bad.position;
+  }
+  // Without an arena, a worker reports no misshapen output.
+  EXPECT_NE(check_reply(evaluate_request(), misshapen), "");
+}
+
 }  // namespace
 }  // namespace fib::bench::protocol

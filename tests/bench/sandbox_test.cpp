@@ -561,7 +561,8 @@ except OSError:
 }
 
 // The command line alone: every namespace, the uid, the process tree tied to the worker, the box
-// read-only with only its out/ folder writable, and nothing of the run's other files.
+// read-only at the neutral /box with only its out/ folder writable, and nothing of the run's
+// other files.
 TEST(SandboxCommand, BindsOnlyWhatTheWorkerNeeds) {
   WorkerSpec spec;
   spec.executable = "/opt/fib/bin/fib";
@@ -579,9 +580,14 @@ TEST(SandboxCommand, BindsOnlyWhatTheWorkerNeeds) {
   EXPECT_TRUE(has({"--uid", "65534"}));
   EXPECT_TRUE(has({"--tmpfs", "/dev/shm"}));
   EXPECT_TRUE(has({"--ro-bind", "/opt/fib/bin/fib", "/opt/fib/bin/fib"}));
-  EXPECT_TRUE(has({"--ro-bind", spec.sandbox.box.string(), spec.sandbox.box.string()}));
-  const std::string out = (spec.sandbox.box / "out").string();
-  EXPECT_TRUE(has({"--bind", out, out}));
+  EXPECT_TRUE(has({"--ro-bind", spec.sandbox.box.string(), "/box"}));
+  EXPECT_TRUE(has({"--bind", (spec.sandbox.box / "out").string(), "/box/out"}));
+  for (const std::string& arg : a) {
+    // Only the bind's source names the box's real folder; no path inside does.
+    EXPECT_FALSE(arg.find("fib-run-1-ab") != std::string::npos &&
+                 arg != spec.sandbox.box.string() && arg != (spec.sandbox.box / "out").string())
+        << arg;
+  }
   std::size_t writable = 0;
   for (const std::string& arg : a) writable += arg == "--bind" || arg == "--bind-try";
   EXPECT_EQ(writable, 1u) << "the box's out/ is the only writable bind";

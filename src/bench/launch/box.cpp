@@ -1,8 +1,14 @@
 #include "fib/bench/launch/box.h"
 
+#include <fcntl.h>
 #include <fmt/format.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include <algorithm>
+#include <cerrno>
+#include <cstring>
+#include <functional>
 
 #include "fib/base/diagnostics.h"
 
@@ -23,11 +29,40 @@ void place(const fs::path& from, const fs::path& to, fs::perms mode) {
   fs::permissions(to, mode, fs::perm_options::add, ec);
 }
 
-// The workload's scratch folder in the name: a worker keeps the input-set files it mapped, by
-// path.
+// A digest of the workload's scratch folder in the name: a worker keeps the input-set files it
+// mapped, by path, and the folder's own name stays out of the sandbox.
 fs::path staged_inputs_path(const fs::path& box, const fs::path& inputs) {
-  return box /
-         ("inputs-" + inputs.parent_path().filename().string() + "-" + inputs.filename().string());
+  const std::size_t digest = std::hash<std::string>{}(inputs.parent_path().string());
+  return box / fmt::format("inputs-{:016x}-{}", digest, inputs.filename().string());
+}
+
+// Whether `fd` is a regular file with one link; else what it is.
+std::string unsound_file(int fd) {
+  struct stat st {};
+  if (::fstat(fd, &st) != 0) return std::strerror(errno);
+  if (!S_ISREG(st.st_mode)) return "not a regular file";
+  if (st.st_nlink != 1) return fmt::format("a file with {} links", st.st_nlink);
+  return {};
+}
+
+// Copies what `fd` holds into a fresh file at `to` (replacing the one there).
+void copy_fresh(int fd, const fs::path& to) {
+  const fs::path tmp = to.string() + ".fib-copy";
+  const int out = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0600);
+  if (out < 0) throw Error(to.string(), fmt::format("cannot copy: {}", std::strerror(errno)));
+  char buf[1 << 16];
+  ssize_t n;
+  bool ok = true;
+  while ((n = ::read(fd, buf, sizeof buf)) > 0 || (n < 0 && errno == EINTR)) {
+    if (n > 0 && ::write(out, buf, static_cast<std::size_t>(n)) != n) ok = false;
+  }
+  ::close(out);
+  if (n < 0 || !ok) {
+    std::error_code ec;
+    fs::remove(tmp, ec);
+    throw Error(to.string(), "cannot copy the worker's output");
+  }
+  fs::rename(tmp, to);
 }
 
 constexpr fs::perms kReadable =
@@ -37,7 +72,12 @@ constexpr fs::perms kExecutable =
 
 }  // namespace
 
-Box::Box(fs::path dir) : dir_(std::move(dir)) {}
+Box::Box(fs::path dir, fs::path inside) : dir_(std::move(dir)), inside_(std::move(inside)) {}
+
+std::string Box::inside(const fs::path& path) const {
+  if (!sandboxed()) return path.string();
+  return (inside_ / path.lexically_relative(dir_)).string();
+}
 
 void Box::clear_except(const std::vector<fs::path>& keep) {
   outputs_.clear();
@@ -64,13 +104,14 @@ Box::Staged Box::stage(const std::string& inputs_file, const std::optional<Libra
   const fs::path folder = library ? dir_ / ("lib-" + library->build_key) : fs::path();
   clear_except(library ? std::vector<fs::path>{inputs, folder} : std::vector<fs::path>{inputs});
   place(inputs_file, inputs, kReadable);
-  Staged st{inputs.string(), {}};
+  Staged st{inside(inputs), {}};
   if (!library) return st;
-  st.library = (folder / library->file.filename()).string();
+  const fs::path staged_library = folder / library->file.filename();
+  st.library = inside(staged_library);
   std::error_code ec;
   fs::create_directories(folder, ec);
   if (!library->whole_folder) {
-    place(library->file, st.library, kExecutable);
+    place(library->file, staged_library, kExecutable);
     return st;
   }
   // A Python solution's entry imports its sibling sources: its whole build entry comes along.
@@ -96,11 +137,11 @@ std::string Box::output(const std::string& file) {
     }
   }
   outputs_.emplace_back(in_box, file);
-  return in_box;
+  return inside(in_box);
 }
 
 std::string Box::outputs_folder(const std::string& folder) const {
-  return sandboxed() ? (dir_ / "out").string() : folder;
+  return sandboxed() ? inside(dir_ / "out") : folder;
 }
 
 protocol::Schedule Box::outputs_in_box(protocol::Schedule schedule) {
@@ -110,12 +151,34 @@ protocol::Schedule Box::outputs_in_box(protocol::Schedule schedule) {
   return schedule;
 }
 
-void Box::take_outputs() {
+std::string Box::take_outputs(bool private_copies, bool check) {
+  std::string problems;
   for (const auto& [in_box, to] : outputs_) {
     std::error_code ec;
-    fs::rename(in_box, to, ec);
+    // The entry moves as it is (a link stays a link), to a folder the worker cannot reach; what
+    // it is is judged there, where it can no longer change.
+    if (sandboxed()) fs::rename(in_box, to, ec);
+    if (ec || !check || !fs::exists(fs::symlink_status(to, ec))) continue;  // not written
+    const int fd = ::open(to.c_str(), O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK);
+    std::string unsound = fd < 0 ? (errno == ELOOP ? std::string("a symbolic link")
+                                                   : std::string(std::strerror(errno)))
+                                 : unsound_file(fd);
+    if (unsound.empty() && private_copies) {
+      try {
+        copy_fresh(fd, to);
+      } catch (const Error& e) {
+        unsound = e.what();
+      }
+    }
+    if (fd >= 0) ::close(fd);
+    if (unsound.empty()) continue;
+    fs::remove_all(to, ec);
+    problems +=
+        fmt::format("{}the worker's output {} is {}: fib does not read it",
+                    problems.empty() ? "" : "; ", fs::path(to).filename().string(), unsound);
   }
   outputs_.clear();
+  return problems;
 }
 
 }  // namespace fib::bench::detail

@@ -140,8 +140,9 @@ std::vector<std::string> sandbox_command(const SandboxSpec& s,
   if (std::error_code ec; fs::exists("/sys", ec)) a.insert(a.end(), {"--ro-bind", "/sys", "/sys"});
   for (const fs::path& p : s.read_only) a.insert(a.end(), {"--ro-bind", p.string(), p.string()});
   if (!s.box.empty()) {
-    const std::string out = (s.box / "out").string();
-    a.insert(a.end(), {"--ro-bind", s.box.string(), s.box.string(), "--bind", out, out});
+    const std::string inside = s.box_inside.string();
+    a.insert(a.end(), {"--ro-bind", s.box.string(), inside, "--bind", (s.box / "out").string(),
+                       (s.box_inside / "out").string()});
   }
   if (s.gpu) add_gpu_devices(a);
   a.insert(a.end(), {"--chdir", "/tmp", "--"});

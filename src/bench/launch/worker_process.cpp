@@ -206,6 +206,7 @@ Worker::~Worker() {
 }
 
 void Worker::kill() {
+  stopped_.clear();
   if (pid_ <= 0) return;
   ::kill(-pid_, SIGKILL);
   ::kill(pid_, SIGKILL);
@@ -293,8 +294,8 @@ bool Worker::channel_idle() const {
 
 bool Worker::channel_has_data() const { return channel_ >= 0 && peek_channel() > 0; }
 
-Worker::Reply Worker::call(const Json& request, Clock::time_point deadline) {
-  Reply reply = exchange(request, deadline);
+Worker::Reply Worker::call(const Json& request, Clock::time_point deadline, int descriptor) {
+  Reply reply = exchange(request, deadline, descriptor);
   if (reply.kind != ReplyKind::kOk || protocol::command_of(request) == "hello") return reply;
   // The reply is believed once the worker's loop is seen waiting for the next request: it
   // answers a greeting, and nothing else comes first. A reply a solution wrote from inside its
@@ -317,7 +318,30 @@ Worker::Reply Worker::call(const Json& request, Clock::time_point deadline) {
   return reply;
 }
 
-Worker::Reply Worker::exchange(const Json& request, Clock::time_point deadline) {
+namespace {
+// One byte carrying `descriptor` (SCM_RIGHTS) on the blocking channel; throws fib::Error.
+void send_descriptor(int channel, int descriptor) {
+  char byte = 'F';
+  iovec iov{&byte, 1};
+  alignas(cmsghdr) char control[CMSG_SPACE(sizeof(int))] = {};
+  msghdr msg{};
+  msg.msg_iov = &iov;
+  msg.msg_iovlen = 1;
+  msg.msg_control = control;
+  msg.msg_controllen = sizeof control;
+  cmsghdr* c = CMSG_FIRSTHDR(&msg);
+  c->cmsg_level = SOL_SOCKET;
+  c->cmsg_type = SCM_RIGHTS;
+  c->cmsg_len = CMSG_LEN(sizeof(int));
+  std::memcpy(CMSG_DATA(c), &descriptor, sizeof descriptor);
+  ssize_t n;
+  while ((n = ::sendmsg(channel, &msg, MSG_NOSIGNAL)) < 0 && errno == EINTR) {
+  }
+  if (n != 1) throw Error("worker", "cannot pass a descriptor to the worker");
+}
+}  // namespace
+
+Worker::Reply Worker::exchange(const Json& request, Clock::time_point deadline, int descriptor) {
   Reply reply;
   if (pid_ <= 0) {
     reply.kind = ReplyKind::kDied;
@@ -330,6 +354,7 @@ Worker::Reply Worker::exchange(const Json& request, Clock::time_point deadline) 
     int flags = ::fcntl(channel_, F_GETFL);
     ::fcntl(channel_, F_SETFL, flags & ~O_NONBLOCK);
     detail::write_message(channel_, text);
+    if (descriptor >= 0) send_descriptor(channel_, descriptor);
     ::fcntl(channel_, F_SETFL, flags);
   } catch (const Error&) {
     reply.kind = ReplyKind::kDied;

@@ -3,6 +3,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <set>
 #include <utility>
 
@@ -180,6 +181,10 @@ Json to_json(const TrialPlan& m) {
          {"max_seconds", m.max_seconds},
          {"max_warmup_seconds", m.max_warmup_seconds}};
   if (!m.check_output.empty()) j["check_output"] = m.check_output;
+  if (m.first_slot >= 0) {
+    j["first_slot"] = m.first_slot;
+    j["poison_base"] = m.poison_base;
+  }
   return j;
 }
 
@@ -193,8 +198,26 @@ TrialPlan from_json<TrialPlan>(const Json& j) {
   p.check_output = r.get("check_output", std::string());
   p.max_seconds = r.get("max_seconds", 0.0);
   p.max_warmup_seconds = r.get("max_warmup_seconds", 0.0);
+  p.first_slot = r.get("first_slot", -1);
+  p.poison_base = r.get("poison_base", std::uint64_t{0});
   r.finish();
   return p;
+}
+
+Json to_json(const OutputArena& m) {
+  return Json{
+      {"bytes", m.bytes}, {"slot_bytes", m.slot_bytes}, {"output_offsets", m.output_offsets}};
+}
+
+template <>
+OutputArena from_json<OutputArena>(const Json& j) {
+  Reader r(j, "request.arena");
+  OutputArena a;
+  a.bytes = r.get<std::uint64_t>("bytes");
+  a.slot_bytes = r.get<std::uint64_t>("slot_bytes");
+  a.output_offsets = r.get<std::vector<std::uint64_t>>("output_offsets");
+  r.finish();
+  return a;
 }
 
 Json to_json(const Schedule& m) {
@@ -245,6 +268,7 @@ Json to_json(const EvaluateRequest& m) {
     j["sampling"] = Json{
         {"set", m.sampling->set}, {"draws", m.sampling->draws}, {"output", m.sampling->output}};
   }
+  if (m.arena) j["arena"] = to_json(*m.arena);
   return j;
 }
 
@@ -265,6 +289,7 @@ EvaluateRequest from_json<EvaluateRequest>(const Json& j) {
     t.finish();
   }
   if (r.has("sampling")) m.sampling = sampling_from(r.at("sampling"), r.where("sampling"));
+  if (r.has("arena")) m.arena = from_json<OutputArena>(r.at("arena"));
   r.finish();
   return m;
 }
@@ -331,6 +356,23 @@ CheckedCall from_json<CheckedCall>(const Json& j) {
   return c;
 }
 
+Json to_json(const MisshapenOutput& m) {
+  return Json{
+      {"position", m.position}, {"output", m.output}, {"dtype", m.dtype}, {"shape", m.shape}};
+}
+
+template <>
+MisshapenOutput from_json<MisshapenOutput>(const Json& j) {
+  Reader r(j, "reply.trials[].misshapen[]");
+  MisshapenOutput m;
+  m.position = r.get<int>("position");
+  m.output = r.get<std::string>("output");
+  m.dtype = r.get<std::string>("dtype");
+  m.shape = r.get<std::vector<std::int64_t>>("shape");
+  r.finish();
+  return m;
+}
+
 Json to_json(const TrialResult& m) {
   Json j{{"samples_ms", m.samples_ms},
          {"warmup_ms", m.warmup_ms},
@@ -338,6 +380,7 @@ Json to_json(const TrialResult& m) {
          {"stopped_by", m.stopped_by},
          {"checked", m.checked ? to_json(*m.checked) : Json()}};
   if (!m.gpu.is_null()) j["gpu"] = m.gpu;
+  if (!m.misshapen.empty()) j["misshapen"] = list_json(m.misshapen);
   return j;
 }
 
@@ -351,6 +394,9 @@ TrialResult from_json<TrialResult>(const Json& j) {
   t.stopped_by = r.get("stopped_by", std::string());
   if (r.has("checked")) t.checked = from_json<CheckedCall>(r.at("checked"));
   if (r.has("gpu")) t.gpu = r.at("gpu");
+  if (r.has("misshapen")) {
+    t.misshapen = list_from<MisshapenOutput>(r.at("misshapen"), r.where("misshapen"));
+  }
   r.finish();
   return t;
 }
@@ -444,11 +490,65 @@ HelloReply from_json<HelloReply>(const Json& j) {
 // ---- Replies against their requests ---------------------------------------------------------
 namespace {
 
+// A value-returning output the worker reports as misshapen: one of the definition's outputs, on
+// a timed call made, with a dtype fib knows and a size fib can hold (the orchestrator makes a
+// tensor of it to judge).
+std::string check_misshapen(const Definition& def, const TrialResult& trial, std::size_t t) {
+  constexpr std::uint64_t kMaxBytes = std::uint64_t{1} << 30;
+  if (trial.misshapen.size() > trial.samples_ms.size() * def.outputs.size()) {
+    return fmt::format("trial {} reports more misshapen outputs than it made", t);
+  }
+  for (const MisshapenOutput& m : trial.misshapen) {
+    const bool known = std::any_of(def.outputs.begin(), def.outputs.end(),
+                                   [&](const auto& o) { return o.name == m.output; });
+    const auto dtype = parse_dtype(m.dtype);
+    std::uint64_t numel = 1;
+    bool sane = dtype.has_value() && m.shape.size() <= 8;
+    for (std::int64_t d : m.shape) {
+      sane = sane && d >= 0 && (d == 0 || numel <= kMaxBytes / static_cast<std::uint64_t>(d));
+      if (sane) numel *= static_cast<std::uint64_t>(d);
+    }
+    const auto bytes = sane ? dtype_storage_bytes(*dtype, numel) : std::nullopt;
+    if (!known || m.position < 0 ||
+        static_cast<std::size_t>(m.position) >= trial.samples_ms.size() || !bytes ||
+        *bytes > kMaxBytes) {
+      return fmt::format("trial {} reports a misshapen output fib cannot take ('{}', position {})",
+                         t, m.output, m.position);
+    }
+  }
+  return {};
+}
+
+// With an arena the orchestrator draws the checked call among the timed calls the worker made:
+// no fewer than the noise criterion asks for before any stop (the worker cannot narrow the draw
+// by claiming fewer), no more than planned.
+std::string check_arena_trials(const EvaluateRequest& request,
+                               const std::vector<TrialResult>& trials) {
+  const Schedule& s = request.schedule;
+  for (std::size_t t = 0; t < trials.size(); ++t) {
+    const std::size_t planned = s.trials[t].timed.size();
+    const std::size_t made = trials[t].samples_ms.size();
+    const std::size_t least = std::min(s.noise.min_samples, planned);
+    if (trials[t].checked) {
+      return fmt::format("trial {} reports a checked call: the orchestrator draws it", t);
+    }
+    if (made < least || made > planned) {
+      return fmt::format("trial {} reports {} timed calls ({} to {} planned)", t, made, least,
+                         planned);
+    }
+    if (std::string m = check_misshapen(request.definition, trials[t], t); !m.empty()) return m;
+  }
+  return {};
+}
+
 std::string check_trials(const Schedule& s, const std::vector<TrialResult>& trials) {
   if (trials.size() > s.trials.size()) {
     return fmt::format("{} trials in the reply, {} asked for", trials.size(), s.trials.size());
   }
   for (std::size_t t = 0; t < trials.size(); ++t) {
+    if (!trials[t].misshapen.empty() && s.trials[t].first_slot < 0) {
+      return fmt::format("trial {} reports misshapen outputs without an arena", t);
+    }
     if (!trials[t].checked) continue;
     if (s.trials[t].check_output.empty()) {
       return fmt::format("trial {} reports a checked call the request did not ask for", t);
@@ -469,6 +569,9 @@ std::string check_trials(const Schedule& s, const std::vector<TrialResult>& tria
 
 std::string check_reply(const EvaluateRequest& request, const EvaluateReply& reply) {
   if (std::string m = check_trials(request.schedule, reply.trials); !m.empty()) return m;
+  if (request.arena) {
+    if (std::string m = check_arena_trials(request, reply.trials); !m.empty()) return m;
+  }
   if (reply.sampling_draws > 0 &&
       (!request.sampling || reply.sampling_draws != request.sampling->draws)) {
     return fmt::format("{} sampling draws in the reply, {} asked for", reply.sampling_draws,

@@ -111,7 +111,8 @@ std::vector<PythonReferenceResult> run_python_references(
     const PythonReferenceSettings& settings, const std::vector<PythonReferenceJob>& jobs) {
   // Sandboxed, the box holds only this batch's files, written straight into it; the bridge
   // writes each job's files in the box's out/, from where they are moved to the job's paths.
-  detail::Box box(settings.sandbox.enabled() ? settings.sandbox.box : fs::path());
+  detail::Box box(settings.sandbox.enabled() ? settings.sandbox.box : fs::path(),
+                  settings.sandbox.box_inside);
   const fs::path work_dir = box.sandboxed() ? box.dir() : settings.work_dir;
   if (box.sandboxed()) {
     box.clear();
@@ -137,8 +138,8 @@ std::vector<PythonReferenceResult> run_python_references(
       const std::string in_box = box.output(file);
       if (*suffix == '\0') written.push_back(in_box);
     }
-    Json j{{"definition", def_file.string()},
-           {"inputs", inputs.string()},
+    Json j{{"definition", box.inside(def_file)},
+           {"inputs", box.inside(inputs)},
            {"outputs", written.back()},
            {"seed", jobs[i].seed}};
     if (jobs[i].repeat > 0) j["repeat"] = jobs[i].repeat;
@@ -147,9 +148,11 @@ std::vector<PythonReferenceResult> run_python_references(
   }
   const fs::path batch_file = work_dir / "python-jobs.jsonl";
   write_file_atomic(batch_file, batch);
-  const detail::ProcessResult p = detail::run_process(bridge_command(settings, batch_file),
-                                                      work_dir, settings.deadline, 64 * 1024);
-  box.take_outputs();  // out of the box before anything reads them
+  const detail::ProcessResult p = detail::run_process(
+      bridge_command(settings, box.inside(batch_file)), work_dir, settings.deadline, 64 * 1024);
+  // Out of the box before anything reads them; a link or other odd file is removed, so its job
+  // reads as one whose outputs are missing.
+  const std::string unsound = box.take_outputs();
   std::vector<PythonReferenceResult> results;
   for (const PythonReferenceJob& job : jobs) {
     PythonReferenceResult r = result_of(job);
@@ -159,7 +162,7 @@ std::vector<PythonReferenceResult> run_python_references(
                               : fmt::format("the PyTorch reference was killed by signal {}: {}",
                                             p.signal, tail_of(p.output, 2000));
     } else if (!r.ok && r.error == "the bridge wrote no outputs") {
-      r.error += ": " + tail_of(p.output, 2000);
+      r.error += ": " + (unsound.empty() ? tail_of(p.output, 2000) : unsound);
     }
     results.push_back(std::move(r));
   }

@@ -121,7 +121,7 @@ std::optional<protocol::ReferenceReply> ReferenceStage::call(
   // Sandboxed, the worker sees the input-set file staged in its box and writes the outputs (its
   // checked calls' and those it keeps) in the box's out/, from where they are moved to where the
   // request put them.
-  Box box(setup_.worker.sandbox.box);
+  Box box(setup_.worker.sandbox.box, setup_.worker.sandbox.box_inside);
   protocol::ReferenceRequest sent = request;
   Worker::Reply r;
   try {
@@ -135,7 +135,9 @@ std::optional<protocol::ReferenceReply> ReferenceStage::call(
         to_json(sent),
         Clock::now() + std::chrono::duration_cast<Clock::duration>(
                            std::chrono::duration<double>(std::max(60.0, setup_.timeout_seconds))));
-    box.take_outputs();
+    if (const std::string unsound = box.take_outputs(); !unsound.empty()) {
+      throw Error("the reference worker", unsound);
+    }
   } catch (const Error& e) {
     if (worker_) worker_->kill();
     *error = e.what();

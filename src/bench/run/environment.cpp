@@ -10,6 +10,7 @@
 #include <random>
 
 #include "fib/base/diagnostics.h"
+#include "output_arena.h"
 
 namespace fib::bench::detail {
 
@@ -77,6 +78,16 @@ Scratch::Scratch() {
       fs::create_directory(root_, ec);
       fs::permissions(root_, fs::perms::owner_all, ec);
       if (ec) break;
+      // The boxes live apart, under a name that says nothing of the scratch folder: a sandboxed
+      // worker sees its box's path within its file system (/proc/self/mountinfo), and from
+      // the scratch folder's it could name fib's own files.
+      boxes_ = base / fmt::format("fib-box-{:08x}{:08x}", rd(), rd());
+      if (!fs::create_directory(boxes_, ec)) {
+        fs::remove_all(p, ec);
+        continue;
+      }
+      fs::permissions(boxes_, fs::perms::owner_all | fs::perms::group_exec | fs::perms::others_exec,
+                      ec);
       return;
     }
   }
@@ -86,10 +97,12 @@ Scratch::Scratch() {
 Scratch::~Scratch() {
   std::error_code ec;
   fs::remove_all(base_, ec);
+  if (!boxes_.empty()) fs::remove_all(boxes_, ec);
 }
 
 fs::path Scratch::make_box(const std::string& name, int uid) const {
-  const fs::path box = base_ / ("box-" + name);
+  const fs::path box =
+      (pen_switches_for_tests().box_at_its_real_path ? base_ : boxes_) / ("box-" + name);
   std::error_code ec;
   fs::remove_all(box, ec);
   const auto open = fs::perms::owner_all | fs::perms::group_read | fs::perms::group_exec |

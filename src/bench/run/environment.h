@@ -34,6 +34,7 @@ class Scratch {
 
  private:
   std::filesystem::path base_, root_;
+  std::filesystem::path boxes_;  // the workers' boxes, apart from the scratch folder
 };
 
 }  // namespace fib::bench::detail

@@ -5,13 +5,17 @@
 
 #include <algorithm>
 #include <chrono>
+#include <memory>
+#include <thread>
 #include <vector>
 
 #include "fib/bench/eval/compare.h"
 #include "fib/bench/eval/op_family.h"
 #include "fib/bench/launch/box.h"
+#include "fib/bench/protocol/poison.h"
 #include "fib/bench/protocol/trial_timing.h"
 #include "judge.h"
+#include "output_arena.h"
 #include "timer.h"
 #include "worker_messages.h"
 
@@ -147,42 +151,131 @@ std::optional<Outcome> reply_failure(const protocol::EvaluateReply& reply, const
   return std::nullopt;
 }
 
-// The input set of each checked call the reply reports, in order.
-std::vector<int> checked_sets(const protocol::EvaluateRequest& request,
-                              const protocol::EvaluateReply& reply) {
-  std::vector<int> sets;
+// The checked call of one trial: its position among the trial's timed calls and, where the
+// orchestrator drew it (CPU lanes), its outputs as read from the arena while the worker's tree
+// was stopped; else they are in the file the trial's plan named.
+struct DrawnCall {
+  int trial = 0;
+  int position = 0;
+  std::shared_ptr<const Outputs> outputs;
+  Json poison;  // integer poison sentinels of its outputs, by output
+};
+
+// The checked calls a GPU worker drew and reports (its reply gives positions only).
+std::vector<DrawnCall> drawn_by_the_worker(const protocol::EvaluateRequest& request,
+                                           const protocol::EvaluateReply& reply) {
+  std::vector<DrawnCall> drawn;
   for (std::size_t t = 0; t < reply.trials.size(); ++t) {
     if (!reply.trials[t].checked) continue;
     const protocol::TrialPlan& plan = request.schedule.trials.at(t);
     const int position =
         plan.check_position >= 0 ? plan.check_position : reply.trials[t].checked->position;
-    sets.push_back(plan.timed.at(static_cast<std::size_t>(position)));
+    drawn.push_back({static_cast<int>(t), position, nullptr, reply.trials[t].checked->poison});
+  }
+  return drawn;
+}
+
+// The definition's outputs of one timed call as the arena holds them, with the misshapen ones
+// the worker described instead (zero-filled tensors of the dtype and shape it returned).
+Outputs outputs_of_slot(const Definition& def, const std::vector<Shape>& shapes,
+                        const OutputArenaFile& arena, const protocol::TrialPlan& plan,
+                        const protocol::TrialResult& trial, int position) {
+  Outputs values;
+  const auto slot = static_cast<std::uint64_t>(plan.first_slot + position);
+  for (auto& [name, t] : arena.read_slot(def, shapes, slot)) values.emplace(name, std::move(t));
+  for (const protocol::MisshapenOutput& m : trial.misshapen) {
+    if (m.position != position) continue;
+    values.insert_or_assign(m.output, Tensor(*parse_dtype(m.dtype), Shape(m.shape)));
+  }
+  return values;
+}
+
+// Each trial's checked call, drawn here, from the orchestrator's randomness, among the timed
+// calls the trial made, once nothing in the worker's tree runs; its outputs read from the arena
+// into the orchestrator's memory.
+std::vector<DrawnCall> draw_from_the_arena(const Definition& def, const std::vector<Shape>& shapes,
+                                           const OutputArenaFile& arena,
+                                           const protocol::EvaluateRequest& request,
+                                           const protocol::EvaluateReply& reply) {
+  std::vector<DrawnCall> drawn;
+  for (std::size_t t = 0; t < reply.trials.size(); ++t) {
+    const protocol::TrialResult& trial = reply.trials[t];
+    const protocol::TrialPlan& plan = request.schedule.trials.at(t);
+    const int position = static_cast<int>(draw_checked_position(trial.samples_ms.size()));
+    DrawnCall d{static_cast<int>(t), position, nullptr, Json::object()};
+    d.outputs =
+        std::make_shared<const Outputs>(outputs_of_slot(def, shapes, arena, plan, trial, position));
+    for (const auto& [name, v] : poison_sentinels(def, plan.poison_base + position)) {
+      d.poison[name] = v;
+    }
+    drawn.push_back(std::move(d));
+  }
+  return drawn;
+}
+
+// The shape of every output of `def` on a workload's axes (as the worker sizes them).
+std::vector<Shape> output_shapes(const Definition& def, const AxisValues& axes) {
+  const auto bound = def.bind_axes(axes);
+  if (!bound) throw Error("request", "the workload does not bind every var axis");
+  std::vector<Shape> shapes;
+  for (const auto& spec : def.outputs) {
+    const auto shape = def.concrete_shape(spec, *bound);
+    if (!shape) throw Error("request", fmt::format("cannot size output '{}'", spec.name));
+    shapes.emplace_back(shape->begin(), shape->end());
+  }
+  return shapes;
+}
+
+// A fresh base for the poison indices of an evaluation's timed calls (any value will do: the
+// orchestrator chose it, so it knows every call's sentinels).
+std::uint64_t draw_poison_seed() { return draw_checked_position(std::uint64_t{1} << 40); }
+
+// What the trace records of the checked calls the orchestrator drew.
+Json arena_record(const OutputArenaFile& arena, const std::vector<DrawnCall>& drawn, double stop_ms,
+                  double read_ms) {
+  Json positions = Json::array();
+  for (const DrawnCall& d : drawn) positions.push_back(d.position);
+  return Json{{"drawn_by", "orchestrator"},
+              {"positions", positions},
+              {"arena_bytes", arena.bytes()},
+              {"stop_ms", stop_ms},
+              {"read_ms", read_ms}};
+}
+
+// The input set of each checked call, in order.
+std::vector<int> checked_sets(const protocol::EvaluateRequest& request,
+                              const std::vector<DrawnCall>& drawn) {
+  std::vector<int> sets;
+  for (const DrawnCall& d : drawn) {
+    const protocol::TrialPlan& plan = request.schedule.trials.at(static_cast<std::size_t>(d.trial));
+    sets.push_back(plan.timed.at(static_cast<std::size_t>(d.position)));
   }
   return sets;
 }
 
-// The checked calls the reply reports: their input sets from the request's own plan (the reply
-// gives positions only), their outputs in the files the request named, the reference's in
-// `reference_files` (one per checked call, in order).
+// The checked calls: their input sets from the request's own plan, their outputs drawn from the
+// arena (or in the files the request named), the reference's in `reference_files` (one per
+// checked call, in order).
 std::vector<CheckedCall> checked_calls(const protocol::EvaluateRequest& request,
-                                       const protocol::EvaluateReply& reply,
+                                       const std::vector<DrawnCall>& drawn,
                                        const PreparedWorkload& p,
                                        const std::vector<std::string>& reference_files, bool gpu) {
   std::vector<CheckedCall> calls;
-  const std::vector<int> sets = checked_sets(request, reply);
-  for (std::size_t t = 0, i = 0; t < reply.trials.size(); ++t) {
-    const protocol::TrialResult& trial = reply.trials[t];
-    if (!trial.checked) continue;
+  const std::vector<int> sets = checked_sets(request, drawn);
+  for (std::size_t i = 0; i < drawn.size(); ++i) {
+    const DrawnCall& d = drawn[i];
     CheckedCall cc;
-    cc.trial = static_cast<int>(t);
+    cc.trial = d.trial;
     cc.set = sets.at(i);
     cc.seed = p.set_seeds.at(static_cast<std::size_t>(cc.set));
-    cc.solution_outputs = request.schedule.trials.at(t).check_output;
-    cc.reference_outputs = reference_files.at(i++);
+    cc.solution_outputs =
+        request.schedule.trials.at(static_cast<std::size_t>(d.trial)).check_output;
+    cc.solution_values = d.outputs;
+    cc.reference_outputs = reference_files.at(i);
     cc.inputs = p.inputs_file;
     // GPU lanes: sets past the checked ones are made on the device, and remade on the host.
     if (gpu) cc.pool = p.schedule.device_pool;
-    cc.poison = trial.checked->poison;
+    cc.poison = d.poison;
     calls.push_back(std::move(cc));
   }
   return calls;
@@ -304,21 +397,59 @@ protocol::EvaluateRequest request_in_box(Box& box, const protocol::EvaluateReque
   return sent;
 }
 
-// The solution worker's answer to one evaluation request.
+// The solution worker's answer to one evaluation request. A worker whose tree it stopped is
+// resumed when the answer goes.
 struct WorkerAnswer {
   Worker* worker = nullptr;
   Worker::Reply reply;
   double observed_ms = 0;  // the orchestrator's wall time around the request
   CapturedOutput out;
   std::string output_log;
+  bool stopped = false;  // the worker's process tree is stopped
+  double stop_ms = 0;    // what stopping it took
+
+  WorkerAnswer() = default;
+  WorkerAnswer(const WorkerAnswer&) = delete;
+  WorkerAnswer& operator=(const WorkerAnswer&) = delete;
+  ~WorkerAnswer() {
+    if (stopped && worker != nullptr) worker->resume_tree();
+  }
 };
 
-// Sends `sent` to the lane's solution worker (started, and a Python solution opened, first) and
-// takes the outputs out of the box. The outcome when the worker could not start, open the
-// solution, or answer in time.
+// Stops the worker's tree once it has answered: from here on nothing the solution's process does
+// reaches what fib reads. The outcome when it cannot be stopped (the worker is killed).
+std::optional<Outcome> stop_after_reply(WorkerAnswer* a) {
+  const auto stop0 = Clock::now();
+  const std::string why = a->worker->stop_tree(std::chrono::milliseconds(5000));
+  a->stop_ms = ms_since(stop0);
+  if (why.empty()) {
+    a->stopped = true;
+    return std::nullopt;
+  }
+  a->worker->kill();
+  return failed(EvaluationStatus::kRuntimeError,
+                fmt::format("{}: its outputs cannot be read while it may still write them{}", why,
+                            a->output_log));
+}
+
+// How the solution's outputs leave the box (sampling draws; with the pen switched off for a
+// test, the checked calls' files): held to regular files with one link, in fresh copies.
+// Copies are made only of a stopped worker's outputs: one still running could write on.
+std::optional<Outcome> take_solution_outputs(Box& box, const WorkerAnswer& a) {
+  const bool follow = pen_switches_for_tests().follow_links_out_of_the_box;
+  const std::string unsound =
+      box.take_outputs(/*private_copies=*/a.stopped && !follow, /*check=*/!follow);
+  if (unsound.empty()) return std::nullopt;
+  return failed(EvaluationStatus::kRuntimeError, unsound + a.output_log);
+}
+
+// Sends `sent` to the lane's solution worker (started, and a Python solution opened, first),
+// stops its tree once it answered (`stop`), and takes the outputs out of the box. `arena_fd`
+// (>= 0) goes with the request. The outcome when the worker could not start, open the
+// solution, answer in time or be stopped.
 std::optional<Outcome> call_solution_worker(Lane& lane, const EvaluateSettings& settings, Box& box,
-                                            const protocol::EvaluateRequest& sent,
-                                            EvaluationCosts& costs, WorkerAnswer* a) {
+                                            const protocol::EvaluateRequest& sent, int arena_fd,
+                                            bool stop, EvaluationCosts& costs, WorkerAnswer* a) {
   const double timeout_seconds = settings.options.timeout_seconds;
   std::string start_error;
   a->worker = start_solution_worker(lane, settings, costs, &start_error);
@@ -331,12 +462,16 @@ std::optional<Outcome> call_solution_worker(Lane& lane, const EvaluateSettings& 
   const auto sent_at = Clock::now();
   a->reply = a->worker->call(request_json,
                              Clock::now() + std::chrono::duration_cast<Clock::duration>(
-                                                std::chrono::duration<double>(timeout_seconds)));
+                                                std::chrono::duration<double>(timeout_seconds)),
+                             arena_fd);
   a->observed_ms = ms_since(sent_at);
   a->out = a->worker->take_output();
   a->output_log = output_log_of(a->out);
-  box.take_outputs();  // out of the worker's reach before anything reads them
-  return worker_failure(a->reply, a->out, a->output_log, timeout_seconds);
+  if (auto f = worker_failure(a->reply, a->out, a->output_log, timeout_seconds)) return f;
+  if (stop) {
+    if (auto f = stop_after_reply(a)) return f;
+  }
+  return take_solution_outputs(box, *a);  // out of the worker's reach before anything reads them
 }
 
 // A reply whose calls ran, held to what makes its times rankable: no failed call, and the
@@ -402,6 +537,7 @@ PendingJudgement pending_judgement(const Lane& lane, const EvaluationJob& job,
                                    const EvaluateSettings& settings,
                                    const protocol::EvaluateRequest& request,
                                    const protocol::EvaluateReply& reply,
+                                   const std::vector<DrawnCall>& drawn,
                                    const std::vector<std::string>& reference_files) {
   const PreparedWorkload& p = job.prepared;
   PendingJudgement j;
@@ -413,7 +549,7 @@ PendingJudgement pending_judgement(const Lane& lane, const EvaluationJob& job,
   j.builtin = &settings.builtin;
   j.user = settings.user;
   j.warn = settings.warn;
-  j.calls = checked_calls(request, reply, p, reference_files, lane.device.is_cuda());
+  j.calls = checked_calls(request, drawn, p, reference_files, lane.device.is_cuda());
   if (request.sampling) {
     // The draws are on set 0, the first trial's checked set in the reference's run.
     j.sampling =
@@ -432,18 +568,32 @@ Attempt run_solution(Lane& lane, const EvaluationJob& job, const EvaluateSetting
   Json env = evaluation_environment(job, settings.options, lane.device.is_cuda());
   std::optional<std::string> sampling_file;
   if (p.sampling) sampling_file = (p.dir / (job.name + "-draws.safetensors")).string();
-  const protocol::EvaluateRequest request =
+  protocol::EvaluateRequest request =
       evaluation_request(lane, job, settings.options, sampling_file);
-  Box box(settings.worker.sandbox.box);
+  const PenSwitchesForTests& pen = pen_switches_for_tests();
+  // CPU lanes: every timed call's outputs in an arena fib holds; the orchestrator draws.
+  std::optional<OutputArenaFile> arena;
+  std::vector<Shape> shapes;
+  Box box(settings.worker.sandbox.box, settings.worker.sandbox.box_inside);
   protocol::EvaluateRequest sent;
   try {
+    if (lane.device.is_cpu() && !pen.worker_draws_checked_calls) {
+      shapes = output_shapes(job.def, job.workload.axes);
+      PlannedArena planned =
+          plan_output_arena(job.def, shapes, std::move(request.schedule), draw_poison_seed());
+      request.schedule = std::move(planned.schedule);
+      request.arena = planned.layout;
+      arena.emplace(planned.layout);
+    }
     sent = request_in_box(box, request, job);
   } catch (const Error& e) {
     return failed_attempt(
         failed(EvaluationStatus::kRuntimeError, std::string("sandbox: ") + e.what()), env);
   }
   WorkerAnswer answer;
-  if (auto f = call_solution_worker(lane, settings, box, sent, costs, &answer)) {
+  const bool stop = arena.has_value() && !pen.read_without_stopping;
+  if (auto f = call_solution_worker(lane, settings, box, sent, arena ? arena->fd() : -1, stop,
+                                    costs, &answer)) {
     return failed_attempt(std::move(*f), env);
   }
   protocol::EvaluateReply reply;
@@ -451,10 +601,27 @@ Attempt run_solution(Lane& lane, const EvaluationJob& job, const EvaluateSetting
   if (auto f = read_evaluation(lane, job, request, answer, costs, env, &reply, &timing)) {
     return failed_attempt(std::move(*f), env);
   }
+  std::vector<DrawnCall> drawn;
+  if (arena) {
+    if (!stop && pen.read_delay_ms > 0) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(pen.read_delay_ms));
+    }
+    const auto read0 = Clock::now();
+    try {
+      drawn = draw_from_the_arena(job.def, shapes, *arena, request, reply);
+    } catch (const Error& e) {
+      return failed_attempt(failed(EvaluationStatus::kRuntimeError,
+                                   std::string("reading the checked outputs: ") + e.what()),
+                            env);
+    }
+    env["checked_calls"] = arena_record(*arena, drawn, answer.stop_ms, ms_since(read0));
+  } else {
+    drawn = drawn_by_the_worker(request, reply);
+  }
   std::string reference_error;
   const auto reference0 = Clock::now();
   const auto reference_files = lane.reference->outputs_on_sets(
-      job.def, job.workload, p, checked_sets(request, reply), &reference_error);
+      job.def, job.workload, p, checked_sets(request, drawn), &reference_error);
   // The reference's outputs on the drawn sets it had not made yet: part of the harness's time.
   env["checked_reference_ms"] = ms_since(reference0);
   if (!reference_files) {
@@ -463,7 +630,8 @@ Attempt run_solution(Lane& lane, const EvaluationJob& job, const EvaluateSetting
                "the reference failed on the input set of a checked call: " + reference_error),
         env);
   }
-  PendingJudgement j = pending_judgement(lane, job, settings, request, reply, *reference_files);
+  PendingJudgement j =
+      pending_judgement(lane, job, settings, request, reply, drawn, *reference_files);
   j.environment = std::move(env);
   j.output_log = answer.output_log;
   j.timing = timing;

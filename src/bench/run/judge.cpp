@@ -11,6 +11,7 @@
 #include "fib/bench/eval/op_family.h"
 #include "fib/bench/inputs/device_pool.h"
 #include "fib/tensor/safetensors.h"
+#include "output_arena.h"
 
 namespace fib::bench::detail {
 
@@ -20,6 +21,21 @@ Outputs read_outputs(const std::string& path) {
   const SafetensorsFile f = SafetensorsFile::open(path);
   for (const auto& k : f.keys()) out.emplace(k, f.read(k));
   return out;
+}
+
+// What a solution worker wrote, read into *out; false with *verdict a RUNTIME_ERROR when it
+// cannot be read (a file the box refused to take is gone): that evaluation fails, never the
+// run. With the pen switched off for a test, the error goes up as it did before.
+bool read_solution_outputs(const std::string& path, Outputs* out, CallVerdict* verdict) {
+  try {
+    *out = read_outputs(path);
+    return true;
+  } catch (const Error& e) {
+    if (pen_switches_for_tests().follow_links_out_of_the_box) throw;
+    verdict->status = EvaluationStatus::kRuntimeError;
+    verdict->log = fmt::format("fib cannot read the solution's outputs: {}", e.what());
+    return false;
+  }
 }
 
 // The worker stacks draws as [draws, batch]; check_sampling wants [batch, draws].
@@ -46,9 +62,13 @@ Judgement judge(const Definition& def, const EvalConfigFile& builtin, const Eval
   // One checked call: its outputs and the reference's read from their files and compared.
   auto judge_call = [&](const CheckedCall& c, TrialVerdict& tv) {
     Outputs expected = read_outputs(c.reference_outputs);
-    const Outputs got = read_outputs(c.solution_outputs);
     tv.trial = c.trial;
     tv.seed = c.seed;
+    Outputs read;
+    if (!c.solution_values && !read_solution_outputs(c.solution_outputs, &read, &tv.verdict)) {
+      return;
+    }
+    const Outputs& got = c.solution_values ? *c.solution_values : read;
     if (policy.kind == PolicyKind::kSampling) {
       SamplingExpectation e = take_sampling_expectation(expected);
       const std::string& name = def.outputs.front().name;
@@ -105,13 +125,20 @@ Judgement judge(const Definition& def, const EvalConfigFile& builtin, const Eval
   if (sampling && policy.kind == PolicyKind::kSampling) {
     Outputs expected = read_outputs(sampling->reference_outputs);
     const SamplingExpectation expectation = take_sampling_expectation(expected);
-    const Outputs draws = read_outputs(sampling->draws);
+    Outputs draws;
     const std::string& name = def.outputs.front().name;
     TrialVerdict tv;
     tv.trial = static_cast<int>(calls.size());
     tv.seed = sampling->seed;
-    tv.verdict = check_sampling(def, whole, expectation, draws_by_row(draws.at(name)));
-    if (!tv.verdict.passed()) {
+    if (!read_solution_outputs(sampling->draws, &draws, &tv.verdict)) {
+      // tv.verdict says why
+    } else if (!draws.contains(name)) {
+      tv.verdict.status = EvaluationStatus::kIncorrectShape;
+      tv.verdict.log = fmt::format("the sampling draws hold no output '{}'", name);
+    } else {
+      tv.verdict = check_sampling(def, whole, expectation, draws_by_row(draws.at(name)));
+    }
+    if (!tv.verdict.passed() && draws.contains(name)) {
       tv.verdict.log = fmt::format(
           "distribution check over {} draws per row on trial 0's "
           "inputs:\n{}",

@@ -4,10 +4,12 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
 
+#include "fib/bench/eval/compare.h"
 #include "fib/bench/eval/eval_config.h"
 #include "fib/bench/protocol/messages.h"
 #include "fib/trace/definition.h"
@@ -17,9 +19,11 @@ namespace fib::bench::detail {
 
 struct CheckedCall {
   int trial = 0;
-  int set = 0;                    // the checked call's input set
-  std::uint64_t seed = 0;         // of the checked input set (reproduces a failure)
-  std::string solution_outputs;   // safetensors written by the solution worker
+  int set = 0;                   // the checked call's input set
+  std::uint64_t seed = 0;        // of the checked input set (reproduces a failure)
+  std::string solution_outputs;  // safetensors written by the solution worker (GPU lanes)
+  // CPU lanes: the outputs the orchestrator read from the arena (null: in solution_outputs).
+  std::shared_ptr<const Outputs> solution_values;
   std::string reference_outputs;  // safetensors written by the reference worker
   std::string inputs;             // the input-set file (top-k tie scoring); empty: none
   protocol::DevicePool pool;      // count > 0: sets from pool.first on are made from the file's

@@ -134,6 +134,21 @@ std::vector<std::pair<std::string, Tensor>> HostSolutionTarget::outputs() {
   return out;
 }
 
+void HostSolutionTarget::leave_outputs(std::byte* slot, const std::vector<std::uint64_t>& offsets,
+                                       int position,
+                                       std::vector<protocol::MisshapenOutput>* misshapen) const {
+  const Definition& def = call_.definition();
+  for (std::size_t o = 0; o < def.outputs.size(); ++o) {
+    const ProducedOutput p = call_.produced(o);
+    if (p.dtype != def.outputs[o].dtype || p.shape != call_.output_shapes()[o]) {
+      misshapen->push_back({position, def.outputs[o].name, std::string(dtype_name(p.dtype)),
+                            std::vector<std::int64_t>(p.shape.begin(), p.shape.end())});
+      continue;
+    }
+    if (p.bytes > 0) std::memcpy(slot + offsets.at(o), p.data, p.bytes);
+  }
+}
+
 // ---- A native reference ---------------------------------------------------------------------
 HostReferenceTarget::HostReferenceTarget(const Definition& def, const AxisValues& var,
                                          InputSets sets, unsigned threads,

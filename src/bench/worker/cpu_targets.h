@@ -25,6 +25,11 @@ class HostSolutionTarget : public Target {
   bool verify(std::uint64_t call, Failure* failure) override;
   std::vector<std::pair<std::string, Tensor>> outputs() override;
   std::map<std::string, std::int64_t> poison() const override { return call_.sentinels(); }
+  // Copies the last call's outputs into an arena slot (output o at slot + offsets[o]); an
+  // output whose dtype or shape is not the definition's (value-returning) is described in
+  // *misshapen instead, as timed call `position`.
+  void leave_outputs(std::byte* slot, const std::vector<std::uint64_t>& offsets, int position,
+                     std::vector<protocol::MisshapenOutput>* misshapen) const;
   // Every input set against its checksums (a write to a set other than the call's own).
   bool verify_all_inputs(std::uint64_t call, Failure* failure);
   // Time in cache flushes (with the output poisoning between them).

@@ -15,6 +15,8 @@
 #include <thread>
 #include <utility>
 
+#include "fib/base/diagnostics.h"
+
 namespace fib::bench::detail {
 
 namespace {
@@ -217,6 +219,32 @@ std::optional<std::int64_t> HostBuffer::guard_violation() const {
 std::unique_ptr<OutputBuffer> make_host_buffer(DType dtype, const Shape& shape) {
   return std::make_unique<HostBuffer>(dtype, shape);
 }
+
+// ---- The output arena -------------------------------------------------------------------------
+ArenaMapping::ArenaMapping(int fd, std::size_t bytes) : bytes_(bytes) {
+  const std::size_t page = page_bytes();
+  const std::size_t guard = HostBuffer::kGuardPages * page;
+  const std::size_t body = round_up(std::max<std::size_t>(bytes, 1), page);
+  map_bytes_ = body + 2 * guard;
+  void* m =
+      ::mmap(nullptr, map_bytes_, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+  if (m == MAP_FAILED) {
+    ::close(fd);
+    throw Error("output arena", "cannot reserve its address space");
+  }
+  map_ = static_cast<std::byte*>(m);
+  void* d = bytes == 0 ? map_ + guard
+                       : ::mmap(map_ + guard, bytes, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_FIXED,
+                                fd, 0);
+  ::close(fd);
+  if (d == MAP_FAILED) {
+    ::munmap(map_, map_bytes_);
+    throw Error("output arena", "cannot map the orchestrator's arena");
+  }
+  data_ = static_cast<std::byte*>(d);
+}
+
+ArenaMapping::~ArenaMapping() { g_quarantine.retire(map_, map_bytes_); }
 
 // ---- The fault handler ------------------------------------------------------------------------
 void install_fault_handler() {

@@ -50,6 +50,28 @@ class HostBuffer : public OutputBuffer {
 
 std::unique_ptr<OutputBuffer> make_host_buffer(DType dtype, const Shape& shape);
 
+// The evaluation's output arena (protocol::OutputArena): the orchestrator's memfd mapped shared
+// and writable, with HostBuffer::kGuardPages inaccessible pages on both sides. When it goes, its
+// pages are retired as a HostBuffer's are (fresh private zero pages, kept reserved): a thread
+// the solution left behind that writes there afterwards reaches neither the orchestrator's
+// memfd nor the next evaluation's arena.
+class ArenaMapping {
+ public:
+  // Maps `bytes` of `fd` (closed here either way); throws fib::Error when it cannot.
+  ArenaMapping(int fd, std::size_t bytes);
+  ~ArenaMapping();
+  ArenaMapping(const ArenaMapping&) = delete;
+  ArenaMapping& operator=(const ArenaMapping&) = delete;
+  std::byte* data() const { return data_; }
+  std::size_t bytes() const { return bytes_; }
+
+ private:
+  std::byte* map_ = nullptr;  // the whole reservation, inaccessible pages included
+  std::size_t map_bytes_ = 0;
+  std::byte* data_ = nullptr;
+  std::size_t bytes_ = 0;
+};
+
 // Installs the handler that names what a faulting write hit (an input: inputs are read-only
 // mappings; the inaccessible pages around an output) before the worker dies of the fault. Once
 // per process.

@@ -38,6 +38,8 @@ struct WorkerState {
   std::shared_ptr<GpuWorker> gpu;  // the device, stream, timer and device copies of the sets
   // Set when the process cannot go on (a sticky CUDA error): it answers, then exits.
   bool exit_after_reply = false;
+  int channel = -1;   // the orchestrator's channel
+  int arena_fd = -1;  // the output arena that came with the request in hand; -1: none
 };
 
 // The input sets in the file at `path` (mapped once while requests name the same file).

@@ -1,18 +1,23 @@
 // The worker's side (`fib worker`): loads solution libraries, runs the call schedule the
-// orchestrator sends (warmup, timed calls with one checked call drawn among them after they
-// return, sampling draws), and reports raw facts: latency samples, the outputs of checked calls
-// (written to files the orchestrator compares against the reference, which never enters this
-// process), and contract violations (a guard region overwritten, an input modified, an error
-// returned). The same loop runs the native references in a separate worker that never loads a
-// solution.
+// orchestrator sends (warmup, timed calls, sampling draws), and reports raw facts: latency
+// samples, the outputs of the timed calls (on the CPU, every timed call's in the orchestrator's
+// output arena, from which the orchestrator draws the checked call once this process is
+// stopped; on a GPU, one checked call drawn here after the calls return, written to a file),
+// compared against the reference's, which never enters this process, and contract violations (a
+// guard region overwritten, an input modified, an error returned). The same loop runs the
+// native references in a separate worker that never loads a solution.
 #include <fcntl.h>
 #include <fmt/format.h>
 #include <signal.h>
+#include <sys/socket.h>
 #include <unistd.h>
 
+#include <cerrno>
 #include <chrono>
+#include <cstring>
 #include <optional>
 #include <set>
+#include <utility>
 
 #include "cpu_targets.h"
 #include "fib/bench/protocol/framing.h"
@@ -35,13 +40,37 @@ double ms_since(Clock::time_point t0) {
   return std::chrono::duration<double, std::milli>(Clock::now() - t0).count();
 }
 
+// Where a CPU solution's timed calls leave their outputs: the orchestrator's arena, one slot per
+// timed call (protocol::OutputArena), filled after each call's checks, outside its timed region.
+class ArenaWriter {
+ public:
+  ArenaWriter(const HostSolutionTarget& target, const protocol::OutputArena& spec, int fd)
+      : target_(target), spec_(spec), mapping_(fd, spec.bytes) {}
+
+  void leave(const TrialPlan& plan, std::size_t position, TrialResult* out) const {
+    const std::uint64_t slot = static_cast<std::uint64_t>(plan.first_slot) + position;
+    if ((slot + 1) * spec_.slot_bytes > mapping_.bytes()) {
+      throw Error("output arena", fmt::format("slot {} lies beyond the arena", slot));
+    }
+    target_.leave_outputs(mapping_.data() + slot * spec_.slot_bytes, spec_.output_offsets,
+                          static_cast<int>(position), &out->misshapen);
+  }
+
+ private:
+  const HostSolutionTarget& target_;
+  const protocol::OutputArena& spec_;
+  ArenaMapping mapping_;
+};
+
 // The CPU schedule: each call timed on the host clock between prepare and verify.
 class CpuSchedule {
  public:
   // `keep_outputs`: a folder where the outputs of the first call on each input set are written
-  // (a reference's, for checked calls drawn later); empty: none.
-  CpuSchedule(Target& target, const Schedule& s, std::string keep_outputs = {})
-      : target_(target), s_(s), keep_outputs_(std::move(keep_outputs)) {}
+  // (a reference's, for checked calls drawn later); empty: none. `arena`: where every timed
+  // call's outputs go (a solution's; the orchestrator draws the checked call); null: none.
+  CpuSchedule(Target& target, const Schedule& s, std::string keep_outputs = {},
+              const ArenaWriter* arena = nullptr)
+      : target_(target), s_(s), keep_outputs_(std::move(keep_outputs)), arena_(arena) {}
 
   // Every trial, until a call fails (*failure set; the trials before it are returned).
   std::vector<TrialResult> run(std::optional<Failure>* failure) {
@@ -58,8 +87,9 @@ class CpuSchedule {
   }
 
  private:
-  bool one_call(int set, double* ms, bool flush) {
-    target_.prepare(set, call_, flush && s_.flush_caches);
+  // `poison`: the poison index of the call's outputs; the call's number when none is given.
+  bool one_call(int set, double* ms, bool flush, std::optional<std::uint64_t> poison = {}) {
+    target_.prepare(set, poison.value_or(call_), flush && s_.flush_caches);
     Failure f;
     const auto t0 = Clock::now();
     const bool ok = target_.call(call_, &f);
@@ -94,10 +124,13 @@ class CpuSchedule {
     const auto start = Clock::now();
     const std::size_t must_reach = std::max<std::size_t>(
         s_.noise.min_samples, static_cast<std::size_t>(plan.check_position + 1));
+    const bool in_arena = arena_ != nullptr && plan.first_slot >= 0;
     for (std::size_t i = 0; i < plan.timed.size(); ++i) {
       double ms = 0;
-      if (!one_call(plan.timed[i], &ms, /*flush=*/true)) return false;
+      const auto poison = in_arena ? std::optional(plan.poison_base + i) : std::nullopt;
+      if (!one_call(plan.timed[i], &ms, /*flush=*/true, poison)) return false;
       out->samples_ms.push_back(ms);
+      if (in_arena) arena_->leave(plan, i, out);
       if (!plan.check_output.empty() && checked_call_kept(plan.check_position, i)) {
         kept = target_.outputs();
         out->checked = CheckedCall{call_ - 1, target_.poison(), static_cast<int>(i)};
@@ -126,7 +159,30 @@ class CpuSchedule {
   std::uint64_t kept_bytes_ = 0;
   std::uint64_t call_ = 0;
   Failure failure_;
+  const ArenaWriter* arena_;
 };
+
+// The descriptor that follows a request on the channel: one byte carrying it (SCM_RIGHTS).
+int receive_descriptor(int channel) {
+  char byte = 0;
+  iovec iov{&byte, 1};
+  alignas(cmsghdr) char control[CMSG_SPACE(sizeof(int))] = {};
+  msghdr msg{};
+  msg.msg_iov = &iov;
+  msg.msg_iovlen = 1;
+  msg.msg_control = control;
+  msg.msg_controllen = sizeof control;
+  ssize_t n;
+  while ((n = ::recvmsg(channel, &msg, MSG_CMSG_CLOEXEC)) < 0 && errno == EINTR) {
+  }
+  const cmsghdr* c = n == 1 ? CMSG_FIRSTHDR(&msg) : nullptr;
+  if (c == nullptr || c->cmsg_level != SOL_SOCKET || c->cmsg_type != SCM_RIGHTS) {
+    throw Error("worker", "the request's output arena did not come with it");
+  }
+  int fd = -1;
+  std::memcpy(&fd, CMSG_DATA(c), sizeof fd);
+  return fd;
+}
 
 protocol::EvaluateReply handle_evaluate(WorkerState& st, const protocol::EvaluateRequest& req) {
   const Definition& def = req.definition;
@@ -148,8 +204,11 @@ protocol::EvaluateReply handle_evaluate(WorkerState& st, const protocol::Evaluat
   const auto load_t0 = Clock::now();
   HostSolutionTarget target(def, req.var_axes, load_sets(st, req.sets), backend, req.solution.dps);
   reply.load_inputs_ms = ms_since(load_t0);
+  std::optional<ArenaWriter> arena;
+  if (req.arena) arena.emplace(target, *req.arena, std::exchange(st.arena_fd, -1));
   const auto schedule_t0 = Clock::now();
-  reply.trials = CpuSchedule(target, req.schedule).run(&reply.failure);
+  reply.trials =
+      CpuSchedule(target, req.schedule, {}, arena ? &*arena : nullptr).run(&reply.failure);
   reply.schedule_ms = ms_since(schedule_t0);
   reply.cache_flush_ms = target.cache_flush_ms();
   if (!reply.failure && req.sampling) {
@@ -194,6 +253,7 @@ bool on_gpu(const std::string& device) { return device.rfind("cuda", 0) == 0; }
 
 Json evaluate(WorkerState& st, const Json& j) {
   const auto req = protocol::from_json<protocol::EvaluateRequest>(j);
+  if (req.arena) st.arena_fd = receive_descriptor(st.channel);
   if (!on_gpu(req.device)) return to_json(handle_evaluate(st, req));
 #ifdef FIB_HAVE_CUDA
   return to_json(gpu_evaluate(st, req));
@@ -242,6 +302,7 @@ int worker_main(int channel_fd) {
   ::close(channel_fd);
   ::signal(SIGPIPE, SIG_IGN);
   detail::WorkerState state;
+  state.channel = fd;
   std::string text;
   while (detail::read_message(fd, &text) == detail::ReadResult::kMessage) {
     const Json req = Json::parse(text, nullptr, false);
@@ -256,6 +317,7 @@ int worker_main(int channel_fd) {
     } catch (const std::exception& e) {
       reply = protocol::error_reply(e.what());
     }
+    if (state.arena_fd >= 0) ::close(std::exchange(state.arena_fd, -1));  // one never mapped
     // The span the orchestrator holds against its own observation (a clock rewritten by the
     // solution shrinks it with the calls' samples).
     if (protocol::command_of(req) == "evaluate" && reply.is_object()) {

@@ -1,11 +1,11 @@
 // One worker evaluation's files in a sandbox box (launch/sandbox.h): the box is the only folder
-// of the orchestrator's a sandboxed worker sees, bound read-only, with its out/ folder bound
-// read-write. A Box stages what the worker reads (the input-set file, a solution's library),
-// rewrites the paths the worker is handed to the box's, and takes the outputs the worker wrote
-// out of the box before the orchestrator reads them. Without a sandbox the Box is empty: the
-// worker reads and writes the orchestrator's own paths and nothing moves. Solution workers, the
-// native reference worker and the PyTorch reference all go through it, so how files enter and
-// leave a worker's reach is decided here alone.
+// of the orchestrator's a sandboxed worker sees, bound read-only at a neutral path
+// (kBoxInSandbox), with its out/ folder bound read-write. A Box stages what the worker reads (the
+// input-set file, a solution's library), rewrites the paths the worker is handed to the box's, and
+// takes the outputs the worker wrote out of the box before the orchestrator reads them. Without a
+// sandbox the Box is empty: the worker reads and writes the orchestrator's own paths and nothing
+// moves. Solution workers, the native reference worker and the PyTorch reference all go through it,
+// so how files enter and leave a worker's reach is decided here alone.
 #pragma once
 
 #include <filesystem>
@@ -18,13 +18,20 @@
 
 namespace fib::bench::detail {
 
+// Where the sandbox binds a box (SandboxSpec::box_inside): a neutral path, so nothing inside
+// says where fib's scratch folder is.
+inline constexpr const char* kBoxInSandbox = "/box";
+
 class Box {
  public:
-  // `dir`: a box made by Scratch::make_box (run/environment.h); empty: unsandboxed.
-  explicit Box(std::filesystem::path dir = {});
+  // `dir`: a box made by Scratch::make_box (run/environment.h); empty: unsandboxed. `inside`:
+  // where the sandbox binds it (SandboxSpec::box_inside).
+  explicit Box(std::filesystem::path dir = {}, std::filesystem::path inside = kBoxInSandbox);
 
   bool sandboxed() const { return !dir_.empty(); }
   const std::filesystem::path& dir() const { return dir_; }
+  // A path under dir() as the sandboxed process sees it (unsandboxed: itself).
+  std::string inside(const std::filesystem::path& path) const;
 
   // A solution's library as its build made it.
   struct Library {
@@ -57,13 +64,20 @@ class Box {
   protocol::Schedule outputs_in_box(protocol::Schedule schedule);
   // Moves every output named since the box was staged or cleared out of the box, to where the
   // orchestrator reads it, out of the worker's reach; an output the worker did not write is left
-  // out.
-  void take_outputs();
+  // out. What arrives is held to being a regular file with one link, opened without following
+  // a link (O_NOFOLLOW): anything else (a symbolic link, dangling or not, a folder, a hard
+  // link) is removed and named in the message returned (empty when every output is sound).
+  // `private_copies`: each output is rewritten as a fresh file fib made, so a descriptor the
+  // worker kept open on the file it wrote reaches nothing fib reads (a solution's outputs).
+  // `check` false: nothing is held to anything (only for red-team tests that show what the
+  // check stops).
+  std::string take_outputs(bool private_copies = false, bool check = true);
 
  private:
   void clear_except(const std::vector<std::filesystem::path>& keep);
 
   std::filesystem::path dir_;
+  std::filesystem::path inside_;
   std::vector<std::pair<std::string, std::string>> outputs_;  // in the box, then where it goes
 };
 

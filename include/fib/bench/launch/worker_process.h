@@ -24,8 +24,9 @@ class MessageReader;
 
 // A worker's sandbox (bubblewrap): its own user, pid, network, ipc, uts and mount namespaces, an
 // unprivileged uid, and a file system of read-only paths, one writable folder and private /tmp,
-// /dev/shm and /proc. Every path is bound at the path it has outside, so the paths in requests
-// need no translation.
+// /dev/shm and /proc. The read-only paths are bound at the paths they have outside; the box at
+// a neutral path (`box_inside`), so nothing inside names fib's scratch folder (a Box translates
+// the paths it hands out).
 struct SandboxSpec {
   std::filesystem::path bwrap;  // empty: no sandbox
   // Bound read-only: /usr, the loader's cache, the folders of the libraries fib and the
@@ -34,7 +35,8 @@ struct SandboxSpec {
   // The worker's box, bound read-only: the evaluation's staged input-set file and library; its
   // `out` folder, bound read-write, is the one place the worker can write outside /tmp.
   std::filesystem::path box;
-  bool gpu = false;  // bind the /dev/nvidia* nodes
+  std::filesystem::path box_inside = "/box";  // where the box is bound inside
+  bool gpu = false;                           // bind the /dev/nvidia* nodes
   // fib runs as root: start bubblewrap as `uid` outside the namespaces too (where unprivileged
   // user namespaces are allowed), so the worker is no root outside and RLIMIT_NPROC holds.
   bool drop_to_uid = false;
@@ -107,7 +109,20 @@ class Worker {
   // no longer alive() and must be replaced. A reply counts once the worker answers a greeting
   // after it with nothing in between (else the channel is broken: kDied, the worker killed), so
   // a reply a solution writes on the channel is never taken for the worker's.
-  Reply call(const Json& request, std::chrono::steady_clock::time_point deadline);
+  // `descriptor` (>= 0): passed to the worker right after the request, as one byte carrying it
+  // (SCM_RIGHTS), for a request that says one follows (an evaluation's output arena).
+  Reply call(const Json& request, std::chrono::steady_clock::time_point deadline,
+             int descriptor = -1);
+
+  // Stops every process descending from the one fib started (bubblewrap's outer process when
+  // sandboxed), with SIGSTOP, and returns once all of them are seen stopped, twice in a row,
+  // with no new process and no CPU time run in between: from then on nothing in the worker's
+  // tree runs until resume_tree(). Empty when it holds; else why not (within `limit`; the
+  // caller kills the worker). Unsandboxed, a process that left the tree (reparented away from
+  // it) is not found.
+  std::string stop_tree(std::chrono::milliseconds limit);
+  // Resumes what stop_tree stopped (SIGCONT).
+  void resume_tree();
 
   // The worker's output since the last call of this function.
   CapturedOutput take_output();
@@ -125,7 +140,8 @@ class Worker {
   std::string reap(int* signal);
   // One request and the message that answers it; call() adds the check that the worker's loop
   // sent it.
-  Reply exchange(const Json& request, std::chrono::steady_clock::time_point deadline);
+  Reply exchange(const Json& request, std::chrono::steady_clock::time_point deadline,
+                 int descriptor = -1);
   Reply take_reply(detail::MessageReader& reader);
   ssize_t peek_channel() const;
   bool channel_has_data() const;
@@ -135,6 +151,7 @@ class Worker {
   int channel_ = -1;
   int output_ = -1;
   CapturedOutput captured_;
+  std::vector<pid_t> stopped_;  // by stop_tree, until resume_tree
 };
 
 // Describes a wait status: "exited with status 3", "killed by signal 9 (SIGKILL)".

@@ -8,7 +8,8 @@
 // (an unknown key, a missing key or a value of the wrong type is a ProtocolError), and
 // check_reply() holds a parsed reply against its request (as many trials as asked for at most,
 // checked calls only where the request asked for them and at a position among the timed calls
-// made, as many draws as asked for).
+// made, none where the request has an output arena (the orchestrator draws them), as many timed
+// calls as the noise criterion needs before any stop, as many draws as asked for).
 #pragma once
 
 #include <cstdint>
@@ -33,11 +34,17 @@ class ProtocolError : public Error {
 // ---- Requests -------------------------------------------------------------------------------
 
 // One trial: warmup calls, then timed calls over input sets (indices into the input-set file,
-// or the device pool), one of them checked: its outputs go to `check_output`. A solution's worker
-// is not told which: it draws the checked call among the timed calls after they are made (each
-// kept with probability 1/(i+1) once call i has returned, from the kernel's random source), so
-// nothing the worker knows during a call says whether that call will be checked. The reference
-// worker (trusted) is told the position.
+// or the device pool), one of them checked.
+// - A CPU solution's worker (the request has an OutputArena) is told nothing of the checked call:
+//   it leaves every timed call's outputs in the trial's slots of the arena (slot first_slot + i
+//   for timed call i), and the orchestrator draws the checked call from its own randomness once
+//   the worker's whole process tree is stopped, then reads that slot. The outputs of timed call i
+//   are poisoned with poison index poison_base + i, so the orchestrator knows the sentinels of
+//   "never written" elements without asking the worker.
+// - A GPU solution's worker draws the checked call among the timed calls after they are made
+//   (each kept with probability 1/(i+1) once call i has returned, from the kernel's random
+//   source) and writes its outputs to `check_output`.
+// - The reference worker (trusted) is told the position and writes to `check_output`.
 struct TrialPlan {
   std::vector<int> warmup;        // set indices
   std::vector<int> timed;         // set indices, in call order
@@ -45,7 +52,19 @@ struct TrialPlan {
   std::string check_output;       // where they go (chosen by the orchestrator); empty: nowhere
   double max_seconds = 0;         // 0: no time cap
   double max_warmup_seconds = 0;  // 0: every warmup call; else the warmup's time cap
+  int first_slot = -1;            // the arena slot of timed call 0; -1: no arena
+  std::uint64_t poison_base = 0;  // with an arena: the poison index of timed call 0
   bool operator==(const TrialPlan&) const = default;
+};
+
+// Shared memory the orchestrator makes for one CPU evaluation (a sealed memfd, passed with the
+// request over the channel): one slot per timed call, each holding that call's outputs at
+// `output_offsets` (the definition's outputs in order, each as the definition shapes it).
+struct OutputArena {
+  std::uint64_t bytes = 0;       // the memfd's size
+  std::uint64_t slot_bytes = 0;  // one timed call's outputs
+  std::vector<std::uint64_t> output_offsets;
+  bool operator==(const OutputArena&) const = default;
 };
 
 // GPU lanes: sets [first, first + count) are made on the device from the file's sets (set
@@ -90,6 +109,9 @@ struct EvaluateRequest {
   std::string device = "cpu";        // "cpu" or "cuda:N"
   std::string gpu_timer = "events";  // "events", "events-raw" or "cupti"
   std::optional<SamplingRequest> sampling;
+  // CPU: every timed call's outputs go to this arena, whose descriptor follows the request on
+  // the channel (one byte carrying it, SCM_RIGHTS). nullopt: none (GPU lanes).
+  std::optional<OutputArena> arena;
 };
 
 struct ReferenceRequest {
@@ -135,8 +157,20 @@ struct CheckedCall {
   bool operator==(const CheckedCall&) const = default;
 };
 
+// A value-returning solution's output whose dtype or shape is not the definition's: it cannot
+// fill its arena slot, so the worker says what it was (the orchestrator judges it by this when
+// it draws that call).
+struct MisshapenOutput {
+  int position = 0;  // among the trial's timed calls
+  std::string output;
+  std::string dtype;
+  std::vector<std::int64_t> shape;
+  bool operator==(const MisshapenOutput&) const = default;
+};
+
 struct TrialResult {
   std::vector<double> samples_ms;
+  std::vector<MisshapenOutput> misshapen;  // with an arena only
   double warmup_ms = 0;
   int warmup_calls = 0;
   std::string stopped_by;  // "noise", "iterations", "time_cap"
@@ -189,6 +223,8 @@ Json to_json(const EvaluateRequest& m);
 Json to_json(const ReferenceRequest& m);
 Json to_json(const Failure& m);
 Json to_json(const CheckedCall& m);
+Json to_json(const OutputArena& m);
+Json to_json(const MisshapenOutput& m);
 Json to_json(const TrialResult& m);
 Json to_json(const EvaluateReply& m);
 Json to_json(const ReferenceReply& m);

@@ -9,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "fib/bench/protocol/poison.h"
 #include "fib/tensor/tensor.h"
 #include "fib/trace/definition.h"
 #define FIB_SOLUTION_C_API_ONLY
@@ -37,19 +38,5 @@ struct InputViews {
 // one), then `outputs` (destination-passing; empty for value-returning solutions).
 std::vector<fib_value> build_arguments(const Definition& def, const InputViews& in,
                                        const std::vector<fib_tensor>& outputs);
-
-// The poison of call `k` for an output of `dtype`: a `width`-byte little-endian pattern
-// repeated over the buffer (NaN payloads for floats, alternating bytes for integers), and the
-// integer sentinel it reads as (0 for float formats), for "never written" messages.
-struct Poison {
-  std::uint32_t pattern = 0;
-  int width = 1;
-  std::int64_t sentinel = 0;
-};
-Poison poison_for(DType dtype, std::uint64_t k);
-
-// The integer sentinels of call `k`'s poison, by output, for outputs whose poison is not a NaN
-// (integers, bools, float4): what the orchestrator counts as "never written".
-std::map<std::string, std::int64_t> poison_sentinels(const Definition& def, std::uint64_t k);
 
 }  // namespace fib::bench::detail
