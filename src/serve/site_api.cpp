@@ -4,23 +4,26 @@
 #include <httplib.h>
 
 #include <algorithm>
-#include <charconv>
 #include <iostream>
 #include <mutex>
 #include <optional>
 
 #include "fib/base/diagnostics.h"
+#include "fib/base/json.h"
 #include "fib/dataset/keys.h"
 #include "fib/report/best.h"
 #include "fib/report/fast_p.h"
 #include "fib/report/summary.h"
 #include "fib/serve/server.h"
+#include "fib/serve/tokens.h"
 #include "serve/routes.h"
 #include "serve/site_caches.h"
 
 namespace fib::serve {
 
 namespace {
+
+constexpr std::size_t kTraceIdLength = 24;
 
 std::shared_ptr<const TraceSet> snapshot(const SiteSource& s) {
   auto set = s.dataset();
@@ -35,10 +38,9 @@ report::BaselineChoice baseline_of(const SiteSource& s) {
 }
 
 // The fields the pages list for each trace; the viewer fetches the whole record.
-Json brief_trace(const TraceSet& set, const Trace& t, std::size_t index,
-                 const report::TrustPolicy& trust) {
+Json brief_trace(const TraceSet& set, const Trace& t, const report::TrustPolicy& trust) {
   Json j;
-  j["index"] = index;
+  j["id"] = trace_id(t);
   j["solution"] = t.solution.value_or("");
   const auto* sol = t.solution ? set.solution(*t.solution) : nullptr;
   j["author"] = sol ? Json(sol->value.author) : Json(nullptr);
@@ -151,8 +153,7 @@ Json SiteApi::kernel(const std::string& name) const {
   j["ranking"] = best["definitions"].empty() ? Json(nullptr) : best["definitions"][0];
   j["fast_p"] = fast_p_of((*reports(set))["fast_p"], name);
   Json brief = Json::array();
-  for (std::size_t i = 0; i < traces.size(); ++i)
-    brief.push_back(brief_trace(*set, traces[i].value, i, source_.trust));
+  for (const auto& r : traces) brief.push_back(brief_trace(*set, r.value, source_.trust));
   j["traces"] = std::move(brief);
   return j;
 }
@@ -161,26 +162,27 @@ Json SiteApi::traces(const std::string& definition, const std::string& solution)
   const auto set = snapshot(source_);
   const auto& traces = traces_of(*set, definition);
   Json list = Json::array();
-  for (std::size_t i = 0; i < traces.size(); ++i) {
-    const Trace& t = traces[i].value;
+  for (const auto& r : traces) {
+    const Trace& t = r.value;
     if (!solution.empty() && t.solution.value_or("") != solution) continue;
-    list.push_back(brief_trace(*set, t, i, source_.trust));
+    list.push_back(brief_trace(*set, t, source_.trust));
   }
   return Json{{"definition", definition}, {"traces", std::move(list)}};
 }
 
-Json SiteApi::trace(const std::string& definition, std::size_t index) const {
+Json SiteApi::trace(const std::string& definition, const std::string& id) const {
   const auto set = snapshot(source_);
   const auto& traces = traces_of(*set, definition);
-  if (index >= traces.size()) {
-    throw NotFound("trace", fmt::format("definition '{}' has {} traces; there is no trace {}",
-                                        definition, traces.size(), index));
+  const auto found = std::find_if(traces.begin(), traces.end(),
+                                  [&](const auto& r) { return trace_id(r.value) == id; });
+  if (found == traces.end()) {
+    throw NotFound("trace", fmt::format("definition '{}' has no trace {}", definition, id));
   }
-  const Trace& t = traces[index].value;
+  const Trace& t = found->value;
   Json j;
   j["definition"] = definition;
-  j["index"] = index;
-  j["source"] = set->where(traces[index].source);
+  j["id"] = id;
+  j["source"] = set->where(found->source);
   j["verified"] = source_.trust.verified(t);
   j["signer"] = t.signer;
   j["trace"] = to_json(t);
@@ -216,27 +218,38 @@ Handler json_route(F make) {
   };
 }
 
-std::optional<std::size_t> parse_index(const std::string& s) {
-  std::size_t v = 0;
-  const auto [end, ec] = std::from_chars(s.data(), s.data() + s.size(), v);
-  if (ec != std::errc{} || end != s.data() + s.size()) return std::nullopt;
-  return v;
+bool is_trace_id(const std::string& s) {
+  return s.size() == kTraceIdLength && std::all_of(s.begin(), s.end(), [](char c) {
+           return std::isxdigit(c) && !std::isupper(c);
+         });
 }
 
 void get_traces(const SiteApi& api, const httplib::Request& req, httplib::Response& res) {
   const std::string definition = req.get_param_value("definition");
   if (definition.empty()) return send_error(res, 400, "give ?definition=NAME");
-  if (!req.has_param("index")) {
+  if (req.has_param("index")) {
+    // Positions change meaning when traces are added before them: traces are named by id.
+    return send_error(res, 400, "traces are named by id (?definition=D&id=ID), not by index");
+  }
+  if (!req.has_param("id")) {
     const std::string solution = req.get_param_value("solution");
     return json_route([&](const httplib::Request&) { return api.traces(definition, solution); })(
         req, res);
   }
-  const auto index = parse_index(req.get_param_value("index"));
-  if (!index) return send_error(res, 400, "index must be a non-negative integer");
-  json_route([&](const httplib::Request&) { return api.trace(definition, *index); })(req, res);
+  const std::string id = req.get_param_value("id");
+  if (!is_trace_id(id)) {
+    return send_error(res, 400, fmt::format("id must be {} lowercase hex digits", kTraceIdLength));
+  }
+  json_route([&](const httplib::Request&) { return api.trace(definition, id); })(req, res);
 }
 
 }  // namespace
+
+std::string trace_id(const Json& record) {
+  return sha256_hex(dump_json_line(record)).substr(0, kTraceIdLength);
+}
+
+std::string trace_id(const Trace& trace) { return trace_id(to_json(trace)); }
 
 report::TrustPolicy report_trust_policy() {
   report::TrustPolicy policy;
@@ -270,7 +283,7 @@ void register_site_routes(RouteTable& routes, ServeContext& context) {
   routes.get(
       "/api/traces",
       "A definition's traces in brief (?definition=D[&solution=S]), or one in full "
-      "(?definition=D&index=N)",
+      "(?definition=D&id=ID)",
       [api](const httplib::Request& req, httplib::Response& res) { get_traces(*api, req, res); });
 
   // Scripts are served without on-the-fly compression (see send_page_json: seconds for

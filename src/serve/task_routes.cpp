@@ -5,6 +5,8 @@
 
 #include <charconv>
 
+#include "serve/site_api.h"
+
 namespace fib::serve {
 
 namespace {
@@ -12,19 +14,37 @@ namespace {
 constexpr double kMaxWaitSeconds = 3600;
 constexpr std::size_t kMaxBatch = 10000;
 
-void evaluate(ServeContext& context, TaskService& tasks, const httplib::Request& req,
-              httplib::Response& res) {
+void evaluate(const TaskRouteContext& rc, const httplib::Request& req, httplib::Response& res) {
+  const std::optional<Identity> sender = rc.auth->identify(req);
+  if (!sender) return send_error(res, 401, "Missing or wrong token");
+  if (sender->max_body_bytes != 0 && req.body.size() > sender->max_body_bytes) {
+    return send_error(res, 413,
+                      fmt::format("Request body too large: this token's limit is {} bytes",
+                                  sender->max_body_bytes));
+  }
   const std::optional<Json> body = read_json_body(req, res);
   if (!body) return;
   Rejection rejection;
-  const std::optional<Submission> s = parse_submission(
-      *body, *context.traces(), tasks.has_cpu_queue(), tasks.has_gpu_queue(), rejection);
+  const SubmissionRules rules{.cpu_devices = rc.tasks->has_cpu_queue(),
+                              .gpu_devices = rc.tasks->has_gpu_queue(),
+                              .sender = *sender,
+                              .baseline_author = rc.baseline_author};
+  const std::optional<Submission> s =
+      parse_submission(*body, *rc.context->traces(), rules, rejection);
   if (!s) {
     if (rejection.diagnostics.empty()) return send_error(res, rejection.status, rejection.detail);
     return send_diagnostics(res, rejection.status, rejection.detail, rejection.diagnostics);
   }
-  const std::string id = tasks.submit(*s);
-  send_json(res, Json{{"task_id", id}, {"normalized_solution_name", s->solution.name}});
+  const std::optional<std::string> id = rc.tasks->submit(*s, *sender);
+  if (!id) {
+    return send_error(res, 429,
+                      fmt::format("This token has {} tasks pending or running, its limit: submit "
+                                  "again once one has finished",
+                                  sender->max_queued));
+  }
+  send_json(res, Json{{"task_id", *id},
+                      {"normalized_solution_name", s->solution.name},
+                      {"author", s->solution.author}});
 }
 
 // A wait in seconds, 0..3600, or nullopt after answering 422.
@@ -129,6 +149,7 @@ void list_tasks(TaskService& tasks, const httplib::Request& req, httplib::Respon
   for (const Task& t : tasks.store().recent(limit, status)) {
     Json j = task_response(t);
     j.erase("traces");
+    j.erase("trace_ids");
     j["workload_uuids"] = t.workloads;
     j["created"] = t.created;
     j["updated"] = t.updated;
@@ -150,15 +171,18 @@ Json task_response(const Task& t) {
          {"traces", t.traces.empty() ? Json() : t.traces},
          {"error", t.error.empty() ? Json() : Json(t.error)}};
   if (!t.device.empty()) j["device"] = t.device;
+  // fib's addition: each trace's stable id, for links to /api/traces and the trace page.
+  Json ids = Json::array();
+  for (const Json& trace : t.traces) ids.push_back(trace_id(trace));
+  j["trace_ids"] = std::move(ids);
   return j;
 }
 
-void register_task_routes(RouteTable& routes, ServeContext& context, TaskService& tasks) {
-  ServeContext* c = &context;
-  TaskService* t = &tasks;
+void register_task_routes(RouteTable& routes, const TaskRouteContext& rc) {
+  TaskService* t = rc.tasks;
   routes.post(
       "/evaluate", "Submit a solution for evaluation",
-      [c, t](const httplib::Request& req, httplib::Response& res) { evaluate(*c, *t, req, res); });
+      [rc](const httplib::Request& req, httplib::Response& res) { evaluate(rc, req, res); });
   routes.get(
       "/tasks", "The newest tasks, without traces (?status=, ?limit= up to 1000)",
       [t](const httplib::Request& req, httplib::Response& res) { list_tasks(*t, req, res); });

@@ -37,6 +37,7 @@ struct Task {
   Json traces = Json::array();         // the final traces (to_json), once finished
   std::string error;                   // why it failed
   double created = 0, updated = 0;     // seconds since the epoch
+  std::string token;                   // the id of the token that submitted it ('': the admin's)
 };
 
 class TaskStore {
@@ -59,9 +60,12 @@ class TaskStore {
   // The newest tasks first, at most `limit`, of one status when given; their traces left out.
   std::vector<Task> recent(std::size_t limit, std::optional<TaskStatus> status) const;
   std::size_t count(TaskStatus status) const;
+  // The pending and running tasks a token submitted (its queue quota).
+  std::size_t unfinished_of(const std::string& token) const;
 
  private:
   void exec(const char* sql) const;
+  bool has_token_column() const;
 
   sqlite3* db_ = nullptr;
   mutable std::mutex mu_;
