@@ -67,6 +67,16 @@ Json in_workload_order(Json traces, const std::vector<std::string>& workloads) {
   return ordered;
 }
 
+// The hardware a queue's traces name; empty (nothing answers from earlier traces there) where
+// the device cannot be asked now: its tasks fail saying why, as before.
+std::string hardware_of(const std::string& device) {
+  try {
+    return bench::device_hardware(device);
+  } catch (const std::exception&) {
+    return {};
+  }
+}
+
 std::uint64_t random_seed() {
   std::uint64_t seed = 0;
   if (RAND_bytes(reinterpret_cast<unsigned char*>(&seed), sizeof seed) != 1) {
@@ -131,7 +141,7 @@ TaskService::TaskService(ServeContext& context, const ServeOptions& options)
     auto q = std::make_unique<Queue>();
     q->device = device;
     q->gpu = is_gpu_device(device);
-    q->hardware = bench::device_hardware(device);
+    q->hardware = hardware_of(device);
     queues_.push_back(std::move(q));
   }
   store_.requeue_running();
