@@ -222,7 +222,7 @@ void Server::register_routes() {
   // The web interface: its static files; the JSON endpoints only its pages read register after
   // them, as a group of their own (register_site_routes(routes, *context_)).
   register_site_files(routes);
-  register_site_routes(routes, *context_);
+  register_site_routes(routes, *context_, *auth_);
 }
 
 Json Server::health() const { return tasks_->health(); }

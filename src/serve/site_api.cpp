@@ -16,6 +16,7 @@
 #include "fib/report/summary.h"
 #include "fib/serve/server.h"
 #include "fib/serve/tokens.h"
+#include "serve/auth.h"
 #include "serve/routes.h"
 #include "serve/site_caches.h"
 
@@ -24,6 +25,7 @@ namespace fib::serve {
 namespace {
 
 constexpr std::size_t kTraceIdLength = 24;
+constexpr const char* kLogForItsAuthorOnly = "(the log is shown to the solution's author only)";
 
 std::shared_ptr<const TraceSet> snapshot(const SiteSource& s) {
   auto set = s.dataset();
@@ -170,7 +172,8 @@ Json SiteApi::traces(const std::string& definition, const std::string& solution)
   return Json{{"definition", definition}, {"traces", std::move(list)}};
 }
 
-Json SiteApi::trace(const std::string& definition, const std::string& id) const {
+Json SiteApi::trace(const std::string& definition, const std::string& id,
+                    const std::optional<std::string>& viewer) const {
   const auto set = snapshot(source_);
   const auto& traces = traces_of(*set, definition);
   const auto found = std::find_if(traces.begin(), traces.end(),
@@ -187,6 +190,9 @@ Json SiteApi::trace(const std::string& definition, const std::string& id) const 
   j["signer"] = t.signer;
   j["trace"] = to_json(t);
   const auto* sol = t.solution ? set->solution(*t.solution) : nullptr;
+  if (viewer && (!sol || sol->value.author != *viewer) && j["trace"].contains("evaluation")) {
+    j["trace"]["evaluation"]["log"] = kLogForItsAuthorOnly;
+  }
   j["solution"] = sol ? to_json(sol->value) : Json(nullptr);
   const auto* w = set->workload(t.workload.uuid);
   j["workload"] = w ? to_json(w->value.workload) : Json(nullptr);
@@ -224,7 +230,8 @@ bool is_trace_id(const std::string& s) {
          });
 }
 
-void get_traces(const SiteApi& api, const httplib::Request& req, httplib::Response& res) {
+void get_traces(const SiteApi& api, const Authenticator& auth, const httplib::Request& req,
+                httplib::Response& res) {
   const std::string definition = req.get_param_value("definition");
   if (definition.empty()) return send_error(res, 400, "give ?definition=NAME");
   if (req.has_param("index")) {
@@ -240,7 +247,11 @@ void get_traces(const SiteApi& api, const httplib::Request& req, httplib::Respon
   if (!is_trace_id(id)) {
     return send_error(res, 400, fmt::format("id must be {} lowercase hex digits", kTraceIdLength));
   }
-  json_route([&](const httplib::Request&) { return api.trace(definition, id); })(req, res);
+  const std::optional<Identity> who = auth.identify(req);
+  if (!who) return send_error(res, 401, "Missing or wrong token");
+  const std::optional<std::string> viewer =
+      who->admin ? std::nullopt : std::optional<std::string>(who->author);
+  json_route([&](const httplib::Request&) { return api.trace(definition, id, viewer); })(req, res);
 }
 
 }  // namespace
@@ -263,7 +274,7 @@ report::TrustPolicy report_trust_policy() {
   return policy;
 }
 
-void register_site_routes(RouteTable& routes, ServeContext& context) {
+void register_site_routes(RouteTable& routes, ServeContext& context, const Authenticator& auth) {
   SiteSource source;
   ServeContext* c = &context;
   source.dataset = [c] { return c->traces(); };
@@ -280,11 +291,12 @@ void register_site_routes(RouteTable& routes, ServeContext& context) {
   routes.get(
       "/api/kernels/{name}", "A definition with its workloads, ranked solutions, fast_p and traces",
       json_route([api](const httplib::Request& r) { return api->kernel(path_param(r, 1)); }));
-  routes.get(
-      "/api/traces",
-      "A definition's traces in brief (?definition=D[&solution=S]), or one in full "
-      "(?definition=D&id=ID)",
-      [api](const httplib::Request& req, httplib::Response& res) { get_traces(*api, req, res); });
+  routes.get("/api/traces",
+             "A definition's traces in brief (?definition=D[&solution=S]), or one in full "
+             "(?definition=D&id=ID)",
+             [api, a = &auth](const httplib::Request& req, httplib::Response& res) {
+               get_traces(*api, *a, req, res);
+             });
 
   // Scripts are served without on-the-fly compression (see send_page_json: seconds for
   // highlight.js's 850 kB), and the Debian libraries are cached.

@@ -8,6 +8,7 @@
 #include <filesystem>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <string>
 
 #include "fib/base/diagnostics.h"
@@ -16,6 +17,8 @@
 #include "fib/trace/json_reader.h"
 
 namespace fib::serve {
+
+class Authenticator;
 
 class RouteTable;
 class ServeContext;
@@ -62,7 +65,10 @@ class SiteApi {
   // The traces of a definition in brief (optionally of one solution).
   Json traces(const std::string& definition, const std::string& solution) const;
   // One trace in full, by its id (trace_id), with its solution (sources included) and workload.
-  Json trace(const std::string& definition, const std::string& id) const;
+  // With `viewer`, an author's token: the evaluation's log (a build's or a run's output, which
+  // may show what the solution read) is left out of other authors' traces.
+  Json trace(const std::string& definition, const std::string& id,
+             const std::optional<std::string>& viewer = std::nullopt) const;
 
   const SiteSource& source() const { return source_; }
 
@@ -90,7 +96,7 @@ report::TrustPolicy report_trust_policy();
 // Adds GET /api/leaderboard, /api/models, /api/models/{id}, /api/kernels/{name},
 // /api/traces?definition=D[&solution=S], /api/traces?definition=D&id=ID and the /vendor/
 // mount, over the server's dataset, with its baseline author and `fib report`'s trust policy
-// (authentication is the server's, as for every other route).
-void register_site_routes(RouteTable& routes, ServeContext& context);
+// (authentication is the server's, as for every other route; `auth` says whose a request is).
+void register_site_routes(RouteTable& routes, ServeContext& context, const Authenticator& auth);
 
 }  // namespace fib::serve

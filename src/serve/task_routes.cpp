@@ -69,13 +69,17 @@ std::optional<double> timeout_param(const httplib::Request& req, httplib::Respon
   return read_timeout(Json(value), res);
 }
 
-// The tasks' current answers; nullopt after a 404 naming the first unknown id.
+// Whether `who` may see the task: the admin sees every task, a token its own.
+bool visible_to(const Task& t, const Identity& who) { return who.admin || t.token == who.token_id; }
+
+// The tasks' current answers; nullopt after a 404 naming the first unknown id (another token's
+// task is unknown to a token).
 std::optional<Json> task_answers(TaskService& tasks, const std::vector<std::string>& ids,
-                                 httplib::Response& res) {
+                                 const Identity& who, httplib::Response& res) {
   Json out = Json::array();
   for (const std::string& id : ids) {
     const std::optional<Task> t = tasks.get(id);
-    if (!t) {
+    if (!t || !visible_to(*t, who)) {
       send_error(res, 404, fmt::format("Task not found: {}", id));
       return std::nullopt;
     }
@@ -84,13 +88,19 @@ std::optional<Json> task_answers(TaskService& tasks, const std::vector<std::stri
   return out;
 }
 
-void get_task(TaskService& tasks, const httplib::Request& req, httplib::Response& res) {
+void get_task(const TaskRouteContext& rc, const httplib::Request& req, httplib::Response& res) {
+  TaskService& tasks = *rc.tasks;
+  const std::optional<Identity> who = rc.auth->identify(req);
+  if (!who) return send_error(res, 401, "Missing or wrong token");
   const std::string id = path_param(req, 1);
   const std::optional<double> timeout = timeout_param(req, res);
   if (!timeout) return;
-  if (!tasks.get(id)) return send_error(res, 404, fmt::format("Task not found: {}", id));
+  const std::optional<Task> task = tasks.get(id);
+  if (!task || !visible_to(*task, *who)) {
+    return send_error(res, 404, fmt::format("Task not found: {}", id));
+  }
   if (*timeout > 0) tasks.wait({id}, *timeout);
-  if (const std::optional<Json> answers = task_answers(tasks, {id}, res)) {
+  if (const std::optional<Json> answers = task_answers(tasks, {id}, *who, res)) {
     send_json(res, (*answers)[0]);
   }
 }
@@ -115,21 +125,30 @@ std::optional<std::pair<std::vector<std::string>, double>> read_batch(const Json
   return std::make_pair(ids->get<std::vector<std::string>>(), *timeout);
 }
 
-void get_batch(TaskService& tasks, const httplib::Request& req, httplib::Response& res) {
+void get_batch(const TaskRouteContext& rc, const httplib::Request& req, httplib::Response& res) {
+  TaskService& tasks = *rc.tasks;
+  const std::optional<Identity> who = rc.auth->identify(req);
+  if (!who) return send_error(res, 401, "Missing or wrong token");
   const std::optional<Json> body = read_json_body(req, res);
   if (!body) return;
   const auto batch = read_batch(*body, res);
-  if (!batch || !task_answers(tasks, batch->first, res)) return;
+  if (!batch || !task_answers(tasks, batch->first, *who, res)) return;
   if (batch->second > 0) tasks.wait(batch->first, batch->second);
-  if (const std::optional<Json> answers = task_answers(tasks, batch->first, res)) {
+  if (const std::optional<Json> answers = task_answers(tasks, batch->first, *who, res)) {
     send_json(res, *answers);
   }
 }
 
 constexpr std::size_t kMaxListed = 1000;
 
-// GET /tasks?status=&limit=: the newest tasks without their traces, and how many of each status.
-void list_tasks(TaskService& tasks, const httplib::Request& req, httplib::Response& res) {
+// GET /tasks?status=&limit=: the newest tasks without their traces, and how many of each status
+// (a token's own only; the admin's: every task).
+void list_tasks(const TaskRouteContext& rc, const httplib::Request& req, httplib::Response& res) {
+  TaskService& tasks = *rc.tasks;
+  const std::optional<Identity> who = rc.auth->identify(req);
+  if (!who) return send_error(res, 401, "Missing or wrong token");
+  const std::optional<std::string> token =
+      who->admin ? std::nullopt : std::optional<std::string>(who->token_id);
   std::optional<TaskStatus> status;
   if (req.has_param("status")) {
     status = parse_task_status(req.get_param_value("status"));
@@ -146,7 +165,7 @@ void list_tasks(TaskService& tasks, const httplib::Request& req, httplib::Respon
     }
   }
   Json listed = Json::array();
-  for (const Task& t : tasks.store().recent(limit, status)) {
+  for (const Task& t : tasks.store().recent(limit, status, token)) {
     Json j = task_response(t);
     j.erase("traces");
     j.erase("trace_ids");
@@ -157,7 +176,7 @@ void list_tasks(TaskService& tasks, const httplib::Request& req, httplib::Respon
   }
   Json counts = Json::object();
   for (TaskStatus s : kTaskStatuses)
-    counts[std::string(task_status_name(s))] = tasks.store().count(s);
+    counts[std::string(task_status_name(s))] = tasks.store().count(s, token);
   send_json(res, Json{{"tasks", listed}, {"counts", counts}});
 }
 
@@ -179,18 +198,17 @@ Json task_response(const Task& t) {
 }
 
 void register_task_routes(RouteTable& routes, const TaskRouteContext& rc) {
-  TaskService* t = rc.tasks;
   routes.post(
       "/evaluate", "Submit a solution for evaluation",
       [rc](const httplib::Request& req, httplib::Response& res) { evaluate(rc, req, res); });
   routes.get(
       "/tasks", "The newest tasks, without traces (?status=, ?limit= up to 1000)",
-      [t](const httplib::Request& req, httplib::Response& res) { list_tasks(*t, req, res); });
+      [rc](const httplib::Request& req, httplib::Response& res) { list_tasks(rc, req, res); });
   routes.get("/tasks/{task_id}", "Get task status and results (?timeout= waits up to 3600 s)",
-             [t](const httplib::Request& req, httplib::Response& res) { get_task(*t, req, res); });
+             [rc](const httplib::Request& req, httplib::Response& res) { get_task(rc, req, res); });
   routes.post(
       "/tasks/batch", "Batch get multiple tasks",
-      [t](const httplib::Request& req, httplib::Response& res) { get_batch(*t, req, res); });
+      [rc](const httplib::Request& req, httplib::Response& res) { get_batch(rc, req, res); });
 }
 
 }  // namespace fib::serve

@@ -200,22 +200,27 @@ void TaskStore::requeue_running() {
   s.step();
 }
 
-std::vector<Task> TaskStore::recent(std::size_t limit, std::optional<TaskStatus> status) const {
+std::vector<Task> TaskStore::recent(std::size_t limit, std::optional<TaskStatus> status,
+                                    const std::optional<std::string>& token) const {
   std::lock_guard<std::mutex> lock(mu_);
-  Statement s(db_, fmt::format("SELECT {} FROM tasks {} ORDER BY seq DESC LIMIT ?", kSummaryColumns,
-                               status ? "WHERE status = ?" : ""));
+  Statement s(db_,
+              fmt::format("SELECT {} FROM tasks WHERE {} AND {} ORDER BY seq DESC LIMIT ?",
+                          kSummaryColumns, status ? "status = ?" : "1", token ? "token = ?" : "1"));
   int next = 1;
   if (status) s.bind(next++, task_status_name(*status));
+  if (token) s.bind(next++, *token);
   s.bind(next, static_cast<int>(limit));
   std::vector<Task> out;
   while (s.step()) out.push_back(read_task(s));
   return out;
 }
 
-std::size_t TaskStore::count(TaskStatus status) const {
+std::size_t TaskStore::count(TaskStatus status, const std::optional<std::string>& token) const {
   std::lock_guard<std::mutex> lock(mu_);
-  Statement s(db_, "SELECT COUNT(*) FROM tasks WHERE status = ?");
+  Statement s(db_, fmt::format("SELECT COUNT(*) FROM tasks WHERE status = ? AND {}",
+                               token ? "token = ?" : "1"));
   s.bind(1, task_status_name(status));
+  if (token) s.bind(2, *token);
   return s.step() ? static_cast<std::size_t>(s.integer(0)) : 0;
 }
 

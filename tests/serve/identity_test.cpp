@@ -155,6 +155,38 @@ TEST_F(ServeIdentity, ASubmissionsAuthorIsItsTokensAndReservedAuthorsAreTheAdmin
   EXPECT_EQ(body_json(admin)["author"], "baseline");
 }
 
+// A token sees its own tasks only, and other authors' traces without their logs (a build's or a
+// run's output); the admin sees everything.
+TEST_F(ServeIdentity, ATokenSeesItsOwnTasksAndOnlyItsOwnTracesLogs) {
+  auto server = start();
+  const std::string alice = add_token("alice");
+  const std::string bob = add_token("bob");
+  auto a = client_of(*server, alice);
+  auto b = client_of(*server, bob);
+  const std::string id =
+      body_json(a->Post("/evaluate", Json{{"solution", rmsnorm_solution_json("rms")}}.dump(),
+                        "application/json"))["task_id"];
+  const Json task = wait_task(*a, id);
+  ASSERT_EQ(task["status"], "completed") << task.dump(2);
+  auto hidden = b->Get(("/tasks/" + id).c_str());
+  ASSERT_TRUE(hidden);
+  EXPECT_EQ(hidden->status, 404);
+  EXPECT_EQ(b->Post("/tasks/batch", Json{{"task_ids", {id}}}.dump(), "application/json")->status,
+            404);
+  EXPECT_EQ(body_json(b->Get("/tasks"))["tasks"].size(), 0u);
+  EXPECT_EQ(body_json(b->Get("/tasks"))["counts"]["completed"], 0);
+  EXPECT_EQ(body_json(a->Get("/tasks"))["tasks"].size(), 1u);
+  EXPECT_EQ(body_json(server->client()->Get("/tasks"))["tasks"].size(), 1u);
+
+  const std::string path =
+      "/api/traces?definition=rmsnorm_h2048&id=" + task["trace_ids"][0].get<std::string>();
+  const std::string log = task["traces"][0]["evaluation"]["log"];
+  EXPECT_EQ(body_json(a->Get(path.c_str()))["trace"]["evaluation"]["log"], log);
+  EXPECT_EQ(body_json(server->client()->Get(path.c_str()))["trace"]["evaluation"]["log"], log);
+  EXPECT_EQ(body_json(b->Get(path.c_str()))["trace"]["evaluation"]["log"],
+            "(the log is shown to the solution's author only)");
+}
+
 TEST_F(ServeIdentity, ATokenHasItsOwnQueueAndBodyLimits) {
   auto server = start();
   const std::string alice = add_token("alice", {"--max-queued", "1", "--max-body-mb", "1"});
