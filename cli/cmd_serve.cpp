@@ -147,11 +147,14 @@ struct TokenArgs {
   std::string author, id;
   std::size_t max_queued = serve::kDefaultTokenMaxQueued;
   std::size_t max_body_mb = serve::kDefaultTokenMaxBodyBytes >> 20;
+  std::shared_ptr<const ServeArgs> serve;  // `fib serve --local DIR token ...` names it there
 };
 
 std::filesystem::path token_state_dir(const TokenArgs& a) {
   if (!a.state_dir.empty()) return a.state_dir;
-  return std::filesystem::path(dataset_path(a.local)) / ".fib-serve";
+  if (!a.serve->options.state_dir.empty()) return a.serve->options.state_dir;
+  const std::string local = a.local.empty() ? a.serve->local : a.local;
+  return std::filesystem::path(dataset_path(local)) / ".fib-serve";
 }
 
 // The store, with its state folder made (its owner's only) when this is the first use.
@@ -200,10 +203,10 @@ int token_list(const TokenArgs& a) {
     std::cerr << "fib serve: no tokens but the admin's (`fib serve token add --author NAME`)\n";
     return kExitOk;
   }
-  std::cout << fmt::format("{:<12}  {:<20}  {:>6}  {:>7}  {:<17}  {}\n", "id", "author", "queued",
+  std::cout << fmt::format("{:<12}  {:<20}  {:>6}  {:>8}  {:<17}  {}\n", "id", "author", "queued",
                            "body MiB", "created", "revoked");
   for (const serve::TokenRecord& r : tokens) {
-    std::cout << fmt::format("{:<12}  {:<20}  {:>6}  {:>7}  {:<17}  {}\n", r.id, r.author,
+    std::cout << fmt::format("{:<12}  {:<20}  {:>6}  {:>8}  {:<17}  {}\n", r.id, r.author,
                              r.max_queued, r.max_body_bytes >> 20, when(r.created),
                              r.revoked == 0 ? "-" : when(r.revoked));
   }
@@ -216,8 +219,10 @@ int token_revoke(const TokenArgs& a) {
   return kExitOk;
 }
 
-CLI::App* register_token_commands(CLI::App& serve, Runner& run) {
+CLI::App* register_token_commands(CLI::App& serve, Runner& run,
+                                  std::shared_ptr<const ServeArgs> serve_args) {
   auto a = std::make_shared<TokenArgs>();
+  a->serve = std::move(serve_args);
   CLI::App* token = serve.add_subcommand(
       "token",
       "Authors' tokens: add (printed once), list, revoke; stored hashed in the state folder");
@@ -306,7 +311,7 @@ void register_serve(CLI::App& app, Runner& run) {
   cmd->add_flag("--reevaluate", o.reevaluate,
                 "Run every task, even one this server's traces of the same solution and settings "
                 "could answer");
-  CLI::App* token = register_token_commands(*cmd, run);
+  CLI::App* token = register_token_commands(*cmd, run, a);
   cmd->callback([&run, a, token] {
     if (token->parsed()) return;  // `fib serve token ...` set what runs
     run = [a] { return serve_cmd(*a); };
