@@ -310,8 +310,8 @@ void TaskService::run_workloads(const Task& task, const std::string& key,
                                 std::vector<Trace>& appended) {
   bench::RunOptions o = options_.run;
   o.dataset = context_.dataset_root();
-  o.loaded_dataset =
-      context_.traces();  // not loaded again per task: its signed lines cost 0.45 ms each
+  // The snapshot, not the folder loaded again per task: its signed lines cost 0.45 ms each.
+  o.loaded_dataset = context_.traces();
   o.device = queue.device;
   o.definitions = {task.definition};
   o.solutions = {task.solution};
