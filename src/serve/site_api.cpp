@@ -40,9 +40,10 @@ report::BaselineChoice baseline_of(const SiteSource& s) {
 }
 
 // The fields the pages list for each trace; the viewer fetches the whole record.
-Json brief_trace(const TraceSet& set, const Trace& t, const report::TrustPolicy& trust) {
+Json brief_trace(const TraceSet& set, const Trace& t, const std::string& id,
+                 const report::TrustPolicy& trust) {
   Json j;
-  j["id"] = trace_id(t);
+  j["id"] = id;
   j["solution"] = t.solution.value_or("");
   const auto* sol = t.solution ? set.solution(*t.solution) : nullptr;
   j["author"] = sol ? Json(sol->value.author) : Json(nullptr);
@@ -113,7 +114,8 @@ Json fast_p_of(const Json& all, const std::string& definition) {
 SiteApi::SiteApi(SiteSource source)
     : source_(std::move(source)),
       models_(std::make_unique<ModelCache>()),
-      reports_(std::make_unique<ReportCache>()) {}
+      reports_(std::make_unique<ReportCache>()),
+      trace_ids_(std::make_unique<TraceIdCache>()) {}
 
 SiteApi::~SiteApi() = default;
 
@@ -154,8 +156,11 @@ Json SiteApi::kernel(const std::string& name) const {
   j["best_rule"] = report::kBestRule;
   j["ranking"] = best["definitions"].empty() ? Json(nullptr) : best["definitions"][0];
   j["fast_p"] = fast_p_of((*reports(set))["fast_p"], name);
+  const std::vector<std::string> ids = trace_ids_->ids(set, name);
   Json brief = Json::array();
-  for (const auto& r : traces) brief.push_back(brief_trace(*set, r.value, source_.trust));
+  for (std::size_t i = 0; i < traces.size(); ++i) {
+    brief.push_back(brief_trace(*set, traces[i].value, ids[i], source_.trust));
+  }
   j["traces"] = std::move(brief);
   return j;
 }
@@ -163,11 +168,12 @@ Json SiteApi::kernel(const std::string& name) const {
 Json SiteApi::traces(const std::string& definition, const std::string& solution) const {
   const auto set = snapshot(source_);
   const auto& traces = traces_of(*set, definition);
+  const std::vector<std::string> ids = trace_ids_->ids(set, definition);
   Json list = Json::array();
-  for (const auto& r : traces) {
-    const Trace& t = r.value;
+  for (std::size_t i = 0; i < traces.size(); ++i) {
+    const Trace& t = traces[i].value;
     if (!solution.empty() && t.solution.value_or("") != solution) continue;
-    list.push_back(brief_trace(*set, t, source_.trust));
+    list.push_back(brief_trace(*set, t, ids[i], source_.trust));
   }
   return Json{{"definition", definition}, {"traces", std::move(list)}};
 }
@@ -176,16 +182,17 @@ Json SiteApi::trace(const std::string& definition, const std::string& id,
                     const std::optional<std::string>& viewer) const {
   const auto set = snapshot(source_);
   const auto& traces = traces_of(*set, definition);
-  const auto found = std::find_if(traces.begin(), traces.end(),
-                                  [&](const auto& r) { return trace_id(r.value) == id; });
-  if (found == traces.end()) {
+  const std::vector<std::string> ids = trace_ids_->ids(set, definition);
+  const auto at = std::find(ids.begin(), ids.end(), id);
+  if (at == ids.end()) {
     throw NotFound("trace", fmt::format("definition '{}' has no trace {}", definition, id));
   }
-  const Trace& t = found->value;
+  const auto& found = traces[static_cast<std::size_t>(at - ids.begin())];
+  const Trace& t = found.value;
   Json j;
   j["definition"] = definition;
   j["id"] = id;
-  j["source"] = set->where(found->source);
+  j["source"] = set->where(found.source);
   j["verified"] = source_.trust.verified(t);
   j["signer"] = t.signer;
   j["trace"] = to_json(t);
@@ -261,6 +268,23 @@ std::string trace_id(const Json& record) {
 }
 
 std::string trace_id(const Trace& trace) { return trace_id(to_json(trace)); }
+
+std::vector<std::string> SiteApi::TraceIdCache::ids(const std::shared_ptr<const TraceSet>& set,
+                                                    const std::string& definition) {
+  std::lock_guard lock(mutex);
+  OfDefinition& cached = definitions[definition];
+  std::unordered_map<const Trace*, std::string> next;
+  std::vector<std::string> out;
+  for (const auto& r : set->traces(definition)) {
+    const auto it = cached.ids.find(&r.value);
+    std::string id = it != cached.ids.end() ? it->second : trace_id(r.value);
+    next.emplace(&r.value, id);
+    out.push_back(std::move(id));
+  }
+  cached.set = set;  // the old snapshot (and its records) goes only now
+  cached.ids = std::move(next);
+  return out;
+}
 
 report::TrustPolicy report_trust_policy() {
   report::TrustPolicy policy;

@@ -75,12 +75,14 @@ class SiteApi {
  private:
   struct ModelCache;
   struct ReportCache;
+  struct TraceIdCache;
   // {baseline_author, summary, fast_p} of a snapshot, cached while it is the current one.
   std::shared_ptr<const Json> reports(const std::shared_ptr<const TraceSet>& set) const;
 
   SiteSource source_;
   std::unique_ptr<ModelCache> models_;
   std::unique_ptr<ReportCache> reports_;
+  std::unique_ptr<TraceIdCache> trace_ids_;
 };
 
 // A trace's stable id: the start (24 hex digits, 96 bits) of the SHA-256 of its line as fib
