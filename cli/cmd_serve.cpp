@@ -8,8 +8,11 @@
 
 #include "cli/cli_common.h"
 #include "cli/commands.h"
+#include "fib/bench/eval/eval_config.h"
 #include "fib/dataset/keys.h"
+#include "fib/dataset/layout.h"
 #include "fib/serve/server.h"
+#include "fib/serve/tokens.h"
 
 #ifndef FIB_ABI_INCLUDE_DIR
 #define FIB_ABI_INCLUDE_DIR ""
@@ -27,6 +30,9 @@ struct ServeArgs {
   std::optional<double> rtol, atol;
   std::size_t max_body_mb = 16;
   std::string signing_key;
+  std::optional<std::string> config;
+  std::string reference = "auto";
+  std::uint64_t memory_limit_mb = 0;
 };
 
 std::atomic<bool> g_stop_requested{false};
@@ -54,6 +60,17 @@ void set_run_options(ServeArgs& a) {
   o.cli.num_trials = a.trials;
   o.cli.rtol = a.rtol;
   o.cli.atol = a.atol;
+  if (a.config) {
+    // Every task reads it: a missing or broken file is an error at start, not a failed task
+    // each time.
+    if (!std::filesystem::is_regular_file(*a.config)) {
+      throw Error(*a.config, "--config names no file", "give the eval config YAML's path");
+    }
+    bench::load_eval_config(*a.config);
+    o.config = *a.config;
+  }
+  o.reference = bench::parse_reference_choice(a.reference);
+  o.memory_limit_bytes = a.memory_limit_mb << 20;
   o.worker_executable = std::filesystem::read_symlink("/proc/self/exe");
   if (const char* env = std::getenv("FIB_INCLUDE_DIR")) {
     o.abi_include_dir = env;
@@ -122,6 +139,122 @@ int serve_cmd(ServeArgs& a) {
   return kExitOk;
 }
 
+// `fib serve token ...`: the token store of a server's state folder (the server need not run;
+// a running one sees the change at its next request).
+struct TokenArgs {
+  std::string local;
+  std::filesystem::path state_dir;
+  std::string author, id;
+  std::size_t max_queued = serve::kDefaultTokenMaxQueued;
+  std::size_t max_body_mb = serve::kDefaultTokenMaxBodyBytes >> 20;
+  std::shared_ptr<const ServeArgs> serve;  // `fib serve --local DIR token ...` names it there
+};
+
+std::filesystem::path token_state_dir(const TokenArgs& a) {
+  if (!a.state_dir.empty()) return a.state_dir;
+  if (!a.serve->options.state_dir.empty()) return a.serve->options.state_dir;
+  const std::string local = a.local.empty() ? a.serve->local : a.local;
+  return std::filesystem::path(dataset_path(local)) / ".fib-serve";
+}
+
+// The store, with its state folder made (its owner's only) when this is the first use.
+std::unique_ptr<serve::TokenStore> open_tokens(const TokenArgs& a) {
+  const std::filesystem::path dir = token_state_dir(a);
+  if (std::filesystem::create_directories(dir)) {
+    std::filesystem::permissions(dir, std::filesystem::perms::owner_all,
+                                 std::filesystem::perm_options::replace);
+  }
+  return std::make_unique<serve::TokenStore>(serve::token_store_file(dir));
+}
+
+std::string when(double seconds) {
+  const std::time_t t = static_cast<std::time_t>(seconds);
+  std::tm tm{};
+  ::gmtime_r(&t, &tm);
+  return fmt::format("{:04}-{:02}-{:02} {:02}:{:02}Z", tm.tm_year + 1900, tm.tm_mon + 1, tm.tm_mday,
+                     tm.tm_hour, tm.tm_min);
+}
+
+int token_add(const TokenArgs& a) {
+  if (serve::is_reserved_author(a.author, "")) {
+    throw Error("--author", fmt::format("'{}' is reserved for the admin token", a.author),
+                "the admin token (the state folder's `token`) submits as any author");
+  }
+  if (!layout::is_path_component(a.author)) {
+    throw Error("--author", fmt::format("'{}' cannot name a folder", a.author),
+                "an author names the folder of its solutions: one path component");
+  }
+  serve::TokenRecord record;
+  record.author = a.author;
+  record.max_queued = a.max_queued;
+  record.max_body_bytes = a.max_body_mb << 20;
+  const std::string token = open_tokens(a)->add(record);
+  std::cerr << fmt::format(
+      "fib serve: token {} for author {} (at most {} tasks queued, bodies up to {} MiB); it is "
+      "shown once, fib keeps only its hash\n",
+      record.id, record.author, record.max_queued, a.max_body_mb);
+  std::cout << token << "\n";
+  return kExitOk;
+}
+
+int token_list(const TokenArgs& a) {
+  const std::vector<serve::TokenRecord> tokens = open_tokens(a)->list();
+  if (tokens.empty()) {
+    std::cerr << "fib serve: no tokens but the admin's (`fib serve token add --author NAME`)\n";
+    return kExitOk;
+  }
+  std::cout << fmt::format("{:<12}  {:<20}  {:>6}  {:>8}  {:<17}  {}\n", "id", "author", "queued",
+                           "body MiB", "created", "revoked");
+  for (const serve::TokenRecord& r : tokens) {
+    std::cout << fmt::format("{:<12}  {:<20}  {:>6}  {:>8}  {:<17}  {}\n", r.id, r.author,
+                             r.max_queued, r.max_body_bytes >> 20, when(r.created),
+                             r.revoked == 0 ? "-" : when(r.revoked));
+  }
+  return kExitOk;
+}
+
+int token_revoke(const TokenArgs& a) {
+  const serve::TokenRecord r = open_tokens(a)->revoke(a.id);
+  std::cerr << fmt::format("fib serve: revoked token {} of author {}\n", r.id, r.author);
+  return kExitOk;
+}
+
+CLI::App* register_token_commands(CLI::App& serve, Runner& run,
+                                  std::shared_ptr<const ServeArgs> serve_args) {
+  auto a = std::make_shared<TokenArgs>();
+  a->serve = std::move(serve_args);
+  CLI::App* token = serve.add_subcommand(
+      "token",
+      "Authors' tokens: add (printed once), list, revoke; stored hashed in the state folder");
+  token->require_subcommand(1);
+  auto location = [&a](CLI::App* cmd) {
+    cmd->add_option("--local", a->local, "Dataset folder (default: $FIB_DATASET_PATH)");
+    cmd->add_option("--state", a->state_dir, "State folder (default: DIR/.fib-serve)");
+  };
+  CLI::App* add = token->add_subcommand("add", "Make a token for an author; prints it once");
+  location(add);
+  add->add_option("--author", a->author, "The author every submission of the token is made as")
+      ->required();
+  add->add_option("--max-queued", a->max_queued,
+                  fmt::format("Tasks pending or running at once (default {}; 0: no limit)",
+                              serve::kDefaultTokenMaxQueued));
+  add->add_option("--max-body-mb", a->max_body_mb,
+                  fmt::format("Largest request body, MiB (default {}; the server's --max-body-mb "
+                              "bounds it too)",
+                              serve::kDefaultTokenMaxBodyBytes >> 20))
+      ->check(CLI::Range(1, 1024));
+  add->callback([&run, a] { run = [a] { return token_add(*a); }; });
+  CLI::App* list = token->add_subcommand("list", "The tokens: id, author, limits, when revoked");
+  location(list);
+  list->callback([&run, a] { run = [a] { return token_list(*a); }; });
+  CLI::App* revoke =
+      token->add_subcommand("revoke", "Revoke a token (at once, also for a running server)");
+  location(revoke);
+  revoke->add_option("id", a->id, "The token's id, or its first 4 characters or more")->required();
+  revoke->callback([&run, a] { run = [a] { return token_revoke(*a); }; });
+  return token;
+}
+
 }  // namespace
 
 void register_serve(CLI::App& app, Runner& run) {
@@ -152,8 +285,21 @@ void register_serve(CLI::App& app, Runner& run) {
   cmd->add_option("--num-trials", a->trials, "Trials per evaluation (default 3)");
   cmd->add_option("--rtol", a->rtol, "Relative tolerance (default 1e-2)");
   cmd->add_option("--atol", a->atol, "Absolute tolerance (default 1e-2)");
+  o.run.timeout_seconds = serve::kDefaultEvaluationTimeoutSeconds;
   cmd->add_option("--timeout", o.run.timeout_seconds,
-                  "Seconds one (solution, workload) evaluation may take (default 300)");
+                  fmt::format("Seconds one (solution, workload) evaluation may take (default {})",
+                              serve::kDefaultEvaluationTimeoutSeconds))
+      ->check(CLI::Range(1.0, 86400.0));
+  cmd->add_option("--config", a->config, "Eval config YAML (tolerances per op type/definition)");
+  cmd->add_option("--reference", a->reference,
+                  "What checks the solutions: native, python or auto (default: native where it "
+                  "exists, else python)");
+  cmd->add_option("--memory-limit-mb", a->memory_limit_mb,
+                  "Memory limit per worker: its address space on the CPU (default: half of the "
+                  "RAM), its data (RLIMIT_DATA) on CUDA devices (default: none)");
+  cmd->add_option("--python", o.run.python,
+                  "The python3 (with PyTorch) that runs Python, Triton and torch-extension "
+                  "solutions (default: $FIB_PYTHON, else the first python3 that imports torch)");
   add_sandbox_option(cmd, o.run.sandbox,
                      "Workers (solutions' and references') in a bubblewrap sandbox: auto "
                      "(default), required, off");
@@ -162,7 +308,14 @@ void register_serve(CLI::App& app, Runner& run) {
                   "Build cache folder (default: $FIB_CACHE_DIR or ~/.cache/fib/build)");
   cmd->add_option("--signing-key", a->signing_key,
                   "Ed25519 key the traces are signed with (default: as fib run)");
-  cmd->callback([&run, a] { run = [a] { return serve_cmd(*a); }; });
+  cmd->add_flag("--reevaluate", o.reevaluate,
+                "Run every task, even one this server's traces of the same solution and settings "
+                "could answer");
+  CLI::App* token = register_token_commands(*cmd, run, a);
+  cmd->callback([&run, a, token] {
+    if (token->parsed()) return;  // `fib serve token ...` set what runs
+    run = [a] { return serve_cmd(*a); };
+  });
 }
 
 }  // namespace fib::cli

@@ -141,8 +141,9 @@ const Fib = (() => {
 
   const kernelLink = (name) => el("a", { href: `kernel.html?name=${encodeURIComponent(name)}` }, name);
   const modelLink = (id, label) => el("a", { href: `model.html?id=${encodeURIComponent(id)}` }, label || id);
-  const traceLink = (definition, index, label) =>
-    el("a", { href: `trace.html?definition=${encodeURIComponent(definition)}&index=${index}` }, label);
+  // Traces are named by a content hash (stable across restarts), never by position.
+  const traceLink = (definition, id, label) =>
+    el("a", { href: `trace.html?definition=${encodeURIComponent(definition)}&id=${encodeURIComponent(id)}` }, label);
 
   function panel(title, hint, ...children) {
     return el("section", { class: "panel" }, el("h2", {}, title, hint ? el("span", { class: "hint" }, hint) : null), children);

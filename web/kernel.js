@@ -140,7 +140,7 @@ let kernelName = "";
 function tracesTable(traces) {
   return Fib.table(
     [
-      ["", (t) => Fib.traceLink(kernelName, t.index, "view")],
+      ["", (t) => Fib.traceLink(kernelName, t.id, "view")],
       ["Solution", (t) => [t.solution, el("div", { class: "muted small" }, t.author || "")]],
       ["Workload", (t) => el("code", { title: t.workload }, Object.entries(t.axes).map(([a, v]) => `${a}=${v}`).join(" "))],
       ["Status", (t) => Fib.statusBadge(t.status)],

@@ -19,8 +19,10 @@ const axesText = (axes) =>
 function tracesTable(task) {
   const traces = task.traces || [];
   if (!traces.length) return el("p", { class: "muted" }, finished(task.status) ? "No traces." : "Waiting for results…");
+  const ids = task.trace_ids || [];
   return Fib.table(
     [
+      ["", (t) => (ids[traces.indexOf(t)] ? Fib.traceLink(t.definition, ids[traces.indexOf(t)], "view") : "")],
       ["Workload", (t) => el("code", {}, axesText(t.workload.axes) || t.workload.uuid)],
       ["Status", (t) => Fib.statusBadge(t.evaluation && t.evaluation.status)],
       ["Latency", (t) => Fib.latency(t.evaluation && t.evaluation.performance ? t.evaluation.performance.latency_ms : null), "num"],

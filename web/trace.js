@@ -1,4 +1,4 @@
-// The trace viewer: one trace of the dataset (trace.html?definition=D&index=N) with its
+// The trace viewer: one trace of the dataset (trace.html?definition=D&id=ID) with its
 // evaluation, workload and solution sources, or a trace pasted as JSON.
 "use strict";
 
@@ -79,7 +79,7 @@ function solutionPanel(solution) {
 }
 
 function render(content, trace, extra) {
-  const title = extra ? [Fib.kernelLink(extra.definition), ` · trace ${extra.index}`] : "Pasted trace";
+  const title = extra ? [Fib.kernelLink(extra.definition), ` · trace ${extra.id}`] : "Pasted trace";
   content.replaceChildren(el("h1", { id: "trace-title" }, title));
   Fib.append(content, [
     el("p", { class: "subtitle" }, trace.definition ? ["Definition ", Fib.kernelLink(trace.definition)] : ""),
@@ -115,12 +115,12 @@ function pasteForm(content) {
 
 Fib.run("trace.html", async (content) => {
   const definition = Fib.param("definition");
-  const index = Fib.param("index");
-  if (!definition || index === null) {
+  const id = Fib.param("id");
+  if (!definition || id === null) {
     pasteForm(content);
     return;
   }
-  const data = await Fib.api(`/api/traces?definition=${encodeURIComponent(definition)}&index=${encodeURIComponent(index)}`);
-  document.title = `${definition} trace ${index} · fib`;
+  const data = await Fib.api(`/api/traces?definition=${encodeURIComponent(definition)}&id=${encodeURIComponent(id)}`);
+  document.title = `${definition} trace ${id} · fib`;
   render(content, data.trace, data);
 });

@@ -98,15 +98,37 @@ bool token_matches(std::string_view given, const std::string& token) {
          CRYPTO_memcmp(given.data(), token.data(), token.size()) == 0;
 }
 
-bool request_has_token(const httplib::Request& req, const std::string& token) {
-  const std::string auth = req.get_header_value("Authorization");
+// The views point into the request's headers, which outlive the call.
+std::string_view presented_token(const httplib::Request& req) {
   constexpr std::string_view kBearer = "Bearer ";
-  if (auth.size() > kBearer.size() && auth.compare(0, kBearer.size(), kBearer) == 0 &&
-      token_matches(trim(std::string_view(auth).substr(kBearer.size())), token)) {
-    return true;
+  const auto auth = req.headers.find("Authorization");
+  if (auth != req.headers.end() && auth->second.size() > kBearer.size() &&
+      auth->second.compare(0, kBearer.size(), kBearer) == 0) {
+    return trim(std::string_view(auth->second).substr(kBearer.size()));
   }
-  const std::string cookies = req.get_header_value("Cookie");
-  return !cookies.empty() && token_matches(cookie_value(cookies, kTokenCookie), token);
+  const auto cookies = req.headers.find("Cookie");
+  return cookies == req.headers.end() ? std::string_view()
+                                      : cookie_value(cookies->second, kTokenCookie);
+}
+
+std::optional<Identity> Authenticator::identify_token(std::string_view token) const {
+  if (admin_token_.empty() || token_matches(token, admin_token_)) {
+    Identity admin;
+    admin.admin = true;
+    return admin;
+  }
+  if (token.empty() || !store_) return std::nullopt;
+  const std::optional<TokenRecord> r = store_->find(token);
+  if (!r) return std::nullopt;
+  return Identity{.token_id = r->id,
+                  .author = r->author,
+                  .admin = false,
+                  .max_queued = r->max_queued,
+                  .max_body_bytes = r->max_body_bytes};
+}
+
+std::optional<Identity> Authenticator::identify(const httplib::Request& req) const {
+  return identify_token(presented_token(req));
 }
 
 std::string login_cookie(const std::string& token) {

@@ -3,8 +3,12 @@
 #pragma once
 
 #include <filesystem>
+#include <memory>
+#include <optional>
 #include <string>
 #include <string_view>
+
+#include "fib/serve/tokens.h"
 
 namespace httplib {
 struct Request;
@@ -22,14 +26,31 @@ std::string read_token_file(const std::filesystem::path& path);
 // The state folder's token file, made (mode 0600, atomically) when absent; `created` says which.
 std::string load_or_create_token(const std::filesystem::path& path, bool* created);
 
-// Whether the request carries `token` as "Authorization: Bearer <token>" or as the fib_token
-// cookie. Compared in constant time.
-bool request_has_token(const httplib::Request& req, const std::string& token);
+// The token a request carries, as "Authorization: Bearer <token>" or as the fib_token cookie;
+// empty when none.
+std::string_view presented_token(const httplib::Request& req);
 
 // Whether `given` is the token, compared in constant time.
 bool token_matches(std::string_view given, const std::string& token);
 
 // The Set-Cookie value that logs a browser in.
 std::string login_cookie(const std::string& token);
+
+// Who a request is: the admin (the server's token; everyone with --no-auth), the author of a
+// token in the token store, or nobody.
+class Authenticator {
+ public:
+  // An empty admin token: no authentication (--no-auth).
+  Authenticator(std::string admin_token, std::unique_ptr<TokenStore> store)
+      : admin_token_(std::move(admin_token)), store_(std::move(store)) {}
+
+  std::optional<Identity> identify(const httplib::Request& req) const;
+  std::optional<Identity> identify_token(std::string_view token) const;
+  const std::string& admin_token() const { return admin_token_; }
+
+ private:
+  std::string admin_token_;
+  std::unique_ptr<TokenStore> store_;
+};
 
 }  // namespace fib::serve

@@ -68,6 +68,7 @@ Server::Server(ServeOptions options) : options_(std::move(options)) {
   if (fs::create_directories(options_.state_dir)) {
     fs::permissions(options_.state_dir, fs::perms::owner_all, fs::perm_options::replace);
   }
+  std::unique_ptr<TokenStore> tokens;
   if (!options_.no_auth) {
     if (!options_.token_file.empty()) {
       token_ = read_token_file(options_.token_file);
@@ -76,7 +77,9 @@ Server::Server(ServeOptions options) : options_(std::move(options)) {
       bool created = false;
       token_ = load_or_create_token(token_path_, &created);
     }
+    tokens = std::make_unique<TokenStore>(token_store_file(options_.state_dir));
   }
+  auth_ = std::make_unique<Authenticator>(token_, std::move(tokens));
   web_dir_ = find_web_dir(options_.web_dir);
   context_ = std::make_unique<ServeContext>(options_.dataset, options_.baseline_author,
                                             options_.state_dir);
@@ -113,12 +116,7 @@ void Server::install_handlers() {
       });
   // Everything but /health and /login needs the token: the API, the site's files, GET /.
   http_->set_pre_routing_handler([this](const httplib::Request& req, httplib::Response& res) {
-    if (!token_.empty() && req.path != "/health" && req.path != "/login" &&
-        !request_has_token(req, token_)) {
-      res.set_header("WWW-Authenticate", "Bearer");
-      send_error(res, 401,
-                 "Missing or wrong token: send 'Authorization: Bearer <token>', or open "
-                 "/login?token=<token> in a browser");
+    if (req.path != "/health" && req.path != "/login" && !admitted(req, res)) {
       return httplib::Server::HandlerResponse::Handled;
     }
     // The static-file handler, which runs before the routes, would serve the site's index at
@@ -129,6 +127,28 @@ void Server::install_handlers() {
     }
     return httplib::Server::HandlerResponse::Unhandled;
   });
+}
+
+// Before the body is read: a request without a known token gets 401, and one whose declared body
+// is over its token's limit 413 (the evaluate route checks what it reads as well).
+bool Server::admitted(const httplib::Request& req, httplib::Response& res) const {
+  const std::optional<Identity> who = auth_->identify(req);
+  if (!who) {
+    res.set_header("WWW-Authenticate", "Bearer");
+    send_error(res, 401,
+               "Missing or wrong token: send 'Authorization: Bearer <token>', or open "
+               "/login?token=<token> in a browser");
+    return false;
+  }
+  const std::uint64_t declared = req.get_header_value<std::uint64_t>("Content-Length");
+  if (!who->admin && who->max_body_bytes != 0 && declared > who->max_body_bytes) {
+    res.set_header("Connection", "close");  // its body is left unread
+    send_error(
+        res, 413,
+        fmt::format("Request body too large: this token's limit is {} bytes", who->max_body_bytes));
+    return false;
+  }
+  return true;
 }
 
 void Server::register_service_routes(RouteTable& routes) {
@@ -164,11 +184,11 @@ void Server::register_service_routes(RouteTable& routes) {
 void Server::login(const httplib::Request& req, httplib::Response& res) {
   if (!token_.empty()) {
     const std::string given = req.get_param_value("token");
-    if (!token_matches(given, token_)) {
+    if (!auth_->identify_token(given)) {
       send_error(res, 401, "Missing or wrong token: open /login?token=<token>");
       return;
     }
-    res.set_header("Set-Cookie", login_cookie(token_));
+    res.set_header("Set-Cookie", login_cookie(given));
   }
   res.set_redirect("/ui/", 303);
 }
@@ -193,11 +213,16 @@ void Server::register_routes() {
   RouteTable routes(*http_, routes_);
   register_service_routes(routes);
   register_dataset_routes(routes, *context_);
-  register_task_routes(routes, *context_, *tasks_);
+  register_task_routes(routes, TaskRouteContext{.context = context_.get(),
+                                                .tasks = tasks_.get(),
+                                                .auth = auth_.get(),
+                                                .baseline_author = options_.baseline_author.empty()
+                                                                       ? "baseline"
+                                                                       : options_.baseline_author});
   // The web interface: its static files; the JSON endpoints only its pages read register after
   // them, as a group of their own (register_site_routes(routes, *context_)).
   register_site_files(routes);
-  register_site_routes(routes, *context_);
+  register_site_routes(routes, *context_, *auth_);
 }
 
 Json Server::health() const { return tasks_->health(); }

@@ -4,23 +4,28 @@
 #include <httplib.h>
 
 #include <algorithm>
-#include <charconv>
 #include <iostream>
 #include <mutex>
 #include <optional>
 
 #include "fib/base/diagnostics.h"
+#include "fib/base/json.h"
 #include "fib/dataset/keys.h"
 #include "fib/report/best.h"
 #include "fib/report/fast_p.h"
 #include "fib/report/summary.h"
 #include "fib/serve/server.h"
+#include "fib/serve/tokens.h"
+#include "serve/auth.h"
 #include "serve/routes.h"
 #include "serve/site_caches.h"
 
 namespace fib::serve {
 
 namespace {
+
+constexpr std::size_t kTraceIdLength = 24;
+constexpr const char* kLogForItsAuthorOnly = "(the log is shown to the solution's author only)";
 
 std::shared_ptr<const TraceSet> snapshot(const SiteSource& s) {
   auto set = s.dataset();
@@ -35,10 +40,10 @@ report::BaselineChoice baseline_of(const SiteSource& s) {
 }
 
 // The fields the pages list for each trace; the viewer fetches the whole record.
-Json brief_trace(const TraceSet& set, const Trace& t, std::size_t index,
+Json brief_trace(const TraceSet& set, const Trace& t, const std::string& id,
                  const report::TrustPolicy& trust) {
   Json j;
-  j["index"] = index;
+  j["id"] = id;
   j["solution"] = t.solution.value_or("");
   const auto* sol = t.solution ? set.solution(*t.solution) : nullptr;
   j["author"] = sol ? Json(sol->value.author) : Json(nullptr);
@@ -109,7 +114,8 @@ Json fast_p_of(const Json& all, const std::string& definition) {
 SiteApi::SiteApi(SiteSource source)
     : source_(std::move(source)),
       models_(std::make_unique<ModelCache>()),
-      reports_(std::make_unique<ReportCache>()) {}
+      reports_(std::make_unique<ReportCache>()),
+      trace_ids_(std::make_unique<TraceIdCache>()) {}
 
 SiteApi::~SiteApi() = default;
 
@@ -150,9 +156,11 @@ Json SiteApi::kernel(const std::string& name) const {
   j["best_rule"] = report::kBestRule;
   j["ranking"] = best["definitions"].empty() ? Json(nullptr) : best["definitions"][0];
   j["fast_p"] = fast_p_of((*reports(set))["fast_p"], name);
+  const std::vector<std::string> ids = trace_ids_->ids(set, name);
   Json brief = Json::array();
-  for (std::size_t i = 0; i < traces.size(); ++i)
-    brief.push_back(brief_trace(*set, traces[i].value, i, source_.trust));
+  for (std::size_t i = 0; i < traces.size(); ++i) {
+    brief.push_back(brief_trace(*set, traces[i].value, ids[i], source_.trust));
+  }
   j["traces"] = std::move(brief);
   return j;
 }
@@ -160,31 +168,38 @@ Json SiteApi::kernel(const std::string& name) const {
 Json SiteApi::traces(const std::string& definition, const std::string& solution) const {
   const auto set = snapshot(source_);
   const auto& traces = traces_of(*set, definition);
+  const std::vector<std::string> ids = trace_ids_->ids(set, definition);
   Json list = Json::array();
   for (std::size_t i = 0; i < traces.size(); ++i) {
     const Trace& t = traces[i].value;
     if (!solution.empty() && t.solution.value_or("") != solution) continue;
-    list.push_back(brief_trace(*set, t, i, source_.trust));
+    list.push_back(brief_trace(*set, t, ids[i], source_.trust));
   }
   return Json{{"definition", definition}, {"traces", std::move(list)}};
 }
 
-Json SiteApi::trace(const std::string& definition, std::size_t index) const {
+Json SiteApi::trace(const std::string& definition, const std::string& id,
+                    const std::optional<std::string>& viewer) const {
   const auto set = snapshot(source_);
   const auto& traces = traces_of(*set, definition);
-  if (index >= traces.size()) {
-    throw NotFound("trace", fmt::format("definition '{}' has {} traces; there is no trace {}",
-                                        definition, traces.size(), index));
+  const std::vector<std::string> ids = trace_ids_->ids(set, definition);
+  const auto at = std::find(ids.begin(), ids.end(), id);
+  if (at == ids.end()) {
+    throw NotFound("trace", fmt::format("definition '{}' has no trace {}", definition, id));
   }
-  const Trace& t = traces[index].value;
+  const auto& found = traces[static_cast<std::size_t>(at - ids.begin())];
+  const Trace& t = found.value;
   Json j;
   j["definition"] = definition;
-  j["index"] = index;
-  j["source"] = set->where(traces[index].source);
+  j["id"] = id;
+  j["source"] = set->where(found.source);
   j["verified"] = source_.trust.verified(t);
   j["signer"] = t.signer;
   j["trace"] = to_json(t);
   const auto* sol = t.solution ? set->solution(*t.solution) : nullptr;
+  if (viewer && (!sol || sol->value.author != *viewer) && j["trace"].contains("evaluation")) {
+    j["trace"]["evaluation"]["log"] = kLogForItsAuthorOnly;
+  }
   j["solution"] = sol ? to_json(sol->value) : Json(nullptr);
   const auto* w = set->workload(t.workload.uuid);
   j["workload"] = w ? to_json(w->value.workload) : Json(nullptr);
@@ -216,27 +231,60 @@ Handler json_route(F make) {
   };
 }
 
-std::optional<std::size_t> parse_index(const std::string& s) {
-  std::size_t v = 0;
-  const auto [end, ec] = std::from_chars(s.data(), s.data() + s.size(), v);
-  if (ec != std::errc{} || end != s.data() + s.size()) return std::nullopt;
-  return v;
+bool is_trace_id(const std::string& s) {
+  return s.size() == kTraceIdLength && std::all_of(s.begin(), s.end(), [](char c) {
+           return std::isxdigit(c) && !std::isupper(c);
+         });
 }
 
-void get_traces(const SiteApi& api, const httplib::Request& req, httplib::Response& res) {
+void get_traces(const SiteApi& api, const Authenticator& auth, const httplib::Request& req,
+                httplib::Response& res) {
   const std::string definition = req.get_param_value("definition");
   if (definition.empty()) return send_error(res, 400, "give ?definition=NAME");
-  if (!req.has_param("index")) {
+  if (req.has_param("index")) {
+    // Positions change meaning when traces are added before them: traces are named by id.
+    return send_error(res, 400, "traces are named by id (?definition=D&id=ID), not by index");
+  }
+  if (!req.has_param("id")) {
     const std::string solution = req.get_param_value("solution");
     return json_route([&](const httplib::Request&) { return api.traces(definition, solution); })(
         req, res);
   }
-  const auto index = parse_index(req.get_param_value("index"));
-  if (!index) return send_error(res, 400, "index must be a non-negative integer");
-  json_route([&](const httplib::Request&) { return api.trace(definition, *index); })(req, res);
+  const std::string id = req.get_param_value("id");
+  if (!is_trace_id(id)) {
+    return send_error(res, 400, fmt::format("id must be {} lowercase hex digits", kTraceIdLength));
+  }
+  const std::optional<Identity> who = auth.identify(req);
+  if (!who) return send_error(res, 401, "Missing or wrong token");
+  const std::optional<std::string> viewer =
+      who->admin ? std::nullopt : std::optional<std::string>(who->author);
+  json_route([&](const httplib::Request&) { return api.trace(definition, id, viewer); })(req, res);
 }
 
 }  // namespace
+
+std::string trace_id(const Json& record) {
+  return sha256_hex(dump_json_line(record)).substr(0, kTraceIdLength);
+}
+
+std::string trace_id(const Trace& trace) { return trace_id(to_json(trace)); }
+
+std::vector<std::string> SiteApi::TraceIdCache::ids(const std::shared_ptr<const TraceSet>& set,
+                                                    const std::string& definition) {
+  std::lock_guard lock(mutex);
+  OfDefinition& cached = definitions[definition];
+  std::unordered_map<const Trace*, std::string> next;
+  std::vector<std::string> out;
+  for (const auto& r : set->traces(definition)) {
+    const auto it = cached.ids.find(&r.value);
+    std::string id = it != cached.ids.end() ? it->second : trace_id(r.value);
+    next.emplace(&r.value, id);
+    out.push_back(std::move(id));
+  }
+  cached.set = set;  // the old snapshot (and its records) goes only now
+  cached.ids = std::move(next);
+  return out;
+}
 
 report::TrustPolicy report_trust_policy() {
   report::TrustPolicy policy;
@@ -250,7 +298,7 @@ report::TrustPolicy report_trust_policy() {
   return policy;
 }
 
-void register_site_routes(RouteTable& routes, ServeContext& context) {
+void register_site_routes(RouteTable& routes, ServeContext& context, const Authenticator& auth) {
   SiteSource source;
   ServeContext* c = &context;
   source.dataset = [c] { return c->traces(); };
@@ -267,11 +315,12 @@ void register_site_routes(RouteTable& routes, ServeContext& context) {
   routes.get(
       "/api/kernels/{name}", "A definition with its workloads, ranked solutions, fast_p and traces",
       json_route([api](const httplib::Request& r) { return api->kernel(path_param(r, 1)); }));
-  routes.get(
-      "/api/traces",
-      "A definition's traces in brief (?definition=D[&solution=S]), or one in full "
-      "(?definition=D&index=N)",
-      [api](const httplib::Request& req, httplib::Response& res) { get_traces(*api, req, res); });
+  routes.get("/api/traces",
+             "A definition's traces in brief (?definition=D[&solution=S]), or one in full "
+             "(?definition=D&id=ID)",
+             [api, a = &auth](const httplib::Request& req, httplib::Response& res) {
+               get_traces(*api, *a, req, res);
+             });
 
   // Scripts are served without on-the-fly compression (see send_page_json: seconds for
   // highlight.js's 850 kB), and the Debian libraries are cached.

@@ -8,6 +8,7 @@
 #include <filesystem>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <string>
 
 #include "fib/base/diagnostics.h"
@@ -16,6 +17,8 @@
 #include "fib/trace/json_reader.h"
 
 namespace fib::serve {
+
+class Authenticator;
 
 class RouteTable;
 class ServeContext;
@@ -61,30 +64,41 @@ class SiteApi {
   Json kernel(const std::string& name) const;
   // The traces of a definition in brief (optionally of one solution).
   Json traces(const std::string& definition, const std::string& solution) const;
-  // One trace in full, with its solution (sources included) and workload.
-  Json trace(const std::string& definition, std::size_t index) const;
+  // One trace in full, by its id (trace_id), with its solution (sources included) and workload.
+  // With `viewer`, an author's token: the evaluation's log (a build's or a run's output, which
+  // may show what the solution read) is left out of other authors' traces.
+  Json trace(const std::string& definition, const std::string& id,
+             const std::optional<std::string>& viewer = std::nullopt) const;
 
   const SiteSource& source() const { return source_; }
 
  private:
   struct ModelCache;
   struct ReportCache;
+  struct TraceIdCache;
   // {baseline_author, summary, fast_p} of a snapshot, cached while it is the current one.
   std::shared_ptr<const Json> reports(const std::shared_ptr<const TraceSet>& set) const;
 
   SiteSource source_;
   std::unique_ptr<ModelCache> models_;
   std::unique_ptr<ReportCache> reports_;
+  std::unique_ptr<TraceIdCache> trace_ids_;
 };
+
+// A trace's stable id: the start (24 hex digits, 96 bits) of the SHA-256 of its line as fib
+// writes it, so that a link names the same trace after a restart or a reload, whatever was
+// added before it. `record` is the trace's JSON (to_json).
+std::string trace_id(const Json& record);
+std::string trace_id(const Trace& trace);
 
 // The trust policy of `fib report`'s default: traces signed by fib's own key or a key of the
 // trusted-keys files are ranked, others are shown only.
 report::TrustPolicy report_trust_policy();
 
 // Adds GET /api/leaderboard, /api/models, /api/models/{id}, /api/kernels/{name},
-// /api/traces?definition=D[&solution=S], /api/traces?definition=D&index=N and the /vendor/
+// /api/traces?definition=D[&solution=S], /api/traces?definition=D&id=ID and the /vendor/
 // mount, over the server's dataset, with its baseline author and `fib report`'s trust policy
-// (authentication is the server's, as for every other route).
-void register_site_routes(RouteTable& routes, ServeContext& context);
+// (authentication is the server's, as for every other route; `auth` says whose a request is).
+void register_site_routes(RouteTable& routes, ServeContext& context, const Authenticator& auth);
 
 }  // namespace fib::serve

@@ -8,6 +8,7 @@
 #include <mutex>
 #include <optional>
 #include <string>
+#include <unordered_map>
 #include <utility>
 #include <vector>
 
@@ -23,6 +24,24 @@ struct SiteApi::ReportCache {
   std::mutex mutex;
   std::weak_ptr<const TraceSet> of;
   std::shared_ptr<const Json> leaderboard;
+};
+
+// The ids of a definition's traces (trace_id: a hash of the trace's line, 0.1 ms a trace), kept
+// from one snapshot to the next. Traces are immutable records that later snapshots share, so an
+// id found for a record at an address holds while that record lives; the cache keeps the
+// snapshot it was filled from alive until a newer one replaces it, so that an address it holds
+// is never a record freed and reused in between.
+struct SiteApi::TraceIdCache {
+  struct OfDefinition {
+    std::shared_ptr<const TraceSet> set;
+    std::unordered_map<const Trace*, std::string> ids;
+  };
+  std::mutex mutex;
+  std::map<std::string, OfDefinition> definitions;
+
+  // The ids of `definition`'s traces in `set`, in its order.
+  std::vector<std::string> ids(const std::shared_ptr<const TraceSet>& set,
+                               const std::string& definition);
 };
 
 struct SiteApi::ModelCache {

@@ -2,7 +2,6 @@
 
 #include <fmt/format.h>
 #include <fmt/ranges.h>
-#include <openssl/evp.h>
 
 #include "fib/base/json.h"
 #include "fib/bench/builder/build.h"
@@ -29,6 +28,18 @@ bool reject(Rejection& r, int status, std::string detail) {
   r.status = status;
   r.detail = std::move(detail);
   return false;
+}
+
+// A token's submissions are its author's; only the admin names the author, reserved ones too.
+bool set_author(Solution& s, const SubmissionRules& rules, Rejection& r) {
+  if (!rules.sender.admin) s.author = rules.sender.author;
+  if (!rules.sender.admin && is_reserved_author(s.author, rules.baseline_author)) {
+    return reject(r, 403,
+                  fmt::format("The author '{}' is reserved: only the server's admin token submits "
+                              "as it",
+                              s.author));
+  }
+  return true;
 }
 
 std::optional<Solution> read_solution(const Json& j, Rejection& r) {
@@ -104,19 +115,11 @@ bool runnable_here(const Submission& s, bool cpu_devices, bool gpu_devices, Reje
 std::string solution_hash8(const Solution& s) {
   Solution content = s;
   content.name.clear();
-  const std::string text = dump_json_line(to_json(content));
-  unsigned char md[EVP_MAX_MD_SIZE];
-  unsigned int n = 0;
-  if (EVP_Digest(text.data(), text.size(), md, &n, EVP_sha256(), nullptr) != 1) {
-    throw Error("solution", "SHA-256 failed");
-  }
-  std::string hex;
-  for (unsigned int i = 0; i < 4; ++i) hex += fmt::format("{:02x}", md[i]);
-  return hex;
+  return sha256_hex(dump_json_line(to_json(content))).substr(0, 8);
 }
 
-std::optional<Submission> parse_submission(const Json& body, const TraceSet& set, bool cpu_devices,
-                                           bool gpu_devices, Rejection& rejection) {
+std::optional<Submission> parse_submission(const Json& body, const TraceSet& set,
+                                           const SubmissionRules& rules, Rejection& rejection) {
   Diagnostics diag;
   const ReadContext ctx{"request", &diag};
   const Json* f[std::size(kRequestFields)] = {};
@@ -126,8 +129,12 @@ std::optional<Submission> parse_submission(const Json& body, const TraceSet& set
     reject(rejection, 422, "The request is not {solution, workload_uuids?}");
     return std::nullopt;
   }
-  std::optional<Solution> s = read_solution(*f[0], rejection);
-  if (!s) return std::nullopt;
+  // A token's author is set before the solution is checked: its own author field may be
+  // anything, even absent or not a folder name.
+  Json solution = *f[0];
+  if (!rules.sender.admin && solution.is_object()) solution["author"] = rules.sender.author;
+  std::optional<Solution> s = read_solution(solution, rejection);
+  if (!s || !set_author(*s, rules, rejection)) return std::nullopt;
   const Definition* def = set.definition(s->definition);
   if (!def) {
     reject(rejection, 400, fmt::format("Definition not found: {}", s->definition));
@@ -139,7 +146,7 @@ std::optional<Submission> parse_submission(const Json& body, const TraceSet& set
   s->name = fmt::format("{}_{}", s->name, solution_hash8(*s));
   out.gpu = bench::solution_targets_gpu(*s);
   out.solution = std::move(*s);
-  if (!runnable_here(out, cpu_devices, gpu_devices, rejection)) return std::nullopt;
+  if (!runnable_here(out, rules.cpu_devices, rules.gpu_devices, rejection)) return std::nullopt;
   return out;
 }
 

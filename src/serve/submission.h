@@ -8,6 +8,7 @@
 
 #include "fib/base/diagnostics.h"
 #include "fib/dataset/trace_set.h"
+#include "fib/serve/tokens.h"
 
 namespace fib::serve {
 
@@ -19,7 +20,8 @@ struct Submission {
 };
 
 // What is wrong with a request, as the HTTP answer says it: 400 (unknown definition or workload,
-// as upstream), 422 (the body is not a valid request or solution; `diagnostics` has JSON paths).
+// as upstream), 403 (a reserved author without the admin token), 422 (the body is not a valid
+// request or solution; `diagnostics` has JSON paths).
 struct Rejection {
   int status = 422;
   std::string detail;
@@ -29,9 +31,17 @@ struct Rejection {
 // The first 8 hex digits of the SHA-256 of the solution's content (everything but its name).
 std::string solution_hash8(const Solution& s);
 
-// Parses {solution, workload_uuids?}. `gpu_devices`/`cpu_devices`: whether the server has queues
-// of each kind (a solution for a kind it has none of is refused).
-std::optional<Submission> parse_submission(const Json& body, const TraceSet& set, bool cpu_devices,
-                                           bool gpu_devices, Rejection& rejection);
+// Where a submission may go: whether the server has queues of each kind (a solution for a kind it
+// has none of is refused), who sends it, and the leaderboard's baseline author (reserved).
+struct SubmissionRules {
+  bool cpu_devices = true, gpu_devices = false;
+  Identity sender;
+  std::string baseline_author;
+};
+
+// Parses {solution, workload_uuids?}. The solution's author becomes the sender's (a token's own
+// author; the admin's is the one the solution names).
+std::optional<Submission> parse_submission(const Json& body, const TraceSet& set,
+                                           const SubmissionRules& rules, Rejection& rejection);
 
 }  // namespace fib::serve

@@ -5,6 +5,8 @@
 
 #include <charconv>
 
+#include "serve/site_api.h"
+
 namespace fib::serve {
 
 namespace {
@@ -12,19 +14,37 @@ namespace {
 constexpr double kMaxWaitSeconds = 3600;
 constexpr std::size_t kMaxBatch = 10000;
 
-void evaluate(ServeContext& context, TaskService& tasks, const httplib::Request& req,
-              httplib::Response& res) {
+void evaluate(const TaskRouteContext& rc, const httplib::Request& req, httplib::Response& res) {
+  const std::optional<Identity> sender = rc.auth->identify(req);
+  if (!sender) return send_error(res, 401, "Missing or wrong token");
+  if (sender->max_body_bytes != 0 && req.body.size() > sender->max_body_bytes) {
+    return send_error(res, 413,
+                      fmt::format("Request body too large: this token's limit is {} bytes",
+                                  sender->max_body_bytes));
+  }
   const std::optional<Json> body = read_json_body(req, res);
   if (!body) return;
   Rejection rejection;
-  const std::optional<Submission> s = parse_submission(
-      *body, *context.traces(), tasks.has_cpu_queue(), tasks.has_gpu_queue(), rejection);
+  const SubmissionRules rules{.cpu_devices = rc.tasks->has_cpu_queue(),
+                              .gpu_devices = rc.tasks->has_gpu_queue(),
+                              .sender = *sender,
+                              .baseline_author = rc.baseline_author};
+  const std::optional<Submission> s =
+      parse_submission(*body, *rc.context->traces(), rules, rejection);
   if (!s) {
     if (rejection.diagnostics.empty()) return send_error(res, rejection.status, rejection.detail);
     return send_diagnostics(res, rejection.status, rejection.detail, rejection.diagnostics);
   }
-  const std::string id = tasks.submit(*s);
-  send_json(res, Json{{"task_id", id}, {"normalized_solution_name", s->solution.name}});
+  const std::optional<std::string> id = rc.tasks->submit(*s, *sender);
+  if (!id) {
+    return send_error(res, 429,
+                      fmt::format("This token has {} tasks pending or running, its limit: submit "
+                                  "again once one has finished",
+                                  sender->max_queued));
+  }
+  send_json(res, Json{{"task_id", *id},
+                      {"normalized_solution_name", s->solution.name},
+                      {"author", s->solution.author}});
 }
 
 // A wait in seconds, 0..3600, or nullopt after answering 422.
@@ -49,13 +69,17 @@ std::optional<double> timeout_param(const httplib::Request& req, httplib::Respon
   return read_timeout(Json(value), res);
 }
 
-// The tasks' current answers; nullopt after a 404 naming the first unknown id.
+// Whether `who` may see the task: the admin sees every task, a token its own.
+bool visible_to(const Task& t, const Identity& who) { return who.admin || t.token == who.token_id; }
+
+// The tasks' current answers; nullopt after a 404 naming the first unknown id (another token's
+// task is unknown to a token).
 std::optional<Json> task_answers(TaskService& tasks, const std::vector<std::string>& ids,
-                                 httplib::Response& res) {
+                                 const Identity& who, httplib::Response& res) {
   Json out = Json::array();
   for (const std::string& id : ids) {
     const std::optional<Task> t = tasks.get(id);
-    if (!t) {
+    if (!t || !visible_to(*t, who)) {
       send_error(res, 404, fmt::format("Task not found: {}", id));
       return std::nullopt;
     }
@@ -64,13 +88,19 @@ std::optional<Json> task_answers(TaskService& tasks, const std::vector<std::stri
   return out;
 }
 
-void get_task(TaskService& tasks, const httplib::Request& req, httplib::Response& res) {
+void get_task(const TaskRouteContext& rc, const httplib::Request& req, httplib::Response& res) {
+  TaskService& tasks = *rc.tasks;
+  const std::optional<Identity> who = rc.auth->identify(req);
+  if (!who) return send_error(res, 401, "Missing or wrong token");
   const std::string id = path_param(req, 1);
   const std::optional<double> timeout = timeout_param(req, res);
   if (!timeout) return;
-  if (!tasks.get(id)) return send_error(res, 404, fmt::format("Task not found: {}", id));
+  const std::optional<Task> task = tasks.get(id);
+  if (!task || !visible_to(*task, *who)) {
+    return send_error(res, 404, fmt::format("Task not found: {}", id));
+  }
   if (*timeout > 0) tasks.wait({id}, *timeout);
-  if (const std::optional<Json> answers = task_answers(tasks, {id}, res)) {
+  if (const std::optional<Json> answers = task_answers(tasks, {id}, *who, res)) {
     send_json(res, (*answers)[0]);
   }
 }
@@ -95,21 +125,30 @@ std::optional<std::pair<std::vector<std::string>, double>> read_batch(const Json
   return std::make_pair(ids->get<std::vector<std::string>>(), *timeout);
 }
 
-void get_batch(TaskService& tasks, const httplib::Request& req, httplib::Response& res) {
+void get_batch(const TaskRouteContext& rc, const httplib::Request& req, httplib::Response& res) {
+  TaskService& tasks = *rc.tasks;
+  const std::optional<Identity> who = rc.auth->identify(req);
+  if (!who) return send_error(res, 401, "Missing or wrong token");
   const std::optional<Json> body = read_json_body(req, res);
   if (!body) return;
   const auto batch = read_batch(*body, res);
-  if (!batch || !task_answers(tasks, batch->first, res)) return;
+  if (!batch || !task_answers(tasks, batch->first, *who, res)) return;
   if (batch->second > 0) tasks.wait(batch->first, batch->second);
-  if (const std::optional<Json> answers = task_answers(tasks, batch->first, res)) {
+  if (const std::optional<Json> answers = task_answers(tasks, batch->first, *who, res)) {
     send_json(res, *answers);
   }
 }
 
 constexpr std::size_t kMaxListed = 1000;
 
-// GET /tasks?status=&limit=: the newest tasks without their traces, and how many of each status.
-void list_tasks(TaskService& tasks, const httplib::Request& req, httplib::Response& res) {
+// GET /tasks?status=&limit=: the newest tasks without their traces, and how many of each status
+// (a token's own only; the admin's: every task).
+void list_tasks(const TaskRouteContext& rc, const httplib::Request& req, httplib::Response& res) {
+  TaskService& tasks = *rc.tasks;
+  const std::optional<Identity> who = rc.auth->identify(req);
+  if (!who) return send_error(res, 401, "Missing or wrong token");
+  const std::optional<std::string> token =
+      who->admin ? std::nullopt : std::optional<std::string>(who->token_id);
   std::optional<TaskStatus> status;
   if (req.has_param("status")) {
     status = parse_task_status(req.get_param_value("status"));
@@ -126,9 +165,10 @@ void list_tasks(TaskService& tasks, const httplib::Request& req, httplib::Respon
     }
   }
   Json listed = Json::array();
-  for (const Task& t : tasks.store().recent(limit, status)) {
+  for (const Task& t : tasks.store().recent(limit, status, token)) {
     Json j = task_response(t);
     j.erase("traces");
+    j.erase("trace_ids");
     j["workload_uuids"] = t.workloads;
     j["created"] = t.created;
     j["updated"] = t.updated;
@@ -136,7 +176,7 @@ void list_tasks(TaskService& tasks, const httplib::Request& req, httplib::Respon
   }
   Json counts = Json::object();
   for (TaskStatus s : kTaskStatuses)
-    counts[std::string(task_status_name(s))] = tasks.store().count(s);
+    counts[std::string(task_status_name(s))] = tasks.store().count(s, token);
   send_json(res, Json{{"tasks", listed}, {"counts", counts}});
 }
 
@@ -150,23 +190,25 @@ Json task_response(const Task& t) {
          {"traces", t.traces.empty() ? Json() : t.traces},
          {"error", t.error.empty() ? Json() : Json(t.error)}};
   if (!t.device.empty()) j["device"] = t.device;
+  // fib's addition: each trace's stable id, for links to /api/traces and the trace page.
+  Json ids = Json::array();
+  for (const Json& trace : t.traces) ids.push_back(trace_id(trace));
+  j["trace_ids"] = std::move(ids);
   return j;
 }
 
-void register_task_routes(RouteTable& routes, ServeContext& context, TaskService& tasks) {
-  ServeContext* c = &context;
-  TaskService* t = &tasks;
+void register_task_routes(RouteTable& routes, const TaskRouteContext& rc) {
   routes.post(
       "/evaluate", "Submit a solution for evaluation",
-      [c, t](const httplib::Request& req, httplib::Response& res) { evaluate(*c, *t, req, res); });
+      [rc](const httplib::Request& req, httplib::Response& res) { evaluate(rc, req, res); });
   routes.get(
       "/tasks", "The newest tasks, without traces (?status=, ?limit= up to 1000)",
-      [t](const httplib::Request& req, httplib::Response& res) { list_tasks(*t, req, res); });
+      [rc](const httplib::Request& req, httplib::Response& res) { list_tasks(rc, req, res); });
   routes.get("/tasks/{task_id}", "Get task status and results (?timeout= waits up to 3600 s)",
-             [t](const httplib::Request& req, httplib::Response& res) { get_task(*t, req, res); });
+             [rc](const httplib::Request& req, httplib::Response& res) { get_task(rc, req, res); });
   routes.post(
       "/tasks/batch", "Batch get multiple tasks",
-      [t](const httplib::Request& req, httplib::Response& res) { get_batch(*t, req, res); });
+      [rc](const httplib::Request& req, httplib::Response& res) { get_batch(rc, req, res); });
 }
 
 }  // namespace fib::serve

@@ -5,6 +5,7 @@
 #include <chrono>
 
 #include "fib/base/diagnostics.h"
+#include "serve/sqlite_statement.h"
 
 namespace fib::serve {
 
@@ -23,67 +24,26 @@ CREATE TABLE IF NOT EXISTS tasks (
   traces TEXT NOT NULL DEFAULT '[]',
   error TEXT NOT NULL DEFAULT '',
   created REAL NOT NULL,
-  updated REAL NOT NULL
+  updated REAL NOT NULL,
+  token TEXT NOT NULL DEFAULT ''
 );
 CREATE INDEX IF NOT EXISTS tasks_by_status ON tasks(status, seq);
 )";
+// Stores made before tasks named their token get the column (their tasks: the admin's, '').
+constexpr const char* kAddTokenColumn =
+    "ALTER TABLE tasks ADD COLUMN token TEXT NOT NULL DEFAULT ''";
 
 constexpr const char* kColumns =
-    "id, status, definition, solution, workloads, gpu, device, traces, error, created, updated";
+    "id, status, definition, solution, workloads, gpu, device, traces, error, created, updated, "
+    "token";
 // The same row without its traces (lists of many tasks).
 constexpr const char* kSummaryColumns =
-    "id, status, definition, solution, workloads, gpu, device, '[]', error, created, updated";
+    "id, status, definition, solution, workloads, gpu, device, '[]', error, created, updated, "
+    "token";
 
 double now_seconds() {
   return std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
 }
-
-// One prepared statement, finalized when it goes out of scope.
-class Statement {
- public:
-  Statement(sqlite3* db, const std::string& sql) : db_(db) {
-    if (sqlite3_prepare_v2(db, sql.c_str(), -1, &stmt_, nullptr) != SQLITE_OK) {
-      throw Error("task store", fmt::format("{} ({})", sqlite3_errmsg(db), sql));
-    }
-  }
-  ~Statement() { sqlite3_finalize(stmt_); }
-  Statement(const Statement&) = delete;  // owns the statement
-  Statement& operator=(const Statement&) = delete;
-
-  Statement& bind(int i, std::string_view text) {
-    check(
-        sqlite3_bind_text(stmt_, i, text.data(), static_cast<int>(text.size()), SQLITE_TRANSIENT));
-    return *this;
-  }
-  Statement& bind(int i, double value) {
-    check(sqlite3_bind_double(stmt_, i, value));
-    return *this;
-  }
-  Statement& bind(int i, int value) {
-    check(sqlite3_bind_int(stmt_, i, value));
-    return *this;
-  }
-  // Steps once: true while a row is available.
-  bool step() {
-    const int rc = sqlite3_step(stmt_);
-    if (rc == SQLITE_ROW) return true;
-    if (rc != SQLITE_DONE) check(rc);
-    return false;
-  }
-  std::string text(int col) const {
-    const auto* p = sqlite3_column_text(stmt_, col);
-    return p ? std::string(reinterpret_cast<const char*>(p)) : std::string();
-  }
-  double real(int col) const { return sqlite3_column_double(stmt_, col); }
-  std::int64_t integer(int col) const { return sqlite3_column_int64(stmt_, col); }
-
- private:
-  void check(int rc) const {
-    if (rc != SQLITE_OK) throw Error("task store", sqlite3_errmsg(db_));
-  }
-  sqlite3* db_;
-  sqlite3_stmt* stmt_ = nullptr;
-};
 
 Task read_task(const Statement& s) {
   Task t;
@@ -100,6 +60,7 @@ Task read_task(const Statement& s) {
   t.error = s.text(8);
   t.created = s.real(9);
   t.updated = s.real(10);
+  t.token = s.text(11);
   return t;
 }
 
@@ -142,6 +103,7 @@ TaskStore::TaskStore(const std::filesystem::path& file) {
     // polls) never block the queues' writes.
     exec("PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL;");
     exec(kSchema);
+    if (!has_token_column()) exec(kAddTokenColumn);
   } catch (const Error& e) {
     sqlite3_close(db_);
     throw Error(file.string(), fmt::format("not a usable task store: {}", e.what()),
@@ -162,7 +124,8 @@ void TaskStore::exec(const char* sql) const {
 
 void TaskStore::insert(const Task& t) {
   std::lock_guard<std::mutex> lock(mu_);
-  Statement s(db_, fmt::format("INSERT INTO tasks ({}) VALUES (?,?,?,?,?,?,?,?,?,?,?)", kColumns));
+  Statement s(db_,
+              fmt::format("INSERT INTO tasks ({}) VALUES (?,?,?,?,?,?,?,?,?,?,?,?)", kColumns));
   s.bind(1, t.id)
       .bind(2, task_status_name(t.status))
       .bind(3, t.definition)
@@ -173,8 +136,22 @@ void TaskStore::insert(const Task& t) {
       .bind(8, t.traces.dump())
       .bind(9, t.error)
       .bind(10, t.created ? t.created : now_seconds())
-      .bind(11, now_seconds());
+      .bind(11, now_seconds())
+      .bind(12, t.token);
   s.step();
+}
+
+bool TaskStore::has_token_column() const {
+  Statement s(db_, "SELECT COUNT(*) FROM pragma_table_info('tasks') WHERE name = 'token'");
+  return s.step() && s.integer(0) > 0;
+}
+
+std::size_t TaskStore::unfinished_of(const std::string& token) const {
+  std::lock_guard<std::mutex> lock(mu_);
+  Statement s(db_,
+              "SELECT COUNT(*) FROM tasks WHERE token = ? AND status IN ('pending', 'running')");
+  s.bind(1, token);
+  return s.step() ? static_cast<std::size_t>(s.integer(0)) : 0;
 }
 
 std::optional<Task> TaskStore::get(const std::string& id) const {
@@ -223,22 +200,27 @@ void TaskStore::requeue_running() {
   s.step();
 }
 
-std::vector<Task> TaskStore::recent(std::size_t limit, std::optional<TaskStatus> status) const {
+std::vector<Task> TaskStore::recent(std::size_t limit, std::optional<TaskStatus> status,
+                                    const std::optional<std::string>& token) const {
   std::lock_guard<std::mutex> lock(mu_);
-  Statement s(db_, fmt::format("SELECT {} FROM tasks {} ORDER BY seq DESC LIMIT ?", kSummaryColumns,
-                               status ? "WHERE status = ?" : ""));
+  Statement s(db_,
+              fmt::format("SELECT {} FROM tasks WHERE {} AND {} ORDER BY seq DESC LIMIT ?",
+                          kSummaryColumns, status ? "status = ?" : "1", token ? "token = ?" : "1"));
   int next = 1;
   if (status) s.bind(next++, task_status_name(*status));
+  if (token) s.bind(next++, *token);
   s.bind(next, static_cast<int>(limit));
   std::vector<Task> out;
   while (s.step()) out.push_back(read_task(s));
   return out;
 }
 
-std::size_t TaskStore::count(TaskStatus status) const {
+std::size_t TaskStore::count(TaskStatus status, const std::optional<std::string>& token) const {
   std::lock_guard<std::mutex> lock(mu_);
-  Statement s(db_, "SELECT COUNT(*) FROM tasks WHERE status = ?");
+  Statement s(db_, fmt::format("SELECT COUNT(*) FROM tasks WHERE status = ? AND {}",
+                               token ? "token = ?" : "1"));
   s.bind(1, task_status_name(status));
+  if (token) s.bind(2, *token);
   return s.step() ? static_cast<std::size_t>(s.integer(0)) : 0;
 }
 

@@ -37,6 +37,7 @@ struct Task {
   Json traces = Json::array();         // the final traces (to_json), once finished
   std::string error;                   // why it failed
   double created = 0, updated = 0;     // seconds since the epoch
+  std::string token;                   // the id of the token that submitted it ('': the admin's)
 };
 
 class TaskStore {
@@ -56,12 +57,18 @@ class TaskStore {
   std::vector<Task> unfinished() const;
   // Marks the tasks an earlier server left running as pending again (they wait for a queue).
   void requeue_running();
-  // The newest tasks first, at most `limit`, of one status when given; their traces left out.
-  std::vector<Task> recent(std::size_t limit, std::optional<TaskStatus> status) const;
-  std::size_t count(TaskStatus status) const;
+  // The newest tasks first, at most `limit`, of one status and one token when given; their
+  // traces left out.
+  std::vector<Task> recent(std::size_t limit, std::optional<TaskStatus> status,
+                           const std::optional<std::string>& token = std::nullopt) const;
+  std::size_t count(TaskStatus status,
+                    const std::optional<std::string>& token = std::nullopt) const;
+  // The pending and running tasks a token submitted (its queue quota).
+  std::size_t unfinished_of(const std::string& token) const;
 
  private:
   void exec(const char* sql) const;
+  bool has_token_column() const;
 
   sqlite3* db_ = nullptr;
   mutable std::mutex mu_;

@@ -5,6 +5,7 @@
 #include <openssl/rand.h>
 
 #include <chrono>
+#include <ctime>
 #include <iostream>
 #include <map>
 #include <unordered_map>
@@ -13,6 +14,7 @@
 #include "fib/base/json.h"
 #include "fib/bench/run/run.h"
 #include "fib/dataset/layout.h"
+#include "fib/trace/signature.h"
 
 namespace fib::serve {
 
@@ -65,6 +67,57 @@ Json in_workload_order(Json traces, const std::vector<std::string>& workloads) {
   return ordered;
 }
 
+// The hardware a queue's traces name; empty (nothing answers from earlier traces there) where
+// the device cannot be asked now: its tasks fail saying why, as before.
+std::string hardware_of(const std::string& device) {
+  try {
+    return bench::device_hardware(device);
+  } catch (const std::exception&) {
+    return {};
+  }
+}
+
+std::uint64_t random_seed() {
+  std::uint64_t seed = 0;
+  if (RAND_bytes(reinterpret_cast<unsigned char*>(&seed), sizeof seed) != 1) {
+    throw Error("seed", "the system's random source failed");
+  }
+  return seed;
+}
+
+std::string now_iso() {
+  const auto now = std::chrono::system_clock::now();
+  const auto us =
+      std::chrono::duration_cast<std::chrono::microseconds>(now.time_since_epoch()).count();
+  const std::time_t secs = static_cast<std::time_t>(us / 1000000);
+  std::tm tm{};
+  ::gmtime_r(&secs, &tm);
+  return fmt::format("{:04}-{:02}-{:02}T{:02}:{:02}:{:02}.{:06}+00:00", tm.tm_year + 1900,
+                     tm.tm_mon + 1, tm.tm_mday, tm.tm_hour, tm.tm_min, tm.tm_sec, us % 1000000);
+}
+
+// The trace of a workload the run skipped after the solution timed out on `timed_out`'s: the
+// same run's environment, less what was particular to that workload's evaluation.
+Trace not_run_trace(const Trace& timed_out, const Workload& workload) {
+  Trace t;
+  t.definition = timed_out.definition;
+  t.workload = workload;
+  t.solution = timed_out.solution;
+  Evaluation e;
+  e.status = EvaluationStatus::kTimeout;
+  e.environment = timed_out.evaluation->environment;
+  Json& extra = e.environment.extra;
+  for (const char* particular : {"signature", "distinct_input_sets", "inputs_made",
+                                 "inputs_shared_by_checked_sets", "reference_cache"}) {
+    extra.erase(particular);
+  }
+  extra[kNotRunKey] = Json{{"timed_out_on_workload", timed_out.workload.uuid}};
+  e.timestamp = now_iso();
+  e.log = fmt::format("not run: timed out on workload {}", timed_out.workload.uuid);
+  t.evaluation = std::move(e);
+  return t;
+}
+
 }  // namespace
 
 std::vector<const Trace*> traces_of_task(const TraceSet& set, const Task& task) {
@@ -88,6 +141,7 @@ TaskService::TaskService(ServeContext& context, const ServeOptions& options)
     auto q = std::make_unique<Queue>();
     q->device = device;
     q->gpu = is_gpu_device(device);
+    q->hardware = hardware_of(device);
     queues_.push_back(std::move(q));
   }
   store_.requeue_running();
@@ -138,15 +192,25 @@ void TaskService::write_solution_file(const Submission& s) {
   context_.add_own_solution(s.solution, path);
 }
 
-std::string TaskService::submit(const Submission& s) {
-  write_solution_file(s);
+std::optional<std::string> TaskService::submit(const Submission& s, const Identity& sender) {
   Task t;
   t.id = make_task_id();
   t.definition = s.solution.definition;
   t.solution = s.solution.name;
   t.workloads = s.workloads;
   t.gpu = s.gpu;
-  store_.insert(t);
+  t.token = sender.token_id;
+  {
+    // A quota's check and its task's insert are one step (two requests of a token at once
+    // cannot both take its last place); unlimited senders need no such step.
+    std::unique_lock<std::mutex> quota(submit_mu_, std::defer_lock);
+    if (sender.max_queued != 0) {
+      quota.lock();
+      if (store_.unfinished_of(sender.token_id) >= sender.max_queued) return std::nullopt;
+    }
+    write_solution_file(s);
+    store_.insert(t);
+  }
   {
     std::lock_guard<std::mutex> lock(mu_);
     pending_.push_back(Queued{t.id, t.gpu});
@@ -185,37 +249,32 @@ void TaskService::evaluate(Queue& queue, const Task& task) {
     traces.push_back(to_json(*t));
     std::erase(remaining, t->workload.uuid);
   }
+  const Record<Solution>* solution = set->solution(task.solution);
+  const Definition* definition = set->definition(task.definition);
+  if (!solution || !definition) {
+    finish(task.id, TaskStatus::kFailed, traces,
+           fmt::format("the dataset no longer has its {}",
+                       solution ? "definition " + task.definition : "solution " + task.solution));
+    return;
+  }
+  const std::string key = evaluation_key(solution->value, *definition, options_.run, queue.device);
+  if (!options_.reevaluate) take_earlier_answers(queue, task, key, remaining, traces);
   std::vector<std::string> messages;
   // The traces this task appended, published in the dataset snapshot before the task counts
   // as finished: a client that saw it finish reads them at once.
   std::vector<Trace> appended;
   if (!remaining.empty()) {
-    bench::RunOptions o = options_.run;
-    o.dataset = context_.dataset_root();
-    o.loaded_dataset = set;  // not loaded again per task: its signed lines cost 0.45 ms each
-    o.device = queue.device;
-    o.definitions = {task.definition};
-    o.solutions = {task.solution};
-    o.workloads = remaining;
-    o.resume = false;
-    o.save_traces = true;
-    o.environment_extra = Json{{kTaskIdKey, task.id}};
-    bench::RunCallbacks cb;
-    cb.on_message = [&](const std::string& m) { messages.push_back(m); };
-    cb.on_evaluation = [&](const bench::EvaluationEvent& e) {
-      context_.note_own_append(*e.trace);
-      appended.push_back(*e.trace);
-    };
     try {
-      const bench::RunResult r = bench::run_benchmark(o, cb);
-      for (const Trace& t : r.traces) traces.push_back(to_json(t));
+      run_workloads(task, key, remaining, queue, traces, messages, appended);
+      write_not_run_traces(remaining, traces, appended);
       queue.healthy = true;
     } catch (const std::exception& e) {
       // The engine could not run at all here (a device, the sandbox, the build setup): the
       // task fails with why, and /health shows the queue unhealthy until a run succeeds.
       queue.healthy = false;
       context_.add_own_traces(appended);
-      finish(task.id, TaskStatus::kFailed, traces, e.what());
+      finish(task.id, TaskStatus::kFailed, in_workload_order(std::move(traces), task.workloads),
+             e.what());
       return;
     }
   }
@@ -228,6 +287,72 @@ void TaskService::evaluate(Queue& queue, const Task& task) {
            fmt::format("{} of {} workloads evaluated: {}", traces.size(), task.workloads.size(),
                        messages.empty() ? "no reason given"
                                         : fmt::format("{}", fmt::join(messages, "; "))));
+  }
+}
+
+void TaskService::take_earlier_answers(const Queue& queue, const Task& task, const std::string& key,
+                                       std::vector<std::string>& remaining, Json& traces) {
+  if (remaining.empty() || !options_.run.signing_key) return;
+  const AnswerRule rule{.solution = task.solution,
+                        .key = key,
+                        .signer = options_.run.signing_key->public_key().key_id(),
+                        .hardware = queue.hardware};
+  const std::shared_ptr<const TraceSet> set = context_.traces();
+  for (const auto& [uuid, trace] : earlier_answers(*set, task.definition, remaining, rule)) {
+    traces.push_back(to_json(*trace));
+    std::erase(remaining, uuid);
+  }
+}
+
+void TaskService::run_workloads(const Task& task, const std::string& key,
+                                const std::vector<std::string>& remaining, Queue& queue,
+                                Json& traces, std::vector<std::string>& messages,
+                                std::vector<Trace>& appended) {
+  bench::RunOptions o = options_.run;
+  o.dataset = context_.dataset_root();
+  // The snapshot, not the folder loaded again per task: its signed lines cost 0.45 ms each.
+  o.loaded_dataset = context_.traces();
+  o.device = queue.device;
+  o.definitions = {task.definition};
+  o.solutions = {task.solution};
+  o.workloads = remaining;
+  o.resume = false;
+  o.save_traces = true;
+  // A fresh seed per task, which the submitter neither chooses nor sees before its traces.
+  o.seed = random_seed();
+  o.environment_extra = Json{{kTaskIdKey, task.id}, {kEvaluationKeyKey, key}};
+  bench::RunCallbacks cb;
+  cb.on_message = [&](const std::string& m) { messages.push_back(m); };
+  cb.on_evaluation = [&](const bench::EvaluationEvent& e) {
+    context_.note_own_append(*e.trace);
+    appended.push_back(*e.trace);
+  };
+  const bench::RunResult r = bench::run_benchmark(o, cb);
+  for (const Trace& t : r.traces) traces.push_back(to_json(t));
+}
+
+void TaskService::write_not_run_traces(std::vector<std::string> remaining, Json& traces,
+                                       std::vector<Trace>& appended) {
+  const auto timed_out = std::find_if(appended.begin(), appended.end(), [&](const Trace& t) {
+    return t.evaluation && t.evaluation->status == EvaluationStatus::kTimeout;
+  });
+  if (timed_out == appended.end()) return;
+  for (const Json& t : traces) std::erase(remaining, t["workload"]["uuid"].get<std::string>());
+  if (remaining.empty()) return;
+  const std::shared_ptr<const TraceSet> set = context_.traces();
+  std::vector<Trace> not_run;
+  for (const std::string& uuid : remaining) {
+    const Record<Trace>* w = set->workload(uuid);
+    if (!w) continue;
+    not_run.push_back(not_run_trace(*timed_out, w->value.workload));
+    if (options_.run.signing_key) sign_trace(not_run.back(), *options_.run.signing_key);
+  }
+  TraceSet writable = *set;
+  append_traces(writable, not_run);
+  for (const Trace& t : not_run) {
+    context_.note_own_append(t);
+    appended.push_back(t);
+    traces.push_back(to_json(t));
   }
 }
 

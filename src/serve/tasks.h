@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "fib/serve/server.h"
+#include "serve/reuse.h"
 #include "serve/submission.h"
 #include "serve/task_store.h"
 
@@ -39,8 +40,9 @@ class TaskService {
   bool has_cpu_queue() const;
   bool has_gpu_queue() const;
 
-  // Writes the solution into the dataset, stores the task and queues it; returns its id.
-  std::string submit(const Submission& submission);
+  // Writes the solution into the dataset, stores the task and queues it; returns its id, or
+  // nullopt when the sender has as many tasks pending or running as its token allows.
+  std::optional<std::string> submit(const Submission& submission, const Identity& sender);
   std::optional<Task> get(const std::string& id) const { return store_.get(id); }
   const TaskStore& store() const { return store_; }
   // Waits until every task is finished, the timeout passes or the service stops; returns at
@@ -56,6 +58,7 @@ class TaskService {
   };
   struct Queue {
     std::string device;
+    std::string hardware;  // as its traces name it
     bool gpu = false;
     std::thread thread;
     std::atomic<bool> healthy{true};  // false after the engine itself failed (not a solution)
@@ -64,6 +67,19 @@ class TaskService {
   void serve_queue(Queue& queue);
   std::optional<Queued> next_task(const Queue& queue);
   void evaluate(Queue& queue, const Task& task);
+  // Runs the task's `remaining` workloads; their traces go to `traces`, what the run said to
+  // `messages`. Throws what the engine throws.
+  void run_workloads(const Task& task, const std::string& key,
+                     const std::vector<std::string>& remaining, Queue& queue, Json& traces,
+                     std::vector<std::string>& messages, std::vector<Trace>& appended);
+  // Earlier traces that answer for the task's workloads (reuse.h), moved from `remaining` to
+  // `traces`.
+  void take_earlier_answers(const Queue& queue, const Task& task, const std::string& key,
+                            std::vector<std::string>& remaining, Json& traces);
+  // A trace for each workload of `remaining` the run skipped because the solution timed out on
+  // an earlier one: TIMEOUT, "not run", signed and appended like the others.
+  void write_not_run_traces(std::vector<std::string> remaining, Json& traces,
+                            std::vector<Trace>& appended);
   void finish(const std::string& id, TaskStatus status, const Json& traces,
               const std::string& error);
   void write_solution_file(const Submission& s);
@@ -79,6 +95,7 @@ class TaskService {
   bool stopping_ = false;
   std::size_t waiting_ = 0, max_waiting_ = 1;  // long polls now, and at most
   std::mutex solution_files_mu_;
+  std::mutex submit_mu_;  // a token's quota check and its task's insert, together
 };
 
 // The traces of the dataset that belong to a task, one per workload (the first recorded).

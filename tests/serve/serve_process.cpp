@@ -20,16 +20,16 @@ namespace fib::testing {
 
 namespace fs = std::filesystem;
 
-void make_rmsnorm_dataset(const fs::path& root) {
+void make_rmsnorm_dataset(const fs::path& root, int workloads) {
   const fs::path examples = source_dir() / "examples" / "dataset";
   fs::create_directories(root / "definitions" / "rmsnorm");
   fs::copy_file(examples / "definitions" / "rmsnorm" / "rmsnorm_h2048.json",
                 root / "definitions" / "rmsnorm" / "rmsnorm_h2048.json");
   std::ifstream in(examples / "workloads" / "rmsnorm" / "rmsnorm_h2048.jsonl");
-  std::string first;
-  std::getline(in, first);
   fs::create_directories(root / "workloads" / "rmsnorm");
-  std::ofstream(root / "workloads" / "rmsnorm" / "rmsnorm_h2048.jsonl") << first << "\n";
+  std::ofstream out(root / "workloads" / "rmsnorm" / "rmsnorm_h2048.jsonl");
+  std::string line;
+  for (int i = 0; i < workloads && std::getline(in, line); ++i) out << line << "\n";
 }
 
 Json rmsnorm_solution_json(const std::string& name) {
@@ -143,6 +143,28 @@ std::pair<int, std::string> serve_refused(const std::vector<std::string>& args,
   ::waitpid(pid, &status, 0);
   return {WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status),
           TempDir::read_file(log)};
+}
+
+FibOutput serve_command_output(const std::vector<std::string>& args, const fs::path& home) {
+  fs::create_directories(home);
+  const fs::path out = home / "command.out", err = home / "command.err";
+  const pid_t pid = ::fork();
+  if (pid == 0) {
+    const int o = ::open(out.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0600);
+    const int e = ::open(err.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0600);
+    ::dup2(o, 1);
+    ::dup2(e, 2);
+    const std::vector<std::string> argv = serve_command(args, home);
+    std::vector<char*> cargv;
+    for (const auto& a : argv) cargv.push_back(const_cast<char*>(a.c_str()));
+    cargv.push_back(nullptr);
+    ::execvp(cargv[0], cargv.data());
+    ::_exit(127);
+  }
+  int status = 0;
+  ::waitpid(pid, &status, 0);
+  return {WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status), TempDir::read_file(out),
+          TempDir::read_file(err)};
 }
 
 Json body_json(const httplib::Result& r) {

@@ -14,9 +14,9 @@
 
 namespace fib::testing {
 
-// A dataset with one definition (rmsnorm_h2048, from examples/) and its first workload only, so
-// an evaluation is one small CPU workload.
-void make_rmsnorm_dataset(const std::filesystem::path& root);
+// A dataset with one definition (rmsnorm_h2048, from examples/) and its first `workloads`
+// workloads (the example has two), so an evaluation is one small CPU workload by default.
+void make_rmsnorm_dataset(const std::filesystem::path& root, int workloads = 1);
 
 // A correct CPU solution of rmsnorm_h2048 (tests/support/rmsnorm_solution_source.h), as the JSON
 // POST /evaluate takes.
@@ -50,6 +50,14 @@ class ServeProcess {
 // Runs `fib serve ARGS...` expecting it to refuse to start; its exit code and stderr.
 std::pair<int, std::string> serve_refused(const std::vector<std::string>& args,
                                           const std::filesystem::path& home);
+
+// Runs `fib serve ARGS...` to its end (e.g. `token add`): exit code, stdout, stderr.
+struct FibOutput {
+  int code = -1;
+  std::string out, err;
+};
+FibOutput serve_command_output(const std::vector<std::string>& args,
+                               const std::filesystem::path& home);
 
 // The body of a response as JSON (a test failure when it is not JSON).
 Json body_json(const httplib::Result& r);

@@ -124,14 +124,42 @@ TEST(SiteApi, TracesListInBriefAndOneInFullWithItsSolution) {
   const SiteApi api = make_api(dataset());
   const Json brief = api.traces("rmsnorm_h2048", "rmsnorm_h2048_fast");
   ASSERT_EQ(brief["traces"].size(), 2u);
-  const std::size_t index = brief["traces"][1]["index"];
-  const Json full = api.trace("rmsnorm_h2048", index);
+  const std::string id = brief["traces"][1]["id"];
+  const Json full = api.trace("rmsnorm_h2048", id);
   EXPECT_EQ(full["trace"]["solution"], "rmsnorm_h2048_fast");
   EXPECT_FALSE(full["solution"]["sources"].empty());
   EXPECT_EQ(full["workload"]["uuid"], brief["traces"][1]["workload"]);
   EXPECT_FALSE(full["verified"].get<bool>());
-  EXPECT_THROW(api.trace("rmsnorm_h2048", 6), NotFound);
+  EXPECT_THROW(api.trace("rmsnorm_h2048", std::string(24, '0')), NotFound);
   EXPECT_THROW(api.traces("no_such_kernel", ""), NotFound);
+}
+
+// A trace's id is a hash of its content, not its position: traces added before it (a reload
+// that reads another file first, a restart) leave its id and what the id names unchanged.
+TEST(SiteApi, TraceIdsNameTheSameTraceWhateverComesBeforeIt) {
+  const auto set = dataset();
+  const SiteApi api = make_api(set);
+  const Json before = api.traces("rmsnorm_h2048", "rmsnorm_h2048_fast");
+  ASSERT_EQ(before["traces"].size(), 2u);
+  const std::string id = before["traces"][1]["id"];
+  EXPECT_EQ(id.size(), 24u);
+  EXPECT_EQ(id, trace_id(api.trace("rmsnorm_h2048", id)["trace"]));
+
+  // The same dataset with two new traces before the others.
+  auto grown = std::make_shared<TraceSet>(set->root());
+  for (const auto& d : set->definitions()) grown->add_definition(d.value);
+  for (const auto& w : set->workloads("rmsnorm_h2048")) grown->add_workload(w.value);
+  for (const auto& s : set->solutions("rmsnorm_h2048")) grown->add_solution(s.value);
+  for (const auto& w : set->workloads("rmsnorm_h2048")) {
+    grown->add_trace(evaluation_of(w, "rmsnorm_h2048_naive", EvaluationStatus::kPassed, 0.5));
+  }
+  for (const auto& t : set->traces("rmsnorm_h2048")) grown->add_trace(t.value);
+  const SiteApi after = make_api(grown);
+  EXPECT_EQ(after.trace("rmsnorm_h2048", id)["trace"], api.trace("rmsnorm_h2048", id)["trace"]);
+  std::set<std::string> ids;
+  const Json listed = after.traces("rmsnorm_h2048", "");
+  for (const Json& t : listed["traces"]) ids.insert(t["id"]);
+  EXPECT_EQ(ids.size(), set->traces("rmsnorm_h2048").size() + 2);
 }
 
 TEST(SiteApi, ModelTreeLinksTheDatasetsDefinitions) {

@@ -72,12 +72,16 @@ TEST_F(ServeTasks, EvaluateRunsTheSolutionAndAppendsOneSignedTrace) {
   const std::vector<Json> lines = trace_lines();
   ASSERT_EQ(lines.size(), 1u);
   EXPECT_EQ(lines[0], task["traces"][0]);
-  // The same code again: the same name, one solution file, a second task and trace.
+  EXPECT_EQ(submitted["author"], "serve-test") << "the admin token submits as the solution says";
+  // The same code again: the same name, one solution file, a second task answered from the
+  // first one's trace (the same solution, definition, workload and settings), nothing run.
   const std::string again = submit(*c, Json{{"solution", rmsnorm_solution_json("rms")}});
   EXPECT_NE(again, id);
   const Json second = body_json(c->Get(("/tasks/" + again + "?timeout=120").c_str()));
   EXPECT_EQ(second["solution"], name);
-  EXPECT_EQ(trace_lines().size(), 2u);
+  EXPECT_EQ(second["status"], "completed");
+  EXPECT_EQ(second["traces"], task["traces"]);
+  EXPECT_EQ(trace_lines().size(), 1u);
   const Json health = body_json(server->client(false)->Get("/health"));
   EXPECT_EQ(health["workers"], Json::parse(R"([{"device": "cpu", "healthy": true}])"));
   EXPECT_EQ(health["queue_size"], 0);
@@ -86,7 +90,7 @@ TEST_F(ServeTasks, EvaluateRunsTheSolutionAndAppendsOneSignedTrace) {
 // A task's traces are in the server's dataset snapshot before the task counts as finished: the
 // read right after the long poll returns sees every one of them.
 TEST_F(ServeTasks, AFinishedTasksTracesAreReadAtOnce) {
-  auto server = start();
+  auto server = start({"--reevaluate"});
   auto c = server->client();
   for (std::size_t round = 1; round <= 3; ++round) {
     const std::string id = submit(*c, Json{{"solution", rmsnorm_solution_json("rms")}});
@@ -154,8 +158,10 @@ TEST_F(ServeTasks, BadRequestsSayWhatIsWrong) {
   EXPECT_TRUE(trace_lines().empty());
 }
 
+// --reevaluate: the same solution is evaluated by every task (else the queued ones would be
+// answered from the first one's trace at once).
 TEST_F(ServeTasks, RestartKeepsResultsAndResumesQueuedTasks) {
-  auto server = start();
+  auto server = start({"--reevaluate"});
   auto c = server->client();
   const Json request{{"solution", rmsnorm_solution_json("rms")}};
   const std::string first = submit(*c, request);
@@ -168,7 +174,7 @@ TEST_F(ServeTasks, RestartKeepsResultsAndResumesQueuedTasks) {
   EXPECT_EQ(server->wait(), 0) << server->log();
   EXPECT_LT(trace_lines().size(), 5u) << "every task ran before the shutdown; none was queued";
 
-  server = start();
+  server = start({"--reevaluate"});
   c = server->client();
   EXPECT_EQ(body_json(c->Get(("/tasks/" + first).c_str())), done);
   auto batch = c->Post("/tasks/batch", Json{{"task_ids", queued}, {"timeout", 300}}.dump(),

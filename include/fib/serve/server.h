@@ -33,6 +33,10 @@ namespace fib::serve {
 // long polls at once (a poll beyond that answers at once), so reads are always served.
 inline constexpr unsigned kDefaultHttpThreads = 128;
 
+// A service's evaluations time out sooner than `fib run`'s (300 s): a hung solution holds its
+// device's only queue, and every task behind it waits (`fib serve --timeout`).
+inline constexpr double kDefaultEvaluationTimeoutSeconds = 60;
+
 struct ServeOptions {
   std::filesystem::path dataset;
   std::string host = "127.0.0.1";
@@ -46,6 +50,9 @@ struct ServeOptions {
   std::filesystem::path web_dir;     // empty: found like fib's other folders (find_web_dir)
   unsigned http_threads = 0;         // HTTP worker threads; 0: kDefaultHttpThreads
   std::size_t max_body_bytes = std::size_t{16} << 20;
+  // Every task runs, even where this server's traces of the same solution, workload and settings
+  // could answer it (docs/serve.md, "Identical submissions").
+  bool reevaluate = false;
   // The evaluation settings every task runs with (warmup, iterations, signing key, sandbox,
   // worker executable...): `fib run`'s options; dataset, device and the allow-lists are set per
   // task.
@@ -127,6 +134,7 @@ std::filesystem::path find_web_dir(const std::filesystem::path& flag);
 
 class RouteTable;
 class TaskService;
+class Authenticator;
 
 struct RouteInfo {
   std::string method;  // "GET", "POST"
@@ -153,7 +161,8 @@ class Server {
   void stop();
 
   ServeContext& context() { return *context_; }
-  // The token clients send; empty with no_auth.
+  // The admin token; empty with no_auth. Authors' tokens are in the state folder's token store
+  // (`fib serve token add`).
   const std::string& token() const { return token_; }
   // Where a token made by fib was written (empty when it came from --token-file).
   const std::filesystem::path& token_path() const { return token_path_; }
@@ -167,11 +176,13 @@ class Server {
   void register_service_routes(RouteTable& routes);
   void register_site_files(RouteTable& routes);
   void login(const httplib::Request& req, httplib::Response& res);
+  bool admitted(const httplib::Request& req, httplib::Response& res) const;
   Json health() const;
 
   ServeOptions options_;
   std::unique_ptr<ServeContext> context_;
   std::unique_ptr<TaskService> tasks_;
+  std::unique_ptr<Authenticator> auth_;
   std::unique_ptr<httplib::Server> http_;
   std::string token_;
   std::filesystem::path token_path_;

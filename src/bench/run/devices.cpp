@@ -146,3 +146,16 @@ WorkerSpec worker_spec(const RunOptions& o, bool gpu, const std::filesystem::pat
 }
 
 }  // namespace fib::bench::detail
+
+namespace fib::bench {
+
+std::string device_hardware(const std::string& device) {
+  const detail::DeviceChoice choice = detail::parse_devices(device);
+  if (!choice.gpu) return detail::cpu_model();
+#ifdef FIB_HAVE_CUDA
+  if (choice.cuda.size() == 1) return cuda::device_info(choice.cuda[0]).name;
+#endif
+  throw Error(device, "names no single device", "give cpu or cuda:N");
+}
+
+}  // namespace fib::bench

@@ -28,6 +28,7 @@ Trace make_trace(const TraceContext& context, const Lane& lane, const Definition
   if (!lane.device_json.is_null()) extra["gpu"] = lane.device_json;
   extra["seed"] = context.seed;
   extra["input_synthesis"] = kInputSynthesisVersion;  // which inputs the seed gave
+  extra["defences"] = kDefenceVersion;                // which harness defences held
   extra["worker"] = context.isolated ? "isolated" : "persistent";
   extra["isolation"] = context.isolation;
   for (auto it = outcome.environment.begin(); it != outcome.environment.end(); ++it) {

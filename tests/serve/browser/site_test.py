@@ -128,8 +128,9 @@ def check_api_errors(base, token):
         ("/api/kernels/no_such_kernel", 404),
         ("/api/models/no-such-model", 404),
         ("/api/traces", 400),
-        ("/api/traces?definition=rmsnorm_h2048&index=x", 400),
-        ("/api/traces?definition=rmsnorm_h2048&index=99", 404),
+        ("/api/traces?definition=rmsnorm_h2048&index=0", 400),
+        ("/api/traces?definition=rmsnorm_h2048&id=x", 400),
+        ("/api/traces?definition=rmsnorm_h2048&id=" + "0" * 24, 404),
         ("/api/traces?definition=rmsnorm_h2048", 200),
     ):
         got = http_status(base + path, token)

@@ -263,6 +263,10 @@ struct RunResult {
 // config file, a device this build cannot use); every per-solution failure becomes a trace.
 RunResult run_benchmark(const RunOptions& options, const RunCallbacks& callbacks = {});
 
+// The hardware a trace of one device ("cpu", "cuda:N") names (environment.hardware): the CPU
+// model, or the GPU's name. Throws fib::Error for a device this build or host lacks.
+std::string device_hardware(const std::string& device);
+
 // The summary table of a run, as text.
 std::string render_summary(const RunResult& r);
 Json summary_to_json(const RunResult& r);
