@@ -41,7 +41,8 @@ Json evaluation_environment(const EvaluationJob& job, const RunOptions& o, bool 
            {"reference_threads", o.threads},
            {"build", Json{{"key", job.build.key},
                           {"toolchain", job.build.toolchain},
-                          {"flags", job.build.flags}}},
+                          {"flags", job.build.flags},
+                          {"sandbox", job.build.sandboxed ? "bubblewrap" : "none"}}},
            {"distinct_input_sets", job.prepared.trials + job.prepared.pool},
            {"inputs_made", job.prepared.inputs_made}};
   if (!job.prepared.shared_weights.empty()) {

@@ -309,7 +309,9 @@ void LaneLoop::evaluate_solution(Lane& lane, const WorkItem& item, const Solutio
     failed.status = b.status == BuildStatus::kUnsupported ? EvaluationStatus::kRuntimeError
                                                           : EvaluationStatus::kCompileError;
     failed.log = fmt::format("{}\n{}", b.message, b.log);
-    failed.environment = Json{{"build", Json{{"key", b.key}, {"toolchain", b.toolchain}}}};
+    failed.environment = Json{{"build", Json{{"key", b.key},
+                                             {"toolchain", b.toolchain},
+                                             {"sandbox", b.sandboxed ? "bubblewrap" : "none"}}}};
     record(lane, make_trace(run_.trace_context(), lane, def, w, s, std::move(failed)), def, s);
     return;
   }
