@@ -150,6 +150,41 @@ TEST_F(RunPython, WrongReturnsAndImportErrorsSayWhat) {
       << log_of(r, "no_entry");
 }
 
+TEST_F(RunPython, ATensorSubclassLyingAboutItsDtypeIsRejected) {
+  FIB_REQUIRE_PYTHON_TORCH();
+  // Float32 data that says it is bfloat16: copied with a silent conversion, it would pass.
+  const char* liar = R"(import torch
+class Liar(torch.Tensor):
+    @property
+    def dtype(self):
+        return torch.bfloat16
+@torch.no_grad()
+def run(x, w):
+    f = x.to(torch.float32)
+    y = f * torch.rsqrt(f.pow(2).mean(dim=-1, keepdim=True) + 1e-5) * w.to(torch.float32)
+    return y.as_subclass(Liar)
+)";
+  add("subclass_liar", "python", liar, /*dps=*/false);
+  // The same lie told by patching torch.Tensor itself: fib reads the storage's own dtype.
+  add("patched_dtype", "python", R"(import torch
+torch.Tensor.dtype = property(lambda self: torch.bfloat16)
+@torch.no_grad()
+def run(x, w):
+    f = x.to(torch.float32)
+    return f * torch.rsqrt(f.pow(2).mean(dim=-1, keepdim=True) + 1e-5) * w.to(torch.float32)
+)",
+      /*dps=*/false);
+  const RunResult r = run({"subclass_liar", "patched_dtype"});
+  const auto s = statuses(r);
+  EXPECT_EQ(s.at("subclass_liar"), twice("RUNTIME_ERROR")) << log_of(r, "subclass_liar");
+  EXPECT_NE(log_of(r, "subclass_liar")
+                .find("result #1 is a Liar, a subclass of torch.Tensor; fib takes "
+                      "exactly torch.Tensor"),
+            std::string::npos)
+      << log_of(r, "subclass_liar");
+  EXPECT_EQ(s.at("patched_dtype"), twice("INCORRECT_DTYPE")) << log_of(r, "patched_dtype");
+}
+
 TEST_F(RunPython, StartingTheRuntimeIsNotTimedOutAsTheSolutionsCalls) {
   FIB_REQUIRE_PYTHON_TORCH();
   // Starting the interpreter, importing torch and this module take longer than the timeout,
