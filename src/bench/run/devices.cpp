@@ -7,6 +7,7 @@
 #include "environment.h"
 #include "fib/base/diagnostics.h"
 #include "fib/bench/builder/build.h"
+#include "fib/bench/launch/process_tree.h"
 #ifdef FIB_HAVE_CUDA
 #include "fib/cuda/runtime.h"
 #endif
@@ -81,6 +82,35 @@ Worker& Lane::solution_worker(const WorkerSpec& spec) {
     solution = std::make_unique<Worker>(spec);
   }
   return *solution;
+}
+
+void Lane::switch_solution(const std::string& key, std::size_t keep) {
+  if (key == solution_key) return;
+  if (solution && solution->alive()) {
+    stop_process_tree(solution->pid());
+    parked.push_back(ParkedWorker{solution_key, std::move(solution)});
+  }
+  solution.reset();
+  solution_key = key;
+  const auto mine = std::find_if(parked.begin(), parked.end(),
+                                 [&](const ParkedWorker& p) { return p.key == key; });
+  if (mine != parked.end()) {
+    solution = std::move(mine->worker);
+    parked.erase(mine);
+    continue_process_tree(solution->pid());
+  }
+  // Over the limit, the worker parked last goes (~Worker kills its whole tree): the lane runs
+  // its solutions round after round in one order, so the one it just left is needed last, and
+  // the others stay persistent (ending the oldest instead would end each one just before its
+  // turn).
+  while (parked.size() > keep) parked.pop_back();
+}
+
+void Lane::keep_parked_only(const std::vector<std::string>& names) {
+  std::erase_if(parked, [&](const ParkedWorker& p) {
+    const std::string name = p.key.substr(0, p.key.rfind('@'));
+    return std::find(names.begin(), names.end(), name) == names.end();
+  });
 }
 
 std::vector<std::unique_ptr<Lane>> make_lanes(const DeviceChoice& devices) {

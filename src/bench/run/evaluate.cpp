@@ -11,6 +11,7 @@
 #include "fib/bench/eval/op_family.h"
 #include "fib/bench/launch/box.h"
 #include "fib/bench/protocol/trial_timing.h"
+#include "fib/bench/run/test_hooks.h"
 #include "judge.h"
 #include "timer.h"
 #include "worker_messages.h"
@@ -53,12 +54,30 @@ Json evaluation_environment(const EvaluationJob& job, const RunOptions& o, bool 
   return env;
 }
 
-// The lane's solution worker; a fresh one with --isolated. Starting one (the first evaluation,
-// after a crash, or every one with --isolated) is counted apart from the evaluation's overhead.
-Worker* start_solution_worker(Lane& lane, const EvaluateSettings& settings, EvaluationCosts& costs,
+// Workers of a lane's other solutions kept stopped for their next evaluation: on the CPU enough
+// for every solution of a definition in most datasets (a parked C++ worker holds little memory;
+// a Python one its interpreter and torch). On a GPU each holds a CUDA context and whatever its
+// allocator cached, so fewer.
+std::size_t parked_workers(const Lane& lane) { return lane.device.is_cuda() ? 4 : 64; }
+
+// The worker of `solution_key` (a solution and its build): each solution has its own, persistent
+// across its evaluations; --isolated starts a fresh one every time.
+void switch_to_solution(Lane& lane, const std::string& solution_key) {
+#ifdef FIB_TEST_HOOKS
+  if (test_hooks::solution_workers_shared()) return;
+#endif
+  lane.switch_solution(solution_key, parked_workers(lane));
+}
+
+// The lane's solution worker for `solution_key`; a fresh one with --isolated. Starting one (the
+// solution's first evaluation, after a crash, or every one with --isolated) is counted apart
+// from the evaluation's overhead.
+Worker* start_solution_worker(Lane& lane, const EvaluateSettings& settings,
+                              const std::string& solution_key, EvaluationCosts& costs,
                               std::string* error) {
   const bool isolated = settings.options.isolated;
   try {
+    switch_to_solution(lane, solution_key);
     const bool starting =
         !lane.solution || !lane.solution->alive() || !lane.solution->channel_idle() || isolated;
     if (isolated) lane.solution.reset();
@@ -318,11 +337,13 @@ struct WorkerAnswer {
 // takes the outputs out of the box. The outcome when the worker could not start, open the
 // solution, or answer in time.
 std::optional<Outcome> call_solution_worker(Lane& lane, const EvaluateSettings& settings, Box& box,
+                                            const EvaluationJob& job,
                                             const protocol::EvaluateRequest& sent,
                                             EvaluationCosts& costs, WorkerAnswer* a) {
   const double timeout_seconds = settings.options.timeout_seconds;
   std::string start_error;
-  a->worker = start_solution_worker(lane, settings, costs, &start_error);
+  a->worker = start_solution_worker(lane, settings, job.solution.name + "@" + job.build.key, costs,
+                                    &start_error);
   if (a->worker == nullptr) {
     return failed(EvaluationStatus::kRuntimeError,
                   "the solution worker could not start: " + start_error);
@@ -444,7 +465,7 @@ Attempt run_solution(Lane& lane, const EvaluationJob& job, const EvaluateSetting
         failed(EvaluationStatus::kRuntimeError, std::string("sandbox: ") + e.what()), env);
   }
   WorkerAnswer answer;
-  if (auto f = call_solution_worker(lane, settings, box, sent, costs, &answer)) {
+  if (auto f = call_solution_worker(lane, settings, box, job, sent, costs, &answer)) {
     return failed_attempt(std::move(*f), env);
   }
   protocol::EvaluateReply reply;
