@@ -2,6 +2,7 @@
 #include "fib/bench/launch/process_tree.h"
 
 #include <signal.h>
+#include <unistd.h>
 
 #include <filesystem>
 #include <fstream>
@@ -60,6 +61,17 @@ std::size_t stop_process_tree(pid_t root) {
 
 void continue_process_tree(pid_t root) {
   for (pid_t p : process_tree(root)) ::kill(p, SIGCONT);
+}
+
+std::uint64_t resident_bytes(pid_t root) {
+  const auto page = static_cast<std::uint64_t>(::sysconf(_SC_PAGESIZE));
+  std::uint64_t total = 0;
+  for (pid_t p : process_tree(root)) {
+    std::ifstream statm("/proc/" + std::to_string(p) + "/statm");
+    std::uint64_t size = 0, resident = 0;
+    if (statm >> size >> resident) total += resident * page;
+  }
+  return total;
 }
 
 }  // namespace fib::bench

@@ -1,6 +1,7 @@
 #include "devices.h"
 
 #include <fmt/format.h>
+#include <unistd.h>
 
 #include <algorithm>
 
@@ -84,6 +85,23 @@ Worker& Lane::solution_worker(const WorkerSpec& spec) {
   return *solution;
 }
 
+namespace {
+
+// What the parked workers of a lane may hold resident: a quarter of the host's memory (a
+// Python worker holds its interpreter and torch, a few hundred MB).
+std::uint64_t parked_memory_budget() {
+  const long pages = ::sysconf(_SC_PHYS_PAGES), page = ::sysconf(_SC_PAGESIZE);
+  return pages > 0 && page > 0 ? static_cast<std::uint64_t>(pages) * page / 4 : ~std::uint64_t{0};
+}
+
+}  // namespace
+
+std::uint64_t Lane::parked_bytes() const {
+  std::uint64_t total = 0;
+  for (const ParkedWorker& p : parked) total += resident_bytes(p.worker->pid());
+  return total;
+}
+
 void Lane::switch_solution(const std::string& key, std::size_t keep) {
   if (key == solution_key) return;
   if (solution && solution->alive()) {
@@ -99,11 +117,13 @@ void Lane::switch_solution(const std::string& key, std::size_t keep) {
     parked.erase(mine);
     continue_process_tree(solution->pid());
   }
-  // Over the limit, the worker parked last goes (~Worker kills its whole tree): the lane runs
+  // Over the limits, the worker parked last goes (~Worker kills its whole tree): the lane runs
   // its solutions round after round in one order, so the one it just left is needed last, and
   // the others stay persistent (ending the oldest instead would end each one just before its
   // turn).
-  while (parked.size() > keep) parked.pop_back();
+  while (parked.size() > keep || (!parked.empty() && parked_bytes() > parked_memory_budget())) {
+    parked.pop_back();
+  }
 }
 
 void Lane::keep_parked_only(const std::vector<std::string>& names) {

@@ -65,9 +65,10 @@ struct Lane {
   Worker& solution_worker(const WorkerSpec& spec);
   // Makes the worker of solution `key` (its name and build) the lane's solution worker: the
   // current one is stopped and parked, `key`'s continued where it was parked (else the next
-  // solution_worker() starts one). At most `keep` workers stay parked: beyond that, the one
-  // parked last is ended.
+  // solution_worker() starts one). At most `keep` workers stay parked, holding at most a quarter
+  // of the host's memory: beyond that, the one parked last is ended.
   void switch_solution(const std::string& key, std::size_t keep);
+  std::uint64_t parked_bytes() const;  // resident, over the parked workers' process trees
   // Ends the parked workers whose solution is not among `names` (the lane moved on to solutions
   // of another definition).
   void keep_parked_only(const std::vector<std::string>& names);

@@ -6,6 +6,7 @@
 
 #include <sys/types.h>
 
+#include <cstdint>
 #include <vector>
 
 namespace fib::bench {
@@ -21,5 +22,9 @@ std::size_t stop_process_tree(pid_t root);
 
 // Continues every process of `root`'s tree (SIGCONT).
 void continue_process_tree(pid_t root);
+
+// The resident memory of `root`'s tree: the sum of its processes' resident pages (pages they
+// share counted in each, so an upper bound).
+std::uint64_t resident_bytes(pid_t root);
 
 }  // namespace fib::bench
