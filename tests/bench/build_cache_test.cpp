@@ -527,6 +527,13 @@ TEST(BuildLog, HugeCompilerOutputIsCapped) {
   EXPECT_EQ(r.status, BuildStatus::kFailed);
   EXPECT_LT(r.log.size(), (std::size_t{1} << 20) + 4096);
   EXPECT_TRUE(contains(r.log, "more bytes of output dropped")) << r.log.substr(0, 200);
+  // What the submitter gets: the first and last 32 KiB, the commands at the start among them.
+  EXPECT_LT(r.log.size(), std::size_t{64 * 1024 + 256});
+  EXPECT_TRUE(contains(r.log,
+                       "bytes of the build log left out (the first and last 32 KiB are "
+                       "kept)"))
+      << r.log.substr(0, 200);
+  EXPECT_TRUE(contains(r.log.substr(0, 4096), "# fib build ")) << r.log.substr(0, 200);
   EXPECT_TRUE(contains(r.message, "exit status 1")) << r.message;
 }
 

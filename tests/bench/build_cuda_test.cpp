@@ -18,6 +18,7 @@
 #include <vector>
 
 #include "fib/bench/builder/build.h"
+#include "fib/bench/builder/bwrap.h"
 #include "support/temp_dir.h"
 
 namespace fib::bench {
@@ -431,6 +432,45 @@ TVM_FFI_DLL_EXPORT_TYPED_FUNC(run, add_one);
   EXPECT_TRUE(contains(r.log, std::string("-I") + FIB_TVM_FFI_INCLUDE_DIR)) << r.log;
   EXPECT_TRUE(has(r.link_flags, "-ltvm_ffi"));
   EXPECT_TRUE(has(r.link_flags, "-lcudart"));
+#endif
+}
+
+// The same tvm-ffi CUDA kernel built with nvcc in the build sandbox (what `fib run` does): nvcc,
+// its host compiler and tvm-ffi's headers and library are all there, and the key is not the
+// unsandboxed build's.
+TEST(BuildCuda, ATvmFfiKernelBuildsInTheBuildSandbox) {
+#ifndef FIB_HAVE_TVM_FFI
+  GTEST_SKIP() << "fib was built without tvm-ffi (scripts/install-deps.sh installs it)";
+#else
+  REQUIRE_NVCC();
+  if (find_bwrap().empty()) GTEST_SKIP() << "bubblewrap is not installed";
+  TempDir tmp;
+  Solution s = cu_solution(R"(
+#include <tvm/ffi/container/tensor.h>
+#include <tvm/ffi/function.h>
+__global__ void add_one_kernel(const float* x, float* y, int64_t n) {
+  const int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x;
+  if (i < n) y[i] = x[i] + 1.0f;
+}
+void add_one(tvm::ffi::TensorView x, tvm::ffi::TensorView y) {
+  const int64_t n = x.numel();
+  add_one_kernel<<<(n + 255) / 256, 256>>>(static_cast<const float*>(x.data_ptr()),
+                                           static_cast<float*>(y.data_ptr()), n);
+}
+TVM_FFI_DLL_EXPORT_TYPED_FUNC(run, add_one);
+)");
+  s.spec.binding.reset();
+  BuildOptions o = options_in(tmp);
+  o.sandbox = BuildSandbox{find_bwrap(), {}};
+  const BuildResult r = build_solution(s, o);
+  ASSERT_EQ(r.status, BuildStatus::kBuilt) << r.message << "\n" << r.log;
+  EXPECT_TRUE(r.sandboxed);
+  EXPECT_TRUE(contains(r.log, "compilers run in a bubblewrap sandbox")) << r.log;
+  EXPECT_TRUE(exported_symbols(r.shared_object).count("__tvm_ffi_run")) << r.log;
+  std::string unsupported, error;
+  const auto tc = select_toolchain(s, o, &unsupported, &error);
+  ASSERT_TRUE(tc) << error;
+  EXPECT_NE(r.key, build_key(s, *tc, TempDir::read_file(o.abi_include_dir / "fib" / "solution.h")));
 #endif
 }
 

@@ -22,6 +22,7 @@
 #include "fib/bench/builder/build.h"
 #include "fib/bench/launch/worker_process.h"
 #include "fib/bench/run/run.h"
+#include "fib/bench/run/test_hooks.h"
 #include "fib/dataset/trace_set.h"
 #include "support/gpu.h"
 #include "support/temp_dir.h"
@@ -698,8 +699,22 @@ TEST_F(GpuRedTeam, ALateWriterCannotReachTheNextSolutionsOutputs) {
   add("b_honest", gpu_solution("", kHonest));
   add("c_honest", gpu_solution("", kHonest));
   RunOptions o = options(SandboxMode::kAuto, {"a_late_writer", "b_honest", "c_honest"});
-  const RunResult shared = run_benchmark(o);
+  // Each solution in a worker of its own: the writer's kernel faults in its own worker only.
+  const RunResult own = run_benchmark(o);
   int judged = 0;
+  for (const Trace& t : own.traces) {
+    if (*t.solution == "a_late_writer") continue;
+    ++judged;
+    EXPECT_EQ(t.evaluation->status, EvaluationStatus::kPassed)
+        << *t.solution << ": " << t.evaluation->log;
+  }
+  EXPECT_EQ(judged, 4);
+  // One worker shared by the lane's solutions (test builds only): the sticky error lands in
+  // whatever evaluation comes next, which fails naming it, never with a wrong result.
+  test_hooks::share_solution_workers(true);
+  const RunResult shared = run_benchmark(o);
+  test_hooks::share_solution_workers(false);
+  judged = 0;
   for (const Trace& t : shared.traces) {
     if (*t.solution == "a_late_writer") continue;
     ++judged;

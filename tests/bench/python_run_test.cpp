@@ -9,6 +9,7 @@
 
 #include "fib/bench/builder/python_runtime.h"
 #include "fib/bench/run/run.h"
+#include "fib/bench/run/test_hooks.h"
 #include "fib/dataset/trace_set.h"
 #include "support/temp_dir.h"
 
@@ -148,6 +149,137 @@ TEST_F(RunPython, WrongReturnsAndImportErrorsSayWhat) {
   EXPECT_EQ(s.at("no_entry"), twice("COMPILE_ERROR"));
   EXPECT_NE(log_of(r, "no_entry").find("main.py defines no function 'run'"), std::string::npos)
       << log_of(r, "no_entry");
+}
+
+// An honest RMSNorm in PyTorch (destination-passing), for the red team's victims below.
+const char* kHonestRms = R"(import torch
+@torch.no_grad()
+def run(x, w, y):
+    f = x.to(torch.float32)
+    y.copy_(f * torch.rsqrt(f.pow(2).mean(dim=-1, keepdim=True) + 1e-5) * w.to(torch.float32))
+)";
+
+// Solution "a_patches_call" replaces the harness's `call` with one that sleeps 30 ms first, and
+// "b_patches_torch" replaces torch.Tensor.copy_ with one that halves what it copies; both are
+// evaluated before "c_honest" on every workload. Returns c_honest's traces.
+std::vector<const Trace*> victim_traces(const RunResult& r) {
+  std::vector<const Trace*> victims;
+  for (const Trace& t : r.traces) {
+    if (*t.solution == "c_honest") victims.push_back(&t);
+  }
+  return victims;
+}
+
+class RunPythonProcesses : public RunPython {
+ protected:
+  void add_attackers() {
+    add("a_patches_call", "python", R"(import sys, time
+harness = sys.modules["_fib_harness"]
+_call = harness.call
+def call(*args):
+    time.sleep(0.03)
+    return _call(*args)
+harness.call = call
+def run(x, w, y):
+    pass
+)");
+    add("b_patches_torch", "python", R"(import torch
+_copy = torch.Tensor.copy_
+torch.Tensor.copy_ = lambda self, src, *a, **k: _copy(self, src * 0.5, *a, **k)
+def run(x, w, y):
+    pass
+)");
+    add("c_honest", "python", kHonestRms);
+  }
+  void TearDown() override { test_hooks::share_solution_workers(false); }
+};
+
+TEST_F(RunPythonProcesses, PatchesToTheHarnessOrTorchReachTheNextSolutionOnlyInASharedWorker) {
+  FIB_REQUIRE_PYTHON_TORCH();
+  add_attackers();
+  // The protection off: one worker for every solution of the lane, as before. The honest
+  // solution runs in an interpreter the attackers patched: its calls slept, its output halved.
+  test_hooks::share_solution_workers(true);
+  const RunResult shared = run({"a_patches_call", "b_patches_torch", "c_honest"});
+  const std::vector<const Trace*> hit = victim_traces(shared);
+  ASSERT_EQ(hit.size(), 2u);
+  for (const Trace* t : hit) {
+    EXPECT_EQ(t->evaluation->status, EvaluationStatus::kIncorrectNumerical) << t->evaluation->log;
+  }
+  // On: a worker per solution. Its verdicts and latencies are its own.
+  test_hooks::share_solution_workers(false);
+  const RunResult own = run({"a_patches_call", "b_patches_torch", "c_honest"});
+  const std::vector<const Trace*> safe = victim_traces(own);
+  ASSERT_EQ(safe.size(), 2u);
+  for (const Trace* t : safe) {
+    ASSERT_EQ(t->evaluation->status, EvaluationStatus::kPassed) << t->evaluation->log;
+    // An RMSNorm of at most a few thousand rows takes well under the 30 ms the patch adds.
+    EXPECT_LT(t->evaluation->performance->latency_ms, 30.0);
+  }
+}
+
+TEST_F(RunPythonProcesses, ASharedWorkerMakesTheNextSolutionSlowerByThePatch) {
+  FIB_REQUIRE_PYTHON_TORCH();
+  // Only the harness patch: in a shared worker every call of the honest solution sleeps 30 ms.
+  add("a_patches_call", "python", R"(import sys, time
+harness = sys.modules["_fib_harness"]
+_call = harness.call
+def call(*args):
+    time.sleep(0.03)
+    return _call(*args)
+harness.call = call
+def run(x, w, y):
+    pass
+)");
+  add("c_honest", "python", kHonestRms);
+  test_hooks::share_solution_workers(true);
+  const RunResult shared = run({"a_patches_call", "c_honest"});
+  for (const Trace* t : victim_traces(shared)) {
+    ASSERT_EQ(t->evaluation->status, EvaluationStatus::kPassed) << t->evaluation->log;
+    EXPECT_GE(t->evaluation->performance->latency_ms, 30.0);
+  }
+  test_hooks::share_solution_workers(false);
+  const RunResult own = run({"a_patches_call", "c_honest"});
+  ASSERT_EQ(victim_traces(own).size(), 2u);
+  for (const Trace* t : victim_traces(own)) {
+    ASSERT_EQ(t->evaluation->status, EvaluationStatus::kPassed) << t->evaluation->log;
+    EXPECT_LT(t->evaluation->performance->latency_ms, 30.0);
+  }
+}
+
+TEST_F(RunPython, ATensorSubclassLyingAboutItsDtypeIsRejected) {
+  FIB_REQUIRE_PYTHON_TORCH();
+  // Float32 data that says it is bfloat16: copied with a silent conversion, it would pass.
+  const char* liar = R"(import torch
+class Liar(torch.Tensor):
+    @property
+    def dtype(self):
+        return torch.bfloat16
+@torch.no_grad()
+def run(x, w):
+    f = x.to(torch.float32)
+    y = f * torch.rsqrt(f.pow(2).mean(dim=-1, keepdim=True) + 1e-5) * w.to(torch.float32)
+    return y.as_subclass(Liar)
+)";
+  add("subclass_liar", "python", liar, /*dps=*/false);
+  // The same lie told by patching torch.Tensor itself: fib reads the storage's own dtype.
+  add("patched_dtype", "python", R"(import torch
+torch.Tensor.dtype = property(lambda self: torch.bfloat16)
+@torch.no_grad()
+def run(x, w):
+    f = x.to(torch.float32)
+    return f * torch.rsqrt(f.pow(2).mean(dim=-1, keepdim=True) + 1e-5) * w.to(torch.float32)
+)",
+      /*dps=*/false);
+  const RunResult r = run({"subclass_liar", "patched_dtype"});
+  const auto s = statuses(r);
+  EXPECT_EQ(s.at("subclass_liar"), twice("RUNTIME_ERROR")) << log_of(r, "subclass_liar");
+  EXPECT_NE(log_of(r, "subclass_liar")
+                .find("result #1 is a Liar, a subclass of torch.Tensor; fib takes "
+                      "exactly torch.Tensor"),
+            std::string::npos)
+      << log_of(r, "subclass_liar");
+  EXPECT_EQ(s.at("patched_dtype"), twice("INCORRECT_DTYPE")) << log_of(r, "patched_dtype");
 }
 
 TEST_F(RunPython, StartingTheRuntimeIsNotTimedOutAsTheSolutionsCalls) {

@@ -9,6 +9,7 @@
 
 #include "bench/red_team_attacks.h"
 #include "fib/bench/run/run.h"
+#include "fib/bench/run/test_hooks.h"
 #include "fib/dataset/trace_set.h"
 #include "support/rmsnorm_solution_source.h"
 #include "support/temp_dir.h"
@@ -210,6 +211,68 @@ FIB_EXPORT_SOLUTION(run, run_);
   for (int k = 0; k < 2; ++k) {
     for (const char* name : {"b_honest", "c_honest"}) {
       const Trace* t = trace_of(r, name, k);
+      ASSERT_NE(t, nullptr);
+      EXPECT_EQ(t->evaluation->status, EvaluationStatus::kPassed) << name << t->evaluation->log;
+    }
+  }
+}
+
+TEST_F(RunTrust, ALateThreadReachesTheNextSolutionOnlyInASharedWorker) {
+  // Leaves a thread that watches its process for another solution's library and, once one is
+  // loaded (the next solution, in a worker shared with it), ends the process under that
+  // solution's calls. In a worker of its own (stopped while another solution runs), the thread
+  // never sees another solution: the next one passes.
+  add_solution("a_late_thread", R"(
+#include <dlfcn.h>
+#include <unistd.h>
+#include <atomic>
+#include <chrono>
+#include <fstream>
+#include <string>
+#include <thread>
+static void run_(fib::TensorView x, fib::TensorView w, fib::TensorView y);
+static void watch() {
+  Dl_info self{};
+  dladdr(reinterpret_cast<void*>(&run_), &self);
+  const std::string mine = self.dli_fname != nullptr ? self.dli_fname : "";
+  for (;;) {
+    std::ifstream maps("/proc/self/maps");
+    std::string line;
+    while (std::getline(maps, line)) {
+      if (line.find("solution.so") != std::string::npos && line.find(mine) == std::string::npos) {
+        _exit(3);
+      }
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  }
+}
+static void run_(fib::TensorView x, fib::TensorView w, fib::TensorView y) {
+  rms(x, w, y);
+  static std::atomic<bool> started{false};
+  if (!started.exchange(true)) std::thread(watch).detach();
+}
+FIB_EXPORT_SOLUTION(run, run_);
+)");
+  add_solution("b_honest", R"(
+static void run_(fib::TensorView x, fib::TensorView w, fib::TensorView y) { rms(x, w, y); }
+FIB_EXPORT_SOLUTION(run, run_);
+)");
+  test_hooks::share_solution_workers(true);
+  const RunResult shared = run_benchmark(options({"a_late_thread", "b_honest"}));
+  test_hooks::share_solution_workers(false);
+  ASSERT_EQ(shared.traces.size(), 4u);
+  for (int k = 0; k < 2; ++k) {
+    const Trace* t = trace_of(shared, "b_honest", k);
+    ASSERT_NE(t, nullptr);
+    EXPECT_EQ(t->evaluation->status, EvaluationStatus::kRuntimeError) << t->evaluation->log;
+    EXPECT_NE(t->evaluation->log.find("exited with status 3"), std::string::npos)
+        << t->evaluation->log;
+  }
+  const RunResult own = run_benchmark(options({"a_late_thread", "b_honest"}));
+  ASSERT_EQ(own.traces.size(), 4u);
+  for (int k = 0; k < 2; ++k) {
+    for (const char* name : {"a_late_thread", "b_honest"}) {
+      const Trace* t = trace_of(own, name, k);
       ASSERT_NE(t, nullptr);
       EXPECT_EQ(t->evaluation->status, EvaluationStatus::kPassed) << name << t->evaluation->log;
     }

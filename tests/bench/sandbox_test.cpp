@@ -439,6 +439,63 @@ FIB_EXPORT_SOLUTION(run, run_);
   EXPECT_NO_THROW(TraceSet::load(dataset()));
 }
 
+// A build reads a file fib's user can read (a stand-in for fib's signing key, outside the
+// sandbox): one solution `.incbin`s it into its shared object and prints it when called (its
+// output lands in its trace's log), another `#include`s it (the compiler quotes it in its error).
+// Unsandboxed, both leak it into the trace; with the build sandbox each is a COMPILE_ERROR that
+// never shows it.
+TEST_F(Sandbox, ABuildCannotReadAFileOutsideTheSandbox) {
+  SKIP_WITHOUT_SANDBOX();
+  const fs::path key = tmp_.path() / "config" / "fib" / "signing-key.pem";
+  fs::create_directories(key.parent_path());
+  const std::string secret = "FIB_SECRET_7d1e0c95";
+  std::ofstream(key) << secret << "\n";
+  add("incbins_the_key", fmt::format(R"(
+__asm__(".section .rodata\n.global fib_stolen\nfib_stolen:\n.incbin \"{}\"\n.byte 0\n.previous\n");
+extern "C" const char fib_stolen[];
+static void run_(fib::TensorView x, fib::TensorView w, fib::TensorView y) {{
+  static bool said = false;
+  if (!said) {{
+    std::fputs(fib_stolen, stdout);
+    std::fflush(stdout);
+    said = true;
+  }}
+  rms(x, w, y);
+}}
+FIB_EXPORT_SOLUTION(run, run_);
+)",
+                                     key.string()));
+  add("includes_the_key", fmt::format(R"(
+static const int stolen[] = {{
+#include "{}"
+}};
+static void run_(fib::TensorView x, fib::TensorView w, fib::TensorView y) {{ rms(x, w, y); }}
+FIB_EXPORT_SOLUTION(run, run_);
+)",
+                                      key.string()));
+  const std::vector<std::string> names = {"incbins_the_key", "includes_the_key"};
+  const RunResult open = run_benchmark(options(SandboxMode::kOff, names));
+  EXPECT_EQ(statuses(open, "incbins_the_key"), (std::vector<std::string>{"PASSED", "PASSED"}));
+  EXPECT_EQ(statuses(open, "includes_the_key"),
+            (std::vector<std::string>{"COMPILE_ERROR", "COMPILE_ERROR"}));
+  for (const std::string& name : names) {
+    EXPECT_NE(logs(open, name).find(secret), std::string::npos) << name << logs(open, name);
+  }
+  const RunResult closed = run_benchmark(options(SandboxMode::kRequired, names));
+  for (const std::string& name : names) {
+    EXPECT_EQ(statuses(closed, name), (std::vector<std::string>{"COMPILE_ERROR", "COMPILE_ERROR"}))
+        << logs(closed, name);
+    EXPECT_EQ(logs(closed, name).find(secret), std::string::npos) << name << logs(closed, name);
+    EXPECT_NE(logs(closed, name).find("compilers run in a bubblewrap sandbox"), std::string::npos)
+        << logs(closed, name);
+    for (const Trace& t : closed.traces) {
+      EXPECT_EQ(t.evaluation->environment.extra["build"]["sandbox"], "bubblewrap");
+    }
+  }
+  EXPECT_NE(logs(closed, "includes_the_key").find("No such file or directory"), std::string::npos)
+      << logs(closed, "includes_the_key");
+}
+
 // Where the sandbox cannot be made (here: a "bubblewrap" that cannot start anything),
 // `--sandbox required` is an error, and `auto` runs unsandboxed, says so loudly and records it.
 TEST_F(Sandbox, ASandboxThatCannotBeMadeIsAnErrorOrALoudWarning) {
@@ -454,7 +511,7 @@ FIB_EXPORT_SOLUTION(run, run_);
   const RunResult r = run_benchmark(options(SandboxMode::kAuto, {"honest"}), cb);
   ::unsetenv("FIB_BWRAP");
   ASSERT_FALSE(said.empty());
-  EXPECT_NE(said.front().find("WARNING: solutions run UNSANDBOXED"), std::string::npos)
+  EXPECT_NE(said.front().find("WARNING: solutions run and build UNSANDBOXED"), std::string::npos)
       << said.front();
   ASSERT_EQ(r.traces.size(), 2u);
   for (const Trace& t : r.traces) {

@@ -15,6 +15,7 @@
 #include <sstream>
 #include <thread>
 
+#include "build_sandbox.h"
 #include "elf_symbols.h"
 #include "fib/base/files.h"
 #include "fib/base/json.h"
@@ -286,8 +287,16 @@ struct Outcome {
 class Builder {
  public:
   Builder(const Solution& s, const Toolchain& tc, std::string_view abi, const fs::path& dir,
-          Clock::time_point deadline, std::chrono::milliseconds timeout)
-      : s_(s), tc_(tc), abi_(abi), dir_(dir), deadline_(deadline), timeout_(timeout) {}
+          Clock::time_point deadline, std::chrono::milliseconds timeout,
+          const BuildSandbox& sandbox)
+      : s_(s),
+        tc_(tc),
+        abi_(abi),
+        dir_(dir),
+        deadline_(deadline),
+        timeout_(timeout),
+        sandbox_(sandbox),
+        toolchain_paths_(detail::toolchain_paths(tc)) {}
 
   const std::string& log() const { return log_; }
 
@@ -295,6 +304,7 @@ class Builder {
     log_ += fmt::format("# fib build {}\n# toolchain {}\n# target {}\n", key, tc_.describe(),
                         tc_.target);
     log_ += fmt::format("# commands run in {}\n", (entry / "src").string());
+    log_ += detail::build_sandbox_note(sandbox_);
     try {
       write_new_file(dir_ / "include" / kAbiHeader, abi_);
       for (const auto& src : s_.sources) write_new_file(dir_ / "src" / src.path, src.content);
@@ -342,7 +352,12 @@ class Builder {
   std::optional<Outcome> command(const std::vector<std::string>& argv, const std::string& what) {
     log_ += "$ " + detail::shell_join(argv) + "\n";
     const std::size_t room = log_.size() < kMaxLogBytes ? kMaxLogBytes - log_.size() : 0;
-    const auto r = detail::run_process(argv, dir_ / "src", deadline_, room);
+    const auto r =
+        sandbox_.enabled()
+            ? detail::run_process(detail::sandboxed_build_command(sandbox_, toolchain_paths_, dir_,
+                                                                  dir_ / "src", argv),
+                                  dir_ / "src", deadline_, room)
+            : detail::run_process(argv, dir_ / "src", deadline_, room);
     log_ += r.output;
     if (!r.output.empty() && r.output.back() != '\n') log_ += '\n';
     if (r.dropped > 0) {
@@ -423,6 +438,8 @@ class Builder {
   fs::path dir_;
   Clock::time_point deadline_;
   std::chrono::milliseconds timeout_;
+  const BuildSandbox& sandbox_;
+  std::vector<fs::path> toolchain_paths_;
   std::string log_;
 };
 
@@ -526,10 +543,14 @@ fs::path default_cache_dir() {
   return fs::path(home) / ".cache" / "fib" / "build";
 }
 
-std::string build_key(const Solution& s, const Toolchain& tc, std::string_view abi_header) {
+std::string build_key(const Solution& s, const Toolchain& tc, std::string_view abi_header,
+                      bool sandboxed) {
   Hasher h;
   h.field("fib-build-cache");
   h.u64(kCacheFormat);
+  // What a build could see decides what it made (an #include or .incbin of a file outside the
+  // sandbox), so a sandboxed build never answers from an unsandboxed one's entry.
+  if (sandboxed) h.field("built in the sandbox");
   h.field(abi_header);
   h.field(tc.identity());  // id, target, compilers and every flag
   h.field(s.spec.language);
@@ -576,7 +597,8 @@ BuildResult build_solution(const Solution& s, const BuildOptions& o) {
   const auto abi = read_file(abi_path);
   if (!abi) return done(BuildStatus::kFailed, "cannot read the ABI header " + abi_path.string());
 
-  r.key = build_key(s, *tc, *abi);
+  r.sandboxed = o.sandbox.enabled();
+  r.key = build_key(s, *tc, *abi, r.sandboxed);
   // Absolute, so the shared object's path stays valid in a worker with another working folder.
   const fs::path given = o.cache_dir.empty() ? default_cache_dir() : o.cache_dir;
   std::error_code abs_ec;
@@ -605,10 +627,10 @@ BuildResult build_solution(const Solution& s, const BuildOptions& o) {
                             ec ? ec.message() : "it exists"));
   }
   const auto build_start = Clock::now();
-  Builder builder(s, *tc, *abi, dir, build_start + o.timeout, o.timeout);
+  Builder builder(s, *tc, *abi, dir, build_start + o.timeout, o.timeout, o.sandbox);
   const Outcome outcome = builder.run(entry, r.key);
   r.build_seconds = seconds_since(build_start);
-  r.log = builder.log();
+  r.log = detail::head_and_tail(builder.log());
   fs::remove_all(dir / "obj", ec);
   if (!outcome.ok && !outcome.cacheable) {
     fs::remove_all(dir, ec);

@@ -10,6 +10,7 @@
 #include <set>
 #include <sstream>
 
+#include "build_sandbox.h"
 #include "fib/base/json.h"
 #include "fib/bench/builder/process.h"
 
@@ -104,7 +105,7 @@ std::optional<std::string> missing_package(const Solution& s, const PythonRuntim
   return std::nullopt;
 }
 
-std::string key_of(const Solution& s, const PythonRuntime& p) {
+std::string key_of(const Solution& s, const PythonRuntime& p, bool sandboxed) {
   XXH3_state_t* st = XXH3_createState();
   XXH3_128bits_reset(st);
   auto field = [&](std::string_view v) {
@@ -117,6 +118,7 @@ std::string key_of(const Solution& s, const PythonRuntime& p) {
         s.spec.entry_point, p.executable, p.version, p.torch, p.triton, p.tilelang}) {
     field(f);
   }
+  if (sandboxed) field("built in the sandbox");  // what an extension's build saw decides it
   for (const auto& src : s.sources) {
     field(src.path);
     field(src.content);
@@ -154,8 +156,15 @@ std::optional<std::string> build_torch_extension(const Solution& s, const Python
   for (const auto& src : s.sources) {
     if (compiles(src.path)) argv.push_back((dir / "src" / src.path).string());
   }
-  const auto r = run_process(argv, dir / "src", Clock::now() + o.timeout, 1 << 20);
-  *log += "$ " + shell_join(argv) + "\n" + r.output;
+  // In the build sandbox: the python sees its own prefixes and sys.path (torch's headers and
+  // libraries among them) besides what a compiler sees.
+  *log += build_sandbox_note(o.sandbox) + "$ " + shell_join(argv) + "\n";
+  const auto r =
+      o.sandbox.enabled()
+          ? run_process(sandboxed_build_command(o.sandbox, python_paths(p), dir, dir / "src", argv),
+                        dir / "src", Clock::now() + o.timeout, 1 << 20)
+          : run_process(argv, dir / "src", Clock::now() + o.timeout, 1 << 20);
+  *log = head_and_tail(*log + r.output);
   if (r.succeeded()) return std::nullopt;
   if (r.timed_out) return fmt::format("the torch extension build timed out");
   return fmt::format("the torch extension did not build (torch.utils.cpp_extension.load in {})",
@@ -195,7 +204,8 @@ BuildResult build_python_solution(const Solution& s, const BuildOptions& o) {
   r.toolchain = runtime->describe() + (torch ? ", torch.utils.cpp_extension" : "");
   if (auto missing = missing_package(s, *runtime)) return done(BuildStatus::kUnsupported, *missing);
   if (auto problem = check_sources(s, torch)) return done(BuildStatus::kFailed, *problem);
-  r.key = key_of(s, *runtime);
+  r.sandboxed = torch && o.sandbox.enabled();
+  r.key = key_of(s, *runtime, r.sandboxed);
   const fs::path cache = fs::absolute(o.cache_dir.empty() ? default_cache_dir() : o.cache_dir);
   const fs::path entry = cache / r.key.substr(0, 2) / r.key;
   r.directory = entry;

@@ -7,6 +7,7 @@
 #include <fmt/format.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdlib>
 #include <filesystem>
@@ -270,6 +271,26 @@ std::optional<PythonRuntime> find_python(const std::string& given, PythonUse use
   }
   if (!it->second.runtime && why != nullptr) *why = it->second.why;
   return it->second.runtime;
+}
+
+std::vector<fs::path> python_paths(const PythonRuntime& python) {
+  std::vector<fs::path> paths;
+  if (!python.executable.empty()) {
+    std::error_code ec;
+    paths.emplace_back(python.executable);
+    paths.push_back(fs::canonical(python.executable, ec));
+  }
+  if (!python.library.empty()) paths.push_back(fs::path(python.library).parent_path());
+  const std::string& home = python.home;
+  for (std::size_t at = 0; at <= home.size();) {
+    const std::size_t end = std::min(home.find(':', at), home.size());
+    if (end > at) paths.emplace_back(home.substr(at, end - at));
+    at = end + 1;
+  }
+  for (const std::string& entry : python.path) {
+    if (!entry.empty()) paths.emplace_back(entry);
+  }
+  return paths;
 }
 
 }  // namespace fib::bench

@@ -17,6 +17,7 @@
 #include <sstream>
 #include <thread>
 
+#include "fib/bench/launch/process_tree.h"
 #include "fib/bench/launch/worker_process.h"
 
 namespace fib::bench {
@@ -81,7 +82,7 @@ bool children_files_exist(pid_t root) {
 }
 
 // Every process descending from `root` (itself included) as /proc shows them now.
-std::set<pid_t> process_tree(pid_t root) {
+std::set<pid_t> tree_of(pid_t root) {
   std::set<pid_t> tree{root};
   if (children_files_exist(root)) {
     std::vector<pid_t> todo{root};
@@ -127,7 +128,7 @@ bool stopped_or_gone(char state) {
 
 TreeLook look_at(pid_t root) {
   TreeLook look;
-  look.processes = process_tree(root);
+  look.processes = tree_of(root);
   for (pid_t p : look.processes) {
     for (pid_t t : numeric_entries(fmt::format("/proc/{}/task", p))) {
       const std::string task = fmt::format("/proc/{}/task/{}", p, t);
@@ -172,6 +173,44 @@ void Worker::resume_tree() {
   for (pid_t p : stopped_) ::kill(p, SIGCONT);
   if (pid_ > 0) ::kill(-pid_, SIGCONT);
   stopped_.clear();
+}
+
+std::vector<pid_t> process_tree(pid_t root) {
+  if (root <= 0) return {};
+  const std::set<pid_t> tree = tree_of(root);
+  return {tree.begin(), tree.end()};
+}
+
+std::size_t stop_process_tree(pid_t root) {
+  std::set<pid_t> stopped;
+  // A process may fork between the walk and its stop; its child shows in the next walk. Stopped
+  // processes fork no more, so the walks end (bounded all the same).
+  for (int pass = 0; pass < 64; ++pass) {
+    bool added = false;
+    for (pid_t p : process_tree(root)) {
+      if (stopped.insert(p).second) {
+        ::kill(p, SIGSTOP);
+        added = true;
+      }
+    }
+    if (!added) break;
+  }
+  return stopped.size();
+}
+
+void continue_process_tree(pid_t root) {
+  for (pid_t p : process_tree(root)) ::kill(p, SIGCONT);
+}
+
+std::uint64_t resident_bytes(pid_t root) {
+  const auto page = static_cast<std::uint64_t>(::sysconf(_SC_PAGESIZE));
+  std::uint64_t total = 0;
+  for (pid_t p : process_tree(root)) {
+    std::istringstream statm(read_small(fmt::format("/proc/{}/statm", p)));
+    std::uint64_t size = 0, resident = 0;
+    if (statm >> size >> resident) total += resident * page;
+  }
+  return total;
 }
 
 }  // namespace fib::bench

@@ -1,12 +1,14 @@
 #include "devices.h"
 
 #include <fmt/format.h>
+#include <unistd.h>
 
 #include <algorithm>
 
 #include "environment.h"
 #include "fib/base/diagnostics.h"
 #include "fib/bench/builder/build.h"
+#include "fib/bench/launch/process_tree.h"
 #ifdef FIB_HAVE_CUDA
 #include "fib/cuda/runtime.h"
 #endif
@@ -81,6 +83,54 @@ Worker& Lane::solution_worker(const WorkerSpec& spec) {
     solution = std::make_unique<Worker>(spec);
   }
   return *solution;
+}
+
+namespace {
+
+// What the parked workers of a lane may hold resident: a quarter of the host's memory (a
+// Python worker holds its interpreter and torch, a few hundred MB).
+std::uint64_t parked_memory_budget() {
+  const long pages = ::sysconf(_SC_PHYS_PAGES), page = ::sysconf(_SC_PAGESIZE);
+  return pages > 0 && page > 0 ? static_cast<std::uint64_t>(pages) * page / 4 : ~std::uint64_t{0};
+}
+
+}  // namespace
+
+std::uint64_t Lane::parked_bytes() const {
+  std::uint64_t total = 0;
+  for (const ParkedWorker& p : parked) total += resident_bytes(p.worker->pid());
+  return total;
+}
+
+void Lane::switch_solution(const std::string& key, std::size_t keep) {
+  if (key == solution_key) return;
+  if (solution && solution->alive()) {
+    stop_process_tree(solution->pid());
+    parked.push_back(ParkedWorker{solution_key, std::move(solution)});
+  }
+  solution.reset();
+  solution_key = key;
+  const auto mine = std::find_if(parked.begin(), parked.end(),
+                                 [&](const ParkedWorker& p) { return p.key == key; });
+  if (mine != parked.end()) {
+    solution = std::move(mine->worker);
+    parked.erase(mine);
+    continue_process_tree(solution->pid());
+  }
+  // Over the limits, the worker parked last goes (~Worker kills its whole tree): the lane runs
+  // its solutions round after round in one order, so the one it just left is needed last, and
+  // the others stay persistent (ending the oldest instead would end each one just before its
+  // turn).
+  while (parked.size() > keep || (!parked.empty() && parked_bytes() > parked_memory_budget())) {
+    parked.pop_back();
+  }
+}
+
+void Lane::keep_parked_only(const std::vector<std::string>& names) {
+  std::erase_if(parked, [&](const ParkedWorker& p) {
+    const std::string name = p.key.substr(0, p.key.rfind('@'));
+    return std::find(names.begin(), names.end(), name) == names.end();
+  });
 }
 
 std::vector<std::unique_ptr<Lane>> make_lanes(const DeviceChoice& devices) {

@@ -39,7 +39,17 @@ struct Lane {
 #ifdef FIB_HAVE_CUDA
   cuda::DevicePeaks peaks;  // for the roofline of passed evaluations
 #endif
+  // The worker of the solution being evaluated (`solution_key` names it). A worker runs one
+  // solution only: no interpreter, torch or address space is shared with another solution.
   std::unique_ptr<Worker> solution;
+  std::string solution_key;  // "<solution name>@<build key>"
+  // The workers of the lane's other solutions, stopped (their whole process tree) until their
+  // solution's next evaluation: a persistent worker per solution, in the order they were parked.
+  struct ParkedWorker {
+    std::string key;
+    std::unique_ptr<Worker> worker;
+  };
+  std::deque<ParkedWorker> parked;
   // The lane's references and its reference worker (made once the run's settings are known).
   std::unique_ptr<ReferenceStage> reference;
   std::filesystem::path box;            // the solution worker's sandbox box (empty: unsandboxed)
@@ -53,6 +63,15 @@ struct Lane {
 
   // The lane's solution worker, started anew when there is none or it died.
   Worker& solution_worker(const WorkerSpec& spec);
+  // Makes the worker of solution `key` (its name and build) the lane's solution worker: the
+  // current one is stopped and parked, `key`'s continued where it was parked (else the next
+  // solution_worker() starts one). At most `keep` workers stay parked, holding at most a quarter
+  // of the host's memory: beyond that, the one parked last is ended.
+  void switch_solution(const std::string& key, std::size_t keep);
+  std::uint64_t parked_bytes() const;  // resident, over the parked workers' process trees
+  // Ends the parked workers whose solution is not among `names` (the lane moved on to solutions
+  // of another definition).
+  void keep_parked_only(const std::vector<std::string>& names);
 };
 
 // A lane per chosen device: the CPU, or each CUDA device with its properties.

@@ -14,6 +14,7 @@
 #include "fib/bench/launch/box.h"
 #include "fib/bench/protocol/poison.h"
 #include "fib/bench/protocol/trial_timing.h"
+#include "fib/bench/run/test_hooks.h"
 #include "judge.h"
 #include "output_arena.h"
 #include "timer.h"
@@ -45,7 +46,8 @@ Json evaluation_environment(const EvaluationJob& job, const RunOptions& o, bool 
            {"reference_threads", o.threads},
            {"build", Json{{"key", job.build.key},
                           {"toolchain", job.build.toolchain},
-                          {"flags", job.build.flags}}},
+                          {"flags", job.build.flags},
+                          {"sandbox", job.build.sandboxed ? "bubblewrap" : "none"}}},
            {"distinct_input_sets", job.prepared.trials + job.prepared.pool},
            {"inputs_made", job.prepared.inputs_made}};
   if (!job.prepared.shared_weights.empty()) {
@@ -56,12 +58,30 @@ Json evaluation_environment(const EvaluationJob& job, const RunOptions& o, bool 
   return env;
 }
 
-// The lane's solution worker; a fresh one with --isolated. Starting one (the first evaluation,
-// after a crash, or every one with --isolated) is counted apart from the evaluation's overhead.
-Worker* start_solution_worker(Lane& lane, const EvaluateSettings& settings, EvaluationCosts& costs,
+// Workers of a lane's other solutions kept stopped for their next evaluation: on the CPU enough
+// for every solution of a definition in most datasets (a parked C++ worker holds little memory;
+// a Python one its interpreter and torch). On a GPU each holds a CUDA context and whatever its
+// allocator cached, so fewer.
+std::size_t parked_workers(const Lane& lane) { return lane.device.is_cuda() ? 4 : 64; }
+
+// The worker of `solution_key` (a solution and its build): each solution has its own, persistent
+// across its evaluations; --isolated starts a fresh one every time.
+void switch_to_solution(Lane& lane, const std::string& solution_key) {
+#ifdef FIB_TEST_HOOKS
+  if (test_hooks::solution_workers_shared()) return;
+#endif
+  lane.switch_solution(solution_key, parked_workers(lane));
+}
+
+// The lane's solution worker for `solution_key`; a fresh one with --isolated. Starting one (the
+// solution's first evaluation, after a crash, or every one with --isolated) is counted apart
+// from the evaluation's overhead.
+Worker* start_solution_worker(Lane& lane, const EvaluateSettings& settings,
+                              const std::string& solution_key, EvaluationCosts& costs,
                               std::string* error) {
   const bool isolated = settings.options.isolated;
   try {
+    switch_to_solution(lane, solution_key);
     const bool starting =
         !lane.solution || !lane.solution->alive() || !lane.solution->channel_idle() || isolated;
     if (isolated) lane.solution.reset();
@@ -448,11 +468,13 @@ std::optional<Outcome> take_solution_outputs(Box& box, const WorkerAnswer& a) {
 // (>= 0) goes with the request. The outcome when the worker could not start, open the
 // solution, answer in time or be stopped.
 std::optional<Outcome> call_solution_worker(Lane& lane, const EvaluateSettings& settings, Box& box,
+                                            const EvaluationJob& job,
                                             const protocol::EvaluateRequest& sent, int arena_fd,
                                             bool stop, EvaluationCosts& costs, WorkerAnswer* a) {
   const double timeout_seconds = settings.options.timeout_seconds;
   std::string start_error;
-  a->worker = start_solution_worker(lane, settings, costs, &start_error);
+  a->worker = start_solution_worker(lane, settings, job.solution.name + "@" + job.build.key, costs,
+                                    &start_error);
   if (a->worker == nullptr) {
     return failed(EvaluationStatus::kRuntimeError,
                   "the solution worker could not start: " + start_error);
@@ -592,7 +614,7 @@ Attempt run_solution(Lane& lane, const EvaluationJob& job, const EvaluateSetting
   }
   WorkerAnswer answer;
   const bool stop = arena.has_value() && !pen.read_without_stopping;
-  if (auto f = call_solution_worker(lane, settings, box, sent, arena ? arena->fd() : -1, stop,
+  if (auto f = call_solution_worker(lane, settings, box, job, sent, arena ? arena->fd() : -1, stop,
                                     costs, &answer)) {
     return failed_attempt(std::move(*f), env);
   }

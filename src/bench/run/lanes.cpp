@@ -119,6 +119,7 @@ void LaneLoop::go() {
   inputs_.wait_all();  // left over when a lane failed: their files go with the scratch
   for (auto& lane : lanes_) {
     lane->solution.reset();
+    lane->parked.clear();
     lane->reference.reset();
   }
   if (failure_) std::rethrow_exception(failure_);
@@ -160,6 +161,10 @@ void LaneLoop::run_item(Lane& lane, std::size_t k) {
     lane.totals.update([&](Totals& t) { t.done += item.pending.size(); });
     return;
   }
+  // Workers of solutions this item has none of (another definition's) are ended.
+  std::vector<std::string> names;
+  for (const Solution* s : item.pending) names.push_back(s->name);
+  lane.keep_parked_only(names);
   for (const Solution* s : item.pending) {
     if (skipped_after_timeout(lane, *s, *item.def, item.workload->workload)) continue;
     evaluate_solution(lane, item, *s, *ready);
@@ -313,7 +318,9 @@ void LaneLoop::evaluate_solution(Lane& lane, const WorkItem& item, const Solutio
     failed.status = b.status == BuildStatus::kUnsupported ? EvaluationStatus::kRuntimeError
                                                           : EvaluationStatus::kCompileError;
     failed.log = fmt::format("{}\n{}", b.message, b.log);
-    failed.environment = Json{{"build", Json{{"key", b.key}, {"toolchain", b.toolchain}}}};
+    failed.environment = Json{{"build", Json{{"key", b.key},
+                                             {"toolchain", b.toolchain},
+                                             {"sandbox", b.sandboxed ? "bubblewrap" : "none"}}}};
     record(lane, make_trace(run_.trace_context(), lane, def, w, s, std::move(failed)), def, s);
     return;
   }

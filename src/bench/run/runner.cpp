@@ -71,7 +71,7 @@ std::vector<std::filesystem::path> python_runtime_paths(const detail::Plan& plan
   std::string why;
   const std::optional<PythonRuntime> runtime = find_python(o.python, PythonUse::kRuntime, &why);
   if (!runtime) return {};  // each such solution's build says why
-  return detail::python_paths(*runtime);
+  return python_paths(*runtime);
 }
 
 // The reference cache of --reference-cache: null when off, or (with a warning) where a solution
@@ -160,6 +160,10 @@ RunResult run_benchmark(const RunOptions& options, const RunCallbacks& callbacks
   }
   run.sandbox = detail::choose_sandbox(sandboxed, devices.gpu, *run.scratch,
                                        [&run](const std::string& m) { run.message(m); });
+  // Builds follow the workers' --sandbox choice: the compilers see the toolchains and whatever
+  // a worker sees (tvm-ffi's library, the Python prefix), never the dataset or $HOME. Their
+  // bubblewrap runs as fib's user, so the build cache stays fib's.
+  run.build.sandbox = BuildSandbox{run.sandbox.spec.bwrap, run.sandbox.spec.read_only};
   const int box_uid = run.sandbox.spec.drop_to_uid ? static_cast<int>(run.sandbox.spec.uid) : -1;
   for (std::size_t i = 0; i < lanes.size() && run.sandbox.spec.enabled(); ++i) {
     lanes[i]->box = run.scratch->make_box(fmt::format("solution-{}", i), box_uid);

@@ -45,6 +45,9 @@ Json isolation_json(const WorkerSpec& spec) {
               {"host_uid", s.drop_to_uid ? s.uid : ::getuid()},
               {"read_only", read_only},
               {"gpu_devices", s.gpu},
+              // The compilers of the run's builds run in a sandbox of their own that sees the
+              // build's folder and the toolchains (BuildSandbox, fib/bench/builder/build.h).
+              {"builds", "sandbox"},
               // Each in a box of its own: the solution worker, the reference worker and the
               // definition's PyTorch reference.
               {"processes", Json::array({"solution", "reference", "python_reference"})},
@@ -97,31 +100,11 @@ SandboxChoice choose_sandbox(const RunOptions& o, bool gpu, const Scratch& scrat
   c.isolation = isolation_json(spec);
   c.isolation["why"] = why;
   warn(fmt::format(
-      "WARNING: solutions run UNSANDBOXED: {}. A solution can read and write what fib can (the "
-      "dataset, the scratch folder). `--sandbox required` makes this an error, `--sandbox off` "
-      "silences it.",
+      "WARNING: solutions run and build UNSANDBOXED: {}. A solution can read and write what fib "
+      "can (the dataset, the scratch folder), and its build can read what fib can. `--sandbox "
+      "required` makes this an error, `--sandbox off` silences it.",
       why));
   return c;
-}
-
-std::vector<fs::path> python_paths(const PythonRuntime& python) {
-  std::vector<fs::path> paths;
-  if (!python.executable.empty()) {
-    std::error_code ec;
-    paths.emplace_back(python.executable);
-    paths.push_back(fs::canonical(python.executable, ec));
-  }
-  if (!python.library.empty()) paths.push_back(fs::path(python.library).parent_path());
-  const std::string& home = python.home;
-  for (std::size_t at = 0; at <= home.size();) {
-    const std::size_t end = std::min(home.find(':', at), home.size());
-    if (end > at) paths.emplace_back(home.substr(at, end - at));
-    at = end + 1;
-  }
-  for (const std::string& entry : python.path) {
-    if (!entry.empty()) paths.emplace_back(entry);
-  }
-  return paths;
 }
 
 }  // namespace fib::bench::detail

@@ -28,9 +28,4 @@ struct SandboxChoice {
 SandboxChoice choose_sandbox(const RunOptions& o, bool gpu, const Scratch& scratch,
                              const std::function<void(const std::string&)>& warn);
 
-// What a sandboxed process must see of a python3 to run it (under /usr on Debian, anywhere
-// for a conda, pyenv or venv python): its executable, its base prefixes, its sys.path and its
-// libpython's folder.
-std::vector<std::filesystem::path> python_paths(const PythonRuntime& python);
-
 }  // namespace fib::bench::detail

@@ -29,11 +29,24 @@ def setup(path, executable, codes):
                   (item.split("=") for item in codes.split(",")))
 
 
+# torch's own C-level accessors, taken before any solution's module runs: a returned tensor is
+# read through them, never through attributes a subclass (or a patched torch.Tensor) can redefine.
+_Tensor = None
+_dtype_of = None
+_shape_of = None
+_copy = None
+
+
 def _import_torch():
-    global torch
+    global torch, _Tensor, _dtype_of, _shape_of, _copy
     if torch is None:
         import torch as t
         import torch.utils.dlpack
+        base = getattr(t._C, "TensorBase", None) or t._C._TensorBase
+        _Tensor = t.Tensor
+        _dtype_of = base.dtype.__get__
+        _shape_of = base.shape.__get__
+        _copy = base.copy_
         torch = t
 
 
@@ -95,12 +108,13 @@ def _on_stream(pointer, device, work):
 
 
 def _describe(t):
-    name = str(t.dtype).replace("torch.", "")
+    """'<fib dtype>:<shape>' of the data the tensor holds (its storage's dtype and extents)."""
+    name = str(_dtype_of(t)).replace("torch.", "")
     code = _codes.get(name)
     if code is None:
         raise TypeError("the solution returned a tensor of dtype %s, which fib has no format for"
                         % name)
-    shape = list(t.shape)
+    shape = list(_shape_of(t))
     if name == "float4_e2m1fn_x2" and shape:
         shape[-1] *= 2
     return "%d:%s" % (code, ",".join(str(d) for d in shape))
@@ -117,9 +131,14 @@ def call(index, args, views, dps, pointer, device):
             return "K"
         outs = list(out) if isinstance(out, (tuple, list)) else [out]
         for i, t in enumerate(outs):
-            if not isinstance(t, torch.Tensor):
+            if not isinstance(t, _Tensor):
                 raise TypeError("a value-returning solution returns a tensor or a tuple of "
                                 "tensors; result #%d is a %s" % (i + 1, type(t).__name__))
+            # Exactly torch.Tensor: a subclass can say what it likes about its dtype and shape.
+            if type(t) is not _Tensor:
+                raise TypeError("result #%d is a %s, a subclass of torch.Tensor; fib takes "
+                                "exactly torch.Tensor (return the tensor itself, e.g. "
+                                "t.as_subclass(torch.Tensor))" % (i + 1, type(t).__qualname__))
         _results = outs
         return "K" + ";".join(_describe(t) for t in outs)
     except BaseException:
@@ -130,9 +149,15 @@ def copy_out(capsules, views, pointer, device):
     global _results
     try:
         def work():
-            for src, cap, view in zip(_results, capsules, views.split(",")):
+            for i, (src, cap, view) in enumerate(zip(_results, capsules, views.split(","))):
                 dst = _tensor(cap, view)
-                dst.copy_(src)
+                # fib's buffer was made with the result's own dtype and shape: a copy, never a
+                # conversion or a broadcast.
+                if _dtype_of(dst) != _dtype_of(src) or _shape_of(dst) != _shape_of(src):
+                    raise TypeError("result #%d changed from %s %s to %s %s during the call"
+                                    % (i + 1, _dtype_of(dst), list(_shape_of(dst)),
+                                       _dtype_of(src), list(_shape_of(src))))
+                _copy(dst, src)
         _on_stream(pointer, device, work)
         return ""
     except BaseException:

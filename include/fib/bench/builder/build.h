@@ -73,6 +73,19 @@ struct Toolchain {
   std::string describe() const;
 };
 
+// The sandbox the compilers of a build run in (bubblewrap, fib/bench/builder/bwrap.h): they see
+// the build's own folder (the staged copy of the solution's sources, fib's ABI header, the
+// objects; read-write), the toolchains (/usr with CUDA under /usr/local/cuda, the loader's
+// cache, every folder the toolchain's flags and compilers name: tvm-ffi's headers and library,
+// a CUDA toolkit, cuDNN or CUTLASS elsewhere), `read_only`, and a private /tmp; no $HOME, no
+// dataset, no other entry of the build cache, no network. The key of a sandboxed build differs
+// from an unsandboxed one's, so neither answers for the other.
+struct BuildSandbox {
+  std::filesystem::path bwrap;  // empty: the compilers run unsandboxed, as fib's user
+  std::vector<std::filesystem::path> read_only;  // more toolchain folders (a Python prefix)
+  bool enabled() const { return !bwrap.empty(); }
+};
+
 struct BuildOptions {
   std::filesystem::path cache_dir;         // empty: default_cache_dir()
   std::filesystem::path abi_include_dir;   // holds fib/solution.h (fib's include/); required
@@ -93,6 +106,7 @@ struct BuildOptions {
   // The python of solutions that run in the Python runtime (find_python); empty:
   // $FIB_PYTHON, else the first python3 that imports torch.
   std::string python;
+  BuildSandbox sandbox;  // where the compilers run (the torch extension builder's python too)
 };
 
 enum class BuildStatus {
@@ -119,6 +133,7 @@ struct BuildResult {
   // The runtime the solution runs in, for solutions of the Python runtime (python, triton,
   // tilelang, binding torch).
   std::optional<PythonRuntime> python;
+  bool sandboxed = false;  // compiled in the build sandbox (BuildSandbox), or found built there
 
   bool ok() const { return status == BuildStatus::kBuilt || status == BuildStatus::kCached; }
 };
@@ -153,8 +168,10 @@ std::string cuda_architecture_for(int major, int minor);
 std::optional<Toolchain> select_toolchain(const Solution& s, const BuildOptions& o,
                                           std::string* unsupported, std::string* error);
 
-// The cache key of `s` built by `tc` against the given ABI header text.
-std::string build_key(const Solution& s, const Toolchain& tc, std::string_view abi_header);
+// The cache key of `s` built by `tc` against the given ABI header text, in the build sandbox
+// or not.
+std::string build_key(const Solution& s, const Toolchain& tc, std::string_view abi_header,
+                      bool sandboxed = false);
 
 // Builds (or finds in the cache) the shared object of a solution. Never throws for a bad
 // solution or a failing compiler; thread-safe, and safe across processes sharing a cache.

@@ -4,6 +4,7 @@
 // Python; and definitions' PyTorch `reference` code, run by a child python3.
 #pragma once
 
+#include <filesystem>
 #include <optional>
 #include <string>
 #include <vector>
@@ -27,6 +28,11 @@ struct PythonRuntime {
   // One line for reports: "python 3.11.2 (/usr/bin/python3), torch 1.13.0".
   std::string describe() const;
 };
+
+// What a sandboxed process must see of a python3 to run it (under /usr on Debian, anywhere for
+// a conda, pyenv or venv python): its executable, its base prefixes, its sys.path and its
+// libpython's folder.
+std::vector<std::filesystem::path> python_paths(const PythonRuntime& python);
 
 Json to_json(const PythonRuntime& p);
 // Throws fib::Error when `j` is not a runtime's description.

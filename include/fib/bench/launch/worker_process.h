@@ -14,6 +14,7 @@
 #include <string>
 #include <vector>
 
+#include "fib/bench/builder/bwrap.h"  // find_bwrap
 #include "fib/trace/json_reader.h"
 
 namespace fib::bench {
@@ -73,9 +74,6 @@ std::vector<std::string> sandbox_command(const SandboxSpec& sandbox,
 // paths under another are left out.
 std::vector<std::filesystem::path> sandbox_read_only_paths(
     const std::filesystem::path& executable, const std::vector<std::filesystem::path>& extra);
-// Bubblewrap: the binary $FIB_BWRAP names where it is set, else /usr/bin/bwrap; empty when there
-// is none.
-std::filesystem::path find_bwrap();
 
 // The whole environment a worker starts with (nothing else is inherited): PATH, the locale,
 // its role, HOME and TMPDIR, thread counts, the visible devices, and for solution workers eager
