@@ -38,6 +38,7 @@ struct WorkerState {
   std::shared_ptr<GpuWorker> gpu;  // the device, stream, timer and device copies of the sets
   // Set when the process cannot go on (a sticky CUDA error): it answers, then exits.
   bool exit_after_reply = false;
+  Json hardening;  // what install_worker_hardening put in place, for the greeting
 };
 
 // The input sets in the file at `path` (mapped once while requests name the same file).

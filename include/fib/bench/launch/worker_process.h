@@ -56,9 +56,13 @@ struct WorkerSpec {
   std::chrono::milliseconds startup_timeout{30000};
 };
 
-// The command line that starts a worker: `fib worker --channel 3`, inside bubblewrap when the
-// spec has a sandbox.
+// The command line that starts a worker: `fib worker --channel 3 --writable PATH...`, inside
+// bubblewrap when the spec has a sandbox.
 std::vector<std::string> worker_command(const WorkerSpec& spec);
+// Where the worker may write under its Landlock ruleset (fib/bench/worker/hardening.h): in the
+// sandbox its private /tmp, /dev/shm and /dev and the box's out/; unsandboxed its HOME (the
+// run's scratch folder), /dev/shm and the device nodes code writes to.
+std::vector<std::string> worker_writable_paths(const WorkerSpec& spec);
 // `command` inside bubblewrap as `sandbox` describes it (its namespaces, uid, read-only paths,
 // box and devices); the worker's and the PyTorch reference's command lines both come from here.
 std::vector<std::string> sandbox_command(const SandboxSpec& sandbox,
