@@ -17,5 +17,8 @@ const Definition& find_definition(const TraceSet& set, const std::string& name);
 const Workload& find_workload(const TraceSet& set, const Definition& def, const std::string& uuid);
 // --sandbox auto|required|off, as `fib run` and `fib serve` take it.
 void add_sandbox_option(CLI::App* cmd, bench::SandboxMode& mode, const std::string& help);
+// The executable `fib run` starts its workers from: the stripped fib-worker beside this binary
+// where it is installed, else this binary (`fib worker`).
+std::filesystem::path worker_executable();
 
 }  // namespace fib::cli

@@ -54,7 +54,7 @@ void set_run_options(ServeArgs& a) {
   o.cli.num_trials = a.trials;
   o.cli.rtol = a.rtol;
   o.cli.atol = a.atol;
-  o.worker_executable = std::filesystem::read_symlink("/proc/self/exe");
+  o.worker_executable = worker_executable();
   if (const char* env = std::getenv("FIB_INCLUDE_DIR")) {
     o.abi_include_dir = env;
   } else {

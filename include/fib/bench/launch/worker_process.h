@@ -43,7 +43,7 @@ struct SandboxSpec {
 };
 
 struct WorkerSpec {
-  std::filesystem::path executable;      // the fib binary; the worker is `fib worker`
+  std::filesystem::path executable;      // fib-worker, or the fib binary (`fib worker`)
   std::string role = "solution";         // "solution" or "reference" (in messages)
   std::uint64_t memory_limit_bytes = 0;  // RLIMIT_AS; 0: no limit
   std::uint64_t data_limit_bytes = 0;    // RLIMIT_DATA (GPU workers); 0: no limit
