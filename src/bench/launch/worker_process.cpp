@@ -190,6 +190,7 @@ Worker::Worker(WorkerSpec spec) : spec_(std::move(spec)) {
   set_nonblocking(output_);
 
   const Reply hello = call(protocol::hello_request(), Clock::now() + spec_.startup_timeout);
+  greeting_ = hello.body;
   if (hello.kind != ReplyKind::kOk) {
     const std::string why =
         hello.kind == ReplyKind::kTimeout ? "did not answer in time" : hello.died_how;

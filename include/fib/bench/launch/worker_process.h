@@ -121,6 +121,8 @@ class Worker {
   bool channel_idle() const;
   pid_t pid() const { return pid_; }
   const WorkerSpec& spec() const { return spec_; }
+  // The worker's first greeting: its pid, ABI and the hardening it installed.
+  const Json& greeting() const { return greeting_; }
   // Kills the worker's process group and reaps it (idempotent).
   void kill();
 
@@ -139,6 +141,7 @@ class Worker {
   int channel_ = -1;
   int output_ = -1;
   CapturedOutput captured_;
+  Json greeting_;
 };
 
 // Describes a wait status: "exited with status 3", "killed by signal 9 (SIGKILL)".
