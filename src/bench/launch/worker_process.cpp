@@ -1,9 +1,11 @@
 // The orchestrator's side of a worker: spawn with a scrubbed environment and limits, talk over
 // the private channel with deadlines, capture and cap the worker's output, kill and reap.
+#include <dirent.h>
 #include <fcntl.h>
 #include <fmt/format.h>
 #include <grp.h>
 #include <poll.h>
+#include <sched.h>
 #include <signal.h>
 #include <sys/prctl.h>
 #include <sys/resource.h>
@@ -11,7 +13,10 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
+#include <cstdio>
+#include <cstdlib>
 #include <cstring>
 
 #include "fib/base/diagnostics.h"
@@ -76,7 +81,75 @@ const char* signal_label(int sig) {
       return "signal";
   }
 }
+// One process's line of /proc/<pid>/stat: its parent and the CPU ticks of its threads
+// (utime, stime) and of the children it reaped (cutime, cstime).
+struct ProcStat {
+  pid_t pid = 0, ppid = 0;
+  unsigned long long ticks = 0;
+};
+
+std::optional<ProcStat> read_proc_stat(const char* pid) {
+  char path[64];
+  std::snprintf(path, sizeof path, "/proc/%s/stat", pid);
+  const int fd = ::open(path, O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return std::nullopt;
+  char buf[1024];
+  const ssize_t n = ::read(fd, buf, sizeof buf - 1);
+  ::close(fd);
+  if (n <= 0) return std::nullopt;
+  buf[n] = '\0';
+  // The command name (in parentheses) may hold spaces and parentheses: fields follow the last ')'.
+  const char* p = std::strrchr(buf, ')');
+  if (p == nullptr) return std::nullopt;
+  char state = 0;
+  long long ppid = 0;
+  unsigned long long utime = 0, stime = 0;
+  long long cutime = 0, cstime = 0;
+  const int got =
+      std::sscanf(p + 1, " %c %lld %*d %*d %*d %*d %*u %*u %*u %*u %*u %llu %llu %lld %lld", &state,
+                  &ppid, &utime, &stime, &cutime, &cstime);
+  if (got != 6) return std::nullopt;
+  return ProcStat{static_cast<pid_t>(std::atoll(pid)), static_cast<pid_t>(ppid),
+                  utime + stime + static_cast<unsigned long long>(std::max(0LL, cutime + cstime))};
+}
 }  // namespace
+
+std::optional<double> Worker::tree_cpu_ms() const {
+  if (pid_ <= 0) return std::nullopt;
+  // Every process's parent (one pass over /proc), then the tree below the worker's pid.
+  std::vector<ProcStat> all;
+  if (DIR* d = ::opendir("/proc")) {
+    while (const dirent* e = ::readdir(d)) {
+      if (e->d_name[0] < '1' || e->d_name[0] > '9') continue;
+      if (auto st = read_proc_stat(e->d_name)) all.push_back(*st);
+    }
+    ::closedir(d);
+  }
+  std::vector<pid_t> tree = {pid_};
+  unsigned long long ticks = 0;
+  bool found = false;
+  for (std::size_t i = 0; i < tree.size(); ++i) {
+    for (const ProcStat& st : all) {
+      if (st.pid == tree[i]) {
+        ticks += st.ticks;
+        found = found || st.pid == pid_;
+      } else if (st.ppid == tree[i]) {
+        tree.push_back(st.pid);
+      }
+    }
+  }
+  if (!found) return std::nullopt;
+  return 1000.0 * static_cast<double>(ticks) / static_cast<double>(::sysconf(_SC_CLK_TCK));
+}
+
+int Worker::allowed_cpus() const {
+  cpu_set_t set;
+  CPU_ZERO(&set);
+  if (pid_ <= 0 || ::sched_getaffinity(pid_, sizeof set, &set) != 0) {
+    return static_cast<int>(std::max(1L, ::sysconf(_SC_NPROCESSORS_ONLN)));
+  }
+  return std::max(1, CPU_COUNT(&set));
+}
 
 std::vector<std::string> worker_environment(const WorkerSpec& spec) {
   // Only what a compiled kernel legitimately needs: no LD_PRELOAD / LD_LIBRARY_PATH, no
@@ -306,7 +379,10 @@ Worker::Reply Worker::call(const Json& request, Clock::time_point deadline) {
   // A worker that ends after its reply says so in it (a sticky CUDA error).
   const bool ended_as_announced =
       echo.kind == ReplyKind::kDied && echo.signal == 0 && reply.body.value("fatal", false);
-  if (answered || ended_as_announced) return reply;
+  if (answered || ended_as_announced) {
+    if (const auto cpu = tree_cpu_ms()) last_reply_cpu_ = CpuMark{*cpu, Clock::now()};
+    return reply;
+  }
   kill();
   if (echo.kind == ReplyKind::kTimeout) return echo;
   reply.kind = ReplyKind::kDied;

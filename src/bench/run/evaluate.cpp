@@ -309,15 +309,42 @@ struct WorkerAnswer {
   Worker* worker = nullptr;
   Worker::Reply reply;
   double observed_ms = 0;  // the orchestrator's wall time around the request
+  CpuObservation cpu;      // the worker tree's CPU time, read by fib
   CapturedOutput out;
   std::string output_log;
 };
+
+// The worker tree's CPU time since its previous reply (idle) and over the request (once the
+// reply is taken, `a.cpu.cpu_ms` is set from the difference); `set_bytes`, an input set's size.
+void observe_cpu_before(const Worker& w, double set_bytes, CpuObservation* seen) {
+  seen->cpus = w.allowed_cpus();
+  seen->set_bytes = set_bytes;
+  const std::optional<double> now = w.tree_cpu_ms();
+  seen->cpu_ms = now;
+  if (now && w.last_reply_cpu()) {
+    seen->idle_cpu_ms = *now - w.last_reply_cpu()->cpu_ms;
+    seen->idle_wall_ms = ms_since(w.last_reply_cpu()->at);
+  }
+}
+
+void observe_cpu_after(const Worker& w, CpuObservation* seen) {
+  const auto& mark = w.last_reply_cpu();
+  seen->cpu_ms = seen->cpu_ms && mark && w.alive()
+                     ? std::optional<double>(mark->cpu_ms - *seen->cpu_ms)
+                     : std::nullopt;
+}
+
+double input_set_bytes(const PreparedWorkload& p) {
+  std::error_code ec;
+  const auto bytes = fs::file_size(p.inputs_file, ec);
+  return ec ? 0.0 : static_cast<double>(bytes) / std::max(1, p.trials + p.pool);
+}
 
 // Sends `sent` to the lane's solution worker (started, and a Python solution opened, first) and
 // takes the outputs out of the box. The outcome when the worker could not start, open the
 // solution, or answer in time.
 std::optional<Outcome> call_solution_worker(Lane& lane, const EvaluateSettings& settings, Box& box,
-                                            const protocol::EvaluateRequest& sent,
+                                            const protocol::EvaluateRequest& sent, double set_bytes,
                                             EvaluationCosts& costs, WorkerAnswer* a) {
   const double timeout_seconds = settings.options.timeout_seconds;
   std::string start_error;
@@ -328,11 +355,13 @@ std::optional<Outcome> call_solution_worker(Lane& lane, const EvaluateSettings& 
   }
   if (auto f = open_python_solution(*a->worker, sent.solution, timeout_seconds)) return f;
   const Json request_json = to_json(sent);
+  observe_cpu_before(*a->worker, set_bytes, &a->cpu);
   const auto sent_at = Clock::now();
   a->reply = a->worker->call(request_json,
                              Clock::now() + std::chrono::duration_cast<Clock::duration>(
                                                 std::chrono::duration<double>(timeout_seconds)));
   a->observed_ms = ms_since(sent_at);
+  observe_cpu_after(*a->worker, &a->cpu);
   a->out = a->worker->take_output();
   a->output_log = output_log_of(a->out);
   box.take_outputs();  // out of the worker's reach before anything reads them
@@ -342,7 +371,8 @@ std::optional<Outcome> call_solution_worker(Lane& lane, const EvaluateSettings& 
 // A reply whose calls ran, held to what makes its times rankable: no failed call, and the
 // worker's clock agreeing with the orchestrator's. The outcome when not; a worker that cannot be
 // trusted further is replaced.
-std::optional<Outcome> failed_calls(const protocol::EvaluateReply& reply, const WorkerAnswer& a,
+std::optional<Outcome> failed_calls(const protocol::EvaluateRequest& request,
+                                    const protocol::EvaluateReply& reply, const WorkerAnswer& a,
                                     Json& env) {
   if (reply.failure) {
     std::string replaced;
@@ -362,6 +392,13 @@ std::optional<Outcome> failed_calls(const protocol::EvaluateReply& reply, const 
   if (!clock.mismatch.empty()) {
     a.worker->kill();  // its clock may stay rewritten: the next evaluation gets a new worker
     return failed(EvaluationStatus::kRuntimeError, clock.mismatch + a.output_log);
+  }
+  const CpuCheck cpu = check_worker_cpu(a.cpu, request, reply);
+  env["cpu_check"] = cpu.record;
+  if (!cpu.mismatch.empty()) {
+    a.worker
+        ->kill();  // what worked outside its calls may go on: the next evaluation gets a new one
+    return failed(EvaluationStatus::kRuntimeError, cpu.mismatch + a.output_log);
   }
   return std::nullopt;
 }
@@ -393,7 +430,7 @@ std::optional<Outcome> read_evaluation(const Lane& lane, const EvaluationJob& jo
   costs.timed_ms = timing->timed_ms;
   costs.warmup_ms = timing->warmup_ms;
   if (!reply->window_audit.is_null()) env["window_audit"] = reply->window_audit;
-  return failed_calls(*reply, a, env);
+  return failed_calls(request, *reply, a, env);
 }
 
 // The judgement of a solution that ran to the end, against the reference's outputs on the sets
@@ -443,7 +480,8 @@ Attempt run_solution(Lane& lane, const EvaluationJob& job, const EvaluateSetting
         failed(EvaluationStatus::kRuntimeError, std::string("sandbox: ") + e.what()), env);
   }
   WorkerAnswer answer;
-  if (auto f = call_solution_worker(lane, settings, box, sent, costs, &answer)) {
+  if (auto f =
+          call_solution_worker(lane, settings, box, sent, input_set_bytes(p), costs, &answer)) {
     return failed_attempt(std::move(*f), env);
   }
   protocol::EvaluateReply reply;

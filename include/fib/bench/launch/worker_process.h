@@ -11,6 +11,7 @@
 #include <chrono>
 #include <cstdint>
 #include <filesystem>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -123,6 +124,21 @@ class Worker {
   const WorkerSpec& spec() const { return spec_; }
   // The worker's first greeting: its pid, ABI and the hardening it installed.
   const Json& greeting() const { return greeting_; }
+
+  // The CPU time (user + system, ms) the kernel has accounted to the worker's process tree:
+  // every process descended from the one fib started (bubblewrap's, in the sandbox), their
+  // living and ended threads and the children they reaped. Read by fib, never reported by the
+  // worker. nullopt once the worker is gone.
+  std::optional<double> tree_cpu_ms() const;
+  // The tree's CPU time when the last reply was taken (call()), and when: what the worker did
+  // while it waited for the next request is measured from here.
+  struct CpuMark {
+    double cpu_ms = 0;
+    std::chrono::steady_clock::time_point at;
+  };
+  const std::optional<CpuMark>& last_reply_cpu() const { return last_reply_cpu_; }
+  // How many CPUs the worker may run on (its affinity mask).
+  int allowed_cpus() const;
   // Kills the worker's process group and reaps it (idempotent).
   void kill();
 
@@ -142,6 +158,7 @@ class Worker {
   int output_ = -1;
   CapturedOutput captured_;
   Json greeting_;
+  std::optional<CpuMark> last_reply_cpu_;
 };
 
 // Describes a wait status: "exited with status 3", "killed by signal 9 (SIGKILL)".
