@@ -129,6 +129,9 @@ CpuCheck check_worker_cpu(const CpuObservation& seen, const protocol::EvaluateRe
                   {"draws_allowed_ms", a.draws_ms},
                   {"planned_calls", a.planned_calls},
                   {"allowed_ms", a.total()}};
+  if (seen.replaced_after_idle_cpu_ms) {
+    c.record["worker_replaced_after_idle_cpu_ms"] = *seen.replaced_after_idle_cpu_ms;
+  }
   if (seen.idle_cpu_ms) {
     c.record["idle_cpu_ms"] = *seen.idle_cpu_ms;
     c.record["idle_wall_ms"] = seen.idle_wall_ms;

@@ -314,17 +314,21 @@ struct WorkerAnswer {
   std::string output_log;
 };
 
-// The worker tree's CPU time since its previous reply (idle) and over the request (once the
-// reply is taken, `a.cpu.cpu_ms` is set from the difference); `set_bytes`, an input set's size.
-void observe_cpu_before(const Worker& w, double set_bytes, CpuObservation* seen) {
-  seen->cpus = w.allowed_cpus();
-  seen->set_bytes = set_bytes;
+// The worker tree's CPU time since its previous reply: what it did while idle.
+void observe_idle_cpu(const Worker& w, CpuObservation* seen) {
   const std::optional<double> now = w.tree_cpu_ms();
-  seen->cpu_ms = now;
   if (now && w.last_reply_cpu()) {
     seen->idle_cpu_ms = *now - w.last_reply_cpu()->cpu_ms;
     seen->idle_wall_ms = ms_since(w.last_reply_cpu()->at);
   }
+}
+
+// The tree's CPU time before the request (once the reply is taken, `seen->cpu_ms` is set from
+// the difference); `set_bytes`, an input set's size.
+void observe_cpu_before(const Worker& w, double set_bytes, CpuObservation* seen) {
+  seen->cpus = w.allowed_cpus();
+  seen->set_bytes = set_bytes;
+  seen->cpu_ms = w.tree_cpu_ms();
 }
 
 void observe_cpu_after(const Worker& w, CpuObservation* seen) {
@@ -344,15 +348,27 @@ double input_set_bytes(const PreparedWorkload& p) {
 // takes the outputs out of the box. The outcome when the worker could not start, open the
 // solution, or answer in time.
 std::optional<Outcome> call_solution_worker(Lane& lane, const EvaluateSettings& settings, Box& box,
-                                            const protocol::EvaluateRequest& sent, double set_bytes,
+                                            const protocol::EvaluateRequest& sent,
+                                            const std::string& solution, double set_bytes,
                                             EvaluationCosts& costs, WorkerAnswer* a) {
   const double timeout_seconds = settings.options.timeout_seconds;
   std::string start_error;
   a->worker = start_solution_worker(lane, settings, costs, &start_error);
+  if (a->worker != nullptr) observe_idle_cpu(*a->worker, &a->cpu);
+  // Work while idle after another solution's evaluation is that solution's (a thread it left):
+  // this one gets a fresh worker rather than the blame.
+  if (a->worker != nullptr && a->cpu.idle_cpu_ms && *a->cpu.idle_cpu_ms > kIdleFixedMs &&
+      a->worker->last_solution() != solution) {
+    a->cpu.replaced_after_idle_cpu_ms = a->cpu.idle_cpu_ms;
+    a->cpu.idle_cpu_ms.reset();
+    lane.solution.reset();
+    a->worker = start_solution_worker(lane, settings, costs, &start_error);
+  }
   if (a->worker == nullptr) {
     return failed(EvaluationStatus::kRuntimeError,
                   "the solution worker could not start: " + start_error);
   }
+  a->worker->set_last_solution(solution);
   if (auto f = open_python_solution(*a->worker, sent.solution, timeout_seconds)) return f;
   const Json request_json = to_json(sent);
   observe_cpu_before(*a->worker, set_bytes, &a->cpu);
@@ -480,8 +496,8 @@ Attempt run_solution(Lane& lane, const EvaluationJob& job, const EvaluateSetting
         failed(EvaluationStatus::kRuntimeError, std::string("sandbox: ") + e.what()), env);
   }
   WorkerAnswer answer;
-  if (auto f =
-          call_solution_worker(lane, settings, box, sent, input_set_bytes(p), costs, &answer)) {
+  if (auto f = call_solution_worker(lane, settings, box, sent, job.solution.name,
+                                    input_set_bytes(p), costs, &answer)) {
     return failed_attempt(std::move(*f), env);
   }
   protocol::EvaluateReply reply;

@@ -110,12 +110,12 @@ SandboxChoice choose_sandbox(const RunOptions& o, bool gpu, const Scratch& scrat
   spec.sandbox = SandboxSpec{};
   c.isolation = isolation_json(spec);
   c.isolation["why"] = why;
-  add_hardening(c.isolation, spec, Json(), warn);
   warn(fmt::format(
       "WARNING: solutions run UNSANDBOXED: {}. A solution can read and write what fib can (the "
       "dataset, the scratch folder). `--sandbox required` makes this an error, `--sandbox off` "
       "silences it.",
       why));
+  add_hardening(c.isolation, spec, Json(), warn);
   return c;
 }
 

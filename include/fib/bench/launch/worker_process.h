@@ -139,6 +139,10 @@ class Worker {
   const std::optional<CpuMark>& last_reply_cpu() const { return last_reply_cpu_; }
   // How many CPUs the worker may run on (its affinity mask).
   int allowed_cpus() const;
+  // The solution the worker last evaluated (set by the caller): work it does while idle is that
+  // solution's.
+  const std::string& last_solution() const { return last_solution_; }
+  void set_last_solution(std::string name) { last_solution_ = std::move(name); }
   // Kills the worker's process group and reaps it (idempotent).
   void kill();
 
@@ -159,6 +163,7 @@ class Worker {
   CapturedOutput captured_;
   Json greeting_;
   std::optional<CpuMark> last_reply_cpu_;
+  std::string last_solution_;
 };
 
 // Describes a wait status: "exited with status 3", "killed by signal 9 (SIGKILL)".

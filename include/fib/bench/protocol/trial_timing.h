@@ -52,13 +52,18 @@ ClockCheck check_worker_clock(double wall_ms, const protocol::EvaluateReply& rep
 // kHarnessPerMiBMs for each MiB of an input set (so many times what the worker was measured
 // spending, docs/run.md "Isolation", that an honest worker stays well inside on a loaded
 // machine). Between requests the worker is idle: beyond kIdleFixedMs (thread pools spinning down
-// after the last call), CPU time there is work no call accounts for. Flagged: CPU_MISMATCH.
+// after the last call), CPU time there is work no call accounts for, flagged when the worker's
+// previous evaluation was of the same solution (after another's, fib starts a fresh worker
+// instead: run/evaluate.cpp). Flagged: CPU_MISMATCH.
 struct CpuObservation {
   std::optional<double> cpu_ms;       // the tree's CPU time over the request; none: not read
   int cpus = 1;                       // the CPUs the worker may run on
   std::optional<double> idle_cpu_ms;  // since the previous reply, before this request
   double idle_wall_ms = 0;
   double set_bytes = 0;  // an input set's size (the inputs file over its sets)
+  // A worker that had worked while idle after another solution's evaluation, replaced before
+  // this one (its idle CPU time): the work was not this solution's.
+  std::optional<double> replaced_after_idle_cpu_ms;
 };
 struct CpuCheck {
   std::string mismatch;  // why the reported calls cannot account for the CPU time; empty: they can
