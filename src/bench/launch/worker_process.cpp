@@ -81,16 +81,15 @@ const char* signal_label(int sig) {
       return "signal";
   }
 }
-// One process's line of /proc/<pid>/stat: its parent and the CPU ticks of its threads
-// (utime, stime) and of the children it reaped (cutime, cstime).
+// One process's line of /proc/<pid>/stat (or of its main thread's, /proc/<pid>/task/<pid>/stat,
+// which the kernel makes without summing every thread: enough for the parent): its parent and
+// the CPU ticks of its threads (utime, stime) and of the children it reaped (cutime, cstime).
 struct ProcStat {
   pid_t pid = 0, ppid = 0;
   unsigned long long ticks = 0;
 };
 
-std::optional<ProcStat> read_proc_stat(const char* pid) {
-  char path[64];
-  std::snprintf(path, sizeof path, "/proc/%s/stat", pid);
+std::optional<ProcStat> read_proc_stat(const char* path, pid_t pid) {
   const int fd = ::open(path, O_RDONLY | O_CLOEXEC);
   if (fd < 0) return std::nullopt;
   char buf[1024];
@@ -109,33 +108,44 @@ std::optional<ProcStat> read_proc_stat(const char* pid) {
       std::sscanf(p + 1, " %c %lld %*d %*d %*d %*d %*u %*u %*u %*u %*u %llu %llu %lld %lld", &state,
                   &ppid, &utime, &stime, &cutime, &cstime);
   if (got != 6) return std::nullopt;
-  return ProcStat{static_cast<pid_t>(std::atoll(pid)), static_cast<pid_t>(ppid),
+  return ProcStat{pid, static_cast<pid_t>(ppid),
                   utime + stime + static_cast<unsigned long long>(std::max(0LL, cutime + cstime))};
 }
-}  // namespace
 
-std::optional<double> Worker::tree_cpu_ms() const {
-  if (pid_ <= 0) return std::nullopt;
-  // Every process's parent (one pass over /proc), then the tree below the worker's pid.
-  std::vector<ProcStat> all;
+// Every process below `root` (and `root`), from one pass over /proc.
+std::vector<pid_t> process_tree(pid_t root) {
+  std::vector<std::pair<pid_t, pid_t>> parents;  // (pid, ppid)
   if (DIR* d = ::opendir("/proc")) {
     while (const dirent* e = ::readdir(d)) {
       if (e->d_name[0] < '1' || e->d_name[0] > '9') continue;
-      if (auto st = read_proc_stat(e->d_name)) all.push_back(*st);
+      char path[sizeof e->d_name * 2 + 16];
+      std::snprintf(path, sizeof path, "/proc/%s/task/%s/stat", e->d_name, e->d_name);
+      const auto pid = static_cast<pid_t>(std::atoll(e->d_name));
+      if (auto st = read_proc_stat(path, pid)) parents.emplace_back(st->pid, st->ppid);
     }
     ::closedir(d);
   }
-  std::vector<pid_t> tree = {pid_};
+  std::vector<pid_t> tree = {root};
+  for (std::size_t i = 0; i < tree.size(); ++i) {
+    for (const auto& [pid, ppid] : parents) {
+      if (ppid == tree[i]) tree.push_back(pid);
+    }
+  }
+  return tree;
+}
+}  // namespace
+
+std::optional<double> Worker::tree_cpu_ms(bool discover) const {
+  if (pid_ <= 0) return std::nullopt;
+  if (discover || tree_.empty()) tree_ = process_tree(pid_);
   unsigned long long ticks = 0;
   bool found = false;
-  for (std::size_t i = 0; i < tree.size(); ++i) {
-    for (const ProcStat& st : all) {
-      if (st.pid == tree[i]) {
-        ticks += st.ticks;
-        found = found || st.pid == pid_;
-      } else if (st.ppid == tree[i]) {
-        tree.push_back(st.pid);
-      }
+  for (const pid_t pid : tree_) {
+    char path[64];
+    std::snprintf(path, sizeof path, "/proc/%d/stat", static_cast<int>(pid));
+    if (auto st = read_proc_stat(path, pid)) {
+      ticks += st->ticks;
+      found = found || pid == pid_;
     }
   }
   if (!found) return std::nullopt;
@@ -380,7 +390,14 @@ Worker::Reply Worker::call(const Json& request, Clock::time_point deadline) {
   const bool ended_as_announced =
       echo.kind == ReplyKind::kDied && echo.signal == 0 && reply.body.value("fatal", false);
   if (answered || ended_as_announced) {
-    if (const auto cpu = tree_cpu_ms()) last_reply_cpu_ = CpuMark{*cpu, Clock::now()};
+    // A solution worker's tree is found anew (a scan of /proc) when it starts and after each
+    // evaluation, where a process it started must count; in between its known members are read.
+    const std::string cmd = protocol::command_of(request);
+    if (spec_.role == "solution") {
+      if (const auto cpu = tree_cpu_ms(cmd == "hello" || cmd == "evaluate")) {
+        last_reply_cpu_ = CpuMark{*cpu, Clock::now()};
+      }
+    }
     return reply;
   }
   kill();

@@ -128,8 +128,10 @@ class Worker {
   // The CPU time (user + system, ms) the kernel has accounted to the worker's process tree:
   // every process descended from the one fib started (bubblewrap's, in the sandbox), their
   // living and ended threads and the children they reaped. Read by fib, never reported by the
-  // worker. nullopt once the worker is gone.
-  std::optional<double> tree_cpu_ms() const;
+  // worker. nullopt once the worker is gone. The tree's members are found with a scan of /proc
+  // when `discover` (or never yet), else those found last are read: a process started since
+  // then counts from the next discovery on, with all the CPU time it has spent.
+  std::optional<double> tree_cpu_ms(bool discover = false) const;
   // The tree's CPU time when the last reply was taken (call()), and when: what the worker did
   // while it waited for the next request is measured from here.
   struct CpuMark {
@@ -164,6 +166,7 @@ class Worker {
   Json greeting_;
   std::optional<CpuMark> last_reply_cpu_;
   std::string last_solution_;
+  mutable std::vector<pid_t> tree_;  // the process tree's members, as last found
 };
 
 // Describes a wait status: "exited with status 3", "killed by signal 9 (SIGKILL)".
