@@ -152,6 +152,10 @@ std::optional<double> Worker::tree_cpu_ms(bool discover) const {
   return 1000.0 * static_cast<double>(ticks) / static_cast<double>(::sysconf(_SC_CLK_TCK));
 }
 
+void Worker::mark_cpu(bool discover) {
+  if (const auto cpu = tree_cpu_ms(discover)) last_reply_cpu_ = CpuMark{*cpu, Clock::now()};
+}
+
 int Worker::allowed_cpus() const {
   cpu_set_t set;
   CPU_ZERO(&set);
@@ -389,17 +393,7 @@ Worker::Reply Worker::call(const Json& request, Clock::time_point deadline) {
   // A worker that ends after its reply says so in it (a sticky CUDA error).
   const bool ended_as_announced =
       echo.kind == ReplyKind::kDied && echo.signal == 0 && reply.body.value("fatal", false);
-  if (answered || ended_as_announced) {
-    // A solution worker's tree is found anew (a scan of /proc) when it starts and after each
-    // evaluation, where a process it started must count; in between its known members are read.
-    const std::string cmd = protocol::command_of(request);
-    if (spec_.role == "solution") {
-      if (const auto cpu = tree_cpu_ms(cmd == "hello" || cmd == "evaluate")) {
-        last_reply_cpu_ = CpuMark{*cpu, Clock::now()};
-      }
-    }
-    return reply;
-  }
+  if (answered || ended_as_announced) return reply;
   kill();
   if (echo.kind == ReplyKind::kTimeout) return echo;
   reply.kind = ReplyKind::kDied;

@@ -120,8 +120,12 @@ std::optional<Outcome> open_python_solution(Worker& worker, const protocol::Solu
   const Worker::Reply r = worker.call(protocol::load_request(ref),
                                       Clock::now() + std::chrono::duration_cast<Clock::duration>(
                                                          std::chrono::duration<double>(seconds)));
-  // The output of a module that loaded stays for the evaluation's log.
-  if (r.kind == Worker::ReplyKind::kOk && r.body.value("ok", false)) return std::nullopt;
+  // The output of a module that loaded stays for the evaluation's log. What loading the module
+  // cost is not idle time: the CPU time is marked anew.
+  if (r.kind == Worker::ReplyKind::kOk && r.body.value("ok", false)) {
+    worker.mark_cpu(/*discover=*/false);
+    return std::nullopt;
+  }
   const CapturedOutput out = worker.take_output();
   const std::string output_log = output_log_of(out);
   if (auto f = worker_failure(r, out, output_log, seconds)) return f;
@@ -331,7 +335,10 @@ void observe_cpu_before(const Worker& w, double set_bytes, CpuObservation* seen)
   seen->cpu_ms = w.tree_cpu_ms();
 }
 
-void observe_cpu_after(const Worker& w, CpuObservation* seen) {
+// After the reply (and outside the span the clock check compares): the tree found anew, so that a
+// process the solution started counts.
+void observe_cpu_after(Worker& w, CpuObservation* seen) {
+  if (w.alive()) w.mark_cpu(/*discover=*/true);
   const auto& mark = w.last_reply_cpu();
   seen->cpu_ms = seen->cpu_ms && mark && w.alive()
                      ? std::optional<double>(mark->cpu_ms - *seen->cpu_ms)

@@ -132,13 +132,15 @@ class Worker {
   // when `discover` (or never yet), else those found last are read: a process started since
   // then counts from the next discovery on, with all the CPU time it has spent.
   std::optional<double> tree_cpu_ms(bool discover = false) const;
-  // The tree's CPU time when the last reply was taken (call()), and when: what the worker did
-  // while it waited for the next request is measured from here.
+  // The tree's CPU time when the caller last marked it (after taking a reply: mark_cpu), and
+  // when: what the worker did while it waited for the next request is measured from there.
+  // Marked outside the span a caller times a request by, as a scan of /proc takes milliseconds.
   struct CpuMark {
     double cpu_ms = 0;
     std::chrono::steady_clock::time_point at;
   };
   const std::optional<CpuMark>& last_reply_cpu() const { return last_reply_cpu_; }
+  void mark_cpu(bool discover);
   // How many CPUs the worker may run on (its affinity mask).
   int allowed_cpus() const;
   // The solution the worker last evaluated (set by the caller): work it does while idle is that
