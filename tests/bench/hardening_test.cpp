@@ -147,9 +147,14 @@ class Hardening : public ::testing::Test {
     return found;
   }
   static double latency_of(const Trace& t) { return t.evaluation->performance->latency_ms; }
+  // The fastest timed call: on a machine shared with other jobs, a median can lose a time slice
+  // (10 ms of an 80 ms call seen on the 2-core dev machine), the fastest call does not.
+  static double fastest_call(const Trace& t) {
+    return t.evaluation->performance->extra["solution"]["min_ms"].get<double>();
+  }
 
   // With every measure on: the attack fails, and the solution, computing honestly, passes with
-  // the honest kernel's latency (within 10%, same run).
+  // the honest kernel's latency (its fastest call within 10%, same run).
   static void expect_blocked(const std::string& solution) {
     const std::vector<const Trace*> honest = traces_of(*hardened_, "honest_spin");
     const std::vector<const Trace*> cheat = traces_of(*hardened_, solution);
@@ -160,7 +165,8 @@ class Hardening : public ::testing::Test {
       ASSERT_EQ(e.status, EvaluationStatus::kPassed) << e.log;
       EXPECT_NE(e.log.find("ATTACK FAILED: "), std::string::npos) << e.log;
       ASSERT_EQ(honest[k]->evaluation->status, EvaluationStatus::kPassed);
-      EXPECT_NEAR(latency_of(*cheat[k]), latency_of(*honest[k]), 0.1 * latency_of(*honest[k]));
+      EXPECT_NEAR(fastest_call(*cheat[k]), fastest_call(*honest[k]),
+                  0.1 * fastest_call(*honest[k]));
     }
   }
   // With every measure off: the attack takes, and its evaluation gets `status`, its log
