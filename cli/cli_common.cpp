@@ -2,7 +2,10 @@
 
 #include <fmt/format.h>
 
+#include <unistd.h>
+
 #include <cstdlib>
+#include <filesystem>
 
 #include "fib/trace/suggest.h"
 
@@ -58,6 +61,12 @@ void add_sandbox_option(CLI::App* cmd, bench::SandboxMode& mode, const std::stri
          "--sandbox", [&mode](const std::string& name) { mode = kModes.at(name); }, help)
       ->check(CLI::IsMember(kModes))
       ->option_text("auto|required|off");
+}
+
+std::filesystem::path worker_executable() {
+  const std::filesystem::path self = std::filesystem::read_symlink("/proc/self/exe");
+  const std::filesystem::path worker = self.parent_path() / "fib-worker";
+  return ::access(worker.c_str(), X_OK) == 0 ? worker : self;
 }
 
 }  // namespace fib::cli

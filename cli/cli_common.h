@@ -20,5 +20,8 @@ void add_dataset_option(CLI::App* cmd, std::string& dataset);
 void add_dataset_option(CLI::App* cmd, std::vector<std::string>& datasets, const std::string& more);
 // --sandbox auto|required|off, as `fib run` and `fib serve` take it.
 void add_sandbox_option(CLI::App* cmd, bench::SandboxMode& mode, const std::string& help);
+// The executable `fib run` starts its workers from: the stripped fib-worker beside this binary
+// where it is installed, else this binary (`fib worker`).
+std::filesystem::path worker_executable();
 
 }  // namespace fib::cli

@@ -162,7 +162,7 @@ int run_cmd(RunArgs& a) {
   o.reference_cache_bytes = a.reference_cache_mb << 20;
   o.share_weights_bytes = a.share_weights_mb << 20;
   o.save_traces = !a.no_save;
-  o.worker_executable = std::filesystem::read_symlink("/proc/self/exe");
+  o.worker_executable = worker_executable();
   o.abi_include_dir = abi_include_dir();
   if (o.abi_include_dir.empty() ||
       !std::filesystem::exists(o.abi_include_dir / "fib" / "solution.h")) {

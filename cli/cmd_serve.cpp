@@ -71,7 +71,7 @@ void set_run_options(ServeArgs& a) {
   }
   o.reference = bench::parse_reference_choice(a.reference);
   o.memory_limit_bytes = a.memory_limit_mb << 20;
-  o.worker_executable = std::filesystem::read_symlink("/proc/self/exe");
+  o.worker_executable = worker_executable();
   if (const char* env = std::getenv("FIB_INCLUDE_DIR")) {
     o.abi_include_dir = env;
   } else {

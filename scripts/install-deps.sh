@@ -22,6 +22,7 @@ packages=(
   python3-dev          # libpython3.x.so, which fib's worker embeds for Python solutions
   libtorch-dev pybind11-dev  # torch/extension.h: solutions of binding torch (PyTorch extensions)
   bubblewrap           # the solution workers' sandbox (fib run --sandbox)
+  libseccomp-dev       # the workers' seccomp filter (bench/worker/hardening.cpp)
   libjs-chart.js libjs-highlight.js  # the web interface's charts and code (served at /vendor/)
   chromium chromium-driver python3-selenium  # the web interface's browser test
 )

@@ -12,6 +12,7 @@ pkgs=(nlohmann-json3-dev libcli11-dev libfmt-dev libfmt9 libyaml-cpp-dev libyaml
       libxxhash-dev libxxhash0 libssl-dev libssl3 libgtest-dev libgmock-dev
       libbenchmark-dev libbenchmark1debian
       bubblewrap libcap2 libselinux1 libpcre2-8-0  # the worker sandbox: bwrap and its libraries
+      libseccomp-dev libseccomp2  # the workers' seccomp filter
       libcpp-httplib-dev libcpp-httplib0.11 libbrotli-dev libbrotli1 zlib1g-dev  # fib serve
       libsqlite3-dev libsqlite3-0 pkg-config pkgconf pkgconf-bin libpkgconf3)
 missing=()

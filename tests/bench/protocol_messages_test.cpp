@@ -162,10 +162,11 @@ TEST(ProtocolMessages, RepliesRoundTrip) {
   ref.trials[0].gpu = Json();
   EXPECT_EQ(to_json(from_json<ReferenceReply>(to_json(ref))), to_json(ref));
 
-  const HelloReply hello{1234, 1};
+  const HelloReply hello{1234, 1, Json{{"seccomp", Json{{"on", true}}}}};
   const HelloReply hello_back = from_json<HelloReply>(to_json(hello));
   EXPECT_EQ(hello_back.pid, 1234);
   EXPECT_EQ(hello_back.abi, 1u);
+  EXPECT_EQ(hello_back.hardening, hello.hardening);
 }
 
 TEST(ProtocolMessages, ErrorRepliesParseAsEitherReply) {

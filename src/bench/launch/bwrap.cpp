@@ -59,8 +59,32 @@ std::vector<fs::path> sandbox_read_only_paths(const fs::path& executable,
   return distinct_existing_paths(paths);
 }
 
+std::vector<std::string> worker_writable_paths(const WorkerSpec& spec) {
+  std::vector<std::string> paths;
+  if (spec.sandbox.enabled()) {
+    // All private to the sandbox: its tmpfs /tmp and /dev/shm, its /dev (null, zero, ...; a GPU's
+    // nodes, which need write access to be opened and their ioctls), the box's out/.
+    paths = {"/tmp", "/dev/shm", "/dev"};
+    // Landlock sees the sandbox's own paths: the box's out/ where it is bound inside.
+    if (!spec.sandbox.box.empty()) paths.push_back((spec.sandbox.box_inside / "out").string());
+    return paths;
+  }
+  // Unsandboxed: the run's scratch folder (its HOME and TMPDIR, where the outputs go), the
+  // shared-memory folder, and the device nodes code writes to.
+  if (!spec.home.empty()) paths.push_back(spec.home.string());
+  for (const char* p : {"/dev/shm", "/dev/null", "/dev/zero", "/dev/full"}) paths.emplace_back(p);
+  std::error_code ec;
+  for (const auto& e : fs::directory_iterator("/dev", ec)) {
+    if (e.path().filename().string().rfind("nvidia", 0) == 0) paths.push_back(e.path().string());
+  }
+  return paths;
+}
+
 std::vector<std::string> worker_command(const WorkerSpec& spec) {
-  const std::vector<std::string> worker = {spec.executable.string(), "worker", "--channel", "3"};
+  std::vector<std::string> worker = {spec.executable.string(), "worker", "--channel", "3"};
+  for (const std::string& p : worker_writable_paths(spec)) {
+    worker.insert(worker.end(), {"--writable", p});
+  }
   if (!spec.sandbox.enabled()) return worker;
   return sandbox_command(spec.sandbox, worker);
 }

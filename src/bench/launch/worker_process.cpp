@@ -1,9 +1,11 @@
 // The orchestrator's side of a worker: spawn with a scrubbed environment and limits, talk over
 // the private channel with deadlines, capture and cap the worker's output, kill and reap.
+#include <dirent.h>
 #include <fcntl.h>
 #include <fmt/format.h>
 #include <grp.h>
 #include <poll.h>
+#include <sched.h>
 #include <signal.h>
 #include <sys/prctl.h>
 #include <sys/resource.h>
@@ -11,7 +13,10 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
+#include <cstdio>
+#include <cstdlib>
 #include <cstring>
 
 #include "fib/base/diagnostics.h"
@@ -76,7 +81,89 @@ const char* signal_label(int sig) {
       return "signal";
   }
 }
+// One process's line of /proc/<pid>/stat (or of its main thread's, /proc/<pid>/task/<pid>/stat,
+// which the kernel makes without summing every thread: enough for the parent): its parent and
+// the CPU ticks of its threads (utime, stime) and of the children it reaped (cutime, cstime).
+struct ProcStat {
+  pid_t pid = 0, ppid = 0;
+  unsigned long long ticks = 0;
+};
+
+std::optional<ProcStat> read_proc_stat(const char* path, pid_t pid) {
+  const int fd = ::open(path, O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return std::nullopt;
+  char buf[1024];
+  const ssize_t n = ::read(fd, buf, sizeof buf - 1);
+  ::close(fd);
+  if (n <= 0) return std::nullopt;
+  buf[n] = '\0';
+  // The command name (in parentheses) may hold spaces and parentheses: fields follow the last ')'.
+  const char* p = std::strrchr(buf, ')');
+  if (p == nullptr) return std::nullopt;
+  char state = 0;
+  long long ppid = 0;
+  unsigned long long utime = 0, stime = 0;
+  long long cutime = 0, cstime = 0;
+  const int got =
+      std::sscanf(p + 1, " %c %lld %*d %*d %*d %*d %*u %*u %*u %*u %*u %llu %llu %lld %lld", &state,
+                  &ppid, &utime, &stime, &cutime, &cstime);
+  if (got != 6) return std::nullopt;
+  return ProcStat{pid, static_cast<pid_t>(ppid),
+                  utime + stime + static_cast<unsigned long long>(std::max(0LL, cutime + cstime))};
+}
+
+// Every process below `root` (and `root`), from one pass over /proc.
+std::vector<pid_t> process_tree(pid_t root) {
+  std::vector<std::pair<pid_t, pid_t>> parents;  // (pid, ppid)
+  if (DIR* d = ::opendir("/proc")) {
+    while (const dirent* e = ::readdir(d)) {
+      if (e->d_name[0] < '1' || e->d_name[0] > '9') continue;
+      char path[sizeof e->d_name * 2 + 16];
+      std::snprintf(path, sizeof path, "/proc/%s/task/%s/stat", e->d_name, e->d_name);
+      const auto pid = static_cast<pid_t>(std::atoll(e->d_name));
+      if (auto st = read_proc_stat(path, pid)) parents.emplace_back(st->pid, st->ppid);
+    }
+    ::closedir(d);
+  }
+  std::vector<pid_t> tree = {root};
+  for (std::size_t i = 0; i < tree.size(); ++i) {
+    for (const auto& [pid, ppid] : parents) {
+      if (ppid == tree[i]) tree.push_back(pid);
+    }
+  }
+  return tree;
+}
 }  // namespace
+
+std::optional<double> Worker::tree_cpu_ms(bool discover) const {
+  if (pid_ <= 0) return std::nullopt;
+  if (discover || tree_.empty()) tree_ = process_tree(pid_);
+  unsigned long long ticks = 0;
+  bool found = false;
+  for (const pid_t pid : tree_) {
+    char path[64];
+    std::snprintf(path, sizeof path, "/proc/%d/stat", static_cast<int>(pid));
+    if (auto st = read_proc_stat(path, pid)) {
+      ticks += st->ticks;
+      found = found || pid == pid_;
+    }
+  }
+  if (!found) return std::nullopt;
+  return 1000.0 * static_cast<double>(ticks) / static_cast<double>(::sysconf(_SC_CLK_TCK));
+}
+
+void Worker::mark_cpu(bool discover) {
+  if (const auto cpu = tree_cpu_ms(discover)) last_reply_cpu_ = CpuMark{*cpu, Clock::now()};
+}
+
+int Worker::allowed_cpus() const {
+  cpu_set_t set;
+  CPU_ZERO(&set);
+  if (pid_ <= 0 || ::sched_getaffinity(pid_, sizeof set, &set) != 0) {
+    return static_cast<int>(std::max(1L, ::sysconf(_SC_NPROCESSORS_ONLN)));
+  }
+  return std::max(1, CPU_COUNT(&set));
+}
 
 std::vector<std::string> worker_environment(const WorkerSpec& spec) {
   // Only what a compiled kernel legitimately needs: no LD_PRELOAD / LD_LIBRARY_PATH, no
@@ -190,6 +277,7 @@ Worker::Worker(WorkerSpec spec) : spec_(std::move(spec)) {
   set_nonblocking(output_);
 
   const Reply hello = call(protocol::hello_request(), Clock::now() + spec_.startup_timeout);
+  greeting_ = hello.body;
   if (hello.kind != ReplyKind::kOk) {
     const std::string why =
         hello.kind == ReplyKind::kTimeout ? "did not answer in time" : hello.died_how;

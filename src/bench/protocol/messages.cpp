@@ -474,7 +474,11 @@ ReferenceReply from_json<ReferenceReply>(const Json& j) {
   return m;
 }
 
-Json to_json(const HelloReply& m) { return Json{{"ok", true}, {"pid", m.pid}, {"abi", m.abi}}; }
+Json to_json(const HelloReply& m) {
+  Json j{{"ok", true}, {"pid", m.pid}, {"abi", m.abi}};
+  if (!m.hardening.is_null()) j["hardening"] = m.hardening;
+  return j;
+}
 
 template <>
 HelloReply from_json<HelloReply>(const Json& j) {
@@ -483,6 +487,7 @@ HelloReply from_json<HelloReply>(const Json& j) {
   if (!r.get<bool>("ok")) throw ProtocolError("reply", "the worker did not greet");
   m.pid = r.get<std::int64_t>("pid");
   m.abi = r.get<unsigned>("abi");
+  m.hardening = r.get<Json>("hardening", Json());
   r.finish();
   return m;
 }

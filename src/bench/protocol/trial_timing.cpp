@@ -2,6 +2,8 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
+
 #include "fib/bench/timing/timing.h"
 
 namespace fib::bench::detail {
@@ -71,6 +73,84 @@ ClockCheck check_worker_clock(double wall_ms, const protocol::EvaluateReply& rep
         "{:.0f}% of the observed time); the worker's clock ran slow, so its latencies are not "
         "ranked",
         numbers, unaccounted, allowed, kUnaccountedFixedMs, 100 * kUnaccountedShare);
+  }
+  return c;
+}
+
+namespace {
+
+// What the reported calls and the planned schedule let the worker's tree spend: the calls on
+// every allowed CPU, the harness around every planned call, and the untimed sampling draws (as
+// long as the slowest reported call each).
+struct CpuAllowance {
+  double calls_ms = 0, harness_ms = 0, draws_ms = 0;
+  int planned_calls = 0;
+  double total() const { return calls_ms + harness_ms + draws_ms; }
+};
+
+CpuAllowance cpu_allowance(const CpuObservation& seen, const protocol::EvaluateRequest& request,
+                           const protocol::EvaluateReply& reply) {
+  CpuAllowance a;
+  double reported = 0, slowest = 0;
+  for (const protocol::TrialResult& t : reply.trials) {
+    reported += t.warmup_ms;
+    for (double s : t.samples_ms) {
+      reported += s;
+      slowest = std::max(slowest, s);
+    }
+  }
+  for (const protocol::TrialPlan& plan : request.schedule.trials) {
+    a.planned_calls += static_cast<int>(plan.warmup.size() + plan.timed.size());
+  }
+  const int draws = request.sampling ? request.sampling->draws : 0;
+  const double set_mib = seen.set_bytes / (1 << 20);
+  a.calls_ms = reported * seen.cpus;
+  a.draws_ms = draws * slowest * seen.cpus;
+  a.harness_ms = kHarnessFixedMs +
+                 (a.planned_calls + draws) * (kHarnessPerCallMs + kHarnessPerMiBMs * set_mib);
+  return a;
+}
+
+}  // namespace
+
+CpuCheck check_worker_cpu(const CpuObservation& seen, const protocol::EvaluateRequest& request,
+                          const protocol::EvaluateReply& reply) {
+  CpuCheck c;
+  if (!seen.cpu_ms) {
+    c.record = Json{{"checked", false}, {"why", "the worker's CPU time could not be read"}};
+    return c;
+  }
+  const CpuAllowance a = cpu_allowance(seen, request, reply);
+  c.record = Json{{"checked", true},
+                  {"cpu_ms", *seen.cpu_ms},
+                  {"cpus", seen.cpus},
+                  {"calls_on_all_cpus_ms", a.calls_ms},
+                  {"harness_allowed_ms", a.harness_ms},
+                  {"draws_allowed_ms", a.draws_ms},
+                  {"planned_calls", a.planned_calls},
+                  {"allowed_ms", a.total()}};
+  if (seen.replaced_after_idle_cpu_ms) {
+    c.record["worker_replaced_after_idle_cpu_ms"] = *seen.replaced_after_idle_cpu_ms;
+  }
+  if (seen.idle_cpu_ms) {
+    c.record["idle_cpu_ms"] = *seen.idle_cpu_ms;
+    c.record["idle_wall_ms"] = seen.idle_wall_ms;
+    c.record["idle_allowed_ms"] = kIdleFixedMs;
+  }
+  if (*seen.cpu_ms > a.total()) {
+    c.mismatch = fmt::format(
+        "CPU_MISMATCH: the worker's processes used {:.1f} ms of CPU time (the kernel's account, "
+        "read by fib) during the request, more than the {:.1f} ms its reported calls ({:.3f} ms "
+        "on up to {} CPUs) and the harness around its {} planned calls ({:.1f} ms) account for: "
+        "work was done outside the timed calls, so its latencies are not ranked",
+        *seen.cpu_ms, a.total(), a.calls_ms / seen.cpus, seen.cpus, a.planned_calls,
+        a.harness_ms + a.draws_ms);
+  } else if (seen.idle_cpu_ms && *seen.idle_cpu_ms > kIdleFixedMs) {
+    c.mismatch = fmt::format(
+        "CPU_MISMATCH: the worker's processes used {:.1f} ms of CPU time in the {:.1f} ms it "
+        "waited for this request, more than the {:.0f} ms allowed: work was done while the "
+        "worker was idle, so its latencies are not ranked",
+        *seen.idle_cpu_ms, seen.idle_wall_ms, kIdleFixedMs);
   }
   return c;
 }

@@ -1,10 +1,12 @@
 #include "environment.h"
 
+#include <elf.h>
 #include <fmt/format.h>
 #include <sys/utsname.h>
 #include <unistd.h>
 
 #include <chrono>
+#include <cstring>
 #include <ctime>
 #include <fstream>
 #include <random>
@@ -60,6 +62,58 @@ std::string iso_timestamp() {
   ::gmtime_r(&secs, &tm);
   return fmt::format("{:04}-{:02}-{:02}T{:02}:{:02}:{:02}.{:06}+00:00", tm.tm_year + 1900,
                      tm.tm_mon + 1, tm.tm_mday, tm.tm_hour, tm.tm_min, tm.tm_sec, us % 1000000);
+}
+
+std::string kernel_release() {
+  struct utsname u {};
+  ::uname(&u);
+  return u.release;
+}
+
+std::optional<bool> has_symbol_table(const fs::path& path) {
+  std::ifstream in(path, std::ios::binary);
+  Elf64_Ehdr eh{};
+  if (!in.read(reinterpret_cast<char*>(&eh), sizeof eh) ||
+      std::memcmp(eh.e_ident, ELFMAG, SELFMAG) != 0 || eh.e_ident[EI_CLASS] != ELFCLASS64 ||
+      eh.e_shentsize != sizeof(Elf64_Shdr)) {
+    return std::nullopt;
+  }
+  for (unsigned i = 0; i < eh.e_shnum; ++i) {
+    Elf64_Shdr sh{};
+    in.seekg(static_cast<std::streamoff>(eh.e_shoff + i * sizeof sh));
+    if (!in.read(reinterpret_cast<char*>(&sh), sizeof sh)) return std::nullopt;
+    if (sh.sh_type == SHT_SYMTAB) return true;
+  }
+  return false;
+}
+
+Json hardening_record(const Json& greeting, const fs::path& worker,
+                      const std::function<void(const std::string&)>& warn) {
+  Json record{{"kernel", kernel_release()}};
+  const std::optional<bool> symbols = has_symbol_table(worker);
+  record["worker_binary"] =
+      Json{{"path", worker.string()}, {"stripped", symbols.has_value() && !*symbols}};
+  if (symbols.value_or(true)) {
+    warn(
+        fmt::format("warning: the worker binary {} has a symbol table (fib-worker, built with "
+                    "fib, has none)",
+                    worker.string()));
+  }
+  const Json measures = greeting.is_object() ? greeting.value("hardening", Json()) : Json();
+  if (!measures.is_object()) {
+    record["hardening"] = Json{{"why", "the worker did not report its hardening"}};
+    warn(
+        "warning: the workers run without seccomp, Landlock and mseal: the worker did not "
+        "report its hardening");
+    return record;
+  }
+  record["hardening"] = measures;
+  for (const auto& [name, m] : measures.items()) {
+    if (m.value("on", false)) continue;
+    warn(fmt::format("warning: the workers run without {} ({})", name,
+                     m.value("why", std::string("no reason given"))));
+  }
+  return record;
 }
 
 Scratch::Scratch() {

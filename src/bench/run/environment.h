@@ -4,6 +4,8 @@
 
 #include <cstdint>
 #include <filesystem>
+#include <functional>
+#include <optional>
 #include <string>
 
 #include "fib/trace/json_reader.h"
@@ -16,6 +18,17 @@ std::uint64_t physical_memory();  // bytes; 0 when the system does not say
 Json host_json();
 // Now, in UTC with microseconds: "2025-01-31T12:00:00.123456+00:00".
 std::string iso_timestamp();
+// The running kernel's release (`uname -r`): some GPU hosts run gVisor, whose kernel is not
+// Linux's and whose seccomp, Landlock and mseal differ.
+std::string kernel_release();
+// Whether the ELF file at `path` has a symbol table (.symtab): a stripped worker has none.
+// nullopt when the file cannot be read as ELF.
+std::optional<bool> has_symbol_table(const std::filesystem::path& path);
+// What environment.extra.isolation records of the workers' hardening: the kernel, the worker
+// binary (stripped or not) and each measure of `greeting` (a worker's hello reply: "hardening",
+// fib/bench/worker/hardening.h); `warn` is told of each measure that is off, and why.
+Json hardening_record(const Json& greeting, const std::filesystem::path& worker,
+                      const std::function<void(const std::string&)>& warn);
 
 // Input sets and checked outputs travel as files in a private folder, on tmpfs when there is
 // one; it is removed when the run ends. Beside it (in a folder only its owner can list) are the

@@ -144,8 +144,12 @@ std::optional<Outcome> open_python_solution(Worker& worker, const protocol::Solu
   const Worker::Reply r = worker.call(protocol::load_request(ref),
                                       Clock::now() + std::chrono::duration_cast<Clock::duration>(
                                                          std::chrono::duration<double>(seconds)));
-  // The output of a module that loaded stays for the evaluation's log.
-  if (r.kind == Worker::ReplyKind::kOk && r.body.value("ok", false)) return std::nullopt;
+  // The output of a module that loaded stays for the evaluation's log. What loading the module
+  // cost is not idle time: the CPU time is marked anew.
+  if (r.kind == Worker::ReplyKind::kOk && r.body.value("ok", false)) {
+    worker.mark_cpu(/*discover=*/false);
+    return std::nullopt;
+  }
   const CapturedOutput out = worker.take_output();
   const std::string output_log = output_log_of(out);
   if (auto f = worker_failure(r, out, output_log, seconds)) return f;
@@ -423,6 +427,7 @@ struct WorkerAnswer {
   Worker* worker = nullptr;
   Worker::Reply reply;
   double observed_ms = 0;  // the orchestrator's wall time around the request
+  CpuObservation cpu;      // the worker tree's CPU time, read by fib
   CapturedOutput out;
   std::string output_log;
   bool stopped = false;  // the worker's process tree is stopped
@@ -435,6 +440,39 @@ struct WorkerAnswer {
     if (stopped && worker != nullptr) worker->resume_tree();
   }
 };
+
+// The worker tree's CPU time since its previous reply: what it did while idle.
+void observe_idle_cpu(const Worker& w, CpuObservation* seen) {
+  const std::optional<double> now = w.tree_cpu_ms();
+  if (now && w.last_reply_cpu()) {
+    seen->idle_cpu_ms = *now - w.last_reply_cpu()->cpu_ms;
+    seen->idle_wall_ms = ms_since(w.last_reply_cpu()->at);
+  }
+}
+
+// The tree's CPU time before the request (once the reply is taken, `seen->cpu_ms` is set from
+// the difference); `set_bytes`, an input set's size.
+void observe_cpu_before(const Worker& w, double set_bytes, CpuObservation* seen) {
+  seen->cpus = w.allowed_cpus();
+  seen->set_bytes = set_bytes;
+  seen->cpu_ms = w.tree_cpu_ms();
+}
+
+// After the reply (and outside the span the clock check compares): the tree found anew, so that a
+// process the solution started counts.
+void observe_cpu_after(Worker& w, CpuObservation* seen) {
+  if (w.alive()) w.mark_cpu(/*discover=*/true);
+  const auto& mark = w.last_reply_cpu();
+  seen->cpu_ms = seen->cpu_ms && mark && w.alive()
+                     ? std::optional<double>(mark->cpu_ms - *seen->cpu_ms)
+                     : std::nullopt;
+}
+
+double input_set_bytes(const PreparedWorkload& p) {
+  std::error_code ec;
+  const auto bytes = fs::file_size(p.inputs_file, ec);
+  return ec ? 0.0 : static_cast<double>(bytes) / std::max(1, p.trials + p.pool);
+}
 
 // Stops the worker's tree once it has answered: from here on nothing the solution's process does
 // reaches what fib reads. The outcome when it cannot be stopped (the worker is killed).
@@ -470,23 +508,38 @@ std::optional<Outcome> take_solution_outputs(Box& box, const WorkerAnswer& a) {
 std::optional<Outcome> call_solution_worker(Lane& lane, const EvaluateSettings& settings, Box& box,
                                             const EvaluationJob& job,
                                             const protocol::EvaluateRequest& sent, int arena_fd,
-                                            bool stop, EvaluationCosts& costs, WorkerAnswer* a) {
+                                            bool stop, double set_bytes, EvaluationCosts& costs,
+                                            WorkerAnswer* a) {
   const double timeout_seconds = settings.options.timeout_seconds;
   std::string start_error;
-  a->worker = start_solution_worker(lane, settings, job.solution.name + "@" + job.build.key, costs,
-                                    &start_error);
+  const std::string key = job.solution.name + "@" + job.build.key;
+  a->worker = start_solution_worker(lane, settings, key, costs, &start_error);
+  if (a->worker != nullptr) observe_idle_cpu(*a->worker, &a->cpu);
+  // Work while idle after another solution's evaluation (a worker shared between solutions, as
+  // only a red-team test makes one) is that solution's: this one gets a fresh worker rather than
+  // the blame.
+  if (a->worker != nullptr && a->cpu.idle_cpu_ms && *a->cpu.idle_cpu_ms > kIdleFixedMs &&
+      a->worker->last_solution() != job.solution.name) {
+    a->cpu.replaced_after_idle_cpu_ms = a->cpu.idle_cpu_ms;
+    a->cpu.idle_cpu_ms.reset();
+    lane.solution.reset();
+    a->worker = start_solution_worker(lane, settings, key, costs, &start_error);
+  }
   if (a->worker == nullptr) {
     return failed(EvaluationStatus::kRuntimeError,
                   "the solution worker could not start: " + start_error);
   }
+  a->worker->set_last_solution(job.solution.name);
   if (auto f = open_python_solution(*a->worker, sent.solution, timeout_seconds)) return f;
   const Json request_json = to_json(sent);
+  observe_cpu_before(*a->worker, set_bytes, &a->cpu);
   const auto sent_at = Clock::now();
   a->reply = a->worker->call(request_json,
                              Clock::now() + std::chrono::duration_cast<Clock::duration>(
                                                 std::chrono::duration<double>(timeout_seconds)),
                              arena_fd);
   a->observed_ms = ms_since(sent_at);
+  observe_cpu_after(*a->worker, &a->cpu);
   a->out = a->worker->take_output();
   a->output_log = output_log_of(a->out);
   if (auto f = worker_failure(a->reply, a->out, a->output_log, timeout_seconds)) return f;
@@ -499,7 +552,8 @@ std::optional<Outcome> call_solution_worker(Lane& lane, const EvaluateSettings& 
 // A reply whose calls ran, held to what makes its times rankable: no failed call, and the
 // worker's clock agreeing with the orchestrator's. The outcome when not; a worker that cannot be
 // trusted further is replaced.
-std::optional<Outcome> failed_calls(const protocol::EvaluateReply& reply, const WorkerAnswer& a,
+std::optional<Outcome> failed_calls(const protocol::EvaluateRequest& request,
+                                    const protocol::EvaluateReply& reply, const WorkerAnswer& a,
                                     Json& env) {
   if (reply.failure) {
     std::string replaced;
@@ -519,6 +573,13 @@ std::optional<Outcome> failed_calls(const protocol::EvaluateReply& reply, const 
   if (!clock.mismatch.empty()) {
     a.worker->kill();  // its clock may stay rewritten: the next evaluation gets a new worker
     return failed(EvaluationStatus::kRuntimeError, clock.mismatch + a.output_log);
+  }
+  const CpuCheck cpu = check_worker_cpu(a.cpu, request, reply);
+  env["cpu_check"] = cpu.record;
+  if (!cpu.mismatch.empty()) {
+    a.worker
+        ->kill();  // what worked outside its calls may go on: the next evaluation gets a new one
+    return failed(EvaluationStatus::kRuntimeError, cpu.mismatch + a.output_log);
   }
   return std::nullopt;
 }
@@ -550,7 +611,7 @@ std::optional<Outcome> read_evaluation(const Lane& lane, const EvaluationJob& jo
   costs.timed_ms = timing->timed_ms;
   costs.warmup_ms = timing->warmup_ms;
   if (!reply->window_audit.is_null()) env["window_audit"] = reply->window_audit;
-  return failed_calls(*reply, a, env);
+  return failed_calls(request, *reply, a, env);
 }
 
 // The judgement of a solution that ran to the end, against the reference's outputs on the sets
@@ -615,7 +676,7 @@ Attempt run_solution(Lane& lane, const EvaluationJob& job, const EvaluateSetting
   WorkerAnswer answer;
   const bool stop = arena.has_value() && !pen.read_without_stopping;
   if (auto f = call_solution_worker(lane, settings, box, job, sent, arena ? arena->fd() : -1, stop,
-                                    costs, &answer)) {
+                                    input_set_bytes(p), costs, &answer)) {
     return failed_attempt(std::move(*f), env);
   }
   protocol::EvaluateReply reply;

@@ -16,14 +16,25 @@ namespace fs = std::filesystem;
 
 namespace {
 
-// A worker started in `spec`'s sandbox answers its greeting: empty, else why not.
-std::string try_sandbox(const WorkerSpec& spec) {
+// A worker started in `spec`'s sandbox answers its greeting (kept in *greeting): empty, else
+// why not.
+std::string try_sandbox(const WorkerSpec& spec, Json* greeting) {
   try {
     Worker probe(spec);
+    *greeting = probe.greeting();
     return {};
   } catch (const Error& e) {
     return e.what();
   }
+}
+
+// The record of the workers' hardening (the kernel, the worker binary, each measure) added to
+// `isolation`, from the greeting of a worker started as `spec` says (one is started when
+// `greeting` is null).
+void add_hardening(Json& isolation, const WorkerSpec& spec, Json greeting,
+                   const std::function<void(const std::string&)>& warn) {
+  if (greeting.is_null()) try_sandbox(spec, &greeting);
+  isolation.update(hardening_record(greeting, spec.executable, warn));
 }
 
 Json isolation_json(const WorkerSpec& spec) {
@@ -63,6 +74,7 @@ SandboxChoice choose_sandbox(const RunOptions& o, bool gpu, const Scratch& scrat
   if (o.sandbox == SandboxMode::kOff) {
     c.isolation = isolation_json(spec);
     c.isolation["why"] = "--sandbox off";
+    add_hardening(c.isolation, spec, Json(), warn);
     return c;
   }
   std::string why;
@@ -83,11 +95,13 @@ SandboxChoice choose_sandbox(const RunOptions& o, bool gpu, const Scratch& scrat
          ::getuid() == 0 ? std::vector<bool>{true, false} : std::vector<bool>{false}) {
       spec.sandbox.drop_to_uid = drop;
       spec.sandbox.box = scratch.make_box("probe", drop ? static_cast<int>(spec.sandbox.uid) : -1);
-      const std::string failed = try_sandbox(spec);
+      Json greeting;
+      const std::string failed = try_sandbox(spec, &greeting);
       if (failed.empty()) {
         c.spec = spec.sandbox;
         c.spec.box.clear();
         c.isolation = isolation_json(spec);
+        add_hardening(c.isolation, spec, greeting, warn);
         return c;
       }
       why = failed;
@@ -104,6 +118,7 @@ SandboxChoice choose_sandbox(const RunOptions& o, bool gpu, const Scratch& scrat
       "can (the dataset, the scratch folder), and its build can read what fib can. `--sandbox "
       "required` makes this an error, `--sandbox off` silences it.",
       why));
+  add_hardening(c.isolation, spec, Json(), warn);
   return c;
 }
 

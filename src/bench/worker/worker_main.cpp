@@ -23,6 +23,7 @@
 #include "fib/bench/protocol/framing.h"
 #include "fib/bench/protocol/messages.h"
 #include "fib/bench/timing/timing.h"
+#include "fib/bench/worker/hardening.h"
 #include "fib/bench/worker/worker_main.h"
 #include "fib/reference/reference.h"
 #include "host_memory.h"
@@ -287,7 +288,9 @@ Json load(WorkerState& st, const Json& j) {
 
 Json handle(WorkerState& st, const Json& req) {
   const std::string cmd = protocol::command_of(req);
-  if (cmd == "hello") return to_json(protocol::HelloReply{::getpid(), FIB_SOLUTION_ABI_VERSION});
+  if (cmd == "hello") {
+    return to_json(protocol::HelloReply{::getpid(), FIB_SOLUTION_ABI_VERSION, st.hardening});
+  }
   if (cmd == "load") return load(st, req);
   if (cmd == "evaluate") return evaluate(st, req);
   if (cmd == "reference") return reference(st, req);
@@ -295,7 +298,7 @@ Json handle(WorkerState& st, const Json& req) {
 }
 }  // namespace
 
-int worker_main(int channel_fd) {
+int worker_main(int channel_fd, WorkerHardening hardening) {
   // Move the channel away from the low descriptors a solution might guess or clobber.
   const int fd = ::fcntl(channel_fd, F_DUPFD_CLOEXEC, 512 + (::getpid() % 256));
   if (fd < 0) return 3;
@@ -303,6 +306,8 @@ int worker_main(int channel_fd) {
   ::signal(SIGPIPE, SIG_IGN);
   detail::WorkerState state;
   state.channel = fd;
+  hardening.channel_fd = fd;
+  state.hardening = install_worker_hardening(hardening);
   std::string text;
   while (detail::read_message(fd, &text) == detail::ReadResult::kMessage) {
     const Json req = Json::parse(text, nullptr, false);

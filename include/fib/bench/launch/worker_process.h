@@ -11,6 +11,7 @@
 #include <chrono>
 #include <cstdint>
 #include <filesystem>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -46,7 +47,7 @@ struct SandboxSpec {
 };
 
 struct WorkerSpec {
-  std::filesystem::path executable;      // the fib binary; the worker is `fib worker`
+  std::filesystem::path executable;      // fib-worker, or the fib binary (`fib worker`)
   std::string role = "solution";         // "solution" or "reference" (in messages)
   std::uint64_t memory_limit_bytes = 0;  // RLIMIT_AS; 0: no limit
   std::uint64_t data_limit_bytes = 0;    // RLIMIT_DATA (GPU workers); 0: no limit
@@ -59,9 +60,13 @@ struct WorkerSpec {
   std::chrono::milliseconds startup_timeout{30000};
 };
 
-// The command line that starts a worker: `fib worker --channel 3`, inside bubblewrap when the
-// spec has a sandbox.
+// The command line that starts a worker: `fib worker --channel 3 --writable PATH...`, inside
+// bubblewrap when the spec has a sandbox.
 std::vector<std::string> worker_command(const WorkerSpec& spec);
+// Where the worker may write under its Landlock ruleset (fib/bench/worker/hardening.h): in the
+// sandbox its private /tmp, /dev/shm and /dev and the box's out/; unsandboxed its HOME (the
+// run's scratch folder), /dev/shm and the device nodes code writes to.
+std::vector<std::string> worker_writable_paths(const WorkerSpec& spec);
 // `command` inside bubblewrap as `sandbox` describes it (its namespaces, uid, read-only paths,
 // box and devices); the worker's and the PyTorch reference's command lines both come from here.
 std::vector<std::string> sandbox_command(const SandboxSpec& sandbox,
@@ -130,6 +135,31 @@ class Worker {
   bool channel_idle() const;
   pid_t pid() const { return pid_; }
   const WorkerSpec& spec() const { return spec_; }
+  // The worker's first greeting: its pid, ABI and the hardening it installed.
+  const Json& greeting() const { return greeting_; }
+
+  // The CPU time (user + system, ms) the kernel has accounted to the worker's process tree:
+  // every process descended from the one fib started (bubblewrap's, in the sandbox), their
+  // living and ended threads and the children they reaped. Read by fib, never reported by the
+  // worker. nullopt once the worker is gone. The tree's members are found with a scan of /proc
+  // when `discover` (or never yet), else those found last are read: a process started since
+  // then counts from the next discovery on, with all the CPU time it has spent.
+  std::optional<double> tree_cpu_ms(bool discover = false) const;
+  // The tree's CPU time when the caller last marked it (after taking a reply: mark_cpu), and
+  // when: what the worker did while it waited for the next request is measured from there.
+  // Marked outside the span a caller times a request by, as a scan of /proc takes milliseconds.
+  struct CpuMark {
+    double cpu_ms = 0;
+    std::chrono::steady_clock::time_point at;
+  };
+  const std::optional<CpuMark>& last_reply_cpu() const { return last_reply_cpu_; }
+  void mark_cpu(bool discover);
+  // How many CPUs the worker may run on (its affinity mask).
+  int allowed_cpus() const;
+  // The solution the worker last evaluated (set by the caller): work it does while idle is that
+  // solution's.
+  const std::string& last_solution() const { return last_solution_; }
+  void set_last_solution(std::string name) { last_solution_ = std::move(name); }
   // Kills the worker's process group and reaps it (idempotent).
   void kill();
 
@@ -150,6 +180,10 @@ class Worker {
   int output_ = -1;
   CapturedOutput captured_;
   std::vector<pid_t> stopped_;  // by stop_tree, until resume_tree
+  Json greeting_;
+  std::optional<CpuMark> last_reply_cpu_;
+  std::string last_solution_;
+  mutable std::vector<pid_t> tree_;  // the process tree's members, as last found
 };
 
 // Describes a wait status: "exited with status 3", "killed by signal 9 (SIGKILL)".

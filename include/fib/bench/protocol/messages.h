@@ -210,6 +210,7 @@ struct ReferenceReply {
 struct HelloReply {
   std::int64_t pid = 0;
   unsigned abi = 0;  // the solution ABI the worker speaks
+  Json hardening;    // what the worker locked itself down with (fib/bench/worker/hardening.h)
 };
 
 // Any request that failed as a whole (ok false): the EvaluateReply and ReferenceReply parsers

@@ -89,7 +89,7 @@ struct RunOptions {
   std::vector<std::filesystem::path> sandbox_read_only;
   std::string device = "cpu";
   std::optional<std::uint64_t> seed;        // absent: drawn at random and recorded
-  std::filesystem::path worker_executable;  // the fib binary
+  std::filesystem::path worker_executable;  // fib-worker, or the fib binary (`fib worker`)
   std::filesystem::path build_cache;        // empty: the default cache
   // The reference outputs (and runs) kept across runs, content-addressed (--reference-cache).
   ReferenceCacheChoice reference_cache;
