@@ -31,7 +31,7 @@ function shapeText(shape) {
   return shape === null || shape === undefined ? "scalar" : `[${shape.join(", ")}]`;
 }
 
-function interfacePanels(d) {
+function interfacePanels(d, nativeReference) {
   const axes = Object.entries(d.axes).map(([name, a]) => ({ name, ...a }));
   const axisTable = Fib.table(
     [
@@ -59,11 +59,19 @@ function interfacePanels(d) {
   return [
     el("div", { class: "two-col" }, Fib.panel("Axes", null, axisTable), Fib.panel("Constraints", null, constraints)),
     el("div", { class: "two-col" }, Fib.panel("Inputs", null, tensors(d.inputs)), Fib.panel("Outputs", null, tensors(d.outputs))),
-    Fib.panel("Reference", "the PyTorch function every solution is checked against", Fib.code(d.reference, "python")),
+    Fib.panel("Reference", referenceCaption(nativeReference), Fib.code(d.reference, "python")),
   ];
 }
 
 const maxChartSeries = 50;
+
+// Which reference fib checks solutions against (`fib run --reference auto`): its native kernel
+// where the op type has one, else this PyTorch function.
+function referenceCaption(nativeReference) {
+  return nativeReference
+    ? `the definition's PyTorch function; fib checks solutions against its native reference ${nativeReference}, which computes the same`
+    : "the PyTorch function every solution is checked against (fib has no native reference for this op type)";
+}
 
 function solutionsPanel(k) {
   const ranking = k.ranking;
@@ -222,7 +230,7 @@ Fib.run("kernels.html", async (content) => {
   content.replaceChildren();
   Fib.append(content, [
     header(k),
-    k.definition ? interfacePanels(k.definition) : null,
+    k.definition ? interfacePanels(k.definition, k.native_reference) : null,
     solutionsPanel(k),
     workloadsPanel(k),
     el(

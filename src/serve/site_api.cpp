@@ -13,6 +13,7 @@
 #include "fib/base/diagnostics.h"
 #include "fib/base/json.h"
 #include "fib/dataset/keys.h"
+#include "fib/reference/reference.h"
 #include "fib/report/best.h"
 #include "fib/report/fast_p.h"
 #include "fib/report/summary.h"
@@ -201,6 +202,11 @@ Json SiteApi::kernel(const std::string& name) const {
   const Definition* def = set->definition(name);
   j["definition"] = def ? to_json(*def) : Json(nullptr);
   j["models"] = def ? Json(def->tag_values("model:")) : Json::array();
+  // What `fib run --reference auto` (and fib serve) checks solutions against: fib's native
+  // reference kernel where the op type has one, else the definition's PyTorch reference.
+  std::string why_not_native;
+  const reference::Kernel* native = def ? reference::find_kernel(*def, &why_not_native) : nullptr;
+  j["native_reference"] = native ? Json(std::string(native->id())) : Json(nullptr);
   j["workloads"] = workloads_json(*set, name);
   j["solutions"] = solutions_json(*set, name);
   report::BestOptions b;

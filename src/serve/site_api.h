@@ -87,7 +87,9 @@ class SiteApi {
   // so each module names the dataset's definitions) and its definitions.
   Json model(const std::string& id) const;
   // One definition: the definition, its workloads, its solutions ranked (`fib report best`)
-  // with their fast_p (compact_fast_p), how many traces it has, and the models that run it.
+  // with their fast_p (compact_fast_p), how many traces it has, the models that run it, and
+  // `native_reference`: the id of fib's native reference kernel that solutions are checked
+  // against, or null where the definition's PyTorch reference is used.
   Json kernel(const std::string& name) const;
   // One page of the traces of a definition in brief (optionally of one solution), with the
   // total: {definition, page, page_size, total, traces}.

@@ -11,6 +11,7 @@
 #include <set>
 
 #include "fib/base/diagnostics.h"
+#include "fib/reference/reference.h"
 #include "fib/report/fast_p.h"
 #include "fib/report/summary.h"
 #include "serve/site_api.h"
@@ -136,6 +137,10 @@ TEST(SiteApi, KernelHasItsInterfaceSolutionsRankedAndTraces) {
   EXPECT_EQ(k["definition"]["axes"].size(), 2u);
   EXPECT_TRUE(k["definition"]["axes"].contains("hidden_size"));
   EXPECT_EQ(k["trace_count"], 6u);
+  std::string why;
+  const auto* native = reference::find_kernel(*dataset()->definition("rmsnorm_h2048"), &why);
+  ASSERT_NE(native, nullptr) << why;
+  EXPECT_EQ(k["native_reference"], std::string(native->id()));
   EXPECT_EQ(k["workloads"].size(), 2u);
   EXPECT_EQ(k["models"], Json::array({"llama-3.2-1b"}));
   ASSERT_TRUE(k["ranking"].is_object());

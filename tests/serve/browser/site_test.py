@@ -465,6 +465,10 @@ def check_kernel(driver, base, dataset, op, name):
         check(axis in axes, f"{name}: axis {axis} missing from {axes!r}")
         if "value" in spec:
             check(str(spec["value"]) in axes, f"{name}: value of {axis} missing")
+    page = driver.find_element(By.TAG_NAME, "body").text
+    check("fib checks solutions against its native reference" in page
+          and "every solution is checked against" not in page,
+          f"{name}: the Reference panel does not name the native reference fib checks against")
     solutions = driver.find_element(By.ID, "solutions-table").text
     expected = [s for s in SOLUTIONS if s[2] == name]
     for _, _, _, solution, _ in expected:
