@@ -6,9 +6,54 @@ const { el } = Fib;
 
 const finished = (status) => status === "completed" || status === "failed";
 
-function statusBadge(status) {
-  const kind = status === "completed" ? "good" : status === "failed" ? "bad" : "warn";
-  return el("span", { class: `badge ${kind}`, id: "task-status" }, status);
+// The traces' statuses that are not PASSED, counted: {COMPILE_ERROR: 1, ...}.
+function failures(task) {
+  const out = {};
+  for (const t of task.traces || []) {
+    const status = (t.evaluation && t.evaluation.status) || "no evaluation";
+    if (status !== "PASSED") out[status] = (out[status] || 0) + 1;
+  }
+  return out;
+}
+
+// "completed" is green only when every workload passed: a task that completed with a compile
+// error is finished, not a success.
+function statusBadge(task) {
+  const failed = Object.entries(failures(task));
+  const kind =
+    task.status === "failed" || (task.status === "completed" && failed.length)
+      ? "bad"
+      : task.status === "completed"
+        ? "good"
+        : "warn";
+  return [
+    el("span", { class: `badge ${kind}`, id: "task-status" }, task.status),
+    failed.length
+      ? el("span", { class: "badge bad", id: "task-failures", style: "margin-left:6px" }, failed.map(([s, n]) => `${n} ${s}`).join(", "))
+      : null,
+  ];
+}
+
+// Each trace's build or run log (the evaluation's `log`), folded.
+function logsPanel(task) {
+  const logged = (task.traces || []).filter((t) => t.evaluation && t.evaluation.log);
+  if (!logged.length) return null;
+  return Fib.panel(
+    "Logs",
+    "the build's or the run's output, per workload",
+    el(
+      "div",
+      { id: "task-logs" },
+      logged.map((t) =>
+        el(
+          "details",
+          { open: t.evaluation.status !== "PASSED" },
+          el("summary", {}, `${axesText(t.workload.axes) || t.workload.uuid} · ${t.evaluation.status}`),
+          el("pre", { class: "code" }, t.evaluation.log),
+        ),
+      ),
+    ),
+  );
 }
 
 const axesText = (axes) =>
@@ -52,7 +97,7 @@ function renderTask(box, task) {
         el("dt", {}, "ID"),
         el("dd", {}, el("code", {}, task.task_id)),
         el("dt", {}, "Status"),
-        el("dd", {}, statusBadge(task.status)),
+        el("dd", {}, statusBadge(task)),
         el("dt", {}, "Definition"),
         el("dd", {}, task.definition ? Fib.kernelLink(task.definition) : "–"),
         el("dt", {}, "Solution"),
@@ -61,6 +106,7 @@ function renderTask(box, task) {
       task.error ? el("div", { class: "message error", style: "margin-top:12px" }, task.error) : null,
     ),
     Fib.panel("Results", null, tracesTable(task)),
+    logsPanel(task),
   );
 }
 

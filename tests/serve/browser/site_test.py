@@ -533,6 +533,30 @@ def check_task(driver, base, token, dataset):
     rows = driver.find_elements(By.CSS_SELECTOR, "#task-traces tbody tr")
     check(len(rows) == 1 and "PASSED" in rows[0].text, f"task page rows: {[r.text for r in rows]}")
     print(f"task {task['task_id']}: followed to completed, 1 PASSED trace shown")
+    check(driver.find_element(By.ID, "task-status").get_attribute("class") == "badge good",
+          "a task whose workloads all passed has no green badge")
+    check_failed_task(driver, base, token, solution, uuid)
+
+
+def check_failed_task(driver, base, token, solution, uuid):
+    """A solution that does not build: the task completes, but its badge is not green, the
+    failure is named and the build log is shown."""
+    broken = dict(solution, name=solution["name"] + "_broken")
+    broken["sources"] = [dict(f, content="this is not a program (" + f["content"])
+                         for f in solution["sources"]]
+    task = post_json(base + "/evaluate", token, {"solution": broken, "workload_uuids": [uuid]})
+    load(driver, f"{base}/ui/task.html?id={task['task_id']}")
+    WebDriverWait(driver, 120).until(
+        lambda d: d.find_element(By.ID, "task-status").text in ("completed", "failed")
+    )
+    badge = driver.find_element(By.ID, "task-status")
+    check("good" not in badge.get_attribute("class"),
+          f"task {task['task_id']} of a broken solution shows a green {badge.text!r}")
+    failures = driver.find_element(By.ID, "task-failures").text
+    check("ERROR" in failures, f"task {task['task_id']}: failures say {failures!r}")
+    logs = driver.find_element(By.ID, "task-logs").text
+    check(logs.strip() != "", f"task {task['task_id']}: no log shown")
+    print(f"task {task['task_id']} (broken): {badge.text}, {failures}, a log shown")
 
 
 def screenshot(driver, base, path, out):
