@@ -110,6 +110,30 @@ function renderTask(box, task) {
   );
 }
 
+// The newest tasks (GET /tasks: the server's, or an author's token's own) and the count of each
+// status, queue included.
+function taskList(data) {
+  const counts = Object.entries(data.counts || {})
+    .map(([status, n]) => `${n} ${status}`)
+    .join(" · ");
+  const body = data.tasks.length
+    ? Fib.table(
+        [
+          ["Task", (t) => el("a", { href: `task.html?id=${encodeURIComponent(t.task_id)}` }, el("code", {}, t.task_id.slice(0, 8)))],
+          ["Status", (t) => el("span", { class: `badge ${t.status === "failed" ? "bad" : t.status === "completed" ? "muted" : "warn"}` }, t.status)],
+          ["Definition", (t) => (t.definition ? Fib.kernelLink(t.definition) : "–")],
+          ["Solution", (t) => t.solution || "–"],
+          ["Workloads", (t) => (t.workload_uuids || []).length || "all", "num"],
+          ["Submitted", (t) => el("span", { class: "muted small nowrap" }, t.created || "")],
+          ["Updated", (t) => el("span", { class: "muted small nowrap" }, t.updated || "")],
+        ],
+        data.tasks,
+        { id: "tasks-table" },
+      )
+    : el("p", { class: "muted" }, "No tasks yet.");
+  return Fib.panel("Tasks", counts, body);
+}
+
 function lookupForm(id) {
   const input = el("input", { type: "text", name: "id", value: id || "", placeholder: "task id", size: 40 });
   return el(
@@ -129,7 +153,10 @@ Fib.run("task.html", async (content) => {
     lookupForm(id),
     box,
   );
-  if (!id) return;
+  if (!id) {
+    box.replaceChildren(taskList(await Fib.api("/tasks?limit=100")));
+    return;
+  }
   const task = await Fib.api(`/tasks/${encodeURIComponent(id)}`);
   renderTask(box, task);
   if (!finished(task.status)) follow(box, id).catch((error) => Fib.showError(box, error));

@@ -536,6 +536,9 @@ def check_task(driver, base, token, dataset):
     check(driver.find_element(By.ID, "task-status").get_attribute("class") == "badge good",
           "a task whose workloads all passed has no green badge")
     check_failed_task(driver, base, token, solution, uuid)
+    load(driver, f"{base}/ui/task.html")
+    listed = driver.find_element(By.ID, "tasks-table").text
+    check(task["task_id"][:8] in listed, f"the task list does not show {task['task_id']}: {listed!r}")
 
 
 def check_failed_task(driver, base, token, solution, uuid):
