@@ -31,7 +31,7 @@ function shapeText(shape) {
   return shape === null || shape === undefined ? "scalar" : `[${shape.join(", ")}]`;
 }
 
-function interfacePanels(d) {
+function interfacePanels(d, nativeReference) {
   const axes = Object.entries(d.axes).map(([name, a]) => ({ name, ...a }));
   const axisTable = Fib.table(
     [
@@ -59,8 +59,18 @@ function interfacePanels(d) {
   return [
     el("div", { class: "two-col" }, Fib.panel("Axes", null, axisTable), Fib.panel("Constraints", null, constraints)),
     el("div", { class: "two-col" }, Fib.panel("Inputs", null, tensors(d.inputs)), Fib.panel("Outputs", null, tensors(d.outputs))),
-    Fib.panel("Reference", "the PyTorch function every solution is checked against", Fib.code(d.reference, "python")),
+    Fib.panel("Reference", referenceCaption(nativeReference), Fib.code(d.reference, "python")),
   ];
+}
+
+const maxChartSeries = 50;
+
+// Which reference fib checks solutions against (`fib run --reference auto`): its native kernel
+// where the op type has one, else this PyTorch function.
+function referenceCaption(nativeReference) {
+  return nativeReference
+    ? `the definition's PyTorch function; fib checks solutions against its native reference ${nativeReference}, which computes the same`
+    : "the PyTorch function every solution is checked against (fib has no native reference for this op type)";
 }
 
 function solutionsPanel(k) {
@@ -113,29 +123,45 @@ function solutionsPanel(k) {
     ? Fib.table(columns, candidates, { id: "solutions-table" })
     : el("p", { class: "muted" }, "No solutions yet.");
   const basis = ranking ? el("p", { class: "muted" }, `Basis: ${ranking.basis_description}. Ranking: ${k.best_rule}.`) : null;
-  const chartSeries = k.fast_p.series.filter((s) => s.comparisons > 0);
+  // Only solutions that passed on some workload: a curve at 0 everywhere says nothing.
+  // Only solutions that passed on some workload (a curve at 0 everywhere says nothing), the
+  // best 50 at p = 1 (thousands of series make the page slow and say nothing more); the first
+  // ten are drawn, the legend shows or hides the others.
+  const atP1 = (s) => (pIndex >= 0 ? s.fast_p[pIndex].fast_p : 0);
+  const passed = k.fast_p.series
+    .filter((s) => s.comparisons > 0 && s.steps.fast_p.some((v) => v > 0))
+    .sort((a, b) => atP1(b) - atP1(a));
+  const chartSeries = passed.slice(0, maxChartSeries);
   let chart = null;
   if (chartSeries.length) {
     const canvas = el("canvas", { id: "kernel-fastp-chart" });
+    const legendBox = el("div", {});
     chart = [
       el("h2", { style: "margin-top:18px" }, "fast_p per solution"),
+      passed.length > chartSeries.length
+        ? el("p", { class: "muted small" }, `The best ${chartSeries.length} of ${passed.length} solutions that passed somewhere, by fast_p at p = 1.`)
+        : null,
       FibCharts.scaleToggle(() => window.fibCharts && window.fibCharts.kernel),
       el("div", { class: "chart-box", style: "height:280px" }, canvas),
+      legendBox,
     ];
     requestAnimationFrame(() => {
       window.fibCharts = window.fibCharts || {};
       window.fibCharts.kernel = FibCharts.fastP(
         canvas,
-        k.fast_p.grid,
-        chartSeries.map((s) => ({ label: s.name, curve: s.curve })),
+        k.fast_p.p_max,
+        chartSeries.map((s) => ({ label: s.name, steps: s.steps })),
+        true,
+        10,
       );
+      legendBox.replaceChildren(FibCharts.legend(window.fibCharts.kernel, "kernel-fastp-legend") || "");
     });
   }
   return Fib.panel("Solutions", "ranked by geometric-mean speedup over the basis", body, basis, chart);
 }
 
-let allTraces = [];
 let kernelName = "";
+const tracesPageSize = 50;
 
 function tracesTable(traces) {
   return Fib.table(
@@ -157,15 +183,27 @@ function tracesTable(traces) {
   );
 }
 
-function filterTraces(solution) {
+// The pager under a page of traces: previous, "page N of M", next.
+function tracesPager(data, solution) {
+  const pages = Math.max(1, Math.ceil(data.total / data.page_size));
+  const go = (page) => el("a", { href: "#traces", onclick: () => filterTraces(solution, page) });
+  const prev = data.page > 1 ? Fib.append(go(data.page - 1), ["‹ previous"]) : null;
+  const next = data.page < pages ? Fib.append(go(data.page + 1), ["next ›"]) : null;
+  return el("p", { class: "pager", id: "traces-pager" }, prev, ` page ${data.page} of ${pages} (${data.total} traces) `, next);
+}
+
+// One page of the definition's traces (of one solution when given), read from /api/traces.
+async function filterTraces(solution, page = 1) {
   const box = document.getElementById("traces-box");
-  const shown = solution ? allTraces.filter((t) => t.solution === solution) : allTraces;
+  const query = new URLSearchParams({ definition: kernelName, page, page_size: tracesPageSize });
+  if (solution) query.set("solution", solution);
+  const data = await Fib.api(`/api/traces?${query}`);
   box.replaceChildren();
   Fib.append(box, [
     solution
       ? el("p", {}, `Traces of ${solution} · `, el("a", { href: "#traces", onclick: () => filterTraces(null) }, "show all"))
       : null,
-    shown.length ? tracesTable(shown) : el("p", { class: "muted" }, "No traces yet."),
+    data.traces.length ? [tracesTable(data.traces), tracesPager(data, solution)] : el("p", { class: "muted" }, "No traces yet."),
   ]);
 }
 
@@ -189,19 +227,18 @@ Fib.run("kernels.html", async (content) => {
   const k = await Fib.api(`/api/kernels/${encodeURIComponent(name)}`);
   document.title = `${k.name} · fib`;
   kernelName = k.name;
-  allTraces = k.traces;
   content.replaceChildren();
   Fib.append(content, [
     header(k),
-    k.definition ? interfacePanels(k.definition) : null,
+    k.definition ? interfacePanels(k.definition, k.native_reference) : null,
     solutionsPanel(k),
     workloadsPanel(k),
     el(
       "section",
       { class: "panel", id: "traces" },
-      el("h2", {}, "Traces", el("span", { class: "hint" }, `${k.traces.length}`)),
+      el("h2", {}, "Traces", el("span", { class: "hint" }, `${k.trace_count}`)),
       el("div", { id: "traces-box" }),
     ),
   ]);
-  filterTraces(null);
+  await filterTraces(null);
 });

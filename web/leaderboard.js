@@ -48,6 +48,7 @@ function fastPPanel(fastP) {
   let log = true;
   const chartBox = el("div", { class: "chart-box" });
   const tableBox = el("div", {});
+  const legendBox = el("div", {});
   const show = (definition) => {
     const authors = authorSeries(fastP, definition);
     const canvas = el("canvas", { id: "fastp-chart" });
@@ -59,10 +60,11 @@ function fastPPanel(fastP) {
       const labels = authors.map((s) => (s.basis === "baseline" ? s.name : `${s.name} (vs reference)`));
       window.fibCharts.leaderboard = FibCharts.fastP(
         canvas,
-        fastP.grid,
-        authors.map((s, i) => ({ label: labels[i], curve: s.curve })),
+        fastP.p_max,
+        authors.map((s, i) => ({ label: labels[i], steps: s.steps })),
         log,
       );
+      legendBox.replaceChildren(FibCharts.legend(window.fibCharts.leaderboard, "fastp-legend") || "");
     });
   };
   const withSeries = fastP.definitions.filter((d) => authorSeries(fastP, d.definition).length);
@@ -84,6 +86,7 @@ function fastPPanel(fastP) {
     "share of compared workloads where the author's solutions passed and were at least p× as fast as the basis",
     el("div", { class: "toolbar chart-controls" }, select, toggle),
     chartBox,
+    legendBox,
     el("h2", { style: "margin-top:18px" }, "Scoreboard"),
     tableBox,
   );

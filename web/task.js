@@ -6,9 +6,54 @@ const { el } = Fib;
 
 const finished = (status) => status === "completed" || status === "failed";
 
-function statusBadge(status) {
-  const kind = status === "completed" ? "good" : status === "failed" ? "bad" : "warn";
-  return el("span", { class: `badge ${kind}`, id: "task-status" }, status);
+// The traces' statuses that are not PASSED, counted: {COMPILE_ERROR: 1, ...}.
+function failures(task) {
+  const out = {};
+  for (const t of task.traces || []) {
+    const status = (t.evaluation && t.evaluation.status) || "no evaluation";
+    if (status !== "PASSED") out[status] = (out[status] || 0) + 1;
+  }
+  return out;
+}
+
+// "completed" is green only when every workload passed: a task that completed with a compile
+// error is finished, not a success.
+function statusBadge(task) {
+  const failed = Object.entries(failures(task));
+  const kind =
+    task.status === "failed" || (task.status === "completed" && failed.length)
+      ? "bad"
+      : task.status === "completed"
+        ? "good"
+        : "warn";
+  return [
+    el("span", { class: `badge ${kind}`, id: "task-status" }, task.status),
+    failed.length
+      ? el("span", { class: "badge bad", id: "task-failures", style: "margin-left:6px" }, failed.map(([s, n]) => `${n} ${s}`).join(", "))
+      : null,
+  ];
+}
+
+// Each trace's build or run log (the evaluation's `log`), folded.
+function logsPanel(task) {
+  const logged = (task.traces || []).filter((t) => t.evaluation && t.evaluation.log);
+  if (!logged.length) return null;
+  return Fib.panel(
+    "Logs",
+    "the build's or the run's output, per workload",
+    el(
+      "div",
+      { id: "task-logs" },
+      logged.map((t) =>
+        el(
+          "details",
+          { open: t.evaluation.status !== "PASSED" },
+          el("summary", {}, `${axesText(t.workload.axes) || t.workload.uuid} · ${t.evaluation.status}`),
+          el("pre", { class: "code" }, t.evaluation.log),
+        ),
+      ),
+    ),
+  );
 }
 
 const axesText = (axes) =>
@@ -52,7 +97,7 @@ function renderTask(box, task) {
         el("dt", {}, "ID"),
         el("dd", {}, el("code", {}, task.task_id)),
         el("dt", {}, "Status"),
-        el("dd", {}, statusBadge(task.status)),
+        el("dd", {}, statusBadge(task)),
         el("dt", {}, "Definition"),
         el("dd", {}, task.definition ? Fib.kernelLink(task.definition) : "–"),
         el("dt", {}, "Solution"),
@@ -61,7 +106,32 @@ function renderTask(box, task) {
       task.error ? el("div", { class: "message error", style: "margin-top:12px" }, task.error) : null,
     ),
     Fib.panel("Results", null, tracesTable(task)),
+    logsPanel(task),
   );
+}
+
+// The newest tasks (GET /tasks: the server's, or an author's token's own) and the count of each
+// status, queue included.
+function taskList(data) {
+  const counts = Object.entries(data.counts || {})
+    .map(([status, n]) => `${n} ${status}`)
+    .join(" · ");
+  const body = data.tasks.length
+    ? Fib.table(
+        [
+          ["Task", (t) => el("a", { href: `task.html?id=${encodeURIComponent(t.task_id)}` }, el("code", {}, t.task_id.slice(0, 8)))],
+          ["Status", (t) => el("span", { class: `badge ${t.status === "failed" ? "bad" : t.status === "completed" ? "muted" : "warn"}` }, t.status)],
+          ["Definition", (t) => (t.definition ? Fib.kernelLink(t.definition) : "–")],
+          ["Solution", (t) => t.solution || "–"],
+          ["Workloads", (t) => (t.workload_uuids || []).length || "all", "num"],
+          ["Submitted", (t) => el("span", { class: "muted small nowrap" }, t.created || "")],
+          ["Updated", (t) => el("span", { class: "muted small nowrap" }, t.updated || "")],
+        ],
+        data.tasks,
+        { id: "tasks-table" },
+      )
+    : el("p", { class: "muted" }, "No tasks yet.");
+  return Fib.panel("Tasks", counts, body);
 }
 
 function lookupForm(id) {
@@ -83,7 +153,10 @@ Fib.run("task.html", async (content) => {
     lookupForm(id),
     box,
   );
-  if (!id) return;
+  if (!id) {
+    box.replaceChildren(taskList(await Fib.api("/tasks?limit=100")));
+    return;
+  }
   const task = await Fib.api(`/tasks/${encodeURIComponent(id)}`);
   renderTask(box, task);
   if (!finished(task.status)) follow(box, id).catch((error) => Fib.showError(box, error));

@@ -31,6 +31,26 @@ bool accepts_html(const httplib::Request& req) {
   return req.get_header_value("Accept").find("text/html") != std::string::npos;
 }
 
+// What a browser gets instead of 401 JSON: a form that sends the token to /login (which sets
+// the cookie), with why it is shown.
+void send_login_page(httplib::Response& res, const std::string& why) {
+  res.status = 401;
+  res.set_content(fmt::format(R"(<!doctype html>
+<html lang="en"><head><meta charset="utf-8"><title>Log in · fib</title>
+<style>body{{font-family:system-ui,sans-serif;max-width:520px;margin:60px auto;padding:0 20px}}
+input,button{{font-size:15px;padding:6px 10px;margin:4px 0}}</style></head>
+<body><main class="page" style="max-width:520px">
+<h1>fib serve</h1><p class="subtitle">{}</p>
+<form method="get" action="/login" class="panel" id="login-form">
+<p>The token is in the file <code>fib serve</code> printed at its start (<code>--token-file</code>),
+or an author's token from <code>fib serve token add</code>.</p>
+<input type="password" name="token" autocomplete="current-password" size="40" placeholder="token" required autofocus>
+<button type="submit">Log in</button></form></main></body></html>
+)",
+                              why),
+                  "text/html; charset=utf-8");
+}
+
 std::string error_detail(const httplib::Request& req, int status, std::size_t max_body) {
   switch (status) {
     case 400:
@@ -134,6 +154,10 @@ void Server::install_handlers() {
 bool Server::admitted(const httplib::Request& req, httplib::Response& res) const {
   const std::optional<Identity> who = auth_->identify(req);
   if (!who) {
+    if (accepts_html(req) && req.method == "GET") {
+      send_login_page(res, "Log in to see the leaderboard, kernels, traces and tasks.");
+      return false;
+    }
     res.set_header("WWW-Authenticate", "Bearer");
     send_error(res, 401,
                "Missing or wrong token: send 'Authorization: Bearer <token>', or open "
@@ -185,6 +209,10 @@ void Server::login(const httplib::Request& req, httplib::Response& res) {
   if (!token_.empty()) {
     const std::string given = req.get_param_value("token");
     if (!auth_->identify_token(given)) {
+      if (accepts_html(req)) {
+        return send_login_page(res, given.empty() ? "Log in with a token."
+                                                  : "That token is not one this server knows.");
+      }
       send_error(res, 401, "Missing or wrong token: open /login?token=<token>");
       return;
     }

@@ -2,8 +2,10 @@
 
 #include <fmt/format.h>
 #include <httplib.h>
+#include <zlib.h>
 
 #include <algorithm>
+#include <cmath>
 #include <iostream>
 #include <mutex>
 #include <optional>
@@ -11,6 +13,7 @@
 #include "fib/base/diagnostics.h"
 #include "fib/base/json.h"
 #include "fib/dataset/keys.h"
+#include "fib/reference/reference.h"
 #include "fib/report/best.h"
 #include "fib/report/fast_p.h"
 #include "fib/report/summary.h"
@@ -96,7 +99,7 @@ Json solutions_json(const TraceSet& set, const std::string& definition) {
   return out;
 }
 
-// The solution series of the dataset's fast_p report that belong to one definition.
+// The solution series of the site's fast_p (compact_fast_p) that belong to one definition.
 Json fast_p_of(const Json& all, const std::string& definition) {
   Json series = Json::array();
   for (const auto& s : all["series"]) {
@@ -106,10 +109,60 @@ Json fast_p_of(const Json& all, const std::string& definition) {
   for (const auto& d : all["definitions"]) {
     if (d["definition"] == definition) basis = d;
   }
-  return Json{{"p", all["p"]}, {"grid", all["grid"]}, {"basis", basis}, {"series", series}};
+  return Json{{"p", all["p"]}, {"p_max", all["p_max"]}, {"basis", basis}, {"series", series}};
+}
+
+double significant(double x, int digits) {
+  if (x == 0 || !std::isfinite(x)) return x;
+  const double scale =
+      std::pow(10.0, digits - 1 - static_cast<int>(std::floor(std::log10(std::abs(x)))));
+  return std::round(x * scale) / scale;
 }
 
 }  // namespace
+
+Json curve_steps(const std::vector<double>& grid, const std::vector<double>& curve,
+                 std::size_t max_points) {
+  std::vector<std::size_t> at;
+  const std::size_t n = std::min(grid.size(), curve.size());
+  for (std::size_t k = 0; k < n; ++k) {
+    if (k == 0 || curve[k] != curve[k - 1]) at.push_back(k);
+  }
+  // The last point carries the final level to the grid's end.
+  if (n > 0 && at.back() != n - 1) at.push_back(n - 1);
+  if (max_points >= 2 && at.size() > max_points) {
+    std::vector<std::size_t> kept;
+    for (std::size_t i = 0; i < max_points; ++i)
+      kept.push_back(at[i * (at.size() - 1) / (max_points - 1)]);
+    at = std::move(kept);
+  }
+  Json p = Json::array();
+  Json fast_p = Json::array();
+  for (const std::size_t k : at) {
+    p.push_back(significant(grid[k], kCurveDigits));
+    fast_p.push_back(std::round(curve[k] * 1000) / 1000);
+  }
+  return Json{{"p", std::move(p)}, {"fast_p", std::move(fast_p)}};
+}
+
+Json compact_fast_p(const Json& report, bool with_solutions) {
+  Json out = report;
+  const std::vector<double> grid = report.value("grid", std::vector<double>{});
+  out.erase("grid");
+  out["p_max"] = grid.empty() ? 1.0 : grid.back();
+  Json series = Json::array();
+  for (const auto& s : report["series"]) {
+    if (!with_solutions && s["kind"] == "solution") continue;
+    Json c = s;
+    c.erase("curve");
+    c["steps"] = curve_steps(grid, s["curve"].get<std::vector<double>>(), kMaxCurvePoints);
+    series.push_back(std::move(c));
+  }
+  out["series"] = std::move(series);
+  return out;
+}
+
+namespace {}  // namespace
 
 SiteApi::SiteApi(SiteSource source)
     : source_(std::move(source)),
@@ -119,24 +172,27 @@ SiteApi::SiteApi(SiteSource source)
 
 SiteApi::~SiteApi() = default;
 
-std::shared_ptr<const Json> SiteApi::reports(const std::shared_ptr<const TraceSet>& set) const {
+std::shared_ptr<const SiteApi::Reports> SiteApi::reports(
+    const std::shared_ptr<const TraceSet>& set) const {
   std::lock_guard lock(reports_->mutex);
-  if (reports_->leaderboard && reports_->of.lock() == set) return reports_->leaderboard;
+  if (reports_->reports && reports_->of.lock() == set) return reports_->reports;
   report::FastPOptions o;
   o.baseline = baseline_of(source_);
   o.trust = source_.trust;
   o.per_definition = true;
-  auto j = std::make_shared<Json>();
-  (*j)["baseline_author"] = source_.baseline_author;
-  (*j)["summary"] =
+  const Json fast_p = report::to_json(report::fast_p(*set, o));
+  auto r = std::make_shared<Reports>();
+  r->leaderboard["baseline_author"] = source_.baseline_author;
+  r->leaderboard["summary"] =
       report::to_json(report::summarize(*set, {source_.baseline_author, source_.trust}));
-  (*j)["fast_p"] = report::to_json(report::fast_p(*set, o));
+  r->leaderboard["fast_p"] = compact_fast_p(fast_p, false);
+  r->fast_p = compact_fast_p(fast_p, true);
   reports_->of = set;
-  reports_->leaderboard = j;
-  return j;
+  reports_->reports = r;
+  return r;
 }
 
-Json SiteApi::leaderboard() const { return *reports(snapshot(source_)); }
+Json SiteApi::leaderboard() const { return reports(snapshot(source_))->leaderboard; }
 
 Json SiteApi::kernel(const std::string& name) const {
   const auto set = snapshot(source_);
@@ -146,6 +202,11 @@ Json SiteApi::kernel(const std::string& name) const {
   const Definition* def = set->definition(name);
   j["definition"] = def ? to_json(*def) : Json(nullptr);
   j["models"] = def ? Json(def->tag_values("model:")) : Json::array();
+  // What `fib run --reference auto` (and fib serve) checks solutions against: fib's native
+  // reference kernel where the op type has one, else the definition's PyTorch reference.
+  std::string why_not_native;
+  const reference::Kernel* native = def ? reference::find_kernel(*def, &why_not_native) : nullptr;
+  j["native_reference"] = native ? Json(std::string(native->id())) : Json(nullptr);
   j["workloads"] = workloads_json(*set, name);
   j["solutions"] = solutions_json(*set, name);
   report::BestOptions b;
@@ -155,27 +216,32 @@ Json SiteApi::kernel(const std::string& name) const {
   const Json best = report::to_json(report::best_solutions(*set, b));
   j["best_rule"] = report::kBestRule;
   j["ranking"] = best["definitions"].empty() ? Json(nullptr) : best["definitions"][0];
-  j["fast_p"] = fast_p_of((*reports(set))["fast_p"], name);
-  const std::vector<std::string> ids = trace_ids_->ids(set, name);
-  Json brief = Json::array();
-  for (std::size_t i = 0; i < traces.size(); ++i) {
-    brief.push_back(brief_trace(*set, traces[i].value, ids[i], source_.trust));
-  }
-  j["traces"] = std::move(brief);
+  j["fast_p"] = fast_p_of(reports(set)->fast_p, name);
+  j["trace_count"] = traces.size();  // the page reads them a page at a time (traces())
   return j;
 }
 
-Json SiteApi::traces(const std::string& definition, const std::string& solution) const {
+Json SiteApi::traces(const std::string& definition, const std::string& solution,
+                     const TracePage& page) const {
   const auto set = snapshot(source_);
   const auto& traces = traces_of(*set, definition);
-  const std::vector<std::string> ids = trace_ids_->ids(set, definition);
+  // Only the page's ids are computed (0.1 ms each), not the definition's thousands.
+  const std::size_t first = (page.number - 1) * page.size;
+  std::size_t total = 0;
   Json list = Json::array();
   for (std::size_t i = 0; i < traces.size(); ++i) {
     const Trace& t = traces[i].value;
     if (!solution.empty() && t.solution.value_or("") != solution) continue;
-    list.push_back(brief_trace(*set, t, ids[i], source_.trust));
+    if (total >= first && total < first + page.size) {
+      list.push_back(brief_trace(*set, t, trace_id(t), source_.trust));
+    }
+    ++total;
   }
-  return Json{{"definition", definition}, {"traces", std::move(list)}};
+  return Json{{"definition", definition},
+              {"page", page.number},
+              {"page_size", page.size},
+              {"total", total},
+              {"traces", std::move(list)}};
 }
 
 Json SiteApi::trace(const std::string& definition, const std::string& id,
@@ -208,13 +274,46 @@ Json SiteApi::trace(const std::string& definition, const std::string& id,
 
 namespace {
 
-// The pages' JSON is sent with a charset, which keeps the HTTP library from compressing it on
-// the fly: its Brotli runs at the highest quality, half a second for the leaderboard's 300 kB,
-// while sending it whole over loopback takes milliseconds.
-void send_page_json(httplib::Response& res, const Json& body) {
+bool accepts_gzip(const httplib::Request& req) {
+  return req.get_header_value("Accept-Encoding").find("gzip") != std::string::npos;
+}
+
+}  // namespace
+
+// zlib's default level: a few milliseconds for the leaderboard, where the HTTP library's own
+// compression (Brotli at its highest quality) takes half a second.
+std::string gzip(const std::string& text) {
+  z_stream z{};
+  constexpr int kGzipWindow = 15 + 16;  // 16: a gzip header and trailer instead of zlib's
+  if (deflateInit2(&z, Z_DEFAULT_COMPRESSION, Z_DEFLATED, kGzipWindow, 8, Z_DEFAULT_STRATEGY) !=
+      Z_OK) {
+    throw Error("gzip", "zlib could not start a stream");
+  }
+  std::string out(deflateBound(&z, text.size()), '\0');
+  z.next_in = reinterpret_cast<Bytef*>(const_cast<char*>(text.data()));
+  z.avail_in = static_cast<uInt>(text.size());
+  z.next_out = reinterpret_cast<Bytef*>(out.data());
+  z.avail_out = static_cast<uInt>(out.size());
+  const int done = deflate(&z, Z_FINISH);
+  out.resize(z.total_out);
+  deflateEnd(&z);
+  if (done != Z_STREAM_END) throw Error("gzip", "zlib could not compress an answer");
+  return out;
+}
+
+namespace {
+
+// The pages' JSON is sent with a charset, which keeps the HTTP library from compressing it
+// itself; it is gzipped here for a client that accepts gzip.
+void send_page_json(const httplib::Request& req, httplib::Response& res, const Json& body) {
   res.status = 200;
-  res.set_content(body.dump(-1, ' ', false, Json::error_handler_t::replace),
-                  "application/json; charset=utf-8");
+  std::string text = body.dump(-1, ' ', false, Json::error_handler_t::replace);
+  if (accepts_gzip(req)) {
+    res.set_header("Content-Encoding", "gzip");
+    text = gzip(text);
+  }
+  res.set_header("Vary", "Accept-Encoding");
+  res.set_content(text, "application/json; charset=utf-8");
 }
 
 // A name the dataset or the bundled models do not hold is a 404; anything else a 500.
@@ -222,7 +321,7 @@ template <typename F>
 Handler json_route(F make) {
   return [make](const httplib::Request& req, httplib::Response& res) {
     try {
-      send_page_json(res, make(req));
+      send_page_json(req, res, make(req));
     } catch (const NotFound& e) {
       send_error(res, 404, e.what());
     } catch (const std::exception& e) {
@@ -237,6 +336,26 @@ bool is_trace_id(const std::string& s) {
          });
 }
 
+std::optional<std::size_t> positive_param(const httplib::Request& req, const char* name,
+                                          std::size_t otherwise) {
+  if (!req.has_param(name)) return otherwise;
+  const std::string text = req.get_param_value(name);
+  if (text.empty() || text.size() > 9 || !std::all_of(text.begin(), text.end(), ::isdigit)) {
+    return std::nullopt;
+  }
+  const std::size_t n = std::stoul(text);
+  if (n == 0) return std::nullopt;
+  return n;
+}
+
+std::optional<TracePage> page_of(const httplib::Request& req) {
+  const TracePage defaults;
+  const auto number = positive_param(req, "page", defaults.number);
+  const auto size = positive_param(req, "page_size", defaults.size);
+  if (!number || !size || *size > kMaxTracePageSize) return std::nullopt;
+  return TracePage{*number, *size};
+}
+
 void get_traces(const SiteApi& api, const Authenticator& auth, const httplib::Request& req,
                 httplib::Response& res) {
   const std::string definition = req.get_param_value("definition");
@@ -247,8 +366,14 @@ void get_traces(const SiteApi& api, const Authenticator& auth, const httplib::Re
   }
   if (!req.has_param("id")) {
     const std::string solution = req.get_param_value("solution");
-    return json_route([&](const httplib::Request&) { return api.traces(definition, solution); })(
-        req, res);
+    const std::optional<TracePage> page = page_of(req);
+    if (!page) {
+      return send_error(res, 400,
+                        fmt::format("page must be a number from 1, page_size one from 1 to {}",
+                                    kMaxTracePageSize));
+    }
+    return json_route(
+        [&](const httplib::Request&) { return api.traces(definition, solution, *page); })(req, res);
   }
   const std::string id = req.get_param_value("id");
   if (!is_trace_id(id)) {
@@ -316,7 +441,8 @@ void register_site_routes(RouteTable& routes, ServeContext& context, const Authe
       "/api/kernels/{name}", "A definition with its workloads, ranked solutions, fast_p and traces",
       json_route([api](const httplib::Request& r) { return api->kernel(path_param(r, 1)); }));
   routes.get("/api/traces",
-             "A definition's traces in brief (?definition=D[&solution=S]), or one in full "
+             "A definition's traces in brief, a page at a time "
+             "(?definition=D[&solution=S][&page=N][&page_size=M]), or one in full "
              "(?definition=D&id=ID)",
              [api, a = &auth](const httplib::Request& req, httplib::Response& res) {
                get_traces(*api, *a, req, res);

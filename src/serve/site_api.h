@@ -10,6 +10,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "fib/base/diagnostics.h"
 #include "fib/dataset/trace_set.h"
@@ -40,6 +41,31 @@ class NotFound : public Error {
   using Error::Error;
 };
 
+// One page of a definition's traces: `number` counts from 1.
+struct TracePage {
+  std::size_t number = 1;
+  std::size_t size = 100;
+};
+constexpr std::size_t kMaxTracePageSize = 1000;
+
+// A fast_p curve (`curve`, sampled on the report's `grid`) as the points where it steps:
+// {p: [...], fast_p: [...]}, each point the first grid value at a new level (and the grid's
+// last, which carries the final level), at most `max_points` of them (evenly chosen among the
+// steps when there are more), p rounded to kCurveDigits significant digits and fast_p to
+// 0.001. Drawn as a stepped line it is the report's curve, at a few hundred bytes where the
+// grid has thousands of points.
+constexpr std::size_t kMaxCurvePoints = 200;
+constexpr int kCurveDigits = 4;
+Json curve_steps(const std::vector<double>& grid, const std::vector<double>& curve,
+                 std::size_t max_points);
+// `fib report fast-p --format json` with each series' curve as its steps (`steps`, no `curve`)
+// and `p_max` (the grid's end) in place of the grid; the solution series only when asked.
+Json compact_fast_p(const Json& report, bool with_solutions);
+
+// `text` gzipped (zlib's default level), as the routes send their JSON to a client that
+// accepts gzip.
+std::string gzip(const std::string& text);
+
 // The JSON of each route, callable without a server (the routes only wrap these). Each throws
 // NotFound for a name the dataset or the bundled models do not hold.
 class SiteApi {
@@ -50,7 +76,8 @@ class SiteApi {
   SiteApi& operator=(const SiteApi&) = delete;
 
   // {baseline_author, summary: `fib report summary --json`, fast_p: `fib report fast-p
-  // --per-definition --format json`} with the server's baseline author and trust policy.
+  // --per-definition --format json` without its solution series, curves as steps
+  // (compact_fast_p)} with the server's baseline author and trust policy.
   Json leaderboard() const;
   // {bundled: [...], onboarded: [...]}: every bundled model (family, size, definitions at its
   // default serving setup, how many the dataset holds) and every model: tag of the dataset that
@@ -60,10 +87,14 @@ class SiteApi {
   // so each module names the dataset's definitions) and its definitions.
   Json model(const std::string& id) const;
   // One definition: the definition, its workloads, its solutions ranked (`fib report best`)
-  // with their fast_p, its traces in brief, and the models that run it.
+  // with their fast_p (compact_fast_p), how many traces it has, the models that run it, and
+  // `native_reference`: the id of fib's native reference kernel that solutions are checked
+  // against, or null where the definition's PyTorch reference is used.
   Json kernel(const std::string& name) const;
-  // The traces of a definition in brief (optionally of one solution).
-  Json traces(const std::string& definition, const std::string& solution) const;
+  // One page of the traces of a definition in brief (optionally of one solution), with the
+  // total: {definition, page, page_size, total, traces}.
+  Json traces(const std::string& definition, const std::string& solution,
+              const TracePage& page = {}) const;
   // One trace in full, by its id (trace_id), with its solution (sources included) and workload.
   // With `viewer`, an author's token: the evaluation's log (a build's or a run's output, which
   // may show what the solution read) is left out of other authors' traces.
@@ -76,8 +107,14 @@ class SiteApi {
   struct ModelCache;
   struct ReportCache;
   struct TraceIdCache;
-  // {baseline_author, summary, fast_p} of a snapshot, cached while it is the current one.
-  std::shared_ptr<const Json> reports(const std::shared_ptr<const TraceSet>& set) const;
+  // The leaderboard's JSON and the fast_p of every series (solutions included, for the kernel
+  // pages) of one snapshot.
+  struct Reports {
+    Json leaderboard;
+    Json fast_p;
+  };
+  // The reports of a snapshot, cached while it is the current one.
+  std::shared_ptr<const Reports> reports(const std::shared_ptr<const TraceSet>& set) const;
 
   SiteSource source_;
   std::unique_ptr<ModelCache> models_;

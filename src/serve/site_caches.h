@@ -23,7 +23,7 @@ namespace fib::serve {
 struct SiteApi::ReportCache {
   std::mutex mutex;
   std::weak_ptr<const TraceSet> of;
-  std::shared_ptr<const Json> leaderboard;
+  std::shared_ptr<const Reports> reports;
 };
 
 // The ids of a definition's traces (trace_id: a hash of the trace's line, 0.1 ms a trace), kept

@@ -3,10 +3,15 @@
 // say what the dataset holds, and unknown names are errors.
 #include <gtest/gtest.h>
 
+#include <fmt/format.h>
+
+#include <cmath>
+#include <iostream>
 #include <memory>
 #include <set>
 
 #include "fib/base/diagnostics.h"
+#include "fib/reference/reference.h"
 #include "fib/report/fast_p.h"
 #include "fib/report/summary.h"
 #include "serve/site_api.h"
@@ -78,8 +83,31 @@ TEST(SiteApi, LeaderboardIsTheReportModulesOutput) {
   o.baseline.author = "fib-examples";
   o.per_definition = true;
   EXPECT_EQ(board["summary"], report::to_json(report::summarize(*set, {"fib-examples", {}})));
-  EXPECT_EQ(board["fast_p"], report::to_json(report::fast_p(*set, o)));
+  const Json fast_p = report::to_json(report::fast_p(*set, o));
+  EXPECT_EQ(board["fast_p"], compact_fast_p(fast_p, false));
   EXPECT_EQ(board["baseline_author"], "fib-examples");
+  // Each curve is the report's, as the points where it takes a new level, and the solution
+  // series are the kernel pages' (the leaderboard draws authors).
+  const auto& grid = fast_p["grid"];
+  std::size_t authors = 0;
+  for (const auto& s : fast_p["series"]) authors += s["kind"] != "solution";
+  ASSERT_EQ(board["fast_p"]["series"].size(), authors);
+  for (std::size_t i = 0, j = 0; i < fast_p["series"].size(); ++i) {
+    const auto& full = fast_p["series"][i];
+    if (full["kind"] == "solution") continue;
+    const auto& steps = board["fast_p"]["series"][j++]["steps"];
+    std::vector<double> levels;
+    const auto& curve = full["curve"];
+    for (std::size_t k = 0; k < curve.size(); ++k) {
+      if (k == 0 || curve[k] != curve[k - 1] || k + 1 == curve.size()) levels.push_back(curve[k]);
+    }
+    ASSERT_EQ(steps["fast_p"].size(), levels.size()) << full["name"];
+    for (std::size_t k = 0; k < levels.size(); ++k) {
+      EXPECT_NEAR(steps["fast_p"][k].get<double>(), levels[k], 5e-4) << full["name"];
+    }
+    EXPECT_NEAR(steps["p"][0].get<double>(), grid[0].get<double>(),
+                1e-3 * std::abs(grid[0].get<double>()));
+  }
   ASSERT_FALSE(board["summary"]["rankings"].empty());
   EXPECT_EQ(board["summary"]["rankings"][0]["author"], "red-team");
 }
@@ -108,7 +136,11 @@ TEST(SiteApi, KernelHasItsInterfaceSolutionsRankedAndTraces) {
   const Json k = api.kernel("rmsnorm_h2048");
   EXPECT_EQ(k["definition"]["axes"].size(), 2u);
   EXPECT_TRUE(k["definition"]["axes"].contains("hidden_size"));
-  EXPECT_EQ(k["traces"].size(), 6u);
+  EXPECT_EQ(k["trace_count"], 6u);
+  std::string why;
+  const auto* native = reference::find_kernel(*dataset()->definition("rmsnorm_h2048"), &why);
+  ASSERT_NE(native, nullptr) << why;
+  EXPECT_EQ(k["native_reference"], std::string(native->id()));
   EXPECT_EQ(k["workloads"].size(), 2u);
   EXPECT_EQ(k["models"], Json::array({"llama-3.2-1b"}));
   ASSERT_TRUE(k["ranking"].is_object());
@@ -124,6 +156,7 @@ TEST(SiteApi, TracesListInBriefAndOneInFullWithItsSolution) {
   const SiteApi api = make_api(dataset());
   const Json brief = api.traces("rmsnorm_h2048", "rmsnorm_h2048_fast");
   ASSERT_EQ(brief["traces"].size(), 2u);
+  EXPECT_EQ(brief["total"], 2u);
   const std::string id = brief["traces"][1]["id"];
   const Json full = api.trace("rmsnorm_h2048", id);
   EXPECT_EQ(full["trace"]["solution"], "rmsnorm_h2048_fast");
@@ -132,6 +165,82 @@ TEST(SiteApi, TracesListInBriefAndOneInFullWithItsSolution) {
   EXPECT_FALSE(full["verified"].get<bool>());
   EXPECT_THROW(api.trace("rmsnorm_h2048", std::string(24, '0')), NotFound);
   EXPECT_THROW(api.traces("no_such_kernel", ""), NotFound);
+}
+
+// A curve with more steps than the cap keeps its first and last points and stays decreasing.
+TEST(SiteApi, CurveStepsAreCappedKeepingBothEnds) {
+  std::vector<double> grid, curve;
+  for (int k = 0; k < 5000; ++k) {
+    grid.push_back(0.001 * k);
+    curve.push_back(100.0 - 0.02 * k);
+  }
+  const Json steps = curve_steps(grid, curve, kMaxCurvePoints);
+  ASSERT_EQ(steps["p"].size(), kMaxCurvePoints);
+  EXPECT_EQ(steps["p"][0], 0.0);
+  EXPECT_EQ(steps["fast_p"][0], 100.0);
+  EXPECT_NEAR(steps["p"].back().get<double>(), 4.999, 1e-9);
+  EXPECT_NEAR(steps["fast_p"].back().get<double>(), 0.02, 1e-9);
+  for (std::size_t k = 1; k < kMaxCurvePoints; ++k) {
+    EXPECT_LT(steps["fast_p"][k].get<double>(), steps["fast_p"][k - 1].get<double>());
+  }
+  const Json flat = curve_steps({0.5, 1, 2}, {40, 40, 40}, kMaxCurvePoints);
+  EXPECT_EQ(flat, Json::parse(R"({"p": [0.5, 2], "fast_p": [40, 40]})"));
+}
+
+// The example's definitions with 3,000 solutions by 30 authors and 10,000 traces on 40
+// workloads each (in memory): the leaderboard's JSON gzips to under 200 kB and a page of
+// traces is the page asked for.
+TEST(SiteApi, LeaderboardAndTracesStaySmallAtScale) {
+  auto set = std::make_shared<TraceSet>(*dataset());
+  std::vector<std::string> defs;
+  for (const auto& name : report::definition_names(*set)) {
+    if (!set->workloads(name).empty() && !set->solutions(name).empty()) defs.push_back(name);
+  }
+  ASSERT_FALSE(defs.empty());
+  for (const auto& d : defs) {
+    const Trace first = set->workloads(d)[0].value;
+    for (int w = 0; w < 40; ++w) {
+      Trace more = first;
+      more.workload.uuid = fmt::format("{}-generated-{}", d, w);
+      set->add_workload(more);
+    }
+  }
+  std::vector<std::string> names;
+  for (int i = 0; i < 3000; ++i) {
+    const std::string& d = defs[static_cast<std::size_t>(i) % defs.size()];
+    Solution s = set->solutions(d)[0].value;
+    s.name = fmt::format("{}_generated_{}", d, i);
+    s.author = fmt::format("author-{}", i % 30);
+    set->add_solution(s);
+    names.push_back(s.name);
+  }
+  for (int i = 0; i < 10000; ++i) {
+    const std::string& solution = names[static_cast<std::size_t>(i * 7919) % names.size()];
+    const std::string& d = set->solution(solution)->value.definition;
+    const auto& workloads = set->workloads(d);
+    const auto status = i % 5 == 0 ? EvaluationStatus::kRuntimeError : EvaluationStatus::kPassed;
+    set->add_trace(evaluation_of(workloads[static_cast<std::size_t>(i) % workloads.size()],
+                                 solution, status, 0.001 * (1 + (i * 37) % 997)));
+  }
+  const SiteApi api = make_api(set);
+  const std::string board = api.leaderboard().dump();
+  const std::size_t gzipped = gzip(board).size();
+  std::cout << fmt::format("leaderboard: {} kB, {} kB gzipped\n", board.size() / 1000,
+                           gzipped / 1000);
+  EXPECT_LT(gzipped, 200'000u);
+  for (const auto& s : api.kernel(defs[0])["fast_p"]["series"]) {
+    EXPECT_LE(s["steps"]["p"].size(), kMaxCurvePoints);
+  }
+  const std::size_t total = set->traces(defs[0]).size();
+  const Json page = api.traces(defs[0], "", {3, 50});
+  EXPECT_EQ(page["total"], total);
+  EXPECT_EQ(page["page"], 3u);
+  EXPECT_EQ(page["page_size"], 50u);
+  ASSERT_EQ(page["traces"].size(), 50u);
+  EXPECT_EQ(page["traces"][0]["id"], trace_id(set->traces(defs[0])[100].value));
+  const Json last = api.traces(defs[0], "", {(total + 49) / 50, 50});
+  EXPECT_EQ(last["traces"].size(), total % 50 == 0 ? 50u : total % 50);
+  EXPECT_TRUE(api.traces(defs[0], "", {1000, 50})["traces"].empty());
 }
 
 // A trace's id is a hash of its content, not its position: traces added before it (a reload

@@ -9,11 +9,16 @@ port, logs in through /login?token=, and then:
   - a kernel page shows the definition's axes, its solutions ranked, its chart and traces;
   - every page the site links to, followed from the start pages, loads without an error, and
     every other link (the API's OpenAPI file) answers 200;
-  - an evaluation submitted with POST /evaluate is followed on the task page to its result.
+  - an evaluation submitted with POST /evaluate is followed on the task page to its result;
+  - at scale (a generated dataset of 3,000 solutions and 10,000 traces, signed with the test's
+    own key): the leaderboard's JSON is under 200 kB gzipped, a page of traces is the page
+    asked for, each page renders within 2 s and no page is wider than the window.
 Exits 77 (CTest's skip) where chromium, chromedriver or python3-selenium is missing.
 """
 
 import argparse
+import base64
+import gzip
 import json
 import os
 import shutil
@@ -169,6 +174,19 @@ def load(driver, url):
     check(not errors, f"{url}: browser errors: {errors}")
 
 
+def log_in_through_the_form(driver, base, token):
+    """A browser without the cookie gets a login page (not 401 JSON); its form sets the cookie
+    and leads to the site."""
+    driver.get(f"{base}/ui/index.html")
+    form = driver.find_elements(By.ID, "login-form")
+    check(form, f"no login form without a token: {driver.page_source[:300]!r}")
+    form[0].find_element(By.NAME, "token").send_keys(token)
+    form[0].submit()
+    WebDriverWait(driver, 30).until(lambda d: d.get_cookie("fib_token"))
+    check(driver.get_cookie("fib_token"), "the login form set no fib_token cookie")
+    driver.get_log("browser")  # the login page's own 401, which the later pages' checks would read
+
+
 def cells(driver, field_prefix):
     out = {}
     for node in driver.find_elements(By.CSS_SELECTOR, f'[data-field^="{field_prefix}"]'):
@@ -214,7 +232,7 @@ def check_leaderboard(driver, base, summary, fast_p):
     )
     check(chart and len(chart) == len(authors), f"leaderboard chart datasets: {chart}")
     for d, s in zip(chart, authors):
-        check(d["ys"] == s["curve"], f"chart curve of {d['label']} differs from fib report's")
+        check(same_levels(d["ys"], s["curve"]), f"chart curve of {d['label']} differs from fib report's")
     check(canvas_has_ink(driver, "fastp-chart"), "the fast_p chart's canvas is blank")
     for _, definition in DEFINITIONS:
         check_definition_curves(driver, fast_p, definition)
@@ -236,8 +254,208 @@ def check_definition_curves(driver, fast_p, definition):
         len(expected)))
     curves = driver.execute_script(
         "return window.fibCharts.leaderboard.data.datasets.map(d => d.data.map(p => p.y));")
-    check(curves == [s["curve"] for s in expected], f"{definition}: chart curves differ")
+    check(len(curves) == len(expected) and all(same_levels(c, s["curve"]) for c, s in zip(curves, expected)),
+          f"{definition}: chart curves differ")
     check(canvas_has_ink(driver, "fastp-chart"), f"{definition}: the chart is blank")
+
+
+def same_levels(drawn, curve):
+    """The site draws a curve as the points where it takes a new level (and its last point)."""
+    levels = [v for k, v in enumerate(curve) if k == 0 or v != curve[k - 1] or k == len(curve) - 1]
+    return len(drawn) == len(levels) and all(abs(a - b) < 5e-4 for a, b in zip(drawn, levels))
+
+
+SCALE_SOLUTIONS = 3000
+SCALE_TRACES = 10000
+SCALE_AUTHORS = 30
+SCALE_WORKLOADS = 40  # per definition
+MAX_LEADERBOARD_GZIP = 200_000
+MAX_FIRST_RENDER_S = 2.0
+
+
+def sign(record, key):
+    """Signs a trace as fib does (src/trace/signature.cpp): Ed25519 over a prefix and the
+    record with sorted keys, its signature field left out."""
+    extra = record["evaluation"]["environment"]["extra"]
+    extra.pop("signature", None)
+    text = json.dumps(record, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+    value = key.sign(("fib trace signature v1\n" + text).encode())
+    extra["signature"] = dict(SIGNATURE, value=base64.b64encode(value).decode())
+
+
+SIGNATURE = {}
+
+
+def dyadic(value):
+    """The record with each float a multiple of 1/1024 (statistics of the run left out): fib
+    spells a double with Grisu2, which for some is not Python's shortest spelling, and the
+    signature covers the spelling; short binary fractions are spelled alike."""
+    if isinstance(value, float):
+        return round(value * 1024) / 1024
+    if isinstance(value, dict):
+        return {k: dyadic(v) for k, v in value.items() if k != "extra" or "signature" in v}
+    if isinstance(value, list):
+        return [dyadic(v) for v in value]
+    return value
+
+
+def make_scale_dataset(small, root, home):
+    """SCALE_SOLUTIONS solutions by SCALE_AUTHORS authors over the small dataset's definitions,
+    SCALE_WORKLOADS more workloads each, and SCALE_TRACES traces made from the small dataset's
+    passed traces (new solution, workload and latency) and signed with the test's key."""
+    from cryptography.hazmat.primitives.serialization import load_pem_private_key
+    pem = [os.path.join(d, f) for d, _, fs in os.walk(home) for f in fs if f == "signing-key.pem"]
+    check(pem, f"no signing-key.pem under {home}")
+    with open(pem[0], "rb") as f:
+        key = load_pem_private_key(f.read(), None)
+    shutil.copytree(os.path.join(small, "definitions"), os.path.join(root, "definitions"))
+    templates, workloads = {}, {}
+    for op, name in DEFINITIONS:
+        with open(os.path.join(small, "workloads", op, f"{name}.jsonl")) as f:
+            first = json.loads(f.readline())
+        lines = []
+        for w in range(SCALE_WORKLOADS):
+            record = json.loads(json.dumps(first))
+            record["workload"]["uuid"] = f"{name}-scale-{w:04d}"
+            lines.append(record)
+        workloads[name] = lines
+        os.makedirs(os.path.join(root, "workloads", op))
+        with open(os.path.join(root, "workloads", op, f"{name}.jsonl"), "w") as f:
+            f.writelines(json.dumps(r) + "\n" for r in lines)
+        for d, _, fs in os.walk(os.path.join(small, "traces")):
+            for fn in fs:
+                with open(os.path.join(d, fn)) as f:
+                    for line in f:
+                        t = json.loads(line)
+                        if t["definition"] == name and t["evaluation"]["status"] == "PASSED":
+                            templates[name] = dyadic(t)
+    check(len(templates) == len(DEFINITIONS), f"no passed trace to copy for each of {DEFINITIONS}")
+    SIGNATURE.update({k: v for k, v in next(iter(templates.values()))["evaluation"]["environment"]
+                      ["extra"]["signature"].items() if k != "value"})
+    sources = {}
+    for _, op, definition, solution, author in SOLUTIONS:
+        with open(os.path.join(small, "solutions", author, op, definition, f"{solution}.json")) as f:
+            sources.setdefault(definition, (op, json.load(f)))
+    names = []
+    for i in range(SCALE_SOLUTIONS):
+        op, definition = DEFINITIONS[i % len(DEFINITIONS)]
+        solution = dict(sources[definition][1], name=f"{definition}_scale_{i:04d}",
+                        author=f"author-{i % SCALE_AUTHORS:02d}")
+        folder = os.path.join(root, "solutions", solution["author"], op, definition)
+        os.makedirs(folder, exist_ok=True)
+        with open(os.path.join(folder, f"{solution['name']}.json"), "w") as f:
+            json.dump(solution, f)
+        names.append((op, definition, solution["name"]))
+    traces = {}
+    for i in range(SCALE_TRACES):
+        op, definition, solution = names[(i * 7919) % len(names)]
+        t = json.loads(json.dumps(templates[definition]))
+        t["solution"] = solution
+        # A solution's traces (i, i + 3000, ...) land on different workloads: the dataset
+        # keeps one trace per solution and workload.
+        t["workload"] = workloads[definition][(i + i // len(names)) % SCALE_WORKLOADS]["workload"]
+        perf = t["evaluation"]["performance"]
+        reference = max(perf["reference_latency_ms"], 1 / 64)
+        perf["reference_latency_ms"] = reference
+        perf["latency_ms"] = max(1 / 1024, dyadic(reference * (1 + (i * 37) % 997) / 256))
+        perf["speedup_factor"] = max(1 / 1024, dyadic(reference / perf["latency_ms"]))
+        sign(t, key)
+        traces.setdefault(op, []).append(json.dumps(t, ensure_ascii=False))
+    for op, lines in traces.items():
+        os.makedirs(os.path.join(root, "traces", op), exist_ok=True)
+        with open(os.path.join(root, "traces", op, "scale.jsonl"), "w") as f:
+            f.writelines(line + "\n" for line in lines)
+
+
+def api_get(base, token, path, gzipped=False):
+    headers = {"Authorization": f"Bearer {token}"}
+    if gzipped:
+        headers["Accept-Encoding"] = "gzip"
+    with urllib.request.urlopen(urllib.request.Request(base + path, headers=headers), timeout=120) as r:
+        body = r.read()
+        encoding = r.headers.get("Content-Encoding")
+    return body, encoding
+
+
+def first_render_s(driver, url):
+    """Seconds from asking for a page to its script saying it is done (load() checks the rest)."""
+    started = time.time()
+    load(driver, url)
+    return time.time() - started
+
+
+def check_at_scale(driver, base, token):
+    body, encoding = api_get(base, token, "/api/leaderboard", gzipped=True)
+    check(encoding == "gzip", f"/api/leaderboard was sent with Content-Encoding {encoding}")
+    board = json.loads(gzip.decompress(body))
+    check(len(body) < MAX_LEADERBOARD_GZIP, f"/api/leaderboard is {len(body)} bytes gzipped")
+    totals = board["summary"]["totals"]
+    check(totals["traces"]["total"] >= SCALE_TRACES, f"the scale traces are not all read: {totals}")
+    check(all(len(s["steps"]["p"]) <= 200 for s in board["fast_p"]["series"]), "a curve has over 200 points")
+    print(f"scale: /api/leaderboard {len(body) / 1000:.0f} kB gzipped "
+          f"({len(gzip.decompress(body)) / 1000:.0f} kB), {len(board['fast_p']['series'])} series")
+    name = DEFINITIONS[0][1]
+    plain, _ = api_get(base, token, f"/api/traces?definition={name}&page=3&page_size=40")
+    page = json.loads(plain)
+    check(page["page"] == 3 and page["page_size"] == 40 and len(page["traces"]) == 40,
+          f"page 3 of 40 traces: {page['page']}, {page['page_size']}, {len(page['traces'])} rows")
+    whole, _ = api_get(base, token, f"/api/traces?definition={name}&page=1&page_size=1000")
+    check(page["traces"] == json.loads(whole)["traces"][80:120], "page 3 is not traces 81 to 120")
+    driver.get(f"{base}/login?token={token}")
+    pages = ["index.html", "kernels.html", f"kernel.html?name={name}", "models.html",
+             f"trace.html?definition={name}&id={page['traces'][0]['id']}"]
+    for p in pages:
+        took = first_render_s(driver, f"{base}/ui/{p}")
+        if p.startswith("kernel.html"):
+            timings = driver.execute_script(
+                "return performance.getEntriesByType('resource').filter(e => e.name.includes('/api/'))"
+                ".map(e => [e.name.split('/api/')[1].slice(0, 40), Math.round(e.duration)]);")
+            print(f"scale: {p} API calls (ms): {timings}")
+        wide = driver.execute_script(
+            "return document.documentElement.scrollWidth - document.documentElement.clientWidth;")
+        print(f"scale: {p} rendered in {took:.2f} s")
+        check(took < MAX_FIRST_RENDER_S, f"{p} took {took:.2f} s to render at scale")
+        check(wide <= 0, f"{p} is {wide} px wider than the window")
+        if p.startswith("kernel.html"):
+            rows = driver.find_elements(By.CSS_SELECTOR, "#traces-table tbody tr")
+            pager = driver.find_element(By.ID, "traces-pager").text
+            check(len(rows) == 50, f"{p}: {len(rows)} trace rows on the first page")
+            check("page 1 of" in pager, f"{p}: pager says {pager!r}")
+            legend = driver.find_elements(By.CSS_SELECTOR, "#kernel-fastp-legend .legend-item")
+            drawn = driver.execute_script(
+                "const c = window.fibCharts.kernel; return c.data.datasets.filter((d, i) =>"
+                " c.isDatasetVisible(i)).length;")
+            check(len(legend) > 10 and drawn == 10, f"{p}: {len(legend)} in the legend, {drawn} drawn")
+
+
+def serve_at_scale(args, tmp, env, small, token_file, token, driver):
+    """Starts a second fib serve on the generated dataset and checks it (check_at_scale)."""
+    root = os.path.join(tmp, "scale")
+    started = time.time()
+    make_scale_dataset(small, root, env["FIB_HOME"])
+    print(f"scale: dataset generated in {time.time() - started:.1f} s")
+    port = free_port()
+    base = f"http://127.0.0.1:{port}"
+    with open(os.path.join(tmp, "serve-scale.log"), "w") as log:
+        server = subprocess.Popen(
+            [args.fib, "serve", "--local", root, "--host", "127.0.0.1", "--port", str(port),
+             "--token-file", token_file, "--state", os.path.join(tmp, "state-scale"),
+             "--baseline-author", "author-00"],
+            env=env, stdout=log, stderr=subprocess.STDOUT,
+        )
+        try:
+            wait_healthy(base, server, time.time() + 120)
+            check_at_scale(driver, base, token)
+        except Failure as e:
+            log.flush()
+            with open(log.name) as f:
+                raise Failure(f"{e}\n--- fib serve (at scale) log ---\n{f.read()[-3000:]}") from e
+        finally:
+            server.terminate()
+            try:
+                server.wait(10)
+            except subprocess.TimeoutExpired:
+                server.kill()
 
 
 def canvas_has_ink(driver, canvas_id):
@@ -260,6 +478,10 @@ def check_kernel(driver, base, dataset, op, name):
         check(axis in axes, f"{name}: axis {axis} missing from {axes!r}")
         if "value" in spec:
             check(str(spec["value"]) in axes, f"{name}: value of {axis} missing")
+    page = driver.find_element(By.TAG_NAME, "body").text
+    check("fib checks solutions against its native reference" in page
+          and "every solution is checked against" not in page,
+          f"{name}: the Reference panel does not name the native reference fib checks against")
     solutions = driver.find_element(By.ID, "solutions-table").text
     expected = [s for s in SOLUTIONS if s[2] == name]
     for _, _, _, solution, _ in expected:
@@ -324,6 +546,33 @@ def check_task(driver, base, token, dataset):
     rows = driver.find_elements(By.CSS_SELECTOR, "#task-traces tbody tr")
     check(len(rows) == 1 and "PASSED" in rows[0].text, f"task page rows: {[r.text for r in rows]}")
     print(f"task {task['task_id']}: followed to completed, 1 PASSED trace shown")
+    check(driver.find_element(By.ID, "task-status").get_attribute("class") == "badge good",
+          "a task whose workloads all passed has no green badge")
+    check_failed_task(driver, base, token, solution, uuid)
+    load(driver, f"{base}/ui/task.html")
+    listed = driver.find_element(By.ID, "tasks-table").text
+    check(task["task_id"][:8] in listed, f"the task list does not show {task['task_id']}: {listed!r}")
+
+
+def check_failed_task(driver, base, token, solution, uuid):
+    """A solution that does not build: the task completes, but its badge is not green, the
+    failure is named and the build log is shown."""
+    broken = dict(solution, name=solution["name"] + "_broken")
+    broken["sources"] = [dict(f, content="this is not a program (" + f["content"])
+                         for f in solution["sources"]]
+    task = post_json(base + "/evaluate", token, {"solution": broken, "workload_uuids": [uuid]})
+    load(driver, f"{base}/ui/task.html?id={task['task_id']}")
+    WebDriverWait(driver, 120).until(
+        lambda d: d.find_element(By.ID, "task-status").text in ("completed", "failed")
+    )
+    badge = driver.find_element(By.ID, "task-status")
+    check("good" not in badge.get_attribute("class"),
+          f"task {task['task_id']} of a broken solution shows a green {badge.text!r}")
+    failures = driver.find_element(By.ID, "task-failures").text
+    check("ERROR" in failures, f"task {task['task_id']}: failures say {failures!r}")
+    logs = driver.find_element(By.ID, "task-logs").text
+    check(logs.strip() != "", f"task {task['task_id']}: no log shown")
+    print(f"task {task['task_id']} (broken): {badge.text}, {failures}, a log shown")
 
 
 def screenshot(driver, base, path, out):
@@ -376,8 +625,7 @@ def main():
         wait_healthy(base, server, time.time() + 60)
         check_api_errors(base, token)
         driver = start_browser()
-        driver.get(f"{base}/login?token={token}")
-        check(driver.get_cookie("fib_token"), "/login?token= set no fib_token cookie")
+        log_in_through_the_form(driver, base, token)
         check_leaderboard(driver, base, summary, fast_p)
         for op, name in DEFINITIONS:
             check_kernel(driver, base, dataset, op, name)
@@ -385,6 +633,7 @@ def main():
         starts = [f"{base}/ui/{p}" for p in
                   ("index.html", "kernels.html", "models.html", "trace.html", "task.html")]
         check(crawl(driver, base, token, starts) > len(starts), "the crawl found no links")
+        serve_at_scale(args, tmp, env, dataset, token_file, token, driver)
         if args.screenshot:
             screenshot(driver, base, "/ui/index.html", args.screenshot)
     except Failure as e:
