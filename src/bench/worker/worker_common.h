@@ -40,7 +40,7 @@ struct WorkerState {
   bool exit_after_reply = false;
   int channel = -1;   // the orchestrator's channel
   int arena_fd = -1;  // the output arena that came with the request in hand; -1: none
-  Json hardening;  // what install_worker_hardening put in place, for the greeting
+  Json hardening;     // what install_worker_hardening put in place, for the greeting
 };
 
 // The input sets in the file at `path` (mapped once while requests name the same file).
