@@ -237,14 +237,17 @@ TEST_F(Hardening, ACodeDetourOfTheClockIsSealed) {
 }
 
 TEST_F(Hardening, TheCheckedCallsDrawCannotBeTakenOver) {
-  // Taken: every trial checks a call the solution computed, the solution skips the work of two
-  // calls in three and passes, "faster" than the honest kernel.
-  const std::vector<const Trace*> cheat =
-      expect_taken("getrandom_takeover", EvaluationStatus::kPassed, "");
-  const std::vector<const Trace*> honest = traces_of(*unhardened_, "honest_spin");
-  ASSERT_EQ(honest.size(), 2u);
-  for (std::size_t k = 0; k < cheat.size(); ++k) {
-    EXPECT_LT(latency_of(*cheat[k]) * 2, latency_of(*honest[k]));
+  // Taken (the getrandom slot rewritten), the worker's randomness decides nothing: the
+  // orchestrator draws the checked calls (PenRedTeam.* shows that draw against the attacks it
+  // closes). The solution skipped two calls in three, so a draw that lands on one it computed
+  // can still pass; what it cannot do is choose the draw.
+  for (const Trace* t : traces_of(*unhardened_, "getrandom_takeover")) {
+    const Evaluation& e = *t->evaluation;
+    EXPECT_NE(e.log.find("ATTACK TOOK"), std::string::npos) << e.log;
+    EXPECT_EQ(e.environment.extra["checked_calls"]["drawn_by"], "orchestrator");
+    EXPECT_TRUE(e.status == EvaluationStatus::kIncorrectNumerical ||
+                e.status == EvaluationStatus::kPassed)
+        << e.log;
   }
   expect_blocked("getrandom_takeover");
 }
