@@ -14,8 +14,7 @@ namespace fib::cli {
 std::string dataset_path(const std::string& flag) {
   if (!flag.empty()) return flag;
   if (const char* env = std::getenv("FIB_DATASET_PATH"); env && *env) return env;
-  throw Error("--dataset", "no dataset given",
-              "use --dataset DIR (or --local DIR) or set FIB_DATASET_PATH");
+  throw Error("--dataset", "no dataset given", "use --dataset DIR or set FIB_DATASET_PATH");
 }
 
 const Definition& find_definition(const TraceSet& set, const std::string& name) {

@@ -50,8 +50,7 @@ int run_validate(const ValidateArgs& a) {
     if (const char* env = std::getenv("FIB_DATASET_PATH"); env && *env) dataset = env;
   }
   if (dataset.empty()) {
-    std::cerr << "fib validate: no dataset given (use --dataset DIR (or --local DIR) or set "
-                 "FIB_DATASET_PATH)\n";
+    std::cerr << "fib validate: no dataset given (use --dataset DIR or set FIB_DATASET_PATH)\n";
     return kExitUsage;
   }
   validate::Options opt;
