@@ -494,7 +494,12 @@ std::optional<Outcome> stop_after_reply(WorkerAnswer* a) {
 // test, the checked calls' files): held to regular files with one link, in fresh copies.
 // Copies are made only of a stopped worker's outputs: one still running could write on.
 std::optional<Outcome> take_solution_outputs(Box& box, const WorkerAnswer& a) {
-  const bool follow = pen_switches_for_tests().follow_links_out_of_the_box;
+  const PenSwitchesForTests& pen = pen_switches_for_tests();
+  // A test of worker-drawn files stands for the time fib once left before taking them.
+  if (!a.stopped && pen.worker_draws_checked_calls && pen.read_delay_ms > 0) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(pen.read_delay_ms));
+  }
+  const bool follow = pen.follow_links_out_of_the_box;
   const std::string unsound =
       box.take_outputs(/*private_copies=*/a.stopped && !follow, /*check=*/!follow);
   if (unsound.empty()) return std::nullopt;
