@@ -520,15 +520,10 @@ std::optional<Outcome> call_solution_worker(Lane& lane, const EvaluateSettings& 
   const std::string key = job.solution.name + "@" + job.build.key;
   a->worker = start_solution_worker(lane, settings, key, costs, &start_error);
   if (a->worker != nullptr) observe_idle_cpu(*a->worker, &a->cpu);
-  // Work while idle after another solution's evaluation (a worker shared between solutions, as
-  // only a red-team test makes one) is that solution's: this one gets a fresh worker rather than
-  // the blame.
-  if (a->worker != nullptr && a->cpu.idle_cpu_ms && *a->cpu.idle_cpu_ms > kIdleFixedMs &&
-      a->worker->last_solution() != job.solution.name) {
-    a->cpu.replaced_after_idle_cpu_ms = a->cpu.idle_cpu_ms;
+  // A worker serves one solution; where it served another just before (a worker shared between
+  // solutions, as only a red-team test makes one), its idle work was that solution's.
+  if (a->worker != nullptr && a->worker->last_solution() != job.solution.name) {
     a->cpu.idle_cpu_ms.reset();
-    lane.solution.reset();
-    a->worker = start_solution_worker(lane, settings, key, costs, &start_error);
   }
   if (a->worker == nullptr) {
     return failed(EvaluationStatus::kRuntimeError,
