@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "bench/red_team_attacks.h"
+#include "bench/run/output_arena.h"
 #include "fib/bench/run/run.h"
 #include "fib/bench/run/test_hooks.h"
 #include "fib/dataset/trace_set.h"
@@ -261,8 +262,12 @@ FIB_EXPORT_SOLUTION(run, run_);
 static void run_(fib::TensorView x, fib::TensorView w, fib::TensorView y) { rms(x, w, y); }
 FIB_EXPORT_SOLUTION(run, run_);
 )");
+  // The CPU-time check, held off here, would catch the thread's polling on its own: this shows
+  // what a worker per solution alone closes.
   test_hooks::share_solution_workers(true);
+  detail::pen_switches_for_tests().cpu_check_off = true;
   const RunResult shared = run_benchmark(options({"a_late_thread", "b_honest"}));
+  detail::pen_switches_for_tests() = detail::PenSwitchesForTests{};
   test_hooks::share_solution_workers(false);
   ASSERT_EQ(shared.traces.size(), 4u);
   for (int k = 0; k < 2; ++k) {
