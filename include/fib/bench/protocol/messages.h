@@ -52,7 +52,7 @@ struct TrialPlan {
   std::string check_output;       // where they go (chosen by the orchestrator); empty: nowhere
   double max_seconds = 0;         // 0: no time cap
   double max_warmup_seconds = 0;  // 0: every warmup call; else the warmup's time cap
-  int first_slot = -1;            // the arena slot of timed call 0; -1: no arena
+  int first_slot = -1;            // the arena slot of timed call 0; -1: the request has no arena
   std::uint64_t poison_base = 0;  // with an arena: the poison index of timed call 0
   bool operator==(const TrialPlan&) const = default;
 };
