@@ -23,6 +23,7 @@ packages=(
   libtorch-dev pybind11-dev  # torch/extension.h: solutions of binding torch (PyTorch extensions)
   bubblewrap           # the solution workers' sandbox (fib run --sandbox)
   libseccomp-dev       # the workers' seccomp filter (bench/worker/hardening.cpp)
+  zlib1g-dev           # fib serve gzips its API answers
   libjs-chart.js libjs-highlight.js  # the web interface's charts and code (served at /vendor/)
   chromium chromium-driver python3-selenium  # the web interface's browser test
 )
