@@ -149,8 +149,8 @@ void Server::install_handlers() {
   });
 }
 
-// Before the body is read: a request without a known token gets 401, and one whose declared body
-// is over its token's limit 413 (the evaluate route checks what it reads as well).
+// Before the body is read: a request without a known token gets 401. A token's own body limit is
+// checked by the routes that take a body, on what they read.
 bool Server::admitted(const httplib::Request& req, httplib::Response& res) const {
   const std::optional<Identity> who = auth_->identify(req);
   if (!who) {
@@ -162,14 +162,6 @@ bool Server::admitted(const httplib::Request& req, httplib::Response& res) const
     send_error(res, 401,
                "Missing or wrong token: send 'Authorization: Bearer <token>', or open "
                "/login?token=<token> in a browser");
-    return false;
-  }
-  const std::uint64_t declared = req.get_header_value<std::uint64_t>("Content-Length");
-  if (!who->admin && who->max_body_bytes != 0 && declared > who->max_body_bytes) {
-    res.set_header("Connection", "close");  // its body is left unread
-    send_error(
-        res, 413,
-        fmt::format("Request body too large: this token's limit is {} bytes", who->max_body_bytes));
     return false;
   }
   return true;

@@ -14,14 +14,22 @@ namespace {
 constexpr double kMaxWaitSeconds = 3600;
 constexpr std::size_t kMaxBatch = 10000;
 
+// The body was read whole (up to the server's --max-body-mb) before this check: answering 413
+// with it unread would reset the connection under a client still sending, which then sees no
+// answer at all.
+bool within_token_body_limit(const Identity& sender, const httplib::Request& req,
+                             httplib::Response& res) {
+  if (sender.max_body_bytes == 0 || req.body.size() <= sender.max_body_bytes) return true;
+  send_error(
+      res, 413,
+      fmt::format("Request body too large: this token's limit is {} bytes", sender.max_body_bytes));
+  return false;
+}
+
 void evaluate(const TaskRouteContext& rc, const httplib::Request& req, httplib::Response& res) {
   const std::optional<Identity> sender = rc.auth->identify(req);
   if (!sender) return send_error(res, 401, "Missing or wrong token");
-  if (sender->max_body_bytes != 0 && req.body.size() > sender->max_body_bytes) {
-    return send_error(res, 413,
-                      fmt::format("Request body too large: this token's limit is {} bytes",
-                                  sender->max_body_bytes));
-  }
+  if (!within_token_body_limit(*sender, req, res)) return;
   const std::optional<Json> body = read_json_body(req, res);
   if (!body) return;
   Rejection rejection;
@@ -129,6 +137,7 @@ void get_batch(const TaskRouteContext& rc, const httplib::Request& req, httplib:
   TaskService& tasks = *rc.tasks;
   const std::optional<Identity> who = rc.auth->identify(req);
   if (!who) return send_error(res, 401, "Missing or wrong token");
+  if (!within_token_body_limit(*who, req, res)) return;
   const std::optional<Json> body = read_json_body(req, res);
   if (!body) return;
   const auto batch = read_batch(*body, res);
