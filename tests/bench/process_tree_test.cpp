@@ -42,7 +42,9 @@ TEST(ProcessTree, EveryDescendantStopsAndContinues) {
   EXPECT_EQ(stop_process_tree(root), tree.size());
   for (pid_t p : tree) {
     char s = '?';
-    for (int i = 0; i < 100 && (s = state_of(p)) != 'T'; ++i) {
+    // A process in uninterruptible sleep ('D', e.g. paging in its program on a loaded machine)
+    // takes the stop once it wakes.
+    for (int i = 0; i < 1000 && (s = state_of(p)) != 'T'; ++i) {
       std::this_thread::sleep_for(std::chrono::milliseconds(5));
     }
     EXPECT_EQ(s, 'T') << p;
