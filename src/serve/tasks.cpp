@@ -12,6 +12,7 @@
 
 #include "fib/base/device.h"
 #include "fib/base/json.h"
+#include "fib/base/timestamp.h"
 #include "fib/bench/run/run.h"
 #include "fib/dataset/layout.h"
 #include "fib/trace/signature.h"
@@ -85,17 +86,6 @@ std::uint64_t random_seed() {
   return seed;
 }
 
-std::string now_iso() {
-  const auto now = std::chrono::system_clock::now();
-  const auto us =
-      std::chrono::duration_cast<std::chrono::microseconds>(now.time_since_epoch()).count();
-  const std::time_t secs = static_cast<std::time_t>(us / 1000000);
-  std::tm tm{};
-  ::gmtime_r(&secs, &tm);
-  return fmt::format("{:04}-{:02}-{:02}T{:02}:{:02}:{:02}.{:06}+00:00", tm.tm_year + 1900,
-                     tm.tm_mon + 1, tm.tm_mday, tm.tm_hour, tm.tm_min, tm.tm_sec, us % 1000000);
-}
-
 // The trace of a workload the run skipped after the solution timed out on `timed_out`'s: the
 // same run's environment, less what was particular to that workload's evaluation.
 Trace not_run_trace(const Trace& timed_out, const Workload& workload) {
@@ -112,7 +102,7 @@ Trace not_run_trace(const Trace& timed_out, const Workload& workload) {
     extra.erase(particular);
   }
   extra[kNotRunKey] = Json{{"timed_out_on_workload", timed_out.workload.uuid}};
-  e.timestamp = now_iso();
+  e.timestamp = utc_timestamp();
   e.log = fmt::format("not run: timed out on workload {}", timed_out.workload.uuid);
   t.evaluation = std::move(e);
   return t;

@@ -5,9 +5,7 @@
 #include <sys/utsname.h>
 #include <unistd.h>
 
-#include <chrono>
 #include <cstring>
-#include <ctime>
 #include <fstream>
 #include <random>
 
@@ -51,17 +49,6 @@ Json host_json() {
               {"os", fmt::format("{} {} {}", u.sysname, u.release, u.machine)},
               {"logical_cpus", ::sysconf(_SC_NPROCESSORS_ONLN)},
               {"memory_gib", static_cast<double>(physical_memory()) / (1u << 30)}};
-}
-
-std::string iso_timestamp() {
-  const auto now = std::chrono::system_clock::now();
-  const auto us =
-      std::chrono::duration_cast<std::chrono::microseconds>(now.time_since_epoch()).count();
-  const std::time_t secs = static_cast<std::time_t>(us / 1000000);
-  std::tm tm{};
-  ::gmtime_r(&secs, &tm);
-  return fmt::format("{:04}-{:02}-{:02}T{:02}:{:02}:{:02}.{:06}+00:00", tm.tm_year + 1900,
-                     tm.tm_mon + 1, tm.tm_mday, tm.tm_hour, tm.tm_min, tm.tm_sec, us % 1000000);
 }
 
 std::string kernel_release() {

@@ -16,8 +16,6 @@ std::string cpu_model();          // /proc/cpuinfo's model name, or "unknown CPU
 std::uint64_t physical_memory();  // bytes; 0 when the system does not say
 // The host as traces record it: name, OS, logical CPUs and memory.
 Json host_json();
-// Now, in UTC with microseconds: "2025-01-31T12:00:00.123456+00:00".
-std::string iso_timestamp();
 // The running kernel's release (`uname -r`): some GPU hosts run gVisor, whose kernel is not
 // Linux's and whose seccomp, Landlock and mseal differ.
 std::string kernel_release();

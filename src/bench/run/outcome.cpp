@@ -1,6 +1,7 @@
 #include "outcome.h"
 
 #include "environment.h"
+#include "fib/base/timestamp.h"
 #include "fib/tensor/inputs.h"
 #include "fib/version.h"
 
@@ -35,7 +36,7 @@ Trace make_trace(const TraceContext& context, const Lane& lane, const Definition
     extra[it.key()] = *it;
   }
   e.environment.extra = extra;
-  e.timestamp = iso_timestamp();
+  e.timestamp = utc_timestamp();
   e.log = std::move(outcome.log);
   e.correctness = std::move(outcome.correctness);
   e.performance = std::move(outcome.performance);
