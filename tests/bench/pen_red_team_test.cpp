@@ -1,7 +1,7 @@
 // The red team of "no pen after the calls" (issue #37 point 1) on the CPU: solutions whose
 // timed calls compute nothing and that try to decide their verdict afterwards, through what fib
 // reads once the calls are over. Each attack is shown to work with its protection switched off
-// (run/output_arena.h's PenSwitchesForTests, which only tests reach) and to fail with it on,
+// (fib/bench/run/test_hooks.h's PenSwitches, which only tests reach) and to fail with it on,
 // the run going on and every other solution judged as before:
 //   (a) a thread watching the box's out/ folder rewrites the drawn call's file with outputs it
 //       computes for that call alone;
@@ -22,6 +22,7 @@
 #include "fib/base/diagnostics.h"
 #include "fib/bench/launch/worker_process.h"
 #include "fib/bench/run/run.h"
+#include "fib/bench/run/test_hooks.h"
 #include "fib/dataset/trace_set.h"
 #include "support/rmsnorm_solution_source.h"
 #include "support/temp_dir.h"
@@ -30,8 +31,8 @@ namespace fib::bench {
 namespace {
 
 namespace fs = std::filesystem;
-using detail::pen_switches_for_tests;
-using detail::PenSwitchesForTests;
+using test_hooks::PenSwitches;
+using test_hooks::set_pen;
 using testing::TempDir;
 
 const fs::path kSource = FIB_SOURCE_DIR;
@@ -247,9 +248,9 @@ class PenRedTeam : public ::testing::Test {
  protected:
   void SetUp() override {
     testing::copy_tree(kSource / "examples" / "dataset", tmp_.path() / "dataset");
-    pen_switches_for_tests() = PenSwitchesForTests{};
+    set_pen(PenSwitches{});
   }
-  void TearDown() override { pen_switches_for_tests() = PenSwitchesForTests{}; }
+  void TearDown() override { set_pen(PenSwitches{}); }
   void add_solution(const std::string& name, const std::string& attack) {
     Solution s;
     s.name = name;
@@ -305,8 +306,8 @@ class PenRedTeam : public ::testing::Test {
 
 // The old pen: the worker draws and writes the drawn call's outputs to its out/ folder, which
 // fib reads a moment after the reply.
-PenSwitchesForTests worker_drawn_files() {
-  PenSwitchesForTests off;
+PenSwitches worker_drawn_files() {
+  PenSwitches off;
   off.worker_draws_checked_calls = true;
   off.read_delay_ms = 500;
   off.cpu_check_off = true;
@@ -316,12 +317,12 @@ PenSwitchesForTests worker_drawn_files() {
 TEST_F(PenRedTeam, AWatcherRewritingTheDrawnCallsFileFails) {
   SKIP_WITHOUT_SANDBOX();
   add_solution("rewrites_the_drawn_file", kRewritesTheDrawnFile);
-  pen_switches_for_tests() = worker_drawn_files();
+  set_pen(worker_drawn_files());
   const RunResult off = run_benchmark(options({"rewrites_the_drawn_file"}));
   EXPECT_EQ(status_of(off, "rewrites_the_drawn_file"), EvaluationStatus::kPassed)
       << trace_of(off, "rewrites_the_drawn_file").evaluation->log;
 
-  pen_switches_for_tests() = PenSwitchesForTests{};
+  set_pen(PenSwitches{});
   const RunResult on = run_benchmark(options({"rewrites_the_drawn_file"}));
   const Trace& t = trace_of(on, "rewrites_the_drawn_file");
   EXPECT_EQ(t.evaluation->status, EvaluationStatus::kIncorrectNumerical) << t.evaluation->log;
@@ -331,15 +332,15 @@ TEST_F(PenRedTeam, AWatcherRewritingTheDrawnCallsFileFails) {
 TEST_F(PenRedTeam, ALinkToTheReferencesOutputsFails) {
   SKIP_WITHOUT_SANDBOX();
   add_solution("links_to_the_reference", kLinksToTheReference);
-  PenSwitchesForTests off = worker_drawn_files();
+  PenSwitches off = worker_drawn_files();
   off.follow_links_out_of_the_box = true;
   off.box_at_its_real_path = true;
-  pen_switches_for_tests() = off;
+  set_pen(off);
   const RunResult r_off = run_benchmark(options({"links_to_the_reference"}));
   EXPECT_EQ(status_of(r_off, "links_to_the_reference"), EvaluationStatus::kPassed)
       << trace_of(r_off, "links_to_the_reference").evaluation->log;
 
-  pen_switches_for_tests() = PenSwitchesForTests{};
+  set_pen(PenSwitches{});
   const RunResult on = run_benchmark(options({"links_to_the_reference"}));
   const Trace& t = trace_of(on, "links_to_the_reference");
   EXPECT_EQ(t.evaluation->status, EvaluationStatus::kIncorrectNumerical) << t.evaluation->log;
@@ -351,13 +352,13 @@ TEST_F(PenRedTeam, ADanglingLinkFailsItsEvaluationAndTheRunGoesOn) {
   add_solution("b_honest", kHonest);
   const RunOptions o = options({"a_dangling_link", "b_honest"});
   // Off: fib follows the link, cannot read it, and the whole run ends.
-  PenSwitchesForTests off = worker_drawn_files();
+  PenSwitches off = worker_drawn_files();
   off.follow_links_out_of_the_box = true;
-  pen_switches_for_tests() = off;
+  set_pen(off);
   EXPECT_THROW(run_benchmark(o), Error);
 
   // The worker's files held to regular files with one link: that evaluation fails, named.
-  pen_switches_for_tests() = worker_drawn_files();
+  set_pen(worker_drawn_files());
   const RunResult files = run_benchmark(o);
   // Where the watcher replaced the file in time, the evaluation fails naming the link; where the
   // worker's tree stopped first, the file is the calls' own (they computed nothing). Either way
@@ -372,7 +373,7 @@ TEST_F(PenRedTeam, ADanglingLinkFailsItsEvaluationAndTheRunGoesOn) {
   EXPECT_EQ(status_of(files, "b_honest"), EvaluationStatus::kPassed);
 
   // Every protection on: there is no file to replace; the calls computed nothing.
-  pen_switches_for_tests() = PenSwitchesForTests{};
+  set_pen(PenSwitches{});
   const RunResult on = run_benchmark(o);
   EXPECT_EQ(status_of(on, "a_dangling_link"), EvaluationStatus::kIncorrectNumerical);
   EXPECT_EQ(status_of(on, "b_honest"), EvaluationStatus::kPassed);
@@ -381,16 +382,16 @@ TEST_F(PenRedTeam, ADanglingLinkFailsItsEvaluationAndTheRunGoesOn) {
 TEST_F(PenRedTeam, AThreadFillingTheArenaAfterTheCallsFails) {
   SKIP_WITHOUT_SANDBOX();
   add_solution("fills_the_arena_later", kFillsTheArenaAfterTheCalls);
-  PenSwitchesForTests off;
+  PenSwitches off;
   off.read_without_stopping = true;
   off.read_delay_ms = 3000;
   off.cpu_check_off = true;
-  pen_switches_for_tests() = off;
+  set_pen(off);
   const RunResult r_off = run_benchmark(options({"fills_the_arena_later"}));
   EXPECT_EQ(status_of(r_off, "fills_the_arena_later"), EvaluationStatus::kPassed)
       << trace_of(r_off, "fills_the_arena_later").evaluation->log;
 
-  pen_switches_for_tests() = PenSwitchesForTests{};
+  set_pen(PenSwitches{});
   const RunResult on = run_benchmark(options({"fills_the_arena_later"}));
   const Trace& t = trace_of(on, "fills_the_arena_later");
   EXPECT_EQ(t.evaluation->status, EvaluationStatus::kIncorrectNumerical) << t.evaluation->log;

@@ -8,7 +8,6 @@
 #include <vector>
 
 #include "bench/red_team_attacks.h"
-#include "bench/run/output_arena.h"
 #include "fib/bench/run/run.h"
 #include "fib/bench/run/test_hooks.h"
 #include "fib/dataset/trace_set.h"
@@ -265,9 +264,9 @@ FIB_EXPORT_SOLUTION(run, run_);
   // The CPU-time check, held off here, would catch the thread's polling on its own: this shows
   // what a worker per solution alone closes.
   test_hooks::share_solution_workers(true);
-  detail::pen_switches_for_tests().cpu_check_off = true;
+  test_hooks::set_pen({.cpu_check_off = true});
   const RunResult shared = run_benchmark(options({"a_late_thread", "b_honest"}));
-  detail::pen_switches_for_tests() = detail::PenSwitchesForTests{};
+  test_hooks::set_pen({});
   test_hooks::share_solution_workers(false);
   ASSERT_EQ(shared.traces.size(), 4u);
   for (int k = 0; k < 2; ++k) {

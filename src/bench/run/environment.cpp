@@ -10,7 +10,7 @@
 #include <random>
 
 #include "fib/base/diagnostics.h"
-#include "output_arena.h"
+#include "fib/bench/run/test_hooks.h"
 
 namespace fib::bench::detail {
 
@@ -142,8 +142,7 @@ Scratch::~Scratch() {
 }
 
 fs::path Scratch::make_box(const std::string& name, int uid) const {
-  const fs::path box =
-      (pen_switches_for_tests().box_at_its_real_path ? base_ : boxes_) / ("box-" + name);
+  const fs::path box = (test_hooks::pen().box_at_its_real_path ? base_ : boxes_) / ("box-" + name);
   std::error_code ec;
   fs::remove_all(box, ec);
   const auto open = fs::perms::owner_all | fs::perms::group_read | fs::perms::group_exec |

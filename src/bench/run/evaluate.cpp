@@ -494,7 +494,7 @@ std::optional<Outcome> stop_after_reply(WorkerAnswer* a) {
 // test, the checked calls' files): held to regular files with one link, in fresh copies.
 // Copies are made only of a stopped worker's outputs: one still running could write on.
 std::optional<Outcome> take_solution_outputs(Box& box, const WorkerAnswer& a) {
-  const PenSwitchesForTests& pen = pen_switches_for_tests();
+  const test_hooks::PenSwitches& pen = test_hooks::pen();
   // A test of worker-drawn files stands for the time fib once left before taking them.
   if (!a.stopped && pen.worker_draws_checked_calls && pen.read_delay_ms > 0) {
     std::this_thread::sleep_for(std::chrono::milliseconds(pen.read_delay_ms));
@@ -576,7 +576,7 @@ std::optional<Outcome> failed_calls(const protocol::EvaluateRequest& request,
   }
   const CpuCheck cpu = check_worker_cpu(a.cpu, request, reply);
   env["cpu_check"] = cpu.record;
-  if (!cpu.mismatch.empty() && !pen_switches_for_tests().cpu_check_off) {
+  if (!cpu.mismatch.empty() && !test_hooks::pen().cpu_check_off) {
     a.worker
         ->kill();  // what worked outside its calls may go on: the next evaluation gets a new one
     return failed(EvaluationStatus::kRuntimeError, cpu.mismatch + a.output_log);
@@ -653,7 +653,7 @@ Attempt run_solution(Lane& lane, const EvaluationJob& job, const EvaluateSetting
   if (p.sampling) sampling_file = (p.dir / (job.name + "-draws.safetensors")).string();
   protocol::EvaluateRequest request =
       evaluation_request(lane, job, settings.options, sampling_file);
-  const PenSwitchesForTests& pen = pen_switches_for_tests();
+  const test_hooks::PenSwitches& pen = test_hooks::pen();
   // CPU lanes: every timed call's outputs in an arena fib holds; the orchestrator draws.
   std::optional<OutputArenaFile> arena;
   std::vector<Shape> shapes;

@@ -10,8 +10,8 @@
 #include "fib/bench/eval/compare.h"
 #include "fib/bench/eval/op_family.h"
 #include "fib/bench/inputs/device_pool.h"
+#include "fib/bench/run/test_hooks.h"
 #include "fib/tensor/safetensors.h"
-#include "output_arena.h"
 
 namespace fib::bench::detail {
 
@@ -31,7 +31,7 @@ bool read_solution_outputs(const std::string& path, Outputs* out, CallVerdict* v
     *out = read_outputs(path);
     return true;
   } catch (const Error& e) {
-    if (pen_switches_for_tests().follow_links_out_of_the_box) throw;
+    if (test_hooks::pen().follow_links_out_of_the_box) throw;
     verdict->status = EvaluationStatus::kRuntimeError;
     verdict->log = fmt::format("fib cannot read the solution's outputs: {}", e.what());
     return false;

@@ -14,9 +14,9 @@
 #include <thread>
 
 #include "evaluate.h"
+#include "fib/bench/run/test_hooks.h"
 #include "inputs_ahead.h"
 #include "outcome.h"
-#include "output_arena.h"
 #include "prepare.h"
 #include "sandbox.h"
 
@@ -269,7 +269,7 @@ EvaluateSettings LaneLoop::evaluate_settings(const Lane& lane) {
   if (run_.sandbox.spec.enabled()) {
     worker.sandbox = run_.sandbox.spec;
     worker.sandbox.box = lane.box;
-    if (pen_switches_for_tests().box_at_its_real_path) worker.sandbox.box_inside = lane.box;
+    if (test_hooks::pen().box_at_its_real_path) worker.sandbox.box_inside = lane.box;
   }
   return EvaluateSettings{run_.options, run_.builtin, run_.user ? &*run_.user : nullptr,
                           std::move(worker), [this](const std::string& m) { run_.message(m); }};

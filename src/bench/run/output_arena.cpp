@@ -72,11 +72,6 @@ std::uint64_t draw_checked_position(std::uint64_t n) {
   }
 }
 
-PenSwitchesForTests& pen_switches_for_tests() {
-  static PenSwitchesForTests switches;
-  return switches;
-}
-
 OutputArenaFile::OutputArenaFile(const protocol::OutputArena& layout) : layout_(layout) {
   fd_ = ::memfd_create("fib-output-arena", MFD_CLOEXEC | MFD_ALLOW_SEALING);
   if (fd_ < 0) {

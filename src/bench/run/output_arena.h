@@ -35,30 +35,6 @@ PlannedArena plan_output_arena(const Definition& def, const std::vector<Shape>& 
 // position of a trial's checked call among the timed calls it made.
 std::uint64_t draw_checked_position(std::uint64_t n);
 
-// Single protections of the checked call turned off, for the red-team tests that show each
-// attack working without its protection (tests/bench/pen_red_team_test.cpp). Only tests set
-// them: nothing in fib's command line, configuration or environment reaches them. Every
-// protection is on by default.
-struct PenSwitchesForTests {
-  // CPU lanes: the solution worker draws the checked call itself and writes its outputs to a
-  // file in its box's out/, read after the reply (the GPU lanes' way), instead of the arena.
-  bool worker_draws_checked_calls = false;
-  // Take the outputs out of the box without holding them to a regular file with one link:
-  // follow a link, as reading a path does.
-  bool follow_links_out_of_the_box = false;
-  // Make the boxes in the scratch folder (whose path a worker then sees in its mountinfo) and
-  // bind each at its real path in the sandbox.
-  bool box_at_its_real_path = false;
-  // Read the drawn call's outputs from the arena without stopping the worker's tree, this
-  // long after the reply (the time a judgement may take to come to them).
-  bool read_without_stopping = false;
-  int read_delay_ms = 0;
-  // Leave the CPU-time check out of the verdict: it also catches an attacker whose thread polls
-  // out/ or the arena, and a test of the pen shows what the pen alone closes.
-  bool cpu_check_off = false;
-};
-PenSwitchesForTests& pen_switches_for_tests();
-
 class OutputArenaFile {
  public:
   // Makes the memfd for `layout` (zero-filled, sealed against resizing); throws fib::Error.
