@@ -7,21 +7,19 @@
 
 namespace fib::serve {
 
-namespace {
-
-std::vector<std::string> definition_names(const TraceSet& set) {
+std::string definition_not_found(const TraceSet& set, std::string_view name) {
   std::vector<std::string> names;
   for (const auto& d : set.definitions()) names.push_back(d.value.name);
-  return names;
+  return fmt::format("Definition not found: {} ({})", name, suggest(name, names));
 }
+
+namespace {
 
 // The definition a route names, or a 404 that suggests a near name.
 const Definition* find_definition(const TraceSet& set, const std::string& name,
                                   httplib::Response& res) {
   if (const Definition* d = set.definition(name)) return d;
-  send_error(
-      res, 404,
-      fmt::format("Definition not found: {} ({})", name, suggest(name, definition_names(set))));
+  send_error(res, 404, definition_not_found(set, name));
   return nullptr;
 }
 

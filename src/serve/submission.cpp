@@ -7,6 +7,7 @@
 #include "fib/bench/builder/build.h"
 #include "fib/dataset/layout.h"
 #include "fib/trace/json_reader.h"
+#include "serve/dataset_routes.h"
 
 namespace fib::serve {
 
@@ -137,7 +138,7 @@ std::optional<Submission> parse_submission(const Json& body, const TraceSet& set
   if (!s || !set_author(*s, rules, rejection)) return std::nullopt;
   const Definition* def = set.definition(s->definition);
   if (!def) {
-    reject(rejection, 400, fmt::format("Definition not found: {}", s->definition));
+    reject(rejection, 400, definition_not_found(set, s->definition));
     return std::nullopt;
   }
   Submission out;

@@ -115,7 +115,7 @@ TEST_F(ServeTasks, BadRequestsSayWhatIsWrong) {
   unknown_def["definition"] = "rmsnorm_h4096";
   auto [s1, b1] = post("/evaluate", Json{{"solution", unknown_def}}.dump());
   EXPECT_EQ(s1, 400);
-  EXPECT_EQ(b1["detail"], "Definition not found: rmsnorm_h4096");
+  EXPECT_EQ(b1["detail"], "Definition not found: rmsnorm_h4096 (did you mean 'rmsnorm_h2048'?)");
   auto [s2, b2] =
       post("/evaluate",
            Json{{"solution", rmsnorm_solution_json("rms")}, {"workload_uuids", {"nope"}}}.dump());
