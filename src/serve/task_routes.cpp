@@ -152,6 +152,19 @@ constexpr std::size_t kMaxListed = 1000;
 
 // GET /tasks?status=&limit=: the newest tasks without their traces, and how many of each status
 // (a token's own only; the admin's: every task).
+// How a task's traces came out, without the traces: {"PASSED": 3, "INCORRECT_NUMERICAL": 1}.
+// Empty until it has traces; "completed" alone says nothing about correctness.
+Json outcome_counts(const Json& traces) {
+  Json counts = Json::object();
+  for (const Json& trace : traces) {
+    const Json status = trace.value("/evaluation/status"_json_pointer, Json());
+    if (!status.is_string()) continue;
+    Json& n = counts[status.get<std::string>()];
+    n = n.is_null() ? 1 : n.get<int>() + 1;
+  }
+  return counts;
+}
+
 void list_tasks(const TaskRouteContext& rc, const httplib::Request& req, httplib::Response& res) {
   TaskService& tasks = *rc.tasks;
   const std::optional<Identity> who = rc.auth->identify(req);
@@ -179,6 +192,7 @@ void list_tasks(const TaskRouteContext& rc, const httplib::Request& req, httplib
     j.erase("traces");
     j.erase("trace_ids");
     j["workload_uuids"] = t.workloads;
+    j["outcome"] = outcome_counts(t.traces);
     j["created"] = t.created;
     j["updated"] = t.updated;
     listed.push_back(std::move(j));

@@ -37,9 +37,13 @@ constexpr const char* kColumns =
     "id, status, definition, solution, workloads, gpu, device, traces, error, created, updated, "
     "token";
 // The same row without its traces (lists of many tasks).
+// A summary's traces are stubs that hold only each trace's evaluation status (for a listing's
+// outcome counts): a listing of a thousand tasks then parses no trace whole.
 constexpr const char* kSummaryColumns =
-    "id, status, definition, solution, workloads, gpu, device, '[]', error, created, updated, "
-    "token";
+    "id, status, definition, solution, workloads, gpu, device, "
+    "(SELECT json_group_array(json_object('evaluation', json_object('status', "
+    "json_extract(value, '$.evaluation.status')))) FROM json_each(tasks.traces)), "
+    "error, created, updated, token";
 
 double now_seconds() {
   return std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();

@@ -57,8 +57,8 @@ class TaskStore {
   std::vector<Task> unfinished() const;
   // Marks the tasks an earlier server left running as pending again (they wait for a queue).
   void requeue_running();
-  // The newest tasks first, at most `limit`, of one status and one token when given; their
-  // traces left out.
+  // The newest tasks first, at most `limit`, of one status and one token when given; each trace
+  // stands as {"evaluation": {"status": S}} only.
   std::vector<Task> recent(std::size_t limit, std::optional<TaskStatus> status,
                            const std::optional<std::string>& token = std::nullopt) const;
   std::size_t count(TaskStatus status,

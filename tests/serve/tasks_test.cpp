@@ -193,6 +193,7 @@ TEST_F(ServeTasks, RestartKeepsResultsAndResumesQueuedTasks) {
   ASSERT_EQ(listed["tasks"].size(), 3u);
   EXPECT_EQ(listed["tasks"][0]["task_id"], queued.back()) << "newest first";
   EXPECT_FALSE(listed["tasks"][0].contains("traces"));
+  EXPECT_EQ(listed["tasks"][0]["outcome"], Json::parse(R"({"PASSED": 1})"));
   EXPECT_EQ(body_json(c->Get("/tasks?status=failed"))["tasks"].size(), 0u);
   auto bad = c->Get("/tasks?status=done");
   ASSERT_TRUE(bad);
