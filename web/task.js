@@ -110,6 +110,18 @@ function renderTask(box, task) {
   );
 }
 
+// A listed task's traces by evaluation status ("3 PASSED", "1 INCORRECT_NUMERICAL"), failures
+// first; a dash until it has traces.
+function outcomeBadges(task) {
+  const entries = Object.entries(task.outcome || {}).sort(([a], [b]) => (a === "PASSED") - (b === "PASSED"));
+  if (!entries.length) return el("span", { class: "muted" }, "–");
+  return el(
+    "span",
+    { class: "nowrap", "data-field": "outcome" },
+    entries.map(([status, n]) => el("span", { class: "badge-count" }, `${n} `, Fib.statusBadge(status))),
+  );
+}
+
 // The newest tasks (GET /tasks: the server's, or an author's token's own) and the count of each
 // status, queue included.
 function taskList(data) {
@@ -123,6 +135,7 @@ function taskList(data) {
           ["Status", (t) => el("span", { class: `badge ${t.status === "failed" ? "bad" : t.status === "completed" ? "muted" : "warn"}` }, t.status)],
           ["Definition", (t) => (t.definition ? Fib.kernelLink(t.definition) : "–")],
           ["Solution", (t) => t.solution || "–"],
+          ["Outcome", outcomeBadges],
           ["Workloads", (t) => (t.workload_uuids || []).length || "all", "num"],
           ["Submitted", (t) => el("span", { class: "muted small nowrap" }, t.created || "")],
           ["Updated", (t) => el("span", { class: "muted small nowrap" }, t.updated || "")],

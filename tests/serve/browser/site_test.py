@@ -552,6 +552,9 @@ def check_task(driver, base, token, dataset):
     load(driver, f"{base}/ui/task.html")
     listed = driver.find_element(By.ID, "tasks-table").text
     check(task["task_id"][:8] in listed, f"the task list does not show {task['task_id']}: {listed!r}")
+    row = [r.text for r in driver.find_elements(By.CSS_SELECTOR, "#tasks-table tbody tr")
+           if task["task_id"][:8] in r.text]
+    check(row and "1 PASSED" in row[0], f"the task list's outcome of {task['task_id']}: {row!r}")
 
 
 def check_failed_task(driver, base, token, solution, uuid):
