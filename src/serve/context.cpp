@@ -56,6 +56,26 @@ std::shared_ptr<const TraceSet> with_new_traces(std::shared_ptr<const TraceSet> 
   return next;
 }
 
+// The records a load skipped, on stderr: served datasets are edited by hand and by tools, and a
+// record that silently vanished from the leaderboard is a lost result to its author. The first
+// few are listed; `fib validate` lists them all.
+void report_load_problems(const TraceSet& set) {
+  constexpr std::size_t kListed = 10;
+  const std::size_t errors = set.load_diagnostics().count(Severity::kError);
+  if (errors == 0) return;
+  std::cerr << fmt::format("fib serve: {} record(s) failed to load and are not served:\n", errors);
+  std::size_t listed = 0;
+  for (const Diagnostic& d : set.load_diagnostics()) {
+    if (d.severity != Severity::kError) continue;
+    if (listed++ == kListed) break;
+    std::cerr << "  " << d.to_string() << "\n";
+  }
+  if (errors > kListed) {
+    std::cerr << fmt::format("  ... and {} more: `fib validate --local {}` lists them all\n",
+                             errors - kListed, set.root().string());
+  }
+}
+
 }  // namespace
 
 ServeContext::ServeContext(fs::path dataset, std::string baseline_author, fs::path state_dir)
@@ -66,6 +86,7 @@ ServeContext::ServeContext(fs::path dataset, std::string baseline_author, fs::pa
   // reloads rather than keeping a snapshot that misses it.
   expected_ = disk_state();
   snapshot_ = std::make_shared<const TraceSet>(TraceSet::load(dataset_));
+  report_load_problems(*snapshot_);
   watcher_ = std::thread([this] { watch(); });
 }
 
@@ -195,6 +216,7 @@ void ServeContext::check_disk() {
   DiskState scanned = disk_state();
   try {
     TraceSet loaded = TraceSet::load(dataset_);
+    report_load_problems(loaded);
     publish_reload(std::move(loaded), std::move(scanned));
   } catch (const std::exception& e) {
     std::cerr << fmt::format("fib serve: reloading the dataset failed; keeping the last one: {}\n",

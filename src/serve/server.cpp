@@ -245,7 +245,11 @@ void Server::register_routes() {
   register_site_routes(routes, *context_, *auth_);
 }
 
-Json Server::health() const { return tasks_->health(); }
+Json Server::health() const {
+  Json h = tasks_->health();
+  h["records_not_loaded"] = context_->traces()->load_diagnostics().count(Severity::kError);
+  return h;
+}
 
 int Server::bind() {
   // Debian's cpp-httplib listens with a backlog of 5, compiled in: a burst of connections (200

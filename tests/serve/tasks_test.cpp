@@ -6,6 +6,7 @@
 
 #include <fstream>
 #include <regex>
+#include <thread>
 
 #include "serve_process.h"
 #include "support/temp_dir.h"
@@ -89,6 +90,31 @@ TEST_F(ServeTasks, EvaluateRunsTheSolutionAndAppendsOneSignedTrace) {
 
 // A task's traces are in the server's dataset snapshot before the task counts as finished: the
 // read right after the long poll returns sees every one of them.
+// A record that fails to load is said at start and at every reload (the server's log names the
+// file; /health counts them), never dropped in silence.
+TEST_F(ServeTasks, RecordsThatFailToLoadAreReportedAtStartAndOnReload) {
+  fs::create_directories(dataset() / "solutions" / "rmsnorm");
+  { std::ofstream(dataset() / "solutions" / "rmsnorm" / "broken.json") << "{\"name\": "; }
+  auto server = start();
+  auto c = server->client();
+  EXPECT_EQ(body_json(c->Get("/health"))["records_not_loaded"], 1);
+  EXPECT_NE(server->log().find("fib serve: 1 record(s) failed to load and are not served:"),
+            std::string::npos)
+      << server->log();
+  EXPECT_NE(server->log().find("broken.json"), std::string::npos) << server->log();
+  { std::ofstream(dataset() / "solutions" / "rmsnorm" / "also_broken.json") << "[1, 2"; }
+  Json health;
+  for (int i = 0; i < 300; ++i) {
+    health = body_json(c->Get("/health"));
+    if (health["records_not_loaded"] == 2) break;
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  }
+  EXPECT_EQ(health["records_not_loaded"], 2) << server->log();
+  EXPECT_NE(server->log().find("fib serve: 2 record(s) failed to load"), std::string::npos)
+      << server->log();
+  EXPECT_NE(server->log().find("also_broken.json"), std::string::npos) << server->log();
+}
+
 TEST_F(ServeTasks, AFinishedTasksTracesAreReadAtOnce) {
   auto server = start({"--reevaluate"});
   auto c = server->client();
