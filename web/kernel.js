@@ -73,14 +73,20 @@ function referenceCaption(nativeReference) {
     : "the PyTorch function every solution is checked against (fib has no native reference for this op type)";
 }
 
+const solutionsPageSize = 100;
+
+// The ranked solutions, a page at a time (a definition may have thousands: a table of them all is
+// slow to draw and to read), with a pager like the traces'.
 function solutionsPanel(k) {
   const ranking = k.ranking;
   const series = new Map(k.fast_p.series.map((s) => [s.name, s]));
   const pIndex = k.fast_p.p.indexOf(1);
   const candidates = ranking ? ranking.candidates : [];
-  let rank = 0;
+  // Ranks are counted over the whole list, so that page 2 goes on from page 1.
+  const ranks = new Map();
+  candidates.filter((c) => c.eligible).forEach((c, i) => ranks.set(c, i + 1));
   const columns = [
-    ["#", (c) => (c.eligible ? ++rank : "–"), "num"],
+    ["#", (c) => ranks.get(c) || "–", "num"],
     [
       "Solution",
       (c) => el("span", {}, el("strong", {}, c.solution), c.is_baseline ? el("span", { class: "badge muted" }, " baseline") : null),
@@ -119,9 +125,28 @@ function solutionsPanel(k) {
         ),
     ],
   ];
-  const body = candidates.length
-    ? Fib.table(columns, candidates, { id: "solutions-table" })
-    : el("p", { class: "muted" }, "No solutions yet.");
+  const body = el("div", { id: "solutions-box" });
+  const showPage = (page) => {
+    const pages = Math.max(1, Math.ceil(candidates.length / solutionsPageSize));
+    const go = (n) => el("a", { href: "#solutions-box", onclick: () => showPage(n) });
+    const pager =
+      pages > 1
+        ? el(
+            "p",
+            { class: "pager", id: "solutions-pager" },
+            page > 1 ? Fib.append(go(page - 1), ["‹ previous"]) : null,
+            ` page ${page} of ${pages} (${candidates.length} solutions) `,
+            page < pages ? Fib.append(go(page + 1), ["next ›"]) : null,
+          )
+        : null;
+    const rows = candidates.slice((page - 1) * solutionsPageSize, page * solutionsPageSize);
+    body.replaceChildren();
+    Fib.append(body, [
+      candidates.length ? Fib.table(columns, rows, { id: "solutions-table" }) : el("p", { class: "muted" }, "No solutions yet."),
+      pager,
+    ]);
+  };
+  showPage(1);
   const basis = ranking ? el("p", { class: "muted" }, `Basis: ${ranking.basis_description}. Ranking: ${k.best_rule}.`) : null;
   // Only solutions that passed on some workload: a curve at 0 everywhere says nothing.
   // Only solutions that passed on some workload (a curve at 0 everywhere says nothing), the

@@ -417,6 +417,7 @@ def check_at_scale(driver, base, token):
         check(took < MAX_FIRST_RENDER_S, f"{p} took {took:.2f} s to render at scale")
         check(wide <= 0, f"{p} is {wide} px wider than the window")
         if p.startswith("kernel.html"):
+            check_solutions_pages(driver, p)
             rows = driver.find_elements(By.CSS_SELECTOR, "#traces-table tbody tr")
             pager = driver.find_element(By.ID, "traces-pager").text
             check(len(rows) == 50, f"{p}: {len(rows)} trace rows on the first page")
@@ -426,6 +427,23 @@ def check_at_scale(driver, base, token):
                 "const c = window.fibCharts.kernel; return c.data.datasets.filter((d, i) =>"
                 " c.isDatasetVisible(i)).length;")
             check(len(legend) > 10 and drawn == 10, f"{p}: {len(legend)} in the legend, {drawn} drawn")
+
+
+def check_solutions_pages(driver, page):
+    """The kernel page's solutions come 100 at a time; page 2 goes on with the ranks of page 1."""
+    rows = driver.find_elements(By.CSS_SELECTOR, "#solutions-table tbody tr")
+    pager = driver.find_element(By.ID, "solutions-pager")
+    check(len(rows) == 100, f"{page}: {len(rows)} solution rows on the first page")
+    check("page 1 of" in pager.text, f"{page}: solutions pager says {pager.text!r}")
+    first = [r.find_elements(By.TAG_NAME, "td")[0].text for r in rows]
+    pager.find_element(By.PARTIAL_LINK_TEXT, "next").click()
+    rows = driver.find_elements(By.CSS_SELECTOR, "#solutions-table tbody tr")
+    second = [r.find_elements(By.TAG_NAME, "td")[0].text for r in rows]
+    check("page 2 of" in driver.find_element(By.ID, "solutions-pager").text,
+          f"{page}: the solutions pager did not go to page 2")
+    ranked = [int(x) for x in first + second if x.isdigit()]
+    check(ranked == list(range(1, len(ranked) + 1)),
+          f"{page}: ranks over two pages are not 1, 2, 3, ...: {ranked[:5]}...{ranked[-5:]}")
 
 
 def serve_at_scale(args, tmp, env, small, token_file, token, driver):
