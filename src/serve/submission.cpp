@@ -145,7 +145,10 @@ std::optional<Submission> parse_submission(const Json& body, const TraceSet& set
   out.op_type = def->op_type;
   if (!read_workloads(f[1], set, *def, out, rejection)) return std::nullopt;
   s->name = fmt::format("{}_{}", s->name, solution_hash8(*s));
-  out.gpu = bench::solution_targets_gpu(*s);
+  // A portable solution (target_hardware ["cpu", "cuda"]) goes to a GPU queue where the server
+  // has one, and to a CPU queue otherwise, as `fib run` runs it on either lane.
+  out.gpu =
+      bench::solution_targets_gpu(*s) && (rules.gpu_devices || !bench::solution_runs_on_cpu(*s));
   out.solution = std::move(*s);
   if (!runnable_here(out, rules.cpu_devices, rules.gpu_devices, rejection)) return std::nullopt;
   return out;

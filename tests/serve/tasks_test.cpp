@@ -169,6 +169,10 @@ TEST_F(ServeTasks, BadRequestsSayWhatIsWrong) {
   auto [s6, b6] = post("/evaluate", Json{{"solution", gpu}}.dump());
   EXPECT_EQ(s6, 422);
   EXPECT_NE(b6["detail"].get<std::string>().find("targets a GPU"), std::string::npos);
+  Json portable = rmsnorm_solution_json("portable");
+  portable["spec"]["target_hardware"] = {"cpu", "NVIDIA_H100"};
+  auto [s6b, b6b] = post("/evaluate", Json{{"solution", portable}}.dump());
+  EXPECT_EQ(s6b, 200) << "a portable solution runs on this CPU-only server: " << b6b.dump();
   auto task = c->Get("/tasks/0000?timeout=1");
   ASSERT_TRUE(task);
   EXPECT_EQ(task->status, 404);
