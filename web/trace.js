@@ -85,8 +85,35 @@ function render(content, trace, extra) {
     el("p", { class: "subtitle" }, trace.definition ? ["Definition ", Fib.kernelLink(trace.definition)] : ""),
     el("div", { class: "two-col" }, evaluationPanel(trace, extra), workloadPanel(trace.workload || {})),
     solutionPanel(extra ? extra.solution : null),
-    Fib.panel("Raw trace", null, Fib.code(JSON.stringify(trace, null, 2), "json")),
+    rawPanel(trace, extra),
   ]);
+}
+
+// The trace as JSON, to copy or download: one line, as a traces/*.jsonl file holds it (what
+// `fib trace show`, `fib validate` and upstream's tools read). A trace from the server comes as
+// the server's text: a browser's numbers would lose a 64-bit seed's low digits.
+function rawPanel(trace, extra) {
+  const url = extra
+    ? `../api/traces?definition=${encodeURIComponent(extra.definition)}&id=${encodeURIComponent(extra.id)}&format=jsonl`
+    : URL.createObjectURL(new Blob([JSON.stringify(trace) + "\n"], { type: "application/x-ndjson" }));
+  const name = extra ? `${extra.definition}-${extra.id}.jsonl` : "trace.jsonl";
+  const download = el("a", { id: "trace-download", class: "button", download: name, href: url }, "Download");
+  const said = el("span", { class: "muted small", id: "trace-copied" });
+  const copy = async () => {
+    try {
+      const line = await (await fetch(url, { credentials: "same-origin" })).text();
+      await navigator.clipboard.writeText(line.trimEnd());
+      said.textContent = "copied";
+    } catch (error) {
+      said.textContent = `not copied: ${error.message || error}`;
+    }
+  };
+  return Fib.panel(
+    "Raw trace",
+    null,
+    el("div", { class: "toolbar", style: "margin-bottom:10px" }, el("button", { onclick: copy, id: "trace-copy" }, "Copy JSON"), " ", download, " ", said),
+    Fib.code(JSON.stringify(trace, null, 2), "json"),
+  );
 }
 
 function pasteForm(content) {

@@ -356,6 +356,20 @@ std::optional<TracePage> page_of(const httplib::Request& req) {
   return TracePage{*number, *size};
 }
 
+// One trace as a line of a traces/*.jsonl file, to download: the text the server holds, which the
+// page cannot remake (a browser's numbers lose a 64-bit seed's low digits).
+void send_trace_line(const SiteApi& api, const std::string& definition, const std::string& id,
+                     const std::optional<std::string>& viewer, httplib::Response& res) {
+  try {
+    res.set_content(dump_json_line(api.trace(definition, id, viewer)["trace"]) + "\n",
+                    "application/x-ndjson");
+    res.set_header("Content-Disposition",
+                   fmt::format("attachment; filename=\"{}-{}.jsonl\"", definition, id));
+  } catch (const NotFound& e) {
+    send_error(res, 404, e.what());
+  }
+}
+
 void get_traces(const SiteApi& api, const Authenticator& auth, const httplib::Request& req,
                 httplib::Response& res) {
   const std::string definition = req.get_param_value("definition");
@@ -383,6 +397,8 @@ void get_traces(const SiteApi& api, const Authenticator& auth, const httplib::Re
   if (!who) return send_error(res, 401, "Missing or wrong token");
   const std::optional<std::string> viewer =
       who->admin ? std::nullopt : std::optional<std::string>(who->author);
+  if (req.get_param_value("format") == "jsonl")
+    return send_trace_line(api, definition, id, viewer, res);
   json_route([&](const httplib::Request&) { return api.trace(definition, id, viewer); })(req, res);
 }
 

@@ -416,6 +416,8 @@ def check_at_scale(driver, base, token):
         print(f"scale: {p} rendered in {took:.2f} s")
         check(took < MAX_FIRST_RENDER_S, f"{p} took {took:.2f} s to render at scale")
         check(wide <= 0, f"{p} is {wide} px wider than the window")
+        if p.startswith("trace.html"):
+            check_trace_download(driver, base, token, name, page["traces"][0]["id"])
         if p.startswith("kernel.html"):
             check_solutions_pages(driver, p)
             rows = driver.find_elements(By.CSS_SELECTOR, "#traces-table tbody tr")
@@ -427,6 +429,21 @@ def check_at_scale(driver, base, token):
                 "const c = window.fibCharts.kernel; return c.data.datasets.filter((d, i) =>"
                 " c.isDatasetVisible(i)).length;")
             check(len(legend) > 10 and drawn == 10, f"{p}: {len(legend)} in the legend, {drawn} drawn")
+
+
+def check_trace_download(driver, base, token, definition, trace_id):
+    """The trace page's Download gives the trace as one JSON line, named by definition and id."""
+    link = driver.find_element(By.ID, "trace-download")
+    check(link.get_attribute("download") == f"{definition}-{trace_id}.jsonl",
+          f"the trace's download is named {link.get_attribute('download')!r}")
+    text = driver.execute_async_script(
+        "const done = arguments[arguments.length - 1];"
+        "fetch(document.getElementById('trace-download').href).then(r => r.text()).then(done);")
+    body, _ = api_get(base, token, f"/api/traces?definition={definition}&id={trace_id}")
+    check(text.endswith("\n") and "\n" not in text[:-1], "the download is not one JSON line")
+    check(json.loads(text) == json.loads(body)["trace"], "the download is not the trace")
+    seed = json.loads(text)["evaluation"]["environment"]["extra"].get("seed", 0)
+    check(str(seed) in text, f"the download's seed {seed} is not written exactly")
 
 
 def check_solutions_pages(driver, page):
