@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 #include <httplib.h>
 
+#include "fib/agent/prompt.h"
 #include "fib/trace/suggest.h"
 
 namespace fib::serve {
@@ -41,6 +42,18 @@ void get_definition(ServeContext& context, const httplib::Request& req, httplib:
     send_json(res, to_json(*d));
 }
 
+// The definition as a prompt for a kernel-writing agent (the same as `fib mcp`'s
+// definition_prompt tool): its parts as JSON and, in "prompt", as Markdown.
+void get_definition_prompt(ServeContext& context, const httplib::Request& req,
+                           httplib::Response& res) {
+  const auto set = context.traces();
+  const Definition* d = find_definition(*set, path_param(req, 1), res);
+  if (!d) return;
+  Json p = agent::definition_prompt_json(*set, *d);
+  p["prompt"] = agent::definition_prompt_text(p);
+  send_json(res, p);
+}
+
 void list_workloads(ServeContext& context, const httplib::Request& req, httplib::Response& res) {
   const auto set = context.traces();
   const Definition* d = find_definition(*set, path_param(req, 1), res);
@@ -69,6 +82,11 @@ void register_dataset_routes(RouteTable& routes, ServeContext& context) {
   routes.get(
       "/definitions/{name}", "Get a definition by name",
       [c](const httplib::Request& req, httplib::Response& res) { get_definition(*c, req, res); });
+  routes.get("/definitions/{name}/prompt",
+             "Get a definition as a prompt for a kernel-writing agent",
+             [c](const httplib::Request& req, httplib::Response& res) {
+               get_definition_prompt(*c, req, res);
+             });
   routes.get(
       "/definitions/{name}/workloads", "List workloads for a definition",
       [c](const httplib::Request& req, httplib::Response& res) { list_workloads(*c, req, res); });
