@@ -40,7 +40,8 @@ bool supported_version(std::string_view v) {
 
 McpServer::McpServer(McpOptions options)
     : options_(std::move(options)),
-      set_(std::make_shared<const TraceSet>(TraceSet::load(options_.dataset))) {}
+      set_(std::make_shared<const TraceSet>(TraceSet::load(options_.dataset))),
+      prompt_eval_(PromptEval::of(options_.run)) {}
 
 Json McpServer::tool_list() { return tool_definitions(); }
 

@@ -45,9 +45,9 @@ Json workloads_json(const TraceSet& set, const Definition& def) {
   return out;
 }
 
-Json judged_json(const Definition& def) {
+Json judged_json(const Definition& def, const PromptEval& eval) {
   const bench::EvalConfigFile builtin = bench::builtin_eval_config();
-  const auto evals = bench::resolve_eval_outputs(builtin, nullptr, {}, def);
+  const auto evals = bench::resolve_eval_outputs(builtin, eval.user.get(), eval.cli, def);
   Json outputs = Json::object();
   for (const auto& [name, e] : evals) {
     Json j{{"atol", e.atol}, {"rtol", e.rtol}, {"max_nmse", e.max_nmse}};
@@ -72,7 +72,15 @@ std::string tensor_line(const Json& t) {
 
 }  // namespace
 
-Json definition_prompt_json(const TraceSet& set, const Definition& def) {
+PromptEval PromptEval::of(const bench::RunOptions& o) {
+  PromptEval e;
+  if (o.config)
+    e.user = std::make_shared<const bench::EvalConfigFile>(bench::load_eval_config(*o.config));
+  e.cli = o.cli;
+  return e;
+}
+
+Json definition_prompt_json(const TraceSet& set, const Definition& def, const PromptEval& eval) {
   Json inputs = Json::array(), outputs = Json::array();
   for (const auto& t : def.inputs) inputs.push_back(tensor_json(t));
   for (const auto& t : def.outputs) outputs.push_back(tensor_json(t));
@@ -86,7 +94,7 @@ Json definition_prompt_json(const TraceSet& set, const Definition& def) {
               {"constraints", def.constraints},
               {"reference", def.reference},
               {"workloads", workloads_json(set, def)},
-              {"judged", judged_json(def)}};
+              {"judged", judged_json(def, eval)}};
 }
 
 std::string definition_prompt_text(const Json& p) {

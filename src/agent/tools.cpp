@@ -66,6 +66,9 @@ constexpr std::string_view kTools = R"json([
    "properties": {"traces": {"type": "array", "items": {"type": "object"}}}}}
 ])json";
 
+// The evaluations of a session that get_trace can still find.
+constexpr std::size_t kSessionTraces = 256;
+
 // How much of one trace's log the text answer shows; structuredContent has all of it.
 constexpr std::size_t kTextLogBytes = 4000;
 
@@ -231,7 +234,7 @@ Json McpServer::list_definitions(const Json& args) const {
 
 Json McpServer::definition_prompt(const Json& args) const {
   const Definition& def = known_definition(*set_, args["definition"].get<std::string>());
-  Json p = definition_prompt_json(*set_, def);
+  Json p = definition_prompt_json(*set_, def, prompt_eval_);
   std::string text = definition_prompt_text(p);
   p["prompt"] = text;
   return tool_result(std::move(text), std::move(p));
@@ -272,6 +275,11 @@ Json McpServer::evaluate(const Json& args) {
     text += text_of(v);
     verdicts.push_back(std::move(v));
     session_traces_.push_back(t);
+  }
+  // A long session keeps its newest traces only (a build log alone can be a megabyte).
+  if (session_traces_.size() > kSessionTraces) {
+    session_traces_.erase(session_traces_.begin(),
+                          session_traces_.end() - static_cast<std::ptrdiff_t>(kSessionTraces));
   }
   std::string counts;
   for (const auto& [status, n] : statuses) counts += fmt::format(" {} {}", n, status);

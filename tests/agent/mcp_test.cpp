@@ -151,6 +151,12 @@ TEST(Mcp, DefinitionPromptHasShapesConstraintsJudgementAndReference) {
             "\"max_nmse\":0.01}}}");
   EXPECT_EQ(p["workloads"][1].dump(),
             "{\"uuid\":\"3eb5f652-b831-4914-b557-71cb5f66fe7e\",\"axes\":{\"batch_size\":8}}");
+  // The tolerances are those evaluations run under: a server's flags change them.
+  PromptEval loose;
+  loose.cli.atol = 0.5;
+  EXPECT_EQ(definition_prompt_json(set, *set.definition("rmsnorm_h2048"),
+                                   loose)["judged"]["outputs"]["output"]["atol"],
+            0.5);
   const std::string text = definition_prompt_text(p);
   EXPECT_EQ(text.substr(0, 52), "# Kernel definition `rmsnorm_h2048` (op_type `rmsnor");
   for (const char* part :

@@ -12,6 +12,7 @@
 #include <string_view>
 #include <vector>
 
+#include "fib/agent/prompt.h"
 #include "fib/bench/run/run.h"
 #include "fib/dataset/trace_set.h"
 #include "fib/trace/json_reader.h"
@@ -62,6 +63,7 @@ class McpServer {
 
   McpOptions options_;
   std::shared_ptr<const TraceSet> set_;
+  PromptEval prompt_eval_;  // the tolerances evaluations run under, for definition_prompt
   std::vector<Trace> session_traces_;  // evaluations of this session, oldest first
   bool initialized_ = false;
 };
