@@ -44,12 +44,12 @@ void get_definition(ServeContext& context, const httplib::Request& req, httplib:
 
 // The definition as a prompt for a kernel-writing agent (the same as `fib mcp`'s
 // definition_prompt tool): its parts as JSON and, in "prompt", as Markdown.
-void get_definition_prompt(ServeContext& context, const httplib::Request& req,
-                           httplib::Response& res) {
+void get_definition_prompt(ServeContext& context, const agent::PromptEval& eval,
+                           const httplib::Request& req, httplib::Response& res) {
   const auto set = context.traces();
   const Definition* d = find_definition(*set, path_param(req, 1), res);
   if (!d) return;
-  Json p = agent::definition_prompt_json(*set, *d);
+  Json p = agent::definition_prompt_json(*set, *d, eval);
   p["prompt"] = agent::definition_prompt_text(p);
   send_json(res, p);
 }
@@ -75,8 +75,10 @@ void get_workload(ServeContext& context, const httplib::Request& req, httplib::R
 
 }  // namespace
 
-void register_dataset_routes(RouteTable& routes, ServeContext& context) {
+void register_dataset_routes(RouteTable& routes, ServeContext& context,
+                             const bench::RunOptions& run) {
   ServeContext* c = &context;
+  const auto eval = std::make_shared<const agent::PromptEval>(agent::PromptEval::of(run));
   routes.get("/definitions", "List all loaded definitions",
              [c](const httplib::Request&, httplib::Response& res) { list_definitions(*c, res); });
   routes.get(
@@ -84,8 +86,8 @@ void register_dataset_routes(RouteTable& routes, ServeContext& context) {
       [c](const httplib::Request& req, httplib::Response& res) { get_definition(*c, req, res); });
   routes.get("/definitions/{name}/prompt",
              "Get a definition as a prompt for a kernel-writing agent",
-             [c](const httplib::Request& req, httplib::Response& res) {
-               get_definition_prompt(*c, req, res);
+             [c, eval](const httplib::Request& req, httplib::Response& res) {
+               get_definition_prompt(*c, *eval, req, res);
              });
   routes.get(
       "/definitions/{name}/workloads", "List workloads for a definition",
