@@ -604,17 +604,9 @@ CallVerdict compare_tensor(std::string_view name, const ResolvedEval& cfg, const
       log += fmt::format(" (matched ratio {:.6g}, required {})", matched,
                          num(*cfg.required_matched_ratio));
     }
-    const double abs = std::fabs(s.first_got - s.first_expected);
-    std::string detail;
-    if (is_poison(s.first_got, poison)) {
-      detail = std::isnan(s.first_got) ? " (the NaN poison: probably never written)"
-                                       : " (the poison value: never written)";
-    } else if (std::isfinite(s.first_got) && std::isfinite(s.first_expected)) {
-      detail = fmt::format(" (abs {}, rel {})", num(abs),
-                           num(abs / (std::fabs(s.first_expected) + kRelFloor)));
-    }
     log += fmt::format("\n  first at {}: expected {}, got {}{}", index_text(shape, s.first),
-                       num(s.first_expected), num(s.first_got), detail);
+                       num(s.first_expected), num(s.first_got),
+                       element_detail(s.first_expected, s.first_got, poison));
     log += more_wrong_elements(shape, s, poison);
   } else {
     log += fmt::format("{}: every element is within atol={} or rtol={}", head, num(cfg.atol),
