@@ -102,6 +102,7 @@ Roofline roofline(const RooflineInput& in, const DevicePeaks& peaks) {
     const double m = memory_floor.value_or(0), c = compute_floor.value_or(0);
     r.floor_ms = std::max(m, c);
     r.bound = m >= c ? "memory" : "compute";
+    r.share = *r.floor_ms / in.median_ms;
   }
   if (!too_fast.empty()) {
     r.plausible = false;
@@ -119,9 +120,25 @@ Json to_json(const Roofline& r) {
   if (r.flops_fraction) j["flops_fraction"] = *r.flops_fraction;
   if (r.floor_ms) j["floor_ms"] = *r.floor_ms;
   if (!r.bound.empty()) j["bound"] = r.bound;
+  if (r.share) j["share"] = *r.share;
   j["plausible"] = r.plausible;
   if (!r.note.empty()) j["note"] = r.note;
   return j;
+}
+
+std::string roofline_line(const Roofline& r, double median_ms) {
+  if (!r.share || !r.floor_ms) return {};
+  std::string rates;
+  if (r.bandwidth_fraction)
+    rates += fmt::format("; {:.0f} GB/s, {:.1f}% of peak DRAM bandwidth",
+                         *r.bytes_per_second * 1e-9, 100 * *r.bandwidth_fraction);
+  if (r.flops_fraction)
+    rates += fmt::format("; {:.1f} TFLOP/s, {:.1f}% of peak", *r.flops_per_second * 1e-12,
+                         100 * *r.flops_fraction);
+  return fmt::format(
+      "at {:.1f}% of the roofline ({}-bound: {:.4g} ms at the device's peaks, took "
+      "{:.4g} ms{})",
+      100 * *r.share, r.bound, *r.floor_ms, median_ms, rates);
 }
 
 }  // namespace fib::cuda

@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 #include <httplib.h>
 
+#include "fib/agent/prompt.h"
 #include "fib/trace/suggest.h"
 
 namespace fib::serve {
@@ -39,6 +40,18 @@ void get_definition(ServeContext& context, const httplib::Request& req, httplib:
     send_json(res, to_json(*d));
 }
 
+// The definition as a prompt for a kernel-writing agent (the same as `fib mcp`'s
+// definition_prompt tool): its parts as JSON and, in "prompt", as Markdown.
+void get_definition_prompt(ServeContext& context, const agent::PromptEval& eval,
+                           const httplib::Request& req, httplib::Response& res) {
+  const auto set = context.traces();
+  const Definition* d = find_definition(*set, path_param(req, 1), res);
+  if (!d) return;
+  Json p = agent::definition_prompt_json(*set, *d, eval);
+  p["prompt"] = agent::definition_prompt_text(p);
+  send_json(res, p);
+}
+
 void list_workloads(ServeContext& context, const httplib::Request& req, httplib::Response& res) {
   const auto set = context.traces();
   const Definition* d = find_definition(*set, path_param(req, 1), res);
@@ -60,13 +73,20 @@ void get_workload(ServeContext& context, const httplib::Request& req, httplib::R
 
 }  // namespace
 
-void register_dataset_routes(RouteTable& routes, ServeContext& context) {
+void register_dataset_routes(RouteTable& routes, ServeContext& context,
+                             const bench::RunOptions& run) {
   ServeContext* c = &context;
+  const auto eval = std::make_shared<const agent::PromptEval>(agent::PromptEval::of(run));
   routes.get("/definitions", "List all loaded definitions",
              [c](const httplib::Request&, httplib::Response& res) { list_definitions(*c, res); });
   routes.get(
       "/definitions/{name}", "Get a definition by name",
       [c](const httplib::Request& req, httplib::Response& res) { get_definition(*c, req, res); });
+  routes.get("/definitions/{name}/prompt",
+             "Get a definition as a prompt for a kernel-writing agent",
+             [c, eval](const httplib::Request& req, httplib::Response& res) {
+               get_definition_prompt(*c, *eval, req, res);
+             });
   routes.get(
       "/definitions/{name}/workloads", "List workloads for a definition",
       [c](const httplib::Request& req, httplib::Response& res) { list_workloads(*c, req, res); });

@@ -232,7 +232,7 @@ void Server::register_routes() {
   install_handlers();
   RouteTable routes(*http_, routes_);
   register_service_routes(routes);
-  register_dataset_routes(routes, *context_);
+  register_dataset_routes(routes, *context_, options_.run);
   register_task_routes(routes, TaskRouteContext{.context = context_.get(),
                                                 .tasks = tasks_.get(),
                                                 .auth = auth_.get(),

@@ -85,6 +85,8 @@ TEST(EvalCompare, FailureLogSaysWhere) {
             "rtol=0.01\n"
             "  first at [3, 17]: expected 1.25, got 2.5 (abs 1.25, rel 1)\n"
             "  max abs error 1.25 at [3, 17]; max rel error 1 at [3, 17]\n"
+            "  mean abs error 0.00976562, mean rel error 0.0078125 over 128 finite elements; "
+            "beyond tolerance by: 1-2x 0, 2-10x 0, 10-100x 1, >100x 0\n"
             "  nmse 0.0078125 (max 0.01)");
   EXPECT_EQ(v.max_abs_error, 1.25);
   EXPECT_NEAR(v.max_rel_error, 1.0, 1e-8);
@@ -94,6 +96,58 @@ TEST(EvalCompare, FailureLogSaysWhere) {
   EXPECT_EQ(v.extra["numel"], 128);
   EXPECT_EQ(v.extra["matched_ratio"].get<double>(), 127.0 / 128.0);
   EXPECT_EQ(v.extra["nmse"].get<double>(), 1.0 / 128.0);
+}
+
+// The feedback of a failing output on a tiny case: the first and the worst wrong elements with
+// their indices and values, the next few, the error distribution and the non-finite values on
+// both sides, in the log and in extra.
+TEST(EvalCompare, FeedbackNamesFirstWorstAndDistribution) {
+  const Tensor ref = tensor(DType::kFloat32, {2, 3}, {1, 2, kInf, 4, 5, 6});
+  const Tensor got = tensor(DType::kFloat32, {2, 3}, {1, 2.125, kInf, kNaN, 5, 16});
+  const CallVerdict v = compare_tensor("y", cfg(), ref, got, kNaN);
+  EXPECT_EQ(v.status, kNumerical);
+  EXPECT_EQ(v.log,
+            "output 'y' [2, 3] float32: 3 of 6 elements (50%) outside atol=0.01 and rtol=0.01\n"
+            "  first at [0, 1]: expected 2, got 2.125 (abs 0.125, rel 0.0625)\n"
+            "  worst at [1, 0]: expected 4, got NaN (the NaN poison: probably never written)\n"
+            "  next wrong: [1, 0] expected 4, got NaN; [1, 2] expected 6, got 16\n"
+            "  max abs error 10 at [1, 2]; max rel error 1.66667 at [1, 2]\n"
+            "  mean abs error 2.53125, mean rel error 0.432292 over 4 finite elements; beyond "
+            "tolerance by: 1-2x 0, 2-10x 1, 10-100x 0, >100x 1\n"
+            "  nmse inf (max 0.01) exceeded\n"
+            "  NaN: 1, Inf: 0 (where the reference has none); never written (still the poison "
+            "value): 1\n"
+            "  non-finite values: output NaN 1, Inf 1; reference NaN 0, Inf 1");
+  EXPECT_EQ(v.extra["worst_mismatch"].dump(),
+            "{\"index\":[1,0],\"expected\":4.0,\"got\":\"NaN\",\"output\":\"y\"}");
+  EXPECT_EQ(v.extra["mismatch_samples"].dump(),
+            "[{\"index\":[0,1],\"expected\":2.0,\"got\":2.125},{\"index\":[1,0],\"expected\":4.0,"
+            "\"got\":\"NaN\"},{\"index\":[1,2],\"expected\":6.0,\"got\":16.0}]");
+  const Json& d = v.extra["error_distribution"];
+  EXPECT_EQ(d["compared"], 4);
+  EXPECT_EQ(d["mean_abs_error"].get<double>(), 10.125 / 4);
+  EXPECT_NEAR(d["mean_rel_error"].get<double>(), (0.0625 + 10.0 / 6) / 4, 1e-8);
+  EXPECT_EQ(d["beyond_tolerance"].dump(), "{\"1-2x\":0,\"2-10x\":1,\"10-100x\":0,\">100x\":1}");
+  EXPECT_EQ(v.extra["nonfinite"].dump(),
+            "{\"output\":{\"nan\":1,\"inf\":1},\"reference\":{\"nan\":0,\"inf\":1}}");
+}
+
+// However many elements fail, the feedback names only the first few and the worst: never enough
+// of the reference's output to rebuild it.
+TEST(EvalCompare, FeedbackElementsAreCapped) {
+  Tensor ref(DType::kFloat32, {64, 64});
+  for (std::int64_t i = 0; i < ref.numel(); ++i) ref.set(i, static_cast<double>(i % 7));
+  Tensor got(DType::kFloat32, {64, 64});
+  for (std::int64_t i = 0; i < got.numel(); ++i) got.set(i, 100.0 + static_cast<double>(i));
+  const CallVerdict v = compare_tensor("y", cfg(), ref, got);
+  EXPECT_EQ(v.extra["mismatches"], 4096);
+  EXPECT_EQ(v.extra["mismatch_samples"].size(), 4u);
+  EXPECT_EQ(v.extra["worst_mismatch"]["index"], (Json{63, 63}));
+  std::size_t expected_values = 0;
+  for (std::size_t at = v.log.find("expected"); at != std::string::npos;
+       at = v.log.find("expected", at + 1))
+    ++expected_values;
+  EXPECT_EQ(expected_values, 5u) << v.log;  // first, worst, the next three
 }
 
 TEST(EvalCompare, LargeOutputsAreComparedInChunksWithTheSameVerdict) {

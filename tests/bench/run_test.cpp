@@ -14,6 +14,7 @@
 #include <map>
 #include <set>
 #include <sstream>
+#include <stdexcept>
 #include <thread>
 
 #include "fib/bench/launch/worker_process.h"
@@ -60,6 +61,13 @@ std::map<std::string, std::vector<std::string>> statuses(const RunResult& r) {
   return m;
 }
 
+const Trace& record_of(const RunResult& r, const std::string& solution) {
+  for (const Trace& t : r.traces) {
+    if (*t.solution == solution) return t;
+  }
+  throw std::runtime_error("no trace of " + solution);
+}
+
 std::string trace_of(const RunResult& r, const std::string& solution) {
   for (const Trace& t : r.traces) {
     if (*t.solution == solution) return t.evaluation->log;
@@ -104,6 +112,26 @@ TEST(RunRedTeam, EveryBrokenSolutionGetsItsStatusAndTheRunGoesOn) {
   EXPECT_NE(trace_of(r, p + "hangs").find("no result within the 4 s timeout"), std::string::npos);
   EXPECT_NE(trace_of(r, p + "spams_output").find("bytes of output dropped"), std::string::npos);
   EXPECT_LT(trace_of(r, p + "spams_output").size(), 80u * 1024);
+
+  // Every failing status carries feedback a solution's author can act on (docs/run.md,
+  // "Feedback in traces").
+  const Json diag =
+      record_of(r, p + "compile_error")
+          .evaluation->environment.extra.value("compiler_diagnostics", Json::object());
+  ASSERT_FALSE(diag.value("messages", Json::array()).empty()) << trace_of(r, p + "compile_error");
+  EXPECT_EQ(diag["messages"][0]["file"], "compile_error.cpp");
+  EXPECT_EQ(diag["messages"][0]["origin"], "solution");
+  EXPECT_EQ(diag["messages"][0]["line"], 42);  // the static_cast to float*
+  EXPECT_EQ(diag["messages"][0]["severity"], "error");
+  const Json wrong = record_of(r, p + "wrong_result").evaluation->correctness->extra;
+  EXPECT_EQ(wrong["worst_mismatch"]["index"].size(), 2u);
+  EXPECT_GT(wrong["error_distribution"]["compared"].get<std::int64_t>(), 0);
+  EXPECT_LE(wrong["mismatch_samples"].size(), 4u);
+  const Json nothing = record_of(r, p + "writes_nothing").evaluation->correctness->extra;
+  EXPECT_EQ(nothing["nonfinite"]["output"]["nan"], nothing["numel"]);
+  EXPECT_EQ(nothing["nonfinite"]["reference"]["nan"], 0);
+  for (const char* name : {"wrong_shape", "wrong_dtype"})
+    EXPECT_NE(trace_of(r, p + name).find("expected"), std::string::npos) << name;
 
   // Both workloads' inputs made, on the lane's turn: a CPU run makes nothing ahead (it would
   // take cores from the timed calls).

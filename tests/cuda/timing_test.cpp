@@ -177,6 +177,22 @@ TEST(CudaTimingLogic, RooflineGivesAchievedRatesTheFloorAndTheBound) {
   EXPECT_NEAR(*c.flops_fraction, 0.5, 1e-12);
 }
 
+// A PASSED trace's share of the roofline: the time the peaks allow over the time it took.
+TEST(CudaTimingLogic, RooflineShareAndItsLogLine) {
+  const DevicePeaks p = device_peaks("NVIDIA H100 80GB HBM3", 3.0e12);
+  const Roofline r = roofline({1.5e9, 1e11, MathKind::kBf16Tensor, 1.25}, p);
+  EXPECT_DOUBLE_EQ(*r.share, 0.4);  // floor 0.5 ms of 1.25 ms
+  EXPECT_DOUBLE_EQ(to_json(r)["share"].get<double>(), 0.4);
+  EXPECT_EQ(roofline_line(r, 1.25),
+            "at 40.0% of the roofline (memory-bound: 0.5 ms at the device's peaks, took 1.25 ms; "
+            "1200 GB/s, 40.0% of peak DRAM bandwidth; 80.0 TFLOP/s, 8.1% of peak)");
+  // No peaks known: no share, no line.
+  const Roofline unknown =
+      roofline({1.5e9, std::nullopt, MathKind::kBf16Tensor, 1.0}, device_peaks("some GPU", 0));
+  EXPECT_FALSE(unknown.share.has_value());
+  EXPECT_EQ(roofline_line(unknown, 1.0), "");
+}
+
 TEST(CudaTimingLogic, FasterThanTheHardwareIsFlaggedImplausible) {
   const DevicePeaks p = device_peaks("NVIDIA H100 80GB HBM3", 3.0e12);
   // 1.04x peak bandwidth is within the 5% allowance; 1.2x is not.

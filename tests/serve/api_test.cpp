@@ -90,8 +90,8 @@ TEST_F(ServeApi, RootListsEndpointsOrSendsBrowsersToTheSite) {
     listed.insert(e["method"].get<std::string>() + " " + e["path"].get<std::string>());
   }
   for (const char* route :
-       {"GET /definitions", "GET /definitions/{name}", "GET /definitions/{name}/workloads",
-        "GET /workloads/{uuid}", "GET /health"}) {
+       {"GET /definitions", "GET /definitions/{name}", "GET /definitions/{name}/prompt",
+        "GET /definitions/{name}/workloads", "GET /workloads/{uuid}", "GET /health"}) {
     EXPECT_TRUE(listed.count(route)) << route;
   }
   auto r = c->Get("/", {{"Accept", "text/html,application/xhtml+xml"}});
@@ -119,6 +119,22 @@ TEST_F(ServeApi, DefinitionsAndWorkloadsAreUpstreamsJson) {
   const std::string uuid = workloads[0]["uuid"];
   const Json one = body_json(c->Get(("/workloads/" + uuid).c_str()));
   EXPECT_EQ(one, workloads[0]);
+}
+
+// The definition as a prompt, as fib mcp's definition_prompt gives it (docs/mcp.md).
+TEST_F(ServeApi, DefinitionPromptForAgents) {
+  auto c = server_->client();
+  const Json p = body_json(c->Get("/definitions/rmsnorm_h2048/prompt"));
+  EXPECT_EQ(p["definition"], "rmsnorm_h2048");
+  EXPECT_EQ(p["outputs"][0].dump(),
+            "{\"name\":\"output\",\"shape\":[\"batch_size\",\"hidden_size\"],\"dtype\":"
+            "\"bfloat16\",\"description\":\"Normalized rows.\"}");
+  EXPECT_EQ(p["judged"]["policy"], "elementwise");
+  EXPECT_EQ(p["workloads"].size(), 2u);
+  EXPECT_EQ(p["prompt"].get<std::string>().substr(0, 37), "# Kernel definition `rmsnorm_h2048` (");
+  auto missing = c->Get("/definitions/rmsnorm_h204/prompt");
+  ASSERT_TRUE(missing);
+  EXPECT_EQ(missing->status, 404);
 }
 
 TEST_F(ServeApi, NotFoundBodiesSayWhat) {

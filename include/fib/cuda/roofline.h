@@ -54,10 +54,16 @@ struct Roofline {
   std::optional<double> flops_per_second, flops_fraction;      // of the MathKind's peak
   std::optional<double> floor_ms;  // the larger of bytes/peak and flops/peak: no faster is possible
   std::string bound;               // "memory" or "compute" (the larger floor), "" when unknown
+  // floor_ms / median_ms: the share of the hardware's speed the call reached (1: as fast as the
+  // device's peaks allow; above 1 only for an implausible call).
+  std::optional<double> share;
   bool plausible = true;
   std::string note;  // kImplausibleNote and which rate, when not plausible
 };
 Roofline roofline(const RooflineInput& in, const DevicePeaks& peaks);
 Json to_json(const Roofline& r);
+// One line for a PASSED trace's log: "at 42% of the roofline (memory-bound: ...)"; empty when
+// the share is unknown.
+std::string roofline_line(const Roofline& r, double median_ms);
 
 }  // namespace fib::cuda

@@ -3,8 +3,10 @@
 #include "fib/bench/eval/compare.h"
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include <algorithm>
+#include <array>
 #include <atomic>
 #include <cmath>
 #include <limits>
@@ -151,6 +153,22 @@ void with_reader(DType t, F&& f) {
 
 // ---- Elementwise statistics --------------------------------------------------------------
 
+// Wrong elements a failure names by value: the first few and the worst. A handful says where
+// and how a kernel goes wrong; a full list of expected values would hand the reference's output
+// for that input set to whoever reads the trace (a workload's inputs from a blob are the same on
+// every run), so the list stays this short however many elements fail.
+constexpr int kSampledMismatches = 4;
+
+struct Element {
+  std::int64_t at = -1;  // flat index
+  double expected = 0, got = 0;
+};
+
+// Failing elements by how far beyond their tolerance they are: the smaller of |got - ref| / atol
+// and rel / rtol (an element fails when both exceed 1), in the bins of kToleranceBins.
+constexpr std::array<double, 3> kToleranceEdges = {2, 10, 100};
+constexpr std::array<std::string_view, 4> kToleranceBins = {"1-2x", "2-10x", "10-100x", ">100x"};
+
 struct Stats {
   std::int64_t numel = 0;
   std::int64_t mismatches = 0;  // elements failing any rule
@@ -159,13 +177,32 @@ struct Stats {
   std::int64_t inf = 0;         // solution Inf the reference does not have (or of the other sign)
   std::int64_t unwritten = 0;   // failing elements still holding the poison value
   std::int64_t ref_nan = 0;     // reference NaNs (anything accepted there)
-  std::int64_t first = -1;      // first failing element
+  std::int64_t ref_inf = 0;     // reference Infs
+  std::int64_t got_nan = 0, got_inf = 0;  // every NaN and Inf of the solution's output
+  std::int64_t first = -1;                // first failing element
   double first_expected = 0, first_got = 0;
+  std::array<Element, kSampledMismatches> sampled{};  // the first failing elements
+  int n_sampled = 0;
+  Element worst;          // the failing element of the largest abs error (NaN/Inf: infinite)
+  double worst_err = -1;  // its abs error
   double max_abs = 0, max_rel = 0;  // over elements where both are finite
   std::int64_t max_abs_at = -1, max_rel_at = -1;
+  double sum_abs = 0, sum_rel = 0;                           // over elements where both are finite
+  std::int64_t finite = 0;                                   // how many those are
+  std::array<std::int64_t, kToleranceBins.size()> beyond{};  // finite failures by tolerance bin
   double sq_err = 0, sq_ref = 0;
   bool got_all_zero = true;
 };
+
+// The bin of kToleranceBins of a failing finite element.
+std::size_t tolerance_bin(double abs, double rel, double atol, double rtol) {
+  const double by_abs = atol > 0 ? abs / atol : kInf;
+  const double by_rel = rtol > 0 ? rel / rtol : kInf;
+  const double times = std::min(by_abs, by_rel);
+  std::size_t b = 0;
+  while (b < kToleranceEdges.size() && times > kToleranceEdges[b]) ++b;
+  return b;
+}
 
 bool is_poison(double g, std::optional<double> poison) {
   if (!poison) return false;
@@ -189,17 +226,29 @@ Stats collect_range(const Tensor& expected, const Tensor& got, std::int64_t begi
       s.first_expected = r;
       s.first_got = g;
     }
+    if (s.n_sampled < kSampledMismatches)
+      s.sampled[static_cast<std::size_t>(s.n_sampled++)] = {i, r, g};
+    const double err = std::isfinite(g) && std::isfinite(r) ? std::fabs(g - r) : kInf;
+    if (err > s.worst_err) s.worst_err = err, s.worst = {i, r, g};
   };
   for (std::int64_t i = begin; i < end; ++i) {
     const double r = R::at(ep, i);
     const double g = R::at(gp, i);
     if (g != 0) s.got_all_zero = false;
+    if constexpr (!R::kInteger) {
+      if (std::isnan(g)) ++s.got_nan;
+      if (std::isinf(g)) ++s.got_inf;
+      if (std::isinf(r)) ++s.ref_inf;
+    }
     if constexpr (R::kInteger) {
       if (exact) {
         const std::int64_t ri = R::int_at(ep, i), gi = R::int_at(gp, i);
+        const double abs = std::fabs(g - r), rel = abs / (std::fabs(r) + kRelFloor);
+        ++s.finite;
+        s.sum_abs += abs;
+        s.sum_rel += rel;
         if (ri != gi) {
           fail(i, r, g);
-          const double abs = std::fabs(g - r), rel = abs / (std::fabs(r) + kRelFloor);
           if (abs > s.max_abs) s.max_abs = abs, s.max_abs_at = i;
           if (rel > s.max_rel) s.max_rel = rel, s.max_rel_at = i;
         }
@@ -223,9 +272,15 @@ Stats collect_range(const Tensor& expected, const Tensor& got, std::int64_t begi
     const double rel = abs / (std::fabs(r) + kRelFloor);
     s.sq_err += diff * diff;
     s.sq_ref += r * r;
+    ++s.finite;
+    s.sum_abs += abs;
+    s.sum_rel += rel;
     if (abs > s.max_abs) s.max_abs = abs, s.max_abs_at = i;
     if (rel > s.max_rel) s.max_rel = rel, s.max_rel_at = i;
-    if (abs > atol && rel > rtol) fail(i, r, g);
+    if (abs > atol && rel > rtol) {
+      fail(i, r, g);
+      ++s.beyond[tolerance_bin(abs, rel, atol, rtol)];
+    }
   }
   return s;
 }
@@ -240,6 +295,16 @@ void merge_stats(Stats& s, const Stats& later) {
   s.inf += later.inf;
   s.unwritten += later.unwritten;
   s.ref_nan += later.ref_nan;
+  s.ref_inf += later.ref_inf;
+  s.got_nan += later.got_nan;
+  s.got_inf += later.got_inf;
+  for (int k = 0; k < later.n_sampled && s.n_sampled < kSampledMismatches; ++k)
+    s.sampled[static_cast<std::size_t>(s.n_sampled++)] = later.sampled[static_cast<std::size_t>(k)];
+  if (later.worst_err > s.worst_err) s.worst_err = later.worst_err, s.worst = later.worst;
+  s.sum_abs += later.sum_abs;
+  s.sum_rel += later.sum_rel;
+  s.finite += later.finite;
+  for (std::size_t b = 0; b < s.beyond.size(); ++b) s.beyond[b] += later.beyond[b];
   if (s.first < 0 && later.first >= 0) {
     s.first = later.first;
     s.first_expected = later.first_expected;
@@ -306,6 +371,84 @@ void merge_extra_into(Json& total, const Json& e) {
   }
   if (e.contains("first_mismatch") && !total.contains("first_mismatch"))
     total["first_mismatch"] = e["first_mismatch"];
+}
+
+// " (abs 1.25, rel 1)", or what a poison or non-finite value means.
+std::string element_detail(double expected, double got, std::optional<double> poison) {
+  if (is_poison(got, poison)) {
+    return std::isnan(got) ? " (the NaN poison: probably never written)"
+                           : " (the poison value: never written)";
+  }
+  if (!std::isfinite(got) || !std::isfinite(expected)) return "";
+  const double abs = std::fabs(got - expected);
+  return fmt::format(" (abs {}, rel {})", num(abs), num(abs / (std::fabs(expected) + kRelFloor)));
+}
+
+Json element_json(const Shape& shape, const Element& e) {
+  return Json{{"index", multi_index(shape, e.at)},
+              {"expected", extended(e.expected)},
+              {"got", extended(e.got)}};
+}
+
+// The worst failing element (when it is not the first) and the other sampled ones, as log lines.
+std::string more_wrong_elements(const Shape& shape, const Stats& s, std::optional<double> poison) {
+  std::string out;
+  if (s.worst.at >= 0 && s.worst.at != s.first) {
+    out += fmt::format("\n  worst at {}: expected {}, got {}{}", index_text(shape, s.worst.at),
+                       num(s.worst.expected), num(s.worst.got),
+                       element_detail(s.worst.expected, s.worst.got, poison));
+  }
+  std::vector<std::string> others;
+  for (int k = 1; k < s.n_sampled; ++k) {
+    const Element& e = s.sampled[static_cast<std::size_t>(k)];
+    others.push_back(fmt::format("{} expected {}, got {}", index_text(shape, e.at), num(e.expected),
+                                 num(e.got)));
+  }
+  if (!others.empty()) out += fmt::format("\n  next wrong: {}", fmt::join(others, "; "));
+  return out;
+}
+
+// Mean errors over the finite elements and the failures by how far beyond tolerance they are.
+std::string error_distribution_text(const Stats& s, bool exact) {
+  if (s.finite == 0) return {};
+  const auto n = static_cast<double>(s.finite);
+  std::string out = fmt::format("\n  mean abs error {}, mean rel error {} over {} finite elements",
+                                num(s.sum_abs / n), num(s.sum_rel / n), s.finite);
+  if (exact) return out;
+  std::vector<std::string> bins;
+  for (std::size_t b = 0; b < kToleranceBins.size(); ++b)
+    bins.push_back(fmt::format("{} {}", kToleranceBins[b], s.beyond[b]));
+  return out + fmt::format("; beyond tolerance by: {}", fmt::join(bins, ", "));
+}
+
+// The feedback of correctness.extra (docs/correctness.md, section 6): the worst and the first
+// few wrong elements, the error distribution and the non-finite values on both sides. All of it
+// comes from outputs the orchestrator read and compared itself.
+void add_feedback(Json& x, std::string_view name, const Shape& shape, const Stats& s, bool exact) {
+  if (s.worst.at >= 0) {
+    x["worst_mismatch"] = element_json(shape, s.worst);
+    x["worst_mismatch"]["output"] = std::string(name);
+  }
+  if (s.n_sampled > 0) {
+    Json sampled = Json::array();
+    for (int k = 0; k < s.n_sampled; ++k)
+      sampled.push_back(element_json(shape, s.sampled[static_cast<std::size_t>(k)]));
+    x["mismatch_samples"] = sampled;
+  }
+  Json dist = Json::object();
+  const auto n = static_cast<double>(std::max<std::int64_t>(s.finite, 1));
+  dist["compared"] = s.finite;
+  dist["mean_abs_error"] = s.sum_abs / n;
+  dist["mean_rel_error"] = s.sum_rel / n;
+  if (!exact) {
+    Json bins = Json::object();
+    for (std::size_t b = 0; b < kToleranceBins.size(); ++b)
+      bins[std::string(kToleranceBins[b])] = s.beyond[b];
+    dist["beyond_tolerance"] = bins;
+  }
+  x["error_distribution"] = dist;
+  x["nonfinite"] = Json{{"output", Json{{"nan", s.got_nan}, {"inf", s.got_inf}}},
+                        {"reference", Json{{"nan", s.ref_nan}, {"inf", s.ref_inf}}}};
 }
 
 }  // namespace
@@ -439,6 +582,7 @@ CallVerdict compare_tensor(std::string_view name, const ResolvedEval& cfg, const
                            {"expected", extended(s.first_expected)},
                            {"got", extended(s.first_got)}};
   }
+  add_feedback(x, name, expected.shape(), s, exact);
   if (!failed_elements && !failed_nmse) return v;
 
   v.status = EvaluationStatus::kIncorrectNumerical;
@@ -460,17 +604,10 @@ CallVerdict compare_tensor(std::string_view name, const ResolvedEval& cfg, const
       log += fmt::format(" (matched ratio {:.6g}, required {})", matched,
                          num(*cfg.required_matched_ratio));
     }
-    const double abs = std::fabs(s.first_got - s.first_expected);
-    std::string detail;
-    if (is_poison(s.first_got, poison)) {
-      detail = std::isnan(s.first_got) ? " (the NaN poison: probably never written)"
-                                       : " (the poison value: never written)";
-    } else if (std::isfinite(s.first_got) && std::isfinite(s.first_expected)) {
-      detail = fmt::format(" (abs {}, rel {})", num(abs),
-                           num(abs / (std::fabs(s.first_expected) + kRelFloor)));
-    }
     log += fmt::format("\n  first at {}: expected {}, got {}{}", index_text(shape, s.first),
-                       num(s.first_expected), num(s.first_got), detail);
+                       num(s.first_expected), num(s.first_got),
+                       element_detail(s.first_expected, s.first_got, poison));
+    log += more_wrong_elements(shape, s, poison);
   } else {
     log += fmt::format("{}: every element is within atol={} or rtol={}", head, num(cfg.atol),
                        num(cfg.rtol));
@@ -480,6 +617,7 @@ CallVerdict compare_tensor(std::string_view name, const ResolvedEval& cfg, const
                        index_text(shape, s.max_abs_at), num(s.max_rel),
                        index_text(shape, s.max_rel_at));
   }
+  if (s.mismatches > 0) log += error_distribution_text(s, exact);
   if (nmse) {
     log += fmt::format("\n  nmse {} (max {}){}", num(*nmse), num(cfg.max_nmse),
                        failed_nmse ? " exceeded" : "");
@@ -488,6 +626,10 @@ CallVerdict compare_tensor(std::string_view name, const ResolvedEval& cfg, const
   if (s.nan > 0 || s.inf > 0 || s.unwritten > 0) {
     log += fmt::format("\n  NaN: {}, Inf: {} (where the reference has none)", s.nan, s.inf);
     if (poison) log += fmt::format("; never written (still the poison value): {}", s.unwritten);
+  }
+  if (s.got_nan + s.got_inf + s.ref_nan + s.ref_inf > 0) {
+    log += fmt::format("\n  non-finite values: output NaN {}, Inf {}; reference NaN {}, Inf {}",
+                       s.got_nan, s.got_inf, s.ref_nan, s.ref_inf);
   }
   return v;
 }

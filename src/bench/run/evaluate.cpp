@@ -327,7 +327,12 @@ struct PendingJudgement {
   Json worker_phases_ms;
 };
 
-Performance passed_performance(const PendingJudgement& j, double judge_ms) {
+// The performance block of a PASSED trace; `roofline_line` gets its share of the roofline where
+// the op family declares its demand and the device's peaks are known (GPU lanes: fib knows no
+// CPU peaks).
+Performance passed_performance(const PendingJudgement& j, double judge_ms,
+                               std::string* roofline_line) {
+  roofline_line->clear();
   const bool gpu = j.lane->device.is_cuda();
   Performance perf;
   perf.latency_ms = j.timing.latency_ms;
@@ -344,6 +349,7 @@ Performance passed_performance(const PendingJudgement& j, double judge_ms) {
   if (rin.bytes || rin.flops) {
     const cuda::Roofline rl = cuda::roofline(rin, j.lane->peaks);
     perf.extra["roofline"] = cuda::to_json(rl);
+    *roofline_line = cuda::roofline_line(rl, j.timing.latency_ms);
     if (!rl.plausible && j.warn) {
       j.warn(fmt::format("warning: {} on {} workload {}: {}", j.solution->name, j.def->name,
                          short_uuid(j.workload->uuid), rl.note));
@@ -372,7 +378,11 @@ Outcome judge_outcome(const PendingJudgement& j) {
   o.log += j.output_log;
   o.environment = j.environment;
   o.correctness = verdict.correctness;
-  if (verdict.status == EvaluationStatus::kPassed) o.performance = passed_performance(j, judge_ms);
+  if (verdict.status == EvaluationStatus::kPassed) {
+    std::string roofline;
+    o.performance = passed_performance(j, judge_ms, &roofline);
+    if (!roofline.empty()) o.log += "\n" + roofline;
+  }
   return o;
 }
 

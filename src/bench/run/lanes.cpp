@@ -321,6 +321,7 @@ void LaneLoop::evaluate_solution(Lane& lane, const WorkItem& item, const Solutio
     failed.environment = Json{{"build", Json{{"key", b.key},
                                              {"toolchain", b.toolchain},
                                              {"sandbox", b.sandboxed ? "bubblewrap" : "none"}}}};
+    if (failed.status == EvaluationStatus::kCompileError) add_compiler_messages(failed, s, b);
     record(lane, make_trace(run_.trace_context(), lane, def, w, s, std::move(failed)), def, s);
     return;
   }

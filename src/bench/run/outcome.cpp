@@ -1,13 +1,29 @@
 #include "outcome.h"
 
+#include <fmt/format.h>
+
+#include <string>
+#include <vector>
+
 #include "environment.h"
 #include "fib/base/timestamp.h"
+#include "fib/bench/builder/compiler_messages.h"
 #include "fib/tensor/inputs.h"
 #include "fib/version.h"
 
 namespace fib::bench::detail {
 
 std::string short_uuid(const std::string& uuid) { return uuid.substr(0, 8); }
+
+void add_compiler_messages(Outcome& outcome, const Solution& s, const BuildResult& b) {
+  std::vector<std::string> sources;
+  for (const auto& src : s.sources) sources.push_back(src.path);
+  const CompilerMessages m = parse_compiler_messages(b.log, sources);
+  if (m.messages.empty()) return;
+  outcome.environment["compiler_diagnostics"] = to_json(m);
+  outcome.log = fmt::format("{}\ncompiler diagnostics ({} errors, {} warnings):\n{}build log:\n{}",
+                            b.message, m.errors, m.warnings, render_compiler_messages(m), b.log);
+}
 
 Trace make_trace(const TraceContext& context, const Lane& lane, const Definition& def,
                  const Workload& w, const Solution& s, Outcome outcome) {

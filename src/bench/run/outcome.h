@@ -6,6 +6,7 @@
 #include <string>
 
 #include "devices.h"
+#include "fib/bench/builder/build.h"
 #include "fib/trace/definition.h"
 #include "fib/trace/json_reader.h"
 #include "fib/trace/solution.h"
@@ -20,6 +21,11 @@ struct Outcome {
   std::optional<Correctness> correctness;  // PASSED and INCORRECT_NUMERICAL
   std::optional<Performance> performance;  // PASSED
 };
+
+// A failed build's compiler diagnostics, parsed from the log of the compilers the orchestrator
+// ran (never from anything a worker reported): environment.extra.compiler_diagnostics, and a
+// section of the log between the build's one-line message and its whole log.
+void add_compiler_messages(Outcome& outcome, const Solution& s, const BuildResult& b);
 
 // How messages name a workload: the first 8 characters of its uuid.
 std::string short_uuid(const std::string& uuid);
