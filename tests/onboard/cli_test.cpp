@@ -54,7 +54,7 @@ TEST(OnboardCli, ModelsListsEveryBundledModel) {
   EXPECT_THAT(
       r.output,
       HasSubstr(
-          "llama-3.1-8b                 llama              32              8.03B          16"));
+          "llama-3.1-8b                 llama              32              8.03B          18"));
   const auto one = run_fib("models qwen3-next");
   EXPECT_EQ(one.exit_code, 0) << one.output;
   EXPECT_THAT(one.output, HasSubstr("layer type linear_attention"));

@@ -224,7 +224,8 @@ TEST(Plan, GatedMlpsPlanTheirActivation) {
   ASSERT_NE(o, nullptr);
   EXPECT_THAT(o->def.tags, Contains("tp:8"));
   const auto gemma = generate(request("gemma-3-27b"));
-  EXPECT_THAT(node(gemma.graph, "act_fn")->definitions, ElementsAre("gelu_tanh_and_mul_h43008"));
+  EXPECT_THAT(node(gemma.graph, "act_fn.full_attention")->definitions,
+              ElementsAre("gelu_tanh_and_mul_h43008"));
   const auto nemo = generate(request("nemotron-h-8b"));
   EXPECT_THAT(components(nemo), Contains("relu2"));
 }
