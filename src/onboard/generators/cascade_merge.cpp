@@ -24,8 +24,8 @@ Definition merge_state(const MergeStateKernel& k, const GenContext& ctx) {
   b.var("seq_len", "Number of query tokens.")
       .constant("num_heads", k.heads, "Query heads (per rank).")
       .constant("head_dim", k.head_dim, "Width of each head's output.");
-  const std::vector<std::string> v = {"seq_len", "num_heads", "head_dim"}, s = {"seq_len",
-                                                                               "num_heads"};
+  const std::vector<std::string> v = {"seq_len", "num_heads", "head_dim"};
+  const std::vector<std::string> s = {"seq_len", "num_heads"};
   b.input("v_a", v, DType::kBFloat16, "Attention output over KV segment A.");
   b.input("s_a", s, DType::kFloat32, "Log-sum-exp (base 2) of the scores over segment A.");
   b.input("v_b", v, DType::kBFloat16, "Attention output over KV segment B.");
