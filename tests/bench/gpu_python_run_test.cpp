@@ -198,11 +198,11 @@ TEST_F(GpuPython, ThePyTorchReferenceRunsOnTheLanesGpuAndAnyTimedCallMayBeChecke
   FIB_REQUIRE_GPU();
   FIB_REQUIRE_PYTHON_TORCH(runtime);
   const fib::testing::ExclusiveGpu gpu;
-  // silu_and_mul_h16384's op type (activation) has no native reference: its PyTorch reference
-  // judges, on the lane's GPU, on every set a timed call may use (made on the device, remade on
-  // the host for it). Each worker is fresh (--isolated), so `c` counts from the first warmup
-  // call: 2 warmup calls, then 3 trials of 40 timed calls, then the window audit's, computed.
-  // The cheat passes only if every trial's draw lands on its first or last call, (2/40)^3.
+  // silu_and_mul_h16384's PyTorch reference (--reference python) judges, on the lane's GPU, on
+  // every set a timed call may use (made on the device, remade on the host for it). Each worker is
+  // fresh (--isolated), so `c` counts from the first warmup call: 2 warmup calls, then 3 trials of
+  // 40 timed calls, then the window audit's, computed. The cheat passes only if every trial's draw
+  // lands on its first or last call, (2/40)^3.
   const auto add_silu = [&](const std::string& name, const std::string& body) {
     Solution s;
     s.name = name;
@@ -236,6 +236,7 @@ TEST_F(GpuPython, ThePyTorchReferenceRunsOnTheLanesGpuAndAnyTimedCallMayBeChecke
   o.device = "cuda:0";
   o.python = runtime->executable;
   o.python_bridge_dir = kSource / "python" / "fib_bridge";
+  o.reference = ReferenceChoice::kPython;
   o.definitions = {"silu_and_mul_h16384"};
   o.solutions = {"every_call", "first_and_last_only"};
   const RunResult r = run_benchmark(o);

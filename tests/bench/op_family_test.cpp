@@ -218,5 +218,30 @@ TEST(OpFamily, BuiltinConfigHasALayerOnlyForFamiliesThatSetOne) {
   EXPECT_FALSE(b.op_type.contains("gemm"));
 }
 
+// The elementwise families demand what a call moves: its inputs and outputs whole, and for the
+// embedding the ids, the rows they name and the output (never the whole table).
+TEST(OpFamily, ElementwiseFamiliesDemandTheBytesTheyMove) {
+  const onboard::GenContext ctx{"m", "M"};
+  const auto demand = [&](const onboard::KernelSpec& k, AxisValues axes) {
+    const RooflineDemand d =
+        roofline_demand(onboard::generate_definition(k, ctx), with_axes(std::move(axes)));
+    EXPECT_FALSE(d.flops);
+    return d.bytes.value_or(-1);
+  };
+  // 5 tokens: input 5 x 128 bf16, output 5 x 64 bf16.
+  EXPECT_EQ(demand(onboard::ActivationKernel{onboard::ActivationKind::kSilu, 64, "", 0},
+                   {{"num_tokens", 5}}),
+            (5.0 * 128 + 5 * 64) * 2);
+  // 5 int64 ids, 5 rows of 32 bf16 read and 5 written, of a 1000-row table.
+  EXPECT_EQ(demand(onboard::EmbeddingKernel{1000, 32}, {{"num_tokens", 5}}),
+            5.0 * 8 + 2 * 5 * 32 * 2);
+  // 3 tokens x 2 heads: two states of 3 x 2 x 8 bf16 and 3 x 2 f32 in, one out.
+  EXPECT_EQ(demand(onboard::MergeStateKernel{2, 8, 1}, {{"seq_len", 3}}),
+            3 * (2.0 * 8 * 2 + 2 * 4) * 3);
+  EXPECT_EQ(demand(onboard::ConcatMlaQKernel{2, 6, 2, 1}, {{"num_tokens", 3}}),
+            3 * 2 * (6.0 + 2 + 8) * 2);
+  EXPECT_EQ(demand(onboard::HadamardKernel{16}, {{"num_tokens", 3}}), 2 * 3 * 16.0 * 2);
+}
+
 }  // namespace
 }  // namespace fib::bench

@@ -559,7 +559,14 @@ FIB_EXPORT_SOLUTION(run, run_);
   const bool torch = find_python("", PythonUse::kReference, &why).has_value();
   RunOptions o = options(SandboxMode::kRequired, {"honest"});
   if (torch) {
-    // silu_and_mul_h16384 (op type activation) has no native reference: its PyTorch one judges.
+    // silu_and_mul_h16384 with its silu spelled out (g * sigmoid(g), the same math), which fib's
+    // native activation reference does not read: its PyTorch reference judges.
+    const fs::path file = dataset() / "definitions" / "activation" / "silu_and_mul_h16384.json";
+    std::string text = TempDir::read_file(file);
+    const std::string silu = "F.silu(x[..., :d])";
+    ASSERT_NE(text.find(silu), std::string::npos);
+    text.replace(text.find(silu), silu.size(), "x[..., :d] * torch.sigmoid(x[..., :d])");
+    std::ofstream(file) << text;
     o.definitions.push_back("silu_and_mul_h16384");
     o.solutions.push_back("silu_and_mul_h16384_tvm_ffi");
   }
@@ -616,6 +623,7 @@ except OSError:
   }
   RunOptions o = options(SandboxMode::kOff, {"silu_and_mul_h16384_tvm_ffi"});
   o.definitions = {"silu_and_mul_h16384"};
+  o.reference = ReferenceChoice::kPython;
   const RunResult off = run_benchmark(o);
   ASSERT_EQ(off.traces.size(), 2u);
   EXPECT_TRUE(fs::exists(forged)) << "the attack does not work unsandboxed: nothing is shown";

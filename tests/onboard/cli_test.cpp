@@ -54,7 +54,7 @@ TEST(OnboardCli, ModelsListsEveryBundledModel) {
   EXPECT_THAT(
       r.output,
       HasSubstr(
-          "llama-3.1-8b                 llama              32              8.03B          16"));
+          "llama-3.1-8b                 llama              32              8.03B          18"));
   const auto one = run_fib("models qwen3-next");
   EXPECT_EQ(one.exit_code, 0) << one.output;
   EXPECT_THAT(one.output, HasSubstr("layer type linear_attention"));
@@ -85,7 +85,10 @@ TEST(OnboardCli, OnboardsFromAConfigFileWithReportAndGraph) {
                          " --report " + (dir.path() / "report.json").string() + " --graph " +
                          (dir.path() / "graph.json").string());
   EXPECT_EQ(r.exit_code, 0) << r.output;
-  EXPECT_THAT(r.output, HasSubstr("22 definitions: 22 created"));
+  // 22 GEMM, norm, attention, RoPE and sampling kernels, the embedding and the SiLU-and-mul.
+  EXPECT_THAT(r.output, HasSubstr("24 definitions: 24 created"));
+  EXPECT_THAT(r.output, HasSubstr("\n  embedding/embedding_v151936_h2048\n"));
+  EXPECT_THAT(r.output, HasSubstr("\n  activation/silu_and_mul_h12288\n"));
   EXPECT_THAT(r.output, HasSubstr("\n  gemm/gemm_n151936_k2048\n"));
   EXPECT_THAT(r.output, HasSubstr("gqa_paged/gqa_paged_decode_h8_kv4_d128_ps64"));
   EXPECT_TRUE(fs::exists(ds / "definitions/rmsnorm/rmsnorm_h128.json"));

@@ -190,5 +190,75 @@ TEST(Generators, EpsilonAndFoldedGemmaWeightReachTheDefinition) {
   EXPECT_THAT(*gemma.description, HasSubstr("(1 + weight)"));
 }
 
+TEST(Generators, ActivationNamesTheInputWidthAndItsFunction) {
+  const GenContext ctx{"m", "M"};
+  EXPECT_EQ(definition_name(ActivationKernel{ActivationKind::kSilu, 8192, "", 0}),
+            "silu_and_mul_h16384");
+  EXPECT_EQ(definition_name(ActivationKernel{ActivationKind::kGelu, 64, "", 0}),
+            "gelu_and_mul_h128");
+  EXPECT_EQ(definition_name(ActivationKernel{ActivationKind::kGeluTanh, 2304, "", 4}),
+            "gelu_tanh_and_mul_h4608");
+  const auto silu =
+      generate_definition(ActivationKernel{ActivationKind::kSilu, 8192, "MLP", 0}, ctx);
+  EXPECT_EQ(silu.op_type, "activation");
+  EXPECT_EQ(silu.axis("hidden_size")->value, 16384);
+  EXPECT_EQ(silu.axis("hidden_div_2")->value, 8192);
+  EXPECT_EQ(*silu.output("output")->shape,
+            (std::vector<std::string>{"num_tokens", "hidden_div_2"}));
+  EXPECT_THAT(silu.reference, HasSubstr("(F.silu(gate) * up).to(input.dtype)"));
+  EXPECT_THAT(silu.reference, HasSubstr("assert hidden_size == 16384"));
+  EXPECT_THAT(silu.tags, Contains("fi_api:flashinfer.activation.silu_and_mul"));
+  EXPECT_TRUE(silu.tag_values("tp:").empty());
+  const auto tanh =
+      generate_definition(ActivationKernel{ActivationKind::kGeluTanh, 2304, "MLP", 4}, ctx);
+  EXPECT_THAT(tanh.reference, HasSubstr("F.gelu(gate, approximate=\"tanh\") * up"));
+  EXPECT_THAT(tanh.tags, Contains("tp:4"));
+  EXPECT_THAT(*tanh.description, HasSubstr("TP=4"));
+  const auto gelu = generate_definition(ActivationKernel{ActivationKind::kGelu, 64, "", 0}, ctx);
+  EXPECT_THAT(gelu.reference, HasSubstr("(F.gelu(gate) * up)"));
+}
+
+TEST(Generators, EmbeddingGathersFromTheWholeVocabulary) {
+  const GenContext ctx{"m", "M"};
+  EXPECT_EQ(definition_name(EmbeddingKernel{129280, 7168}), "embedding_v129280_h7168");
+  const auto d = generate_definition(EmbeddingKernel{129280, 7168}, ctx);
+  EXPECT_EQ(d.op_type, "embedding");
+  EXPECT_EQ(d.axis("vocab_size")->value, 129280);
+  EXPECT_EQ(d.input("input_ids")->dtype, DType::kInt64);
+  EXPECT_EQ(*d.input("weight")->shape, (std::vector<std::string>{"vocab_size", "hidden_size"}));
+  EXPECT_THAT(d.reference, HasSubstr("return weight[input_ids.to(torch.int64)]"));
+}
+
+TEST(Generators, MergeStateTakesBaseTwoLses) {
+  const GenContext ctx{"m", "M"};
+  EXPECT_EQ(definition_name(MergeStateKernel{16, 128, 8}), "merge_state_h16_d128");
+  const auto d = generate_definition(MergeStateKernel{16, 128, 8}, ctx);
+  EXPECT_EQ(d.op_type, "cascade_merge");
+  EXPECT_EQ(d.input_names(), (std::vector<std::string>{"v_a", "s_a", "v_b", "s_b"}));
+  EXPECT_EQ(d.input("s_a")->dtype, DType::kFloat32);
+  EXPECT_EQ(d.output("s_merged")->dtype, DType::kFloat32);
+  EXPECT_EQ(d.output("v_merged")->dtype, DType::kBFloat16);
+  EXPECT_THAT(d.reference, HasSubstr("sa = s_a.to(torch.float32) * LN2"));
+  EXPECT_THAT(d.reference, HasSubstr("s_merged = (s_max + torch.log(total)) / LN2"));
+  EXPECT_THAT(d.tags, Contains("tp:8"));
+  EXPECT_THAT(d.tags, Contains("fi_api:flashinfer.cascade.merge_state"));
+}
+
+TEST(Generators, ConcatMlaAbsorbQAndHadamardTransform) {
+  const GenContext ctx{"m", "M"};
+  EXPECT_EQ(definition_name(ConcatMlaQKernel{16, 512, 64, 8}),
+            "concat_mla_absorb_q_h16_ckv512_kpe64");
+  const auto q = generate_definition(ConcatMlaQKernel{16, 512, 64, 8}, ctx);
+  EXPECT_EQ(q.op_type, "concat_mla");
+  EXPECT_EQ(q.axis("q_dim")->value, 576);
+  EXPECT_EQ(q.input_names(), (std::vector<std::string>{"q_nope", "q_pe"}));
+  EXPECT_THAT(q.reference, HasSubstr("torch.cat([q_nope, q_pe], dim=-1)"));
+  EXPECT_THAT(q.tags, Contains("tp:8"));
+  EXPECT_EQ(definition_name(HadamardKernel{128}), "hadamard_transform_d128");
+  const auto h = generate_definition(HadamardKernel{128}, ctx);
+  EXPECT_EQ(h.op_type, "hadamard");
+  EXPECT_THAT(h.reference, HasSubstr("SCALE = 0.08838834764831845"));
+}
+
 }  // namespace
 }  // namespace fib::onboard

@@ -6,7 +6,8 @@
 //   reduced hidden/intermediate sizes (expert count and top_k as generated), on mixed workloads
 //   from fib's workload and input synthesis; the test also checks that the inputs cross the clamp
 //   (the same inputs with the limit lifted give other outputs), so the clamp is exercised;
-// - GPT-J (interleaved) RoPE, full and partial rotary.
+// - GPT-J (interleaved) RoPE, full and partial rotary;
+// - the elementwise op types (activation, embedding, cascade_merge, concat_mla, hadamard).
 // Tolerances as in reference_parity_test.cpp: atol 1e-2 + rtol 8e-3 (one bfloat16 rounding; both
 // compute in fp32 and round once, summation order may differ).
 #include <fmt/format.h>
@@ -131,6 +132,31 @@ TEST(NativeParity, GptjRopeMatchesTheNativeReference) {
   std::vector<Case> cases;
   for (const auto& k : {RopeKernel{128, 64, RopeStyle::kGptj}, RopeKernel{64, 64, RopeStyle::kGptj},
                         RopeKernel{128, 128, RopeStyle::kNeox}}) {
+    for (auto& c : cases_for(generate_definition(k, ctx), 2, 9, batch))
+      cases.push_back(std::move(c));
+  }
+  batch.run();
+  expect_parity(cases, batch);
+}
+
+// The elementwise op types at small sizes: each activation, the embedding gather (ids from its
+// recipe), merge_state (random base-2 LSEs), the MLA query concatenation and the Hadamard
+// transform (NSA's width).
+TEST(NativeParity, ElementwiseOpTypesMatchTheNativeReference) {
+  FIB_REQUIRE_TORCH(python);
+  const GenContext ctx{"test", "Test"};
+  ft::PythonReferenceBatch batch;
+  std::vector<Case> cases;
+  const std::vector<KernelSpec> kernels = {
+      ActivationKernel{ActivationKind::kSilu, 96, "", 0},
+      ActivationKernel{ActivationKind::kGelu, 64, "", 0},
+      ActivationKernel{ActivationKind::kGeluTanh, 64, "", 0},
+      EmbeddingKernel{1000, 64},
+      MergeStateKernel{4, 32, 1},
+      ConcatMlaQKernel{4, 64, 16, 1},
+      HadamardKernel{128},
+  };
+  for (const auto& k : kernels) {
     for (auto& c : cases_for(generate_definition(k, ctx), 2, 9, batch))
       cases.push_back(std::move(c));
   }

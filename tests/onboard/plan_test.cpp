@@ -55,8 +55,9 @@ TEST(Plan, Llama8bMatchesTheDatasetKernelSet) {
        "gqa_paged_prefill_causal_h32_kv8_d128_ps1", "gqa_paged_prefill_causal_h32_kv8_d128_ps64",
        "gqa_ragged_prefill_causal_h32_kv8_d128", "rope_with_cos_sin_cache_neox_style_d128_rd128",
        "top_k_sampling_from_probs_v128256", "top_p_sampling_from_probs_v128256",
-       "top_k_top_p_sampling_from_probs_v128256"}));
-  EXPECT_EQ(r.outcomes.size(), 16u);
+       "top_k_top_p_sampling_from_probs_v128256", "embedding_v128256_h4096",
+       "silu_and_mul_h28672"}));
+  EXPECT_EQ(r.outcomes.size(), 18u);
 }
 
 TEST(Plan, TensorParallelSplitsAttentionNotNorms) {
@@ -198,6 +199,60 @@ TEST(Plan, QuantizedVariantsOnRequest) {
                            {"trtllm_fp4_block_scale_moe_topk8_e128_h2048_i768",
                             "trtllm_fp4_block_scale_routed_moe_topk8_e128_h2048_i768",
                             "trtllm_fp8_per_tensor_scale_moe_topk8_e128_h2048_i768"}));
+}
+
+// A gated MLP's act(gate) * up is planned where it runs: the dense MLP and DeepSeek's shared
+// experts, at the width of the gate/up GEMM (per rank where the GEMMs are); an ungated MLP
+// (relu2) stays listed.
+TEST(Plan, GatedMlpsPlanTheirActivation) {
+  auto components = [](const OnboardResult& r) {
+    std::vector<std::string> out;
+    for (const auto& u : r.unsupported) out.push_back(u.component);
+    return out;
+  };
+  const auto llama = generate(request("llama-3.1-8b"));
+  EXPECT_THAT(node(llama.graph, "act_fn")->definitions, ElementsAre("silu_and_mul_h28672"));
+  EXPECT_THAT(components(llama), Not(Contains("silu_and_mul")));
+  const auto ds = generate(request("deepseek-v3", {8}, {8}));
+  EXPECT_THAT(node(ds.graph, "act_fn.dense")->definitions, ElementsAre("silu_and_mul_h36864"));
+  EXPECT_THAT(node(ds.graph, "shared_act_fn.moe")->definitions, ElementsAre("silu_and_mul_h4096"));
+  auto per_rank = request("deepseek-v3", {8}, {8});
+  per_rank.options.gemm_shapes = GemmShapes::kPerRank;
+  const auto pr = generate(per_rank);
+  EXPECT_THAT(node(pr.graph, "act_fn.dense")->definitions, ElementsAre("silu_and_mul_h4608"));
+  const DefinitionOutcome* o = pr.find("silu_and_mul_h4608");
+  ASSERT_NE(o, nullptr);
+  EXPECT_THAT(o->def.tags, Contains("tp:8"));
+  const auto gemma = generate(request("gemma-3-27b"));
+  EXPECT_THAT(node(gemma.graph, "act_fn.full_attention")->definitions,
+              ElementsAre("gelu_tanh_and_mul_h43008"));
+  const auto nemo = generate(request("nemotron-h-8b"));
+  EXPECT_THAT(components(nemo), Contains("relu2"));
+}
+
+TEST(Plan, TheEmbeddingAndMlaPrefillMergeArePlanned) {
+  const auto ds = generate(request("deepseek-v3", {8}, {8}));
+  EXPECT_THAT(node(ds.graph, "embed_tokens")->definitions, ElementsAre("embedding_v129280_h7168"));
+  for (const auto& u : ds.unsupported) EXPECT_NE(u.component, "embedding lookup");
+  EXPECT_THAT(node(ds.graph, "attn_mha.dense")->definitions, Contains("merge_state_h16_d128"));
+  auto decode = request("deepseek-v3", {8}, {8});
+  decode.options.stages = {Stage::kDecode};
+  EXPECT_THAT(names(generate(decode)), Not(Contains("merge_state_h16_d128")));
+  const auto llama = generate(request("llama-3.2-1b"));
+  EXPECT_THAT(node(llama.graph, "embed_tokens")->definitions,
+              ElementsAre("embedding_v128256_h2048"));
+}
+
+TEST(Plan, MlaDecodeConcatenatesItsQueryAndNsaRotatesItsIndexerRows) {
+  const auto ds = generate(request("deepseek-v3", {8}, {8}));
+  EXPECT_THAT(node(ds.graph, "attn_mqa.dense")->definitions,
+              Contains("concat_mla_absorb_q_h16_ckv512_kpe64"));
+  auto prefill = request("deepseek-v3", {8}, {8});
+  prefill.options.stages = {Stage::kPrefill};
+  EXPECT_THAT(names(generate(prefill)), Not(Contains("concat_mla_absorb_q_h16_ckv512_kpe64")));
+  const auto nsa = generate(request("deepseek-v3.2"));
+  EXPECT_THAT(node(nsa.graph, "rotate_activation.dense")->definitions,
+              ElementsAre("hadamard_transform_d128"));
 }
 
 TEST(ModuleGraph, LlamaHasTheWebUiStructure) {

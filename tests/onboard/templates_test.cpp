@@ -28,6 +28,7 @@ using Values = std::vector<std::string>;
 std::map<std::string, Values> values() {
   using namespace templates;
   return {
+      {"ACT", {"F.silu(gate)", "F.gelu(gate)", "F.gelu(gate, approximate=\"tanh\")"}},
       {"ALPHA", {"1.702"}},
       {"ATTEND", {std::string(attend_causal)}},
       {"BIAS_PARAM", {"", ", routing_bias"}},
@@ -70,6 +71,7 @@ std::map<std::string, Values> values() {
       {"RD", {"64"}},
       {"ROTATE", {std::string(rope_neox), std::string(rope_gptj)}},
       {"ROUTE", {std::string(moe_route_renorm), std::string(moe_route_llama4)}},
+      {"SCALE", {"0.08838834764831845"}},
       {"SINKS", {"", "sinks, "}},
       {"SINK_ARG", {"", ", sinks"}},
       {"SOFTMAX",

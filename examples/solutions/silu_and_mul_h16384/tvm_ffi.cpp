@@ -1,5 +1,4 @@
-// tvm_ffi: SiLU-and-mul of silu_and_mul_h16384 (an op type fib has no native reference for, so
-// `fib run` checks it against the definition's own PyTorch reference), written the way
+// tvm_ffi: SiLU-and-mul of silu_and_mul_h16384 (op type activation), written the way
 // FlashInfer-Bench's ecosystem writes C++ solutions: binding tvm-ffi, tvm::ffi::TensorView
 // arguments, exported with TVM_FFI_DLL_EXPORT_TYPED_FUNC, checks that raise tvm-ffi errors.
 //

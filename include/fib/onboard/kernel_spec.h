@@ -12,6 +12,46 @@
 
 namespace fib::onboard {
 
+// act(gate) * up over an MLP's fused gate/up output [tokens, 2 * width]: the gate half first.
+enum class ActivationKind : std::uint8_t { kSilu, kGelu, kGeluTanh };
+
+struct ActivationKernel {
+  ActivationKind kind = ActivationKind::kSilu;
+  std::int64_t width = 0;  // the output's width (intermediate_size, per rank when tp > 0)
+  std::string role;        // "mlp", for descriptions
+  int tp = 0;              // > 0 when the width is per rank (tagged tp:N)
+};
+
+// The token embedding's gather: output[t] = weight[input_ids[t]], over the whole vocabulary.
+struct EmbeddingKernel {
+  std::int64_t vocab = 0;
+  std::int64_t hidden = 0;
+};
+
+// Cascade attention's merge of two partial states (v, base-2 lse) of the same queries: MLA's
+// chunked-prefix prefill merges the prefix's and the new tokens' attention.
+struct MergeStateKernel {
+  std::int64_t heads = 0;  // per rank
+  std::int64_t head_dim = 0;
+  int tp = 1;
+};
+
+// MLA decode's query for a backend that takes it whole (TRT-LLM MLA): the absorbed q_nope
+// [tokens, heads, ckv] and q_pe [tokens, heads, kpe] concatenated (sgl-kernel's
+// concat_mla_absorb_q).
+struct ConcatMlaQKernel {
+  std::int64_t heads = 0;  // per rank
+  std::int64_t ckv = 0;    // kv_lora_rank
+  std::int64_t kpe = 0;    // qk_rope_head_dim
+  int tp = 1;
+};
+
+// The Hadamard rotation of NSA's indexer query and key rows (sgl-kernel's hadamard_transform,
+// scale dim^-1/2).
+struct HadamardKernel {
+  std::int64_t dim = 0;  // a power of two
+};
+
 // C = A @ B.T, fp16.
 struct GemmKernel {
   std::int64_t n = 0;
@@ -149,7 +189,8 @@ struct SamplingKernel {
 using KernelSpec =
     std::variant<GemmKernel, RmsNormKernel, GqaPagedKernel, GqaRaggedKernel, MlaPagedKernel,
                  MlaRaggedKernel, DsaAttentionKernel, DsaIndexerKernel, GdnKernel, MambaKernel,
-                 MoeKernel, RopeKernel, SamplingKernel>;
+                 MoeKernel, RopeKernel, SamplingKernel, ActivationKernel, EmbeddingKernel,
+                 MergeStateKernel, ConcatMlaQKernel, HadamardKernel>;
 
 // The op_type a kernel's definition will carry ("gemm", "gqa_paged", ...).
 std::string_view op_type_of(const KernelSpec& k);

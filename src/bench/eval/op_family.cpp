@@ -15,9 +15,11 @@ EvalPolicy elementwise_policy(const Definition& /*def*/) { return {}; }
 
 EvalSettings no_builtin_eval() { return {}; }
 
-std::optional<double> whole_input_bytes(const Definition& def, const AxisValues& bound) {
+namespace {
+std::optional<double> whole_bytes(const Definition& def, const std::vector<TensorSpec>& specs,
+                                  const AxisValues& bound) {
   double bytes = 0;
-  for (const auto& spec : def.inputs) {
+  for (const auto& spec : specs) {
     if (spec.is_scalar()) continue;
     const auto shape = def.concrete_shape(spec, bound);
     if (!shape) return std::nullopt;
@@ -26,6 +28,15 @@ std::optional<double> whole_input_bytes(const Definition& def, const AxisValues&
     bytes += static_cast<double>(dtype_storage_bytes(spec.dtype, n).value_or(0));
   }
   return bytes;
+}
+}  // namespace
+
+std::optional<double> whole_input_bytes(const Definition& def, const AxisValues& bound) {
+  return whole_bytes(def, def.inputs, bound);
+}
+
+std::optional<double> whole_output_bytes(const Definition& def, const AxisValues& bound) {
+  return whole_bytes(def, def.outputs, bound);
 }
 
 // The default family of the op types op_types.def gives none of their own: elementwise within

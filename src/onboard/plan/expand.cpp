@@ -58,6 +58,19 @@ class Expander {
   RmsNormKernel norm(std::int64_t h, bool fused, std::string role) const {
     return RmsNormKernel{h, c_.norm_eps, fused, c_.gemma_norm, std::move(role)};
   }
+  // A gated MLP's act(gate) * up, at the width its gate/up GEMM gives (per rank where the GEMMs
+  // are); relu2 MLPs have no gate.
+  void act_and_mul(std::size_t node, std::int64_t intermediate, std::string role) {
+    if (!c_.gated_mlp) {
+      unsupported(node, "relu2", "an ungated activation has no op family", Severity::kInfo);
+      return;
+    }
+    const auto s = gemm_shape(intermediate, 0, Parallel::kColumn, point_.tp, opt_.gemm_shapes);
+    const bool per_rank = opt_.gemm_shapes == GemmShapes::kPerRank;
+    const ActivationKind kind =
+        c_.activation == Activation::kGeluTanh ? ActivationKind::kGeluTanh : ActivationKind::kSilu;
+    use(node, ActivationKernel{kind, s.n, std::move(role), per_rank ? point_.tp : 0});
+  }
 
   void layer_norm_in(const std::string& parent, const std::string& base);
   void attention(const std::string& parent);
@@ -240,6 +253,9 @@ void Expander::mla(const std::string& parent) {
     const auto kn = add_layer("k_norm", idx_key);
     unsupported(kn, "indexer key LayerNorm", "LayerNorm (with bias) has no op family",
                 Severity::kInfo);
+    // The query (after wq_b) and the key (after k_norm) are rotated before the FP8 logits.
+    const auto rot = add_layer("rotate_activation", idx_key);
+    use(rot, HadamardKernel{ix.head_dim});
     const auto wp = add_layer("weights_proj", idx_key);
     use(wp, gemm(ix.num_heads, H, Parallel::kReplicated, "indexer.weights_proj"));
     const auto topk = add_layer("topk_indexer", idx_key);
@@ -267,6 +283,9 @@ void Expander::mla(const std::string& parent) {
                            m.qk_rope_head_dim, m.qk_nope_head_dim, ps},
             Stage::kDecode);
       }
+      // TRT-LLM's MLA decode takes the query whole: the absorbed q_nope and q_pe side by side.
+      use(attn, ConcatMlaQKernel{hs.per_rank, m.kv_lora_rank, m.qk_rope_head_dim, point_.tp},
+          Stage::kDecode);
       for (auto ps : opt_.page_sizes) {
         use(attn,
             MlaPagedKernel{Stage::kPrefill, hs.per_rank, h, point_.tp, m.kv_lora_rank,
@@ -280,6 +299,9 @@ void Expander::mla(const std::string& parent) {
           MlaRaggedKernel{hs.per_rank, h, point_.tp, m.qk_nope_head_dim, m.qk_rope_head_dim,
                           m.v_head_dim},
           Stage::kPrefill);
+      // A prefill over a cached prefix attends to the prefix in chunks and merges each chunk's
+      // state into the new tokens' (SGLang's chunked-prefix MHA, merge_state_v2).
+      use(mha, MergeStateKernel{hs.per_rank, m.v_head_dim, point_.tp}, Stage::kPrefill);
     }
   }
   const auto o = add_layer("o_proj", attn_key);
@@ -368,10 +390,7 @@ void Expander::dense_mlp(const std::string& parent) {
     use(u, gemm(I, H, Parallel::kColumn, "mlp.up_proj"));
   }
   const auto act = add_layer("act_fn", mlp_key);
-  const char* fn =
-      !c_.gated_mlp ? "relu2"
-                    : (c_.activation == Activation::kSilu ? "silu_and_mul" : "gelu_tanh_and_mul");
-  unsupported(act, fn, "elementwise activation has no op family in the dataset", Severity::kInfo);
+  act_and_mul(act, I, "MLP");
   const auto down = add_layer("down_proj", mlp_key);
   use(down, gemm(H, I, Parallel::kRow, "mlp.down_proj"));
 }
@@ -456,6 +475,8 @@ void Expander::moe(const std::string& parent) {
     const std::int64_t Is = m.shared_intermediate_size * m.num_shared_experts;
     const auto gu = add_layer("shared_gate_up_proj", shared_key);
     use(gu, gemm(2 * Is, H, Parallel::kColumn, "shared_experts.gate_up_proj"));
+    const auto act = add_layer("shared_act_fn", shared_key);
+    act_and_mul(act, Is, "shared experts");
     const auto down = add_layer("shared_down_proj", shared_key);
     use(down, gemm(H, Is, Parallel::kRow, "shared_experts.down_proj"));
     if (m.shared_expert_gate) {
@@ -471,8 +492,7 @@ Expansion Expander::run() {
   add(root, "", true, 1);
   add(model, root, true, 1);
   add("embed_tokens", model, false, 1);
-  out_.unsupported.push_back(
-      {"", "embed_tokens", "embedding lookup", "a gather has no op family", Severity::kInfo});
+  use(out_.modules.size() - 1, EmbeddingKernel{c_.vocab_size, c_.hidden_size});
   add("layers", model, true, c_.num_layers);
   multi_ = plan_.layer_types.size() > 1;
   for (const auto& t : plan_.layer_types) {

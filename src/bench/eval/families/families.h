@@ -20,5 +20,7 @@ EvalSettings no_builtin_eval();
 // The bytes of every tensor input read whole (the L2 is flushed before each timed call, so
 // they come from DRAM); nullopt when a shape is unbound.
 std::optional<double> whole_input_bytes(const Definition& def, const AxisValues& bound);
+// The bytes of every output written whole; nullopt when a shape is unbound.
+std::optional<double> whole_output_bytes(const Definition& def, const AxisValues& bound);
 
 }  // namespace fib::bench::families

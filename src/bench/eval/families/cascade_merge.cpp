@@ -1,0 +1,25 @@
+// cascade_merge (merge_state): elementwise within the default tolerances. A call reads both
+// states whole and writes the merged one: those bytes are the roofline's demand (its few FLOPs
+// per element are not).
+#include "families/families.h"
+
+namespace fib::bench::families {
+
+namespace {
+RooflineDemand roofline(const Definition& def, const AxisValues& bound) {
+  RooflineDemand d;
+  const auto in = whole_input_bytes(def, bound), out = whole_output_bytes(def, bound);
+  if (in && out) d.bytes = *in + *out;
+  return d;
+}
+}  // namespace
+
+const OpFamily& cascade_merge() {
+  static const OpFamily f{.op_type = "cascade_merge",
+                          .policy = elementwise_policy,
+                          .builtin_eval = no_builtin_eval,
+                          .roofline = roofline};
+  return f;
+}
+
+}  // namespace fib::bench::families
