@@ -82,7 +82,9 @@ TEST(Plan, InvalidSplitIsAnErrorAndOtherPointsGoOn) {
 }
 
 TEST(Plan, DeepSeekMlaMoeAndLoraNorms) {
-  const auto r = generate(request("deepseek-v3", {8}, {8}));
+  auto req = request("deepseek-v3", {8}, {8});
+  req.options.quantization = Quantization::kNone;  // bf16 GEMMs, as the corpus names them
+  const auto r = generate(req);
   EXPECT_FALSE(r.has_errors()) << r.diagnostics.to_string();
   EXPECT_TRUE(contains_all(
       names(r),
@@ -92,6 +94,20 @@ TEST(Plan, DeepSeekMlaMoeAndLoraNorms) {
        "gemm_n2112_k7168", "gemm_n36864_k7168", "gemm_n4096_k7168",
        "rope_with_cos_sin_cache_gptj_style_d64_rd64"}));
   EXPECT_THAT(names(r), Not(Contains(::testing::StartsWith("gqa_"))));
+}
+
+TEST(Plan, FlagQuantizesALlamaAndNamesWhatHasNoOpType) {
+  auto req = request("llama-3.1-8b");
+  req.options.quantization = Quantization::kInt8;
+  const auto r = generate(req);
+  EXPECT_TRUE(contains_all(names(r), {"int8_scaled_mm_n6144_k4096", "int8_scaled_mm_n4096_k14336",
+                                      "gemm_n128256_k4096"}));
+  bool noted = false;
+  for (const auto& u : r.unsupported)
+    noted = noted || u.component == "per-token INT8 activation quantization";
+  EXPECT_TRUE(noted);
+  req.options.quantization = Quantization::kFp8PerTensor;
+  EXPECT_THAT(names(generate(req)), Contains("fp8_scaled_mm_n28672_k4096"));
 }
 
 TEST(Plan, HybridModelsHaveOneLayerTypePerStructure) {
