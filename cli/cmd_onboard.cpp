@@ -71,6 +71,7 @@ int run_onboard(const OnboardArgs& a) {
   }
   onboard::OnboardRequest req;
   std::vector<int> default_tp = {1}, default_ep = {1};
+  std::optional<onboard::Quantization> default_quantization;
   if (!a.model.empty()) {
     const auto models = bundled_models();
     const auto* m = onboard::find_model(models, a.model);
@@ -91,6 +92,7 @@ int run_onboard(const OnboardArgs& a) {
     req.source = m->path.string();
     default_tp = m->tp;
     default_ep = m->ep;
+    default_quantization = m->quantization;
   } else {
     if (a.model_name.empty()) {
       std::cerr << "fib onboard: --model-name SLUG is required with --config (it becomes the "
@@ -161,6 +163,7 @@ int run_onboard(const OnboardArgs& a) {
     return kExitUsage;
   }
   o.gemm_shapes = *shapes;
+  o.quantization = default_quantization;
   if (!a.quantization.empty()) {
     auto q = onboard::parse_quantization(a.quantization);
     if (!q) {
