@@ -32,6 +32,7 @@ struct OnboardArgs {
   bool include_quantized = false;
   std::vector<std::string> op_types;
   std::string gemm_shapes = "dataset";
+  std::string quantization;  // empty: the model config's quantization_config
   std::string dataset;
   bool dry_run = false;
   std::string report;
@@ -70,6 +71,7 @@ int run_onboard(const OnboardArgs& a) {
   }
   onboard::OnboardRequest req;
   std::vector<int> default_tp = {1}, default_ep = {1};
+  std::optional<onboard::Quantization> default_quantization;
   if (!a.model.empty()) {
     const auto models = bundled_models();
     const auto* m = onboard::find_model(models, a.model);
@@ -90,6 +92,7 @@ int run_onboard(const OnboardArgs& a) {
     req.source = m->path.string();
     default_tp = m->tp;
     default_ep = m->ep;
+    default_quantization = m->quantization;
   } else {
     if (a.model_name.empty()) {
       std::cerr << "fib onboard: --model-name SLUG is required with --config (it becomes the "
@@ -160,6 +163,16 @@ int run_onboard(const OnboardArgs& a) {
     return kExitUsage;
   }
   o.gemm_shapes = *shapes;
+  o.quantization = default_quantization;
+  if (!a.quantization.empty()) {
+    auto q = onboard::parse_quantization(a.quantization);
+    if (!q) {
+      std::cerr << fmt::format("fib onboard: unknown --quantization '{}' ({})\n", a.quantization,
+                               suggest(a.quantization, onboard::quantization_names()));
+      return kExitUsage;
+    }
+    o.quantization = *q;
+  }
 
   const auto result = onboard::onboard(req, a.dataset, a.dry_run);
   const double ms =
@@ -209,6 +222,9 @@ void register_onboard(CLI::App& app, Runner& run) {
   cmd->add_option(
       "--gemm-shapes", args->gemm_shapes,
       "dataset: full projection shapes (default); per-rank: the shapes one GPU multiplies");
+  cmd->add_option("--quantization", args->quantization,
+                  "Linear layers: none (bf16), fp8-block, fp8-per-tensor or w8a8-int8 (default: "
+                  "the model config's quantization_config, else none)");
   cmd->add_option("--dataset,--local", args->dataset,
                   "Dataset folder to deduplicate against and write into (--local: upstream's name)")
       ->required();

@@ -159,6 +159,7 @@ std::optional<OnboardResult> generate_bundled(const BundledModel& model, std::st
   req.source = model.path.string();
   req.options.tp = model.tp;
   req.options.ep = model.ep;
+  req.options.quantization = model.quantization;
   return generate(req);
 }
 

@@ -24,6 +24,9 @@ Json serving_json(const ServingOptions& o) {
   j["stages"] = stage_names(o.stages);
   j["include_quantized"] = o.include_quantized;
   j["gemm_shapes"] = std::string(gemm_shapes_name(o.gemm_shapes));
+  // null: the model config's quantization_config decides.
+  j["quantization"] =
+      o.quantization ? Json(std::string(quantization_name(*o.quantization))) : Json(nullptr);
   j["op_types"] = o.op_types;
   return j;
 }
@@ -134,9 +137,11 @@ std::string render_report_text(const OnboardResult& r) {
   std::vector<std::string> page_sizes;
   for (auto p : o.page_sizes) page_sizes.push_back(std::to_string(p));
   out += fmt::format(
-      "serving: tp {}; ep {}; page sizes {}; stages {}; gemm shapes {}{}{}\n", fmt::join(o.tp, ","),
-      fmt::join(o.ep, ","), fmt::join(page_sizes, ","), fmt::join(stage_names(o.stages), ","),
-      gemm_shapes_name(o.gemm_shapes), o.include_quantized ? "; quantized MoE variants" : "",
+      "serving: tp {}; ep {}; page sizes {}; stages {}; gemm shapes {}; linear layers {}{}{}\n",
+      fmt::join(o.tp, ","), fmt::join(o.ep, ","), fmt::join(page_sizes, ","),
+      fmt::join(stage_names(o.stages), ","), gemm_shapes_name(o.gemm_shapes),
+      quantization_name(o.quantization.value_or(r.plan.config.quantization)),
+      o.include_quantized ? "; quantized MoE variants" : "",
       o.op_types.empty() ? "" : fmt::format("; op types {}", fmt::join(o.op_types, ",")));
   if (!r.dataset.empty()) {
     out +=

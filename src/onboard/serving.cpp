@@ -33,6 +33,32 @@ std::optional<GemmShapes> parse_gemm_shapes(std::string_view s) {
   return std::nullopt;
 }
 
+std::string_view quantization_name(Quantization q) {
+  switch (q) {
+    case Quantization::kNone:
+      return "none";
+    case Quantization::kFp8Block:
+      return "fp8-block";
+    case Quantization::kFp8PerTensor:
+      return "fp8-per-tensor";
+    case Quantization::kInt8:
+      return "w8a8-int8";
+  }
+  return "?";
+}
+
+std::optional<Quantization> parse_quantization(std::string_view s) {
+  for (Quantization q : {Quantization::kNone, Quantization::kFp8Block, Quantization::kFp8PerTensor,
+                         Quantization::kInt8}) {
+    if (s == quantization_name(q)) return q;
+  }
+  return std::nullopt;
+}
+
+std::vector<std::string_view> quantization_names() {
+  return {"none", "fp8-block", "fp8-per-tensor", "w8a8-int8"};
+}
+
 bool ServingOptions::has_stage(Stage s) const {
   return std::find(stages.begin(), stages.end(), s) != stages.end();
 }

@@ -74,6 +74,17 @@ TEST(EvalConfig, BuiltinOpTypeLayers) {
   EXPECT_EQ(s.extra_number("sampling_top_p_epsilon", 0), 1e-3);
   EXPECT_EQ(s.extra_number("absent", 7.5), 7.5);
 
+  // quantization: one e4m3 unit per element, both outputs, and a tight aggregate bound.
+  const Definition quant =
+      def("q", "quantization",
+          {output("output_q", DType::kFloat8E4M3FN), output("output_s", DType::kFloat32)});
+  for (const char* out : {"output_q", "output_s"}) {
+    const ResolvedEval q = resolve_eval(b, nullptr, {}, quant, out);
+    EXPECT_EQ(q.rtol, 0.125) << out;
+    EXPECT_EQ(q.atol, 0x1p-9) << out;
+    EXPECT_EQ(q.max_nmse, 1e-4) << out;
+  }
+
   const ResolvedEval fp8 =
       resolve_eval(b, nullptr, {}, def("x", "gemm", {output("y", DType::kFloat8E4M3FN)}), "y");
   EXPECT_EQ(fp8.rtol, 0.125);

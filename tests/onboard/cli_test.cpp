@@ -15,6 +15,7 @@ namespace fib::onboard {
 namespace {
 
 using ::testing::HasSubstr;
+using ::testing::Not;
 namespace fs = std::filesystem;
 
 struct Run {
@@ -59,6 +60,27 @@ TEST(OnboardCli, ModelsListsEveryBundledModel) {
   EXPECT_EQ(one.exit_code, 0) << one.output;
   EXPECT_THAT(one.output, HasSubstr("layer type linear_attention"));
   EXPECT_THAT(one.output, HasSubstr("gdn/gdn_decode_qk16_v32_d128_k_last"));
+}
+
+TEST(OnboardCli, QuantizationComesFromTheConfigOrTheFlag) {
+  FIB_REQUIRE_EXE();
+  const auto ds = run_fib("models deepseek-v3");
+  EXPECT_EQ(ds.exit_code, 0) << ds.output;
+  EXPECT_THAT(ds.output, HasSubstr("gemm_fp8/gemm_fp8_nt_groupwise_n2112_k7168"));
+  EXPECT_THAT(ds.output, HasSubstr("quantization/per_token_group_quant_fp8_k7168_g128"));
+  ::fib::testing::TempDir dir;
+  const auto none = run_fib("onboard --model deepseek-v3 --quantization none --dry-run --dataset " +
+                            dir.path().string());
+  EXPECT_EQ(none.exit_code, 0) << none.output;
+  EXPECT_THAT(none.output, HasSubstr("linear layers none"));
+  EXPECT_THAT(none.output, Not(HasSubstr("gemm_fp8_nt_groupwise")));
+  const auto bad = run_fib(
+      "onboard --model deepseek-v3 --quantization fp8-blocks --dry-run "
+      "--dataset " +
+      dir.path().string());
+  EXPECT_EQ(bad.exit_code, 2);
+  EXPECT_THAT(bad.output, HasSubstr("fib onboard: unknown --quantization 'fp8-blocks'"));
+  EXPECT_THAT(bad.output, HasSubstr("fp8-block"));
 }
 
 TEST(OnboardCli, UnknownModelListsTheClosest) {

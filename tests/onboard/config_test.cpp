@@ -159,6 +159,30 @@ TEST(Config, SpellingsAreUnified) {
               HasSubstr("num_experts_per_tok: read from 'experts_per_token'"));
 }
 
+TEST(Config, QuantizationConfigPicksTheLinearLayersFormat) {
+  const std::string base =
+      R"({"model_type": "llama", "hidden_size": 64, "num_hidden_layers": 2, "vocab_size": 100,
+    "num_attention_heads": 4, "num_key_value_heads": 2, "intermediate_size": 128)";
+  auto with = [&](const std::string& q) {
+    return normalize_text(base + (q.empty() ? "" : ", \"quantization_config\": " + q) + "}");
+  };
+  EXPECT_EQ(with("").config->quantization, Quantization::kNone);
+  EXPECT_EQ(
+      with(R"({"quant_method": "fp8", "weight_block_size": [128, 128]})").config->quantization,
+      Quantization::kFp8Block);
+  EXPECT_EQ(with(R"({"quant_method": "fp8", "activation_scheme": "dynamic"})").config->quantization,
+            Quantization::kFp8PerTensor);
+  EXPECT_EQ(with(R"({"quant_method": "w8a8_int8"})").config->quantization, Quantization::kInt8);
+  const auto blocks64 = with(R"({"quant_method": "fp8", "weight_block_size": [64, 64]})");
+  EXPECT_EQ(blocks64.config->quantization, Quantization::kNone);
+  EXPECT_THAT(::testing::PrintToString(blocks64.config->notes),
+              HasSubstr("fp8 weight_block_size [64,64] is not 128x128"));
+  const auto mxfp4 = with(R"({"quant_method": "mxfp4"})");
+  EXPECT_EQ(mxfp4.config->quantization, Quantization::kNone);
+  EXPECT_THAT(::testing::PrintToString(mxfp4.config->notes),
+              HasSubstr("quant_method 'mxfp4' has no linear-layer plan"));
+}
+
 TEST(Config, ContradictorySpellingsNameBothFields) {
   auto n = normalize_text(
       R"({"model_type": "mixtral", "hidden_size": 64, "num_hidden_layers": 2, "vocab_size": 100,

@@ -34,6 +34,13 @@ std::map<std::string, Definition> all_definitions() {
       for (const auto& o : generate(req).outcomes) out.emplace(o.def.name, o.def);
     }
   }
+  // Every quantized linear format, on a model whose config asks for none.
+  for (Quantization q :
+       {Quantization::kFp8Block, Quantization::kFp8PerTensor, Quantization::kInt8}) {
+    auto req = request("llama-3.1-8b");
+    req.options.quantization = q;
+    for (const auto& o : generate(req).outcomes) out.emplace(o.def.name, o.def);
+  }
   return out;
 }
 
@@ -258,6 +265,54 @@ TEST(Generators, ConcatMlaAbsorbQAndHadamardTransform) {
   const auto h = generate_definition(HadamardKernel{128}, ctx);
   EXPECT_EQ(h.op_type, "hadamard");
   EXPECT_THAT(h.reference, HasSubstr("SCALE = 0.08838834764831845"));
+}
+
+TEST(Generators, QuantizedGemmsNameTheirScalingAndDeclareTheirScales) {
+  const GenContext ctx{"deepseek-v3", "DeepSeek-V3"};
+  const auto block =
+      generate_definition(GemmFp8Kernel{Fp8Scaling::kBlock, 2112, 7168, "attn.qkv_a", 0}, ctx);
+  EXPECT_EQ(block.name, "gemm_fp8_nt_groupwise_n2112_k7168");
+  EXPECT_EQ(block.op_type, "gemm_fp8");
+  EXPECT_THAT(block.tags, Contains("quantization:float8_e4m3fn"));
+  EXPECT_THAT(block.tags, Contains("fi_api:flashinfer.gemm.gemm_fp8_nt_groupwise"));
+  EXPECT_EQ(block.axis("K_div_block")->value.value_or(0), 56);
+  EXPECT_EQ(block.axis("N_div_block")->value.value_or(0),
+            17);  // ceil(2112 / 128): a partial last block
+  EXPECT_EQ(block.input("a")->dtype, DType::kFloat8E4M3FN);
+  EXPECT_EQ(*block.input("b_scale")->shape,
+            (std::vector<std::string>{"N_div_block", "K_div_block"}));
+  EXPECT_EQ(block.output("out")->dtype, DType::kBFloat16);
+  EXPECT_THAT(block.reference, HasSubstr("assert K == 7168 and N == 2112"));
+
+  const auto per_tensor =
+      generate_definition(GemmFp8Kernel{Fp8Scaling::kPerTensor, 4096, 4096, "", 8}, ctx);
+  EXPECT_EQ(per_tensor.name, "fp8_scaled_mm_n4096_k4096");
+  EXPECT_TRUE(per_tensor.input("scales_a")->is_scalar());
+  EXPECT_THAT(per_tensor.tags, Contains("tp:8"));
+
+  const auto int8 = generate_definition(GemmInt8Kernel{4096, 14336, "mlp.down_proj", 0}, ctx);
+  EXPECT_EQ(int8.name, "int8_scaled_mm_n4096_k14336");
+  EXPECT_EQ(int8.op_type, "gemm_int8");
+  EXPECT_EQ(int8.input("mat_b")->dtype, DType::kInt8);
+  EXPECT_EQ(*int8.input("scales_b")->shape, (std::vector<std::string>{"N"}));
+}
+
+TEST(Generators, QuantizationKernelsGiveValuesAndScales) {
+  const GenContext ctx{"deepseek-v3", "DeepSeek-V3"};
+  const auto group =
+      generate_definition(QuantizationKernel{QuantKind::kPerTokenGroupFp8, 7168, 128, ""}, ctx);
+  EXPECT_EQ(group.name, "per_token_group_quant_fp8_k7168_g128");
+  EXPECT_EQ(group.op_type, "quantization");
+  EXPECT_EQ(group.axis("num_groups")->value.value_or(0), 56);
+  EXPECT_EQ(group.output("output_q")->dtype, DType::kFloat8E4M3FN);
+  EXPECT_EQ(*group.output("output_s")->shape, (std::vector<std::string>{"M", "num_groups"}));
+  EXPECT_THAT(group.reference, HasSubstr("GROUP = 128"));
+  EXPECT_THAT(*group.description, HasSubstr("sgl_per_token_group_quant_fp8"));
+  const auto token =
+      generate_definition(QuantizationKernel{QuantKind::kPerTokenFp8, 4096, 128, ""}, ctx);
+  EXPECT_EQ(token.name, "per_token_quant_fp8_k4096");
+  EXPECT_EQ(token.axis("num_groups"), nullptr);
+  EXPECT_EQ(*token.output("output_s")->shape, (std::vector<std::string>{"M"}));
 }
 
 }  // namespace

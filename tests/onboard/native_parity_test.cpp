@@ -7,7 +7,8 @@
 //   from fib's workload and input synthesis; the test also checks that the inputs cross the clamp
 //   (the same inputs with the limit lifted give other outputs), so the clamp is exercised;
 // - GPT-J (interleaved) RoPE, full and partial rotary;
-// - the elementwise op types (activation, embedding, cascade_merge, concat_mla, hadamard).
+// - the elementwise op types (activation, embedding, cascade_merge, concat_mla, hadamard);
+// - int8_scaled_mm (gemm_int8), bit for bit.
 // Tolerances as in reference_parity_test.cpp: atol 1e-2 + rtol 8e-3 (one bfloat16 rounding; both
 // compute in fp32 and round once, summation order may differ).
 #include <fmt/format.h>
@@ -165,4 +166,29 @@ TEST(NativeParity, ElementwiseOpTypesMatchTheNativeReference) {
 }
 
 }  // namespace
+TEST(NativeParity, Int8GemmMatchesTheNativeReferenceBitForBit) {
+  // int8_scaled_mm: both sides sum the integer products exactly and scale in the same fp32
+  // steps, so the outputs are the same bits, on inputs from the gemm_int8 recipe.
+  FIB_REQUIRE_TORCH(python);
+  const GenContext ctx{"test", "Test"};
+  ft::PythonReferenceBatch batch;
+  std::vector<Case> cases;
+  for (const auto& k : {GemmInt8Kernel{96, 320, "", 0}, GemmInt8Kernel{40, 1024, "", 0}}) {
+    for (auto& c : cases_for(generate_definition(k, ctx), 2, 9, batch))
+      cases.push_back(std::move(c));
+  }
+  batch.run();
+  for (const auto& c : cases) {
+    SCOPED_TRACE(c.label);
+    const Tensor& native = c.native.at("out");
+    const Tensor torch = batch.outputs(c.job).at("out");
+    EXPECT_TRUE(ft::tensors_close(native, torch, 0, 0));
+    double sum = 0;
+    for (std::int64_t i = 0; i < native.numel(); ++i) sum += std::fabs(native.get(i));
+    if (native.numel() > 0) {
+      EXPECT_GT(sum / static_cast<double>(native.numel()), 0.1) << "outputs of order one";
+    }
+  }
+}
+
 }  // namespace fib::onboard

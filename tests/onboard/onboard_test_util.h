@@ -58,6 +58,7 @@ inline OnboardRequest request(std::string_view slug, std::vector<int> tp = {},
   r.display_name = model(slug).display_name;
   r.options.tp = tp.empty() ? model(slug).tp : tp;
   r.options.ep = ep.empty() ? model(slug).ep : ep;
+  r.options.quantization = model(slug).quantization;
   return r;
 }
 

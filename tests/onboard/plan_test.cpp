@@ -83,7 +83,9 @@ TEST(Plan, InvalidSplitIsAnErrorAndOtherPointsGoOn) {
 }
 
 TEST(Plan, DeepSeekMlaMoeAndLoraNorms) {
-  const auto r = generate(request("deepseek-v3", {8}, {8}));
+  auto req = request("deepseek-v3", {8}, {8});
+  req.options.quantization = Quantization::kNone;  // bf16 GEMMs, as the corpus names them
+  const auto r = generate(req);
   EXPECT_FALSE(r.has_errors()) << r.diagnostics.to_string();
   EXPECT_TRUE(contains_all(
       names(r),
@@ -93,6 +95,46 @@ TEST(Plan, DeepSeekMlaMoeAndLoraNorms) {
        "gemm_n2112_k7168", "gemm_n36864_k7168", "gemm_n4096_k7168",
        "rope_with_cos_sin_cache_gptj_style_d64_rd64"}));
   EXPECT_THAT(names(r), Not(Contains(::testing::StartsWith("gqa_"))));
+}
+
+TEST(Plan, DeepSeekIsServedWithFp8BlockScaleLinearLayers) {
+  // The bundled serving setup says so (the architecture fields leave quantization_config out).
+  EXPECT_EQ(testing::model("deepseek-v3").quantization, Quantization::kFp8Block);
+  EXPECT_EQ(config_of("deepseek-v3").quantization, Quantization::kNone);
+  const auto r = generate(request("deepseek-v3", {8}, {8}));
+  EXPECT_FALSE(r.has_errors()) << r.diagnostics.to_string();
+  EXPECT_TRUE(contains_all(
+      names(r), {"gemm_fp8_nt_groupwise_n2112_k7168", "gemm_fp8_nt_groupwise_n24576_k1536",
+                 "gemm_fp8_nt_groupwise_n32768_k512", "gemm_fp8_nt_groupwise_n7168_k16384",
+                 "gemm_fp8_nt_groupwise_n36864_k7168", "gemm_fp8_nt_groupwise_n7168_k18432",
+                 "gemm_fp8_nt_groupwise_n4096_k7168", "gemm_fp8_nt_groupwise_n7168_k2048",
+                 "per_token_group_quant_fp8_k7168_g128", "per_token_group_quant_fp8_k1536_g128",
+                 "per_token_group_quant_fp8_k512_g128", "per_token_group_quant_fp8_k16384_g128",
+                 "per_token_group_quant_fp8_k18432_g128", "per_token_group_quant_fp8_k2048_g128",
+                 // SGLang leaves the router and lm_head unquantized.
+                 "gemm_n256_k7168", "gemm_n129280_k7168"}));
+  EXPECT_THAT(names(r), Not(Contains("gemm_n2112_k7168")));
+  // --quantization none plans the same layers in bf16.
+  auto req = request("deepseek-v3", {8}, {8});
+  req.options.quantization = Quantization::kNone;
+  const auto bf16 = names(generate(req));
+  EXPECT_THAT(bf16, Contains("gemm_n2112_k7168"));
+  EXPECT_THAT(bf16, Not(Contains(::testing::StartsWith("gemm_fp8"))));
+  EXPECT_THAT(bf16, Not(Contains(::testing::StartsWith("per_token"))));
+}
+
+TEST(Plan, FlagQuantizesALlamaAndNamesWhatHasNoOpType) {
+  auto req = request("llama-3.1-8b");
+  req.options.quantization = Quantization::kInt8;
+  const auto r = generate(req);
+  EXPECT_TRUE(contains_all(names(r), {"int8_scaled_mm_n6144_k4096", "int8_scaled_mm_n4096_k14336",
+                                      "gemm_n128256_k4096"}));
+  bool noted = false;
+  for (const auto& u : r.unsupported)
+    noted = noted || u.component == "per-token INT8 activation quantization";
+  EXPECT_TRUE(noted);
+  req.options.quantization = Quantization::kFp8PerTensor;
+  EXPECT_THAT(names(generate(req)), Contains("fp8_scaled_mm_n28672_k4096"));
 }
 
 TEST(Plan, HybridModelsHaveOneLayerTypePerStructure) {
@@ -300,7 +342,8 @@ TEST(ModuleGraph, LayerTypesGetTheirOwnModules) {
   EXPECT_EQ(node(g, "DeepseekV3DecoderLayer.dense")->count, 3);
   EXPECT_EQ(node(g, "DeepseekV3DecoderLayer.moe")->count, 58);
   EXPECT_THAT(node(g, "experts.moe")->definitions,
-              ElementsAre("moe_fp8_block_scale_ds_routing_topk8_ng8_kg4_e32_h7168_i2048"));
+              ElementsAre("moe_fp8_block_scale_ds_routing_topk8_ng8_kg4_e32_h7168_i2048",
+                          "per_token_group_quant_fp8_k7168_g128"));
   EXPECT_EQ(node(g, "gate_up_proj.dense")->parent, "mlp.dense");
   EXPECT_THAT(node(g, "input_layernorm.dense")->definitions, Contains("rmsnorm_h7168"));
   EXPECT_THAT(node(g, "input_layernorm.moe")->definitions, Not(Contains("rmsnorm_h7168")));

@@ -42,6 +42,7 @@ std::map<std::string, Values> values() {
       {"E", {"32"}},
       {"EL", {"32"}},
       {"EPS", {"1e-06"}},
+      {"G", {"128"}},
       {"GATHER", {std::string(mla_paged_gather_ps1), std::string(mla_paged_gather)}},
       {"H", {"32"}},
       {"HD", {"64"}},

@@ -60,6 +60,28 @@ struct GemmKernel {
   int tp = 0;        // > 0 when the shape is per rank (tagged tp:N)
 };
 
+// The fp8 GEMMs: out = dequant(a) @ dequant(b).T in bf16, fp8 e4m3 operands.
+enum class Fp8Scaling : std::uint8_t {
+  kBlock,      // gemm_fp8_nt_groupwise: 1x128 activation groups, 128x128 weight blocks
+  kPerTensor,  // fp8_scaled_mm: one scale per operand
+};
+
+struct GemmFp8Kernel {
+  Fp8Scaling scaling = Fp8Scaling::kBlock;
+  std::int64_t n = 0;
+  std::int64_t k = 0;
+  std::string role;
+  int tp = 0;  // > 0 when the shape is per rank (tagged tp:N)
+};
+
+// int8_scaled_mm: int8 operands, per-token activation and per-channel weight scales, bf16 out.
+struct GemmInt8Kernel {
+  std::int64_t n = 0;
+  std::int64_t k = 0;
+  std::string role;
+  int tp = 0;
+};
+
 struct RmsNormKernel {
   std::int64_t hidden = 0;
   double eps = 1e-6;
@@ -179,6 +201,18 @@ struct RopeKernel {
   RopeStyle style = RopeStyle::kNeox;
 };
 
+// Activation quantization to fp8 e4m3, feeding the fp8 GEMMs: one scale per group of
+// `group_size` values of a row (sgl_per_token_group_quant_fp8) or per row
+// (sgl_per_token_quant_fp8).
+enum class QuantKind : std::uint8_t { kPerTokenGroupFp8, kPerTokenFp8 };
+
+struct QuantizationKernel {
+  QuantKind kind = QuantKind::kPerTokenGroupFp8;
+  std::int64_t k = 0;  // row length (the GEMM's K)
+  std::int64_t group_size = 128;
+  std::string role;
+};
+
 enum class SamplingKind : std::uint8_t { kTopK, kTopP, kTopKTopP };
 
 struct SamplingKernel {
@@ -187,10 +221,11 @@ struct SamplingKernel {
 };
 
 using KernelSpec =
-    std::variant<GemmKernel, RmsNormKernel, GqaPagedKernel, GqaRaggedKernel, MlaPagedKernel,
-                 MlaRaggedKernel, DsaAttentionKernel, DsaIndexerKernel, GdnKernel, MambaKernel,
-                 MoeKernel, RopeKernel, SamplingKernel, ActivationKernel, EmbeddingKernel,
-                 MergeStateKernel, ConcatMlaQKernel, HadamardKernel>;
+    std::variant<GemmKernel, GemmFp8Kernel, GemmInt8Kernel, RmsNormKernel, GqaPagedKernel,
+                 GqaRaggedKernel, MlaPagedKernel, MlaRaggedKernel, DsaAttentionKernel,
+                 DsaIndexerKernel, GdnKernel, MambaKernel, MoeKernel, QuantizationKernel,
+                 RopeKernel, SamplingKernel, ActivationKernel, EmbeddingKernel, MergeStateKernel,
+                 ConcatMlaQKernel, HadamardKernel>;
 
 // The op_type a kernel's definition will carry ("gemm", "gqa_paged", ...).
 std::string_view op_type_of(const KernelSpec& k);

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "fib/base/diagnostics.h"
+#include "fib/onboard/serving.h"
 #include "fib/trace/json_reader.h"
 
 namespace fib::onboard {
@@ -178,6 +179,9 @@ struct ModelConfig {
   std::vector<LayerSpec> layers;  // one per decoder layer
   bool tie_word_embeddings = false;
   std::int64_t num_mtp_layers = 0;  // multi-token-prediction draft layers shipped with the model
+  // The linear layers' format from quantization_config (none when absent or when its method
+  // covers only other parts, e.g. gpt-oss's mxfp4 experts).
+  Quantization quantization = Quantization::kNone;
 
   // How fields were read: spellings used, defaults applied (one line each, for the report).
   std::vector<std::string> notes;

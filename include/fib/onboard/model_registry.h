@@ -21,6 +21,8 @@ struct BundledModel {
   std::vector<std::string> aliases;  // other tag spellings of the same model
   std::vector<int> tp;               // default serving setup
   std::vector<int> ep;
+  // The linear layers' format it is served with (serving.quantization); unset: its config's.
+  std::optional<Quantization> quantization;
   std::string provenance;  // where the architecture facts come from
   std::filesystem::path path;
   Json config;  // the architecture fields, in HF spelling

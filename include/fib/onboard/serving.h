@@ -25,6 +25,18 @@ enum class GemmShapes : std::uint8_t {
 std::string_view gemm_shapes_name(GemmShapes g);
 std::optional<GemmShapes> parse_gemm_shapes(std::string_view s);
 
+// The weight and activation format of the model's linear layers (not the MoE experts, which
+// have their own formats, nor the router and lm_head, which stay bf16 as SGLang serves them).
+enum class Quantization : std::uint8_t {
+  kNone,          // bf16 GEMMs
+  kFp8Block,      // fp8 e4m3, 128x128 weight blocks, 1x128 activation groups (DeepSeek V3/R1)
+  kFp8PerTensor,  // fp8 e4m3, one scale per weight and per activation tensor
+  kInt8,          // W8A8 int8, per-channel weight and per-token activation scales
+};
+std::string_view quantization_name(Quantization q);  // "none", "fp8-block", ...
+std::optional<Quantization> parse_quantization(std::string_view s);
+std::vector<std::string_view> quantization_names();
+
 // One parallel configuration of a serving deployment.
 struct ServingPoint {
   int tp = 1;
@@ -39,6 +51,8 @@ struct ServingOptions {
   bool include_quantized = false;     // also the TRT-LLM FP4 / FP8-per-tensor MoE variants
   std::vector<std::string> op_types;  // empty: all
   GemmShapes gemm_shapes = GemmShapes::kDataset;
+  // Unset: what the model's config says (ModelConfig::quantization).
+  std::optional<Quantization> quantization;
 
   bool has_stage(Stage s) const;
   bool wants_op_type(std::string_view op_type) const;

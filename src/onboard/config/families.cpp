@@ -189,6 +189,40 @@ void read_norm_and_mlp(ConfigFields& f, Family family, ModelConfig& cfg) {
   cfg.attention_bias = f.boolean_or({"attention_bias", "qkv_bias"}, family == Family::kGptOss, {});
 }
 
+// quantization_config: fp8 with 128x128 weight blocks (DeepSeek V3/R1), fp8 per tensor, or W8A8
+// int8 for the linear layers; any other method leaves them bf16, with a note saying so.
+void read_quantization(ConfigFields& f, ModelConfig& cfg) {
+  const Json* q = f.value({"quantization_config"});
+  if (!q || !q->is_object()) return;
+  const Json* method = member(*q, "quant_method");
+  const std::string m = method && method->is_string() ? method->get<std::string>() : "";
+  const Json* block = member(*q, "weight_block_size");
+  if (m == "fp8" && block) {
+    if (*block == Json::array({128, 128})) {
+      cfg.quantization = Quantization::kFp8Block;
+    } else {
+      f.note(
+          fmt::format("quantization_config: fp8 weight_block_size {} is not 128x128; linear "
+                      "layers planned in bf16",
+                      block->dump()));
+    }
+  } else if (m == "fp8") {
+    cfg.quantization = Quantization::kFp8PerTensor;
+  } else if (m == "w8a8_int8") {
+    cfg.quantization = Quantization::kInt8;
+  } else {
+    f.note(
+        fmt::format("quantization_config: quant_method '{}' has no linear-layer plan; linear "
+                    "layers planned in bf16",
+                    m));
+    return;
+  }
+  if (cfg.quantization != Quantization::kNone) {
+    f.note(
+        fmt::format("quantization_config: linear layers {}", quantization_name(cfg.quantization)));
+  }
+}
+
 // A member of rope_parameters (null when there are none).
 const Json* rope_param(const Json* params, const char* key) {
   return params ? member(*params, key) : nullptr;
@@ -303,6 +337,7 @@ void read_common(ConfigFields& f, Family family, ModelConfig& cfg) {
   read_head_dim(f, family, cfg);
   check_head_counts(f, cfg);
   read_norm_and_mlp(f, family, cfg);
+  read_quantization(f, cfg);
   // Nemotron-H attention uses no positional embedding.
   if (family == Family::kNemotronH) return;
   cfg.rope = read_rope(f, family, cfg);

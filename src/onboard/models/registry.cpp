@@ -23,6 +23,18 @@ constexpr std::string_view kFields[] = {"name",    "hf_repo",    "aliases",
                                         "serving", "provenance", "config"};
 enum Field { kName, kHfRepo, kAliases, kServing, kProvenance, kConfig };
 
+bool read_quantization(const Json& v, const JsonPath& path, const ReadContext& ctx,
+                       BundledModel& m) {
+  const auto s = read_string(v, path, ctx);
+  if (!s) return false;
+  m.quantization = parse_quantization(*s);
+  if (!m.quantization) {
+    const auto names = quantization_names();
+    ctx.error(path, fmt::format("unknown quantization '{}'", *s), suggest(*s, names));
+  }
+  return m.quantization.has_value();
+}
+
 std::string lower(std::string_view s) {
   std::string out(s);
   std::transform(out.begin(), out.end(), out.begin(),
@@ -117,8 +129,8 @@ std::optional<BundledModel> read_bundled_model(const fs::path& file, Diagnostics
   m.tp = {1};
   m.ep = {1};
   if (f[kServing]) {
-    static constexpr std::string_view kServingFields[] = {"tp", "ep"};
-    const Json* s[2] = {};
+    static constexpr std::string_view kServingFields[] = {"tp", "ep", "quantization"};
+    const Json* s[3] = {};
     const JsonPath sp = root.key("serving");
     if (read_object(*f[kServing], sp, ctx, kServingFields, s, nullptr)) {
       if (s[0]) {
@@ -133,6 +145,7 @@ std::optional<BundledModel> read_bundled_model(const fs::path& file, Diagnostics
         else
           ok = false;
       }
+      if (s[2]) ok = read_quantization(*s[2], sp.key("quantization"), ctx, m) && ok;
     } else {
       ok = false;
     }

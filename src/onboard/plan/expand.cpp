@@ -15,7 +15,11 @@ namespace {
 class Expander {
  public:
   Expander(const ModelPlan& plan, const ServingPoint& point, const ServingOptions& options)
-      : plan_(plan), c_(plan.config), point_(point), opt_(options) {}
+      : plan_(plan),
+        c_(plan.config),
+        point_(point),
+        opt_(options),
+        quant_(options.quantization.value_or(plan.config.quantization)) {}
 
   Expansion run();
 
@@ -55,6 +59,13 @@ class Expander {
     const bool per_rank = opt_.gemm_shapes == GemmShapes::kPerRank;
     return GemmKernel{s.n, s.k, std::move(role), per_rank ? point_.tp : 0};
   }
+  // A linear layer in the serving quantization: a bf16 GEMM, or the activation quantization and
+  // the quantized GEMM it feeds. The router, lm_head and small gates stay bf16 GEMMs (gemm()).
+  void linear(std::size_t node, std::int64_t n, std::int64_t k, Parallel p, std::string role,
+              std::optional<std::int64_t> rank_n = std::nullopt,
+              std::optional<std::int64_t> rank_k = std::nullopt);
+  // Once per expansion: a quantized format whose activation quantization has no op type.
+  void unquantized_activations(std::size_t node, std::string_view kernel);
   RmsNormKernel norm(std::int64_t h, bool fused, std::string role) const {
     return RmsNormKernel{h, c_.norm_eps, fused, c_.gemma_norm, std::move(role)};
   }
@@ -85,12 +96,56 @@ class Expander {
   const ModelConfig& c_;
   ServingPoint point_;
   const ServingOptions& opt_;
+  Quantization quant_;
+  bool noted_activations_ = false;
   Expansion out_;
   const LayerType* type_ = nullptr;
   bool multi_ = false;
   std::int64_t count_ = 1;
   bool first_layer_ = false;
 };
+
+void Expander::linear(std::size_t node, std::int64_t n, std::int64_t k, Parallel p,
+                      std::string role, std::optional<std::int64_t> rank_n,
+                      std::optional<std::int64_t> rank_k) {
+  GemmKernel g = gemm(n, k, p, std::move(role), rank_n, rank_k);
+  switch (quant_) {
+    case Quantization::kNone:
+      use(node, std::move(g));
+      return;
+    case Quantization::kFp8Block:
+      if (g.k % 128 != 0) {
+        unsupported(node, "FP8 block-scale GEMM",
+                    fmt::format("K={} is not a multiple of the 128-wide scale blocks; planned as "
+                                "a bf16 GEMM",
+                                g.k),
+                    Severity::kInfo);
+        use(node, std::move(g));
+        return;
+      }
+      use(node, QuantizationKernel{QuantKind::kPerTokenGroupFp8, g.k, 128, g.role});
+      use(node, GemmFp8Kernel{Fp8Scaling::kBlock, g.n, g.k, std::move(g.role), g.tp});
+      return;
+    case Quantization::kFp8PerTensor:
+      unquantized_activations(node, "per-tensor FP8 activation quantization (scaled_fp8_quant)");
+      use(node, GemmFp8Kernel{Fp8Scaling::kPerTensor, g.n, g.k, std::move(g.role), g.tp});
+      return;
+    case Quantization::kInt8:
+      unquantized_activations(node, "per-token INT8 activation quantization");
+      use(node, GemmInt8Kernel{g.n, g.k, std::move(g.role), g.tp});
+      return;
+  }
+}
+
+void Expander::unquantized_activations(std::size_t node, std::string_view kernel) {
+  if (noted_activations_) return;
+  noted_activations_ = true;
+  unsupported(node, std::string(kernel),
+              fmt::format("the {} GEMMs' input quantization has no op type; each quantized "
+                          "GEMM's definition takes the quantized activations",
+                          quantization_name(quant_)),
+              Severity::kInfo);
+}
 
 void Expander::layer_norm_in(const std::string& parent, const std::string& base) {
   const auto n = add_layer(base, parent);
@@ -121,19 +176,19 @@ void Expander::gqa(const std::string& parent) {
     const std::optional<std::int64_t> rank_n =
         ok ? std::optional<std::int64_t>((hs.per_rank * q_mult + 2 * kvs.per_rank) * d)
            : std::nullopt;
-    use(n, gemm((h * q_mult + 2 * kv) * d, H, Parallel::kColumn, "attn.qkv_proj", rank_n));
+    linear(n, (h * q_mult + 2 * kv) * d, H, Parallel::kColumn, "attn.qkv_proj", rank_n);
     if (c_.attention_bias)
       unsupported(n, "qkv bias add", "added in the GEMM epilogue; not a separate kernel",
                   Severity::kInfo);
   } else {
     const auto q = add_layer("q_proj", attn_key);
-    use(q, gemm(h * q_mult * d, H, Parallel::kColumn, "attn.q_proj"));
+    linear(q, h * q_mult * d, H, Parallel::kColumn, "attn.q_proj");
     const auto k = add_layer("k_proj", attn_key);
     const std::optional<std::int64_t> rank_kv =
         ok ? std::optional<std::int64_t>(kvs.per_rank * d) : std::nullopt;
-    use(k, gemm(kv * d, H, Parallel::kColumn, "attn.k_proj", rank_kv));
+    linear(k, kv * d, H, Parallel::kColumn, "attn.k_proj", rank_kv);
     const auto v = add_layer("v_proj", attn_key);
-    use(v, gemm(kv * d, H, Parallel::kColumn, "attn.v_proj", rank_kv));
+    linear(v, kv * d, H, Parallel::kColumn, "attn.v_proj", rank_kv);
   }
   switch (c_.qk_norm) {
     case QkNorm::kPerHead: {
@@ -201,8 +256,8 @@ void Expander::gqa(const std::string& parent) {
                 Severity::kInfo);
   }
   const auto o = add_layer("o_proj", attn_key);
-  use(o, gemm(H, h * d, Parallel::kRow, "attn.o_proj", std::nullopt,
-              ok ? std::optional<std::int64_t>(hs.per_rank * d) : std::nullopt));
+  linear(o, H, h * d, Parallel::kRow, "attn.o_proj", std::nullopt,
+         ok ? std::optional<std::int64_t>(hs.per_rank * d) : std::nullopt);
 }
 
 void Expander::mla(const std::string& parent) {
@@ -215,24 +270,24 @@ void Expander::mla(const std::string& parent) {
   const bool ok = check(hs);
   if (m.q_lora_rank) {
     const auto a = add_layer("fused_qkv_a_proj_with_mqa", attn_key);
-    use(a, gemm(*m.q_lora_rank + m.kv_lora_rank + m.qk_rope_head_dim, H, Parallel::kReplicated,
-                "attn.fused_qkv_a_proj_with_mqa"));
+    linear(a, *m.q_lora_rank + m.kv_lora_rank + m.qk_rope_head_dim, H, Parallel::kReplicated,
+           "attn.fused_qkv_a_proj_with_mqa");
     const auto qn = add_layer("q_a_layernorm", attn_key);
     use(qn, norm(*m.q_lora_rank, false, "q_a_layernorm, MLA query LoRA"));
     const auto qb = add_layer("q_b_proj", attn_key);
-    use(qb, gemm(h * qk, *m.q_lora_rank, Parallel::kColumn, "attn.q_b_proj"));
+    linear(qb, h * qk, *m.q_lora_rank, Parallel::kColumn, "attn.q_b_proj");
   } else {
     const auto q = add_layer("q_proj", attn_key);
-    use(q, gemm(h * qk, H, Parallel::kColumn, "attn.q_proj"));
+    linear(q, h * qk, H, Parallel::kColumn, "attn.q_proj");
     const auto a = add_layer("kv_a_proj_with_mqa", attn_key);
-    use(a, gemm(m.kv_lora_rank + m.qk_rope_head_dim, H, Parallel::kReplicated,
-                "attn.kv_a_proj_with_mqa"));
+    linear(a, m.kv_lora_rank + m.qk_rope_head_dim, H, Parallel::kReplicated,
+           "attn.kv_a_proj_with_mqa");
   }
   const auto kvn = add_layer("kv_a_layernorm", attn_key);
   use(kvn, norm(m.kv_lora_rank, false, "kv_a_layernorm, MLA key-value LoRA"));
   const auto kvb = add_layer("kv_b_proj", attn_key);
-  use(kvb, gemm(h * (m.qk_nope_head_dim + m.v_head_dim), m.kv_lora_rank, Parallel::kColumn,
-                "attn.kv_b_proj"));
+  linear(kvb, h * (m.qk_nope_head_dim + m.v_head_dim), m.kv_lora_rank, Parallel::kColumn,
+         "attn.kv_b_proj");
   unsupported(kvb, "MLA weight absorption",
               "decode multiplies q_nope by W_UK and the latent output by W_UV per head (batched "
               "GEMMs, no op family)",
@@ -246,10 +301,10 @@ void Expander::mla(const std::string& parent) {
     const std::string idx_key = key("indexer");
     add(idx_key, attn_key, true, count_);
     const auto wq = add_layer("wq_b", idx_key);
-    use(wq, gemm(ix.num_heads * ix.head_dim, m.q_lora_rank.value_or(H), Parallel::kReplicated,
-                 "indexer.wq_b"));
+    linear(wq, ix.num_heads * ix.head_dim, m.q_lora_rank.value_or(H), Parallel::kReplicated,
+           "indexer.wq_b");
     const auto wk = add_layer("wk", idx_key);
-    use(wk, gemm(ix.head_dim, H, Parallel::kReplicated, "indexer.wk"));
+    linear(wk, ix.head_dim, H, Parallel::kReplicated, "indexer.wk");
     const auto kn = add_layer("k_norm", idx_key);
     unsupported(kn, "indexer key LayerNorm", "LayerNorm (with bias) has no op family",
                 Severity::kInfo);
@@ -305,7 +360,7 @@ void Expander::mla(const std::string& parent) {
     }
   }
   const auto o = add_layer("o_proj", attn_key);
-  use(o, gemm(H, h * m.v_head_dim, Parallel::kRow, "attn.o_proj"));
+  linear(o, H, h * m.v_head_dim, Parallel::kRow, "attn.o_proj");
 }
 
 void Expander::gdn(const std::string& parent) {
@@ -319,9 +374,9 @@ void Expander::gdn(const std::string& parent) {
   const std::int64_t qkvz =
       2 * g.num_k_heads * g.key_head_dim + 2 * g.num_v_heads * g.value_head_dim;
   const auto in = add_layer("in_proj_qkvz", attn_key);
-  use(in, gemm(qkvz, H, Parallel::kColumn, "linear_attn.in_proj_qkvz"));
+  linear(in, qkvz, H, Parallel::kColumn, "linear_attn.in_proj_qkvz");
   const auto ba = add_layer("in_proj_ba", attn_key);
-  use(ba, gemm(2 * g.num_v_heads, H, Parallel::kColumn, "linear_attn.in_proj_ba"));
+  linear(ba, 2 * g.num_v_heads, H, Parallel::kColumn, "linear_attn.in_proj_ba");
   const auto conv = add_layer("conv1d", attn_key);
   unsupported(conv, "causal_conv1d",
               fmt::format("depthwise causal conv1d (kernel {}) over q, k, v has no op family",
@@ -340,7 +395,7 @@ void Expander::gdn(const std::string& parent) {
   const auto n = add_layer("norm", attn_key);
   unsupported(n, "gated RMSNorm", "RMSNorm(x) * silu(z) has no op family");
   const auto o = add_layer("out_proj", attn_key);
-  use(o, gemm(H, g.num_v_heads * g.value_head_dim, Parallel::kRow, "linear_attn.out_proj"));
+  linear(o, H, g.num_v_heads * g.value_head_dim, Parallel::kRow, "linear_attn.out_proj");
 }
 
 void Expander::mamba(const std::string& parent) {
@@ -352,8 +407,8 @@ void Expander::mamba(const std::string& parent) {
   const Split gs = split_heads(m.n_groups, point_.tp, "n_groups");
   const bool ok = check(hs) && check(gs);
   const auto in = add_layer("in_proj", mixer_key);
-  use(in, gemm(2 * m.d_inner() + 2 * m.n_groups * m.state_size + m.num_heads, H, Parallel::kColumn,
-               "mixer.in_proj"));
+  linear(in, 2 * m.d_inner() + 2 * m.n_groups * m.state_size + m.num_heads, H, Parallel::kColumn,
+         "mixer.in_proj");
   const auto conv = add_layer("conv1d", mixer_key);
   unsupported(conv, "causal_conv1d",
               fmt::format("depthwise causal conv1d (kernel {}) over x, B, C has no op family",
@@ -370,7 +425,7 @@ void Expander::mamba(const std::string& parent) {
   const auto n = add_layer("norm", mixer_key);
   unsupported(n, "grouped gated RMSNorm", "RMSNorm(x * silu(z)) per group has no op family");
   const auto o = add_layer("out_proj", mixer_key);
-  use(o, gemm(H, m.d_inner(), Parallel::kRow, "mixer.out_proj"));
+  linear(o, H, m.d_inner(), Parallel::kRow, "mixer.out_proj");
 }
 
 void Expander::dense_mlp(const std::string& parent) {
@@ -379,20 +434,20 @@ void Expander::dense_mlp(const std::string& parent) {
   const std::int64_t H = c_.hidden_size, I = c_.intermediate_size;
   if (!c_.gated_mlp) {
     const auto up = add_layer("up_proj", mlp_key);
-    use(up, gemm(I, H, Parallel::kColumn, "mlp.up_proj"));
+    linear(up, I, H, Parallel::kColumn, "mlp.up_proj");
   } else if (c_.fused_qkv) {
     const auto gu = add_layer("gate_up_proj", mlp_key);
-    use(gu, gemm(2 * I, H, Parallel::kColumn, "mlp.gate_up_proj"));
+    linear(gu, 2 * I, H, Parallel::kColumn, "mlp.gate_up_proj");
   } else {
     const auto g = add_layer("gate_proj", mlp_key);
-    use(g, gemm(I, H, Parallel::kColumn, "mlp.gate_proj"));
+    linear(g, I, H, Parallel::kColumn, "mlp.gate_proj");
     const auto u = add_layer("up_proj", mlp_key);
-    use(u, gemm(I, H, Parallel::kColumn, "mlp.up_proj"));
+    linear(u, I, H, Parallel::kColumn, "mlp.up_proj");
   }
   const auto act = add_layer("act_fn", mlp_key);
   act_and_mul(act, I, "MLP");
   const auto down = add_layer("down_proj", mlp_key);
-  use(down, gemm(H, I, Parallel::kRow, "mlp.down_proj"));
+  linear(down, H, I, Parallel::kRow, "mlp.down_proj");
 }
 
 void Expander::moe(const std::string& parent) {
@@ -443,6 +498,9 @@ void Expander::moe(const std::string& parent) {
         fmt::format("hidden {} and intermediate {} must be multiples of the 128-wide scale blocks",
                     H, m.intermediate_size));
   } else if (ok) {
+    // The block-scale experts take their input quantized per 1x128 group, as the fp8 GEMMs do.
+    if (quant_ == Quantization::kFp8Block)
+      use(experts, QuantizationKernel{QuantKind::kPerTokenGroupFp8, H, 128, "moe.experts input"});
     use(experts, k);
   }
   if (opt_.include_quantized && swiglu_oai) {
@@ -474,11 +532,11 @@ void Expander::moe(const std::string& parent) {
     add(shared_key, mlp_key, true, count_);
     const std::int64_t Is = m.shared_intermediate_size * m.num_shared_experts;
     const auto gu = add_layer("shared_gate_up_proj", shared_key);
-    use(gu, gemm(2 * Is, H, Parallel::kColumn, "shared_experts.gate_up_proj"));
+    linear(gu, 2 * Is, H, Parallel::kColumn, "shared_experts.gate_up_proj");
     const auto act = add_layer("shared_act_fn", shared_key);
     act_and_mul(act, Is, "shared experts");
     const auto down = add_layer("shared_down_proj", shared_key);
-    use(down, gemm(H, Is, Parallel::kRow, "shared_experts.down_proj"));
+    linear(down, H, Is, Parallel::kRow, "shared_experts.down_proj");
     if (m.shared_expert_gate) {
       const auto sg = add_layer("shared_expert_gate", shared_key);
       use(sg, gemm(1, H, Parallel::kReplicated, "shared_expert_gate"));

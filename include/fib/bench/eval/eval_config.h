@@ -82,7 +82,8 @@ struct EvalConfigFile {
 //             sampling: extra {sampling_validation_trials 100, sampling_tvd_threshold 0.2,
 //                              sampling_draws_per_row 100000, sampling_chi2_alpha 1e-6,
 //                              sampling_top_p_epsilon 1e-3};
-//             dsa_paged: extra {topk_score_rtol 1e-2, topk_score_atol 1e-6}
+//             dsa_paged: extra {topk_score_rtol 1e-2, topk_score_atol 1e-6};
+//             quantization: rtol 0.125, atol 2^-9, max_nmse 1e-4
 EvalConfigFile builtin_eval_config();
 
 // Reads a YAML eval config. Throws fib::Error listing every problem, each as
