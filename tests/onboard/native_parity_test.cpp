@@ -6,7 +6,9 @@
 //   reduced hidden/intermediate sizes (expert count and top_k as generated), on mixed workloads
 //   from fib's workload and input synthesis; the test also checks that the inputs cross the clamp
 //   (the same inputs with the limit lifted give other outputs), so the clamp is exercised;
-// - GPT-J (interleaved) RoPE, full and partial rotary.
+// - GPT-J (interleaved) RoPE, full and partial rotary;
+// - the MoE gate kernels (moe_routing) and moe_align_block_size (moe_align), where both sides
+//   order an expert's entries the same way (ascending), so outputs compare as they are.
 // Tolerances as in reference_parity_test.cpp: atol 1e-2 + rtol 8e-3 (one bfloat16 rounding; both
 // compute in fp32 and round once, summation order may differ).
 #include <fmt/format.h>
@@ -132,6 +134,28 @@ TEST(NativeParity, GptjRopeMatchesTheNativeReference) {
   for (const auto& k : {RopeKernel{128, 64, RopeStyle::kGptj}, RopeKernel{64, 64, RopeStyle::kGptj},
                         RopeKernel{128, 128, RopeStyle::kNeox}}) {
     for (auto& c : cases_for(generate_definition(k, ctx), 2, 9, batch))
+      cases.push_back(std::move(c));
+  }
+  batch.run();
+  expect_parity(cases, batch);
+}
+
+TEST(NativeParity, MoeGateAndAlignMatchTheNativeReference) {
+  FIB_REQUIRE_TORCH(python);
+  const GenContext ctx{"test", "Test"};
+  ft::PythonReferenceBatch batch;
+  std::vector<Case> cases;
+  // DeepSeek-V3's gate, Qwen-MoE's and Mixtral's softmax top-k, Llama-4's sigmoid top-1, and
+  // the align of 32 local experts (DeepSeek-V3 at EP 8) in blocks of 16.
+  const KernelSpec kernels[] = {
+      MoeRoutingKernel{GateKind::kFusedGate, 256, 8, 8, 4, false},
+      MoeRoutingKernel{GateKind::kTopkSoftmax, 60, 4, 1, 1, false},
+      MoeRoutingKernel{GateKind::kTopkSoftmax, 8, 2, 1, 1, true},
+      MoeRoutingKernel{GateKind::kTopkSigmoid, 16, 1, 1, 1, false},
+      MoeAlignKernel{32, 8, 16},
+  };
+  for (const auto& k : kernels) {
+    for (auto& c : cases_for(generate_definition(k, ctx), 2, 40, batch))
       cases.push_back(std::move(c));
   }
   batch.run();

@@ -94,6 +94,20 @@ TEST(Plan, DeepSeekMlaMoeAndLoraNorms) {
   EXPECT_THAT(names(r), Not(Contains(::testing::StartsWith("gqa_"))));
 }
 
+TEST(Plan, MoeLayersPlanTheirGateAndAlignKernels) {
+  // DeepSeek-V3 at EP 8: the fused gate over all 256 experts, the align over the 32 local ones.
+  EXPECT_TRUE(contains_all(names(generate(request("deepseek-v3", {8}, {8}))),
+                           {"moe_fused_gate_e256_k8_ng8_kg4", "moe_align_block_size_e32_k8_bs64"}));
+  // Mixtral renormalizes over its top 2; Llama-4 takes sigmoid scores as they are.
+  EXPECT_TRUE(contains_all(names(generate(request("mixtral-8x7b-v0.1", {1}, {1}))),
+                           {"topk_softmax_e8_k2_renorm", "moe_align_block_size_e8_k2_bs64"}));
+  EXPECT_THAT(names(generate(request("llama-4-scout-17b-16e", {1}, {1}))),
+              Contains("topk_sigmoid_e16_k1"));
+  // DeepSeek-V2-Lite: greedy softmax top-k, the weights not renormalized.
+  EXPECT_THAT(names(generate(request("deepseek-v2-lite", {1}, {1}))),
+              Contains("topk_softmax_e64_k6"));
+}
+
 TEST(Plan, HybridModelsHaveOneLayerTypePerStructure) {
   const auto next = build_plan(config_of("qwen3-next-80b-a3b"));
   ASSERT_EQ(next.layer_types.size(), 2u);

@@ -133,6 +133,30 @@ struct MoeKernel {
   double swiglu_alpha = 1.702;
 };
 
+// moe_align_block_size: the (token, slot) pairs of topk_ids sorted by expert, each expert's run
+// padded to a multiple of block_size (the fused MoE's M tile).
+struct MoeAlignKernel {
+  std::int64_t num_experts = 0;  // the ids this rank's fused MoE sees
+  std::int64_t top_k = 0;
+  std::int64_t block_size = 64;
+};
+
+// The MoE gate on its own: router logits -> top-k expert ids and weights.
+enum class GateKind : std::uint8_t {
+  kFusedGate,    // moe_fused_gate: DeepSeek-V3 grouped top-k (sigmoid + correction bias)
+  kTopkSoftmax,  // topk_softmax: softmax over the experts, top-k (Mixtral, Qwen-MoE)
+  kTopkSigmoid,  // topk_sigmoid: sigmoid scores, top-k (Llama-4)
+};
+
+struct MoeRoutingKernel {
+  GateKind kind = GateKind::kFusedGate;
+  std::int64_t num_experts = 0;  // the router's width: every expert, whatever the EP
+  std::int64_t top_k = 0;
+  std::int64_t n_group = 1;     // kFusedGate
+  std::int64_t topk_group = 1;  // kFusedGate
+  bool renormalize = false;     // kTopkSoftmax, kTopkSigmoid: weights divided by their sum
+};
+
 struct RopeKernel {
   std::int64_t head_size = 0;
   std::int64_t rotary_dim = 0;
@@ -149,7 +173,7 @@ struct SamplingKernel {
 using KernelSpec =
     std::variant<GemmKernel, RmsNormKernel, GqaPagedKernel, GqaRaggedKernel, MlaPagedKernel,
                  MlaRaggedKernel, DsaAttentionKernel, DsaIndexerKernel, GdnKernel, MambaKernel,
-                 MoeKernel, RopeKernel, SamplingKernel>;
+                 MoeKernel, MoeAlignKernel, MoeRoutingKernel, RopeKernel, SamplingKernel>;
 
 // The op_type a kernel's definition will carry ("gemm", "gqa_paged", ...).
 std::string_view op_type_of(const KernelSpec& k);

@@ -67,6 +67,7 @@ class Expander {
   void mamba(const std::string& parent);
   void dense_mlp(const std::string& parent);
   void moe(const std::string& parent);
+  void moe_routing(std::size_t gate);
 
   const ModelPlan& plan_;
   const ModelConfig& c_;
@@ -376,6 +377,32 @@ void Expander::dense_mlp(const std::string& parent) {
   use(down, gemm(H, I, Parallel::kRow, "mlp.down_proj"));
 }
 
+// The top-k kernel after the router GEMM (sgl-kernel's moe_fused_gate, topk_softmax,
+// topk_sigmoid), over every expert whatever the EP: the router is replicated.
+void Expander::moe_routing(std::size_t gate) {
+  const auto& m = *c_.moe;
+  MoeRoutingKernel r{GateKind::kFusedGate, m.num_experts, m.top_k, m.n_group, m.topk_group, false};
+  switch (m.routing) {
+    case Routing::kDeepSeek:
+      break;
+    case Routing::kRenormalize:
+    case Routing::kSoftmaxTopK:
+      r = {
+          GateKind::kTopkSoftmax, m.num_experts, m.top_k, 1, 1, m.routing == Routing::kRenormalize};
+      break;
+    case Routing::kLlama4:
+      r = {GateKind::kTopkSigmoid, m.num_experts, m.top_k, 1, 1, false};
+      break;
+    case Routing::kSoftmaxGroupTopK:
+      unsupported(gate, "group-limited softmax top-k",
+                  "DeepSeek-V2's grouped softmax routing has no gate kernel (SGLang runs it in "
+                  "PyTorch)",
+                  Severity::kInfo);
+      return;
+  }
+  use(gate, r);
+}
+
 void Expander::moe(const std::string& parent) {
   const auto& m = *c_.moe;
   const std::string mlp_key = key("mlp");
@@ -383,9 +410,13 @@ void Expander::moe(const std::string& parent) {
   const std::int64_t H = c_.hidden_size;
   const auto gate = add_layer("gate", mlp_key);
   use(gate, gemm(m.num_experts, H, Parallel::kReplicated, "moe.gate"));
+  moe_routing(gate);
   const auto experts = add_layer("experts", mlp_key);
   const Split es = split_experts(m.num_experts, point_.ep);
   const bool ok = check(es);
+  // sgl-kernel's moe_align_block_size prepares the Triton fused MoE's grouped GEMM (M tile 64,
+  // its default config's) over this rank's experts.
+  if (ok) use(experts, MoeAlignKernel{es.per_rank, m.top_k, 64});
   MoeKernel k{MoeFormat::kFp8BlockScale, m.routing, m.num_experts, es.per_rank,  H,
               m.intermediate_size,       m.top_k,   m.n_group,     m.topk_group, point_.ep};
   const bool plain_swiglu = !m.expert_bias && !m.swiglu_limit && c_.activation == Activation::kSilu;
