@@ -229,6 +229,22 @@ CallVerdict judge(const Definition& def, const Outputs& expected, const Outputs&
   return compare_outputs(def, policy_for(def), evals, expected, got);
 }
 
+TEST(OpFamily, SamplingRenormIsElementwiseAndMinPDraws) {
+  const onboard::GenContext ctx{"test", "Test"};
+  const Definition renorm = onboard::generate_definition(
+      onboard::SamplingKernel{onboard::SamplingKind::kTopPRenorm, 100}, ctx);
+  EXPECT_EQ(policy_for(renorm).kind, PolicyKind::kElementwise);
+  EXPECT_FALSE(samples_draws(renorm));
+  NamedTensors none;
+  append_reference_extras(renorm, {}, Json::object(), &none);
+  EXPECT_TRUE(none.empty());
+  const Definition min_p =
+      onboard::generate_definition(onboard::SamplingKernel{onboard::SamplingKind::kMinP, 100}, ctx);
+  EXPECT_EQ(policy_for(min_p).kind, PolicyKind::kSampling);
+  EXPECT_TRUE(samples_draws(min_p));
+  EXPECT_FALSE(samples_draws(gemm_def("bfloat16")));
+}
+
 TEST(OpFamily, MoeAlignComparesEachExpertsRunAsASet) {
   const Definition def =
       onboard::generate_definition(onboard::MoeAlignKernel{4, 2, 4}, {"test", "Test"});

@@ -66,14 +66,14 @@ TEST(Dedup, NewDatasetIsCreatedAndASecondRunIsANoOp) {
   ::fib::testing::TempDir dir;
   const fs::path root = dir.path() / "fresh";
   const auto first = onboard(request("llama-3.1-8b"), root, false);
-  EXPECT_EQ(first.count(Action::kCreate), 16u);
+  EXPECT_EQ(first.count(Action::kCreate), 19u);
   EXPECT_TRUE(fs::exists(root / layout::definition_file("gemm", "gemm_n6144_k4096")));
   const auto loaded = TraceSet::load(root);
-  EXPECT_EQ(loaded.definitions().size(), 16u);
+  EXPECT_EQ(loaded.definitions().size(), 19u);
   EXPECT_FALSE(loaded.load_diagnostics().has_errors()) << loaded.load_diagnostics().to_string();
   const auto before = snapshot(root);
   const auto second = onboard(request("llama-3.1-8b"), root, false);
-  EXPECT_EQ(second.count(Action::kSkip), 16u);
+  EXPECT_EQ(second.count(Action::kSkip), 19u);
   EXPECT_EQ(snapshot(root), before);
 }
 

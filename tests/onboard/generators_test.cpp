@@ -94,6 +94,7 @@ TEST(Generators, ReferencesParseAsPython) {
 TEST(Generators, NamesFollowTheDatasetConvention) {
   AttentionHeads h{32, 8, 128, 32, 8, 1};
   EXPECT_EQ(definition_name(GemmKernel{6144, 4096, "", 0}), "gemm_n6144_k4096");
+  EXPECT_EQ(definition_name(BmmKernel{16, 512, 128, "", 8}), "bmm_bf16_b16_n512_k128");
   EXPECT_EQ(definition_name(RmsNormKernel{4096, 1e-5, true, false, ""}), "fused_add_rmsnorm_h4096");
   EXPECT_EQ(definition_name(GqaPagedKernel{Stage::kDecode, h, 64}),
             "gqa_paged_decode_h32_kv8_d128_ps64");
@@ -127,6 +128,12 @@ TEST(Generators, NamesFollowTheDatasetConvention) {
             "rope_with_cos_sin_cache_gptj_style_d64_rd64");
   EXPECT_EQ(definition_name(SamplingKernel{SamplingKind::kTopKTopP, 151936}),
             "top_k_top_p_sampling_from_probs_v151936");
+  EXPECT_EQ(definition_name(SamplingKernel{SamplingKind::kMinP, 151936}),
+            "min_p_sampling_from_probs_v151936");
+  EXPECT_EQ(definition_name(SamplingKernel{SamplingKind::kTopKRenorm, 129280}),
+            "top_k_renorm_probs_v129280");
+  EXPECT_EQ(definition_name(SamplingKernel{SamplingKind::kTopPRenorm, 129280}),
+            "top_p_renorm_probs_v129280");
 }
 
 TEST(Generators, TagsSayWhoAndHow) {

@@ -140,6 +140,32 @@ TEST(NativeParity, GptjRopeMatchesTheNativeReference) {
   expect_parity(cases, batch);
 }
 
+TEST(NativeParity, RenormalizedProbabilitiesMatchTheNativeReference) {
+  FIB_REQUIRE_TORCH(python);
+  const GenContext ctx{"test", "Test"};
+  ft::PythonReferenceBatch batch;
+  std::vector<Case> cases;
+  for (const auto kind : {SamplingKind::kTopKRenorm, SamplingKind::kTopPRenorm}) {
+    for (auto& c : cases_for(generate_definition(SamplingKernel{kind, 1000}, ctx), 2, 8, batch))
+      cases.push_back(std::move(c));
+  }
+  batch.run();
+  expect_parity(cases, batch);
+}
+
+TEST(NativeParity, BatchedGemmMatchesTheNativeReference) {
+  FIB_REQUIRE_TORCH(python);
+  const GenContext ctx{"test", "Test"};
+  ft::PythonReferenceBatch batch;
+  std::vector<Case> cases;
+  for (const auto& k : {BmmKernel{4, 64, 32, "test", 1}, BmmKernel{2, 16, 96, "test", 1}}) {
+    for (auto& c : cases_for(generate_definition(k, ctx), 2, 9, batch))
+      cases.push_back(std::move(c));
+  }
+  batch.run();
+  expect_parity(cases, batch);
+}
+
 TEST(NativeParity, MoeGateAndAlignMatchTheNativeReference) {
   FIB_REQUIRE_TORCH(python);
   const GenContext ctx{"test", "Test"};

@@ -55,8 +55,10 @@ TEST(Plan, Llama8bMatchesTheDatasetKernelSet) {
        "gqa_paged_prefill_causal_h32_kv8_d128_ps1", "gqa_paged_prefill_causal_h32_kv8_d128_ps64",
        "gqa_ragged_prefill_causal_h32_kv8_d128", "rope_with_cos_sin_cache_neox_style_d128_rd128",
        "top_k_sampling_from_probs_v128256", "top_p_sampling_from_probs_v128256",
-       "top_k_top_p_sampling_from_probs_v128256"}));
-  EXPECT_EQ(r.outcomes.size(), 16u);
+       "top_k_top_p_sampling_from_probs_v128256", "min_p_sampling_from_probs_v128256",
+       "top_k_renorm_probs_v128256", "top_p_renorm_probs_v128256"}));
+  // The dataset's 16 and SGLang's min-p sampler and top-k / top-p renormalization.
+  EXPECT_EQ(r.outcomes.size(), 19u);
 }
 
 TEST(Plan, TensorParallelSplitsAttentionNotNorms) {
@@ -92,6 +94,14 @@ TEST(Plan, DeepSeekMlaMoeAndLoraNorms) {
        "gemm_n2112_k7168", "gemm_n36864_k7168", "gemm_n4096_k7168",
        "rope_with_cos_sin_cache_gptj_style_d64_rd64"}));
   EXPECT_THAT(names(r), Not(Contains(::testing::StartsWith("gqa_"))));
+}
+
+TEST(Plan, MlaWeightAbsorptionIsTwoBatchedGemmsPerRank) {
+  // DeepSeek-V3 at TP 8: 16 heads per rank; q_nope (128) into the latent (512), and back to
+  // v_head_dim (128).
+  const auto r = generate(request("deepseek-v3", {8}, {8}));
+  EXPECT_TRUE(contains_all(names(r), {"bmm_bf16_b16_n512_k128", "bmm_bf16_b16_n128_k512"}));
+  for (const auto& u : r.unsupported) EXPECT_NE(u.component, "MLA weight absorption");
 }
 
 TEST(Plan, MoeLayersPlanTheirGateAndAlignKernels) {

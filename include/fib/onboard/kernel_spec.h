@@ -20,6 +20,16 @@ struct GemmKernel {
   int tp = 0;        // > 0 when the shape is per rank (tagged tp:N)
 };
 
+// C[b] = A[b] @ B[b], bf16, one product per batch entry: MLA's weight absorption multiplies each
+// head's q_nope by its W_UK and its latent output by its W_UV.
+struct BmmKernel {
+  std::int64_t batch = 0;  // heads per rank
+  std::int64_t n = 0;
+  std::int64_t k = 0;
+  std::string role;  // "attn.w_uk", for descriptions
+  int tp = 1;
+};
+
 struct RmsNormKernel {
   std::int64_t hidden = 0;
   double eps = 1e-6;
@@ -163,7 +173,10 @@ struct RopeKernel {
   RopeStyle style = RopeStyle::kNeox;
 };
 
-enum class SamplingKind : std::uint8_t { kTopK, kTopP, kTopKTopP };
+// The *_sampling_from_probs kinds draw samples; the renorm kinds return the filtered,
+// renormalized probabilities (FlashInfer's top_k_renorm_probs / top_p_renorm_probs, SGLang's
+// top_k_renorm_prob / top_p_renorm_prob).
+enum class SamplingKind : std::uint8_t { kTopK, kTopP, kTopKTopP, kMinP, kTopKRenorm, kTopPRenorm };
 
 struct SamplingKernel {
   SamplingKind kind = SamplingKind::kTopK;
@@ -171,9 +184,10 @@ struct SamplingKernel {
 };
 
 using KernelSpec =
-    std::variant<GemmKernel, RmsNormKernel, GqaPagedKernel, GqaRaggedKernel, MlaPagedKernel,
-                 MlaRaggedKernel, DsaAttentionKernel, DsaIndexerKernel, GdnKernel, MambaKernel,
-                 MoeKernel, MoeAlignKernel, MoeRoutingKernel, RopeKernel, SamplingKernel>;
+    std::variant<BmmKernel, GemmKernel, RmsNormKernel, GqaPagedKernel, GqaRaggedKernel,
+                 MlaPagedKernel, MlaRaggedKernel, DsaAttentionKernel, DsaIndexerKernel, GdnKernel,
+                 MambaKernel, MoeKernel, MoeAlignKernel, MoeRoutingKernel, RopeKernel,
+                 SamplingKernel>;
 
 // The op_type a kernel's definition will carry ("gemm", "gqa_paged", ...).
 std::string_view op_type_of(const KernelSpec& k);

@@ -221,10 +221,16 @@ void Expander::mla(const std::string& parent) {
   const auto kvb = add_layer("kv_b_proj", attn_key);
   use(kvb, gemm(h * (m.qk_nope_head_dim + m.v_head_dim), m.kv_lora_rank, Parallel::kColumn,
                 "attn.kv_b_proj"));
-  unsupported(kvb, "MLA weight absorption",
-              "decode multiplies q_nope by W_UK and the latent output by W_UV per head (batched "
-              "GEMMs, no op family)",
-              Severity::kInfo);
+  // Weight absorption (decode): each head's q_nope times its W_UK into the latent space, and
+  // its latent attention output times its W_UV back to v_head_dim.
+  if (ok) {
+    const auto absorb = add_layer("w_kc", attn_key);
+    use(absorb, BmmKernel{hs.per_rank, m.kv_lora_rank, m.qk_nope_head_dim,
+                          "attn.w_kc, q_nope @ W_UK", point_.tp});
+    const auto vc = add_layer("w_vc", attn_key);
+    use(vc, BmmKernel{hs.per_rank, m.v_head_dim, m.kv_lora_rank, "attn.w_vc, latent output @ W_UV",
+                      point_.tp});
+  }
   if (c_.rope) {
     const auto r = add_layer("rotary_emb", attn_key);
     use(r, RopeKernel{m.qk_rope_head_dim, m.qk_rope_head_dim, c_.rope->style});
@@ -563,7 +569,11 @@ Expansion Expander::run() {
   add("lm_head", root, false, 1);
   use(out_.modules.size() - 1, gemm(c_.vocab_size, c_.hidden_size, Parallel::kColumn, "lm_head"));
   add("sampler", root, false, 1);
-  for (SamplingKind s : {SamplingKind::kTopK, SamplingKind::kTopP, SamplingKind::kTopKTopP}) {
+  // SGLang's sampler: top-k / top-p renormalization and min-p sampling besides FlashInfer's
+  // top-k / top-p samplers.
+  for (SamplingKind s :
+       {SamplingKind::kTopK, SamplingKind::kTopP, SamplingKind::kTopKTopP, SamplingKind::kMinP,
+        SamplingKind::kTopKRenorm, SamplingKind::kTopPRenorm}) {
     use(out_.modules.size() - 1, SamplingKernel{s, c_.vocab_size});
   }
   if (c_.num_mtp_layers > 0) {
