@@ -137,6 +137,8 @@ std::vector<Workload> synthesize_workloads(const Definition& def, const SynthOpt
         v = std::max<std::int64_t>(max_kv, 16);
       else if (name == "num_qo_heads" || name == "num_kv_heads")
         v = pick(rng, {8, 16, 32});
+      else if (name == "world_size")
+        v = pick(rng, {2, 4, 8});  // a collective's ranks (tensor or expert parallel sizes)
       else if (name == "max_num_tokens_padded" || name == "max_num_m_blocks")
         v = aligned_size(name, tokens);
       else {

@@ -95,6 +95,8 @@ TEST(Generators, NamesFollowTheDatasetConvention) {
   AttentionHeads h{32, 8, 128, 32, 8, 1};
   EXPECT_EQ(definition_name(GemmKernel{6144, 4096, "", 0}), "gemm_n6144_k4096");
   EXPECT_EQ(definition_name(BmmKernel{16, 512, 128, "", 8}), "bmm_bf16_b16_n512_k128");
+  EXPECT_EQ(definition_name(CommKernel{CommKind::kAllReduce, 7168, "", 8}), "all_reduce_h7168");
+  EXPECT_EQ(definition_name(CommKernel{CommKind::kAllToAll, 7168, "", 8}), "all_to_all_h7168");
   EXPECT_EQ(definition_name(RmsNormKernel{4096, 1e-5, true, false, ""}), "fused_add_rmsnorm_h4096");
   EXPECT_EQ(definition_name(GqaPagedKernel{Stage::kDecode, h, 64}),
             "gqa_paged_decode_h32_kv8_d128_ps64");

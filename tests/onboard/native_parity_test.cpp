@@ -166,6 +166,21 @@ TEST(NativeParity, BatchedGemmMatchesTheNativeReference) {
   expect_parity(cases, batch);
 }
 
+TEST(NativeParity, CollectivesMatchTheNativeReference) {
+  FIB_REQUIRE_TORCH(python);
+  const GenContext ctx{"test", "Test"};
+  ft::PythonReferenceBatch batch;
+  std::vector<Case> cases;
+  for (const auto kind : {CommKind::kAllReduce, CommKind::kAllGather, CommKind::kReduceScatter,
+                          CommKind::kAllToAll}) {
+    for (auto& c :
+         cases_for(generate_definition(CommKernel{kind, 64, "test", 4}, ctx), 2, 6, batch))
+      cases.push_back(std::move(c));
+  }
+  batch.run();
+  expect_parity(cases, batch);
+}
+
 TEST(NativeParity, MoeGateAndAlignMatchTheNativeReference) {
   FIB_REQUIRE_TORCH(python);
   const GenContext ctx{"test", "Test"};

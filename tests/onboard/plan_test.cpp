@@ -104,6 +104,15 @@ TEST(Plan, MlaWeightAbsorptionIsTwoBatchedGemmsPerRank) {
   for (const auto& u : r.unsupported) EXPECT_NE(u.component, "MLA weight absorption");
 }
 
+TEST(Plan, CollectivesWhereTensorOrExpertParallel) {
+  // TP 8: an all-reduce per layer and the lm_head's 129280 / 8 vocabulary shards gathered; EP 8:
+  // the MoE all-to-all. At TP 1 and EP 1, none.
+  EXPECT_TRUE(contains_all(names(generate(request("deepseek-v3", {8}, {8}))),
+                           {"all_reduce_h7168", "all_gather_h16160", "all_to_all_h7168"}));
+  for (const auto& n : names(generate(request("deepseek-v3", {1}, {1}))))
+    EXPECT_EQ(n.find("all_"), std::string::npos) << n;
+}
+
 TEST(Plan, MoeLayersPlanTheirGateAndAlignKernels) {
   // DeepSeek-V3 at EP 8: the fused gate over all 256 experts, the align over the 32 local ones.
   EXPECT_TRUE(contains_all(names(generate(request("deepseek-v3", {8}, {8}))),
@@ -268,8 +277,11 @@ TEST(ModuleGraph, LayerTypesGetTheirOwnModules) {
   ASSERT_NE(node(g, "DeepseekV3DecoderLayer.dense"), nullptr);
   EXPECT_EQ(node(g, "DeepseekV3DecoderLayer.dense")->count, 3);
   EXPECT_EQ(node(g, "DeepseekV3DecoderLayer.moe")->count, 58);
-  EXPECT_THAT(node(g, "experts.moe")->definitions,
-              ElementsAre("moe_fp8_block_scale_ds_routing_topk8_ng8_kg4_e32_h7168_i2048"));
+  // The fused MoE, the align that prepares its grouped GEMM, and EP 8's token all-to-all.
+  const auto& experts = node(g, "experts.moe")->definitions;
+  EXPECT_EQ(experts.size(), 3u);
+  EXPECT_TRUE(contains_all(experts, {"moe_fp8_block_scale_ds_routing_topk8_ng8_kg4_e32_h7168_i2048",
+                                     "moe_align_block_size_e32_k8_bs64", "all_to_all_h7168"}));
   EXPECT_EQ(node(g, "gate_up_proj.dense")->parent, "mlp.dense");
   EXPECT_THAT(node(g, "input_layernorm.dense")->definitions, Contains("rmsnorm_h7168"));
   EXPECT_THAT(node(g, "input_layernorm.moe")->definitions, Not(Contains("rmsnorm_h7168")));

@@ -30,6 +30,17 @@ struct BmmKernel {
   int tp = 1;
 };
 
+// A collective of tensor or expert parallelism, as its math over world_size shards: the world
+// size is a var axis, so each workload records it.
+enum class CommKind : std::uint8_t { kAllReduce, kAllGather, kReduceScatter, kAllToAll };
+
+struct CommKernel {
+  CommKind kind = CommKind::kAllReduce;
+  std::int64_t hidden = 0;  // the width of each rank's rows
+  std::string role;         // "attn.o_proj output", for descriptions
+  int tp = 1;               // the serving point's TP (or EP for all_to_all), for tags
+};
+
 struct RmsNormKernel {
   std::int64_t hidden = 0;
   double eps = 1e-6;
@@ -184,7 +195,7 @@ struct SamplingKernel {
 };
 
 using KernelSpec =
-    std::variant<BmmKernel, GemmKernel, RmsNormKernel, GqaPagedKernel, GqaRaggedKernel,
+    std::variant<BmmKernel, CommKernel, GemmKernel, RmsNormKernel, GqaPagedKernel, GqaRaggedKernel,
                  MlaPagedKernel, MlaRaggedKernel, DsaAttentionKernel, DsaIndexerKernel, GdnKernel,
                  MambaKernel, MoeKernel, MoeAlignKernel, MoeRoutingKernel, RopeKernel,
                  SamplingKernel>;

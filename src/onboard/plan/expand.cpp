@@ -423,6 +423,11 @@ void Expander::moe(const std::string& parent) {
   // sgl-kernel's moe_align_block_size prepares the Triton fused MoE's grouped GEMM (M tile 64,
   // its default config's) over this rank's experts.
   if (ok) use(experts, MoeAlignKernel{es.per_rank, m.top_k, 64});
+  if (ok && point_.ep > 1) {
+    // Expert parallelism: tokens go to the ranks of their experts and come back (dispatch and
+    // combine).
+    use(experts, CommKernel{CommKind::kAllToAll, H, "MoE token dispatch and combine", point_.ep});
+  }
   MoeKernel k{MoeFormat::kFp8BlockScale, m.routing, m.num_experts, es.per_rank,  H,
               m.intermediate_size,       m.top_k,   m.n_group,     m.topk_group, point_.ep};
   const bool plain_swiglu = !m.expert_bias && !m.swiglu_limit && c_.activation == Activation::kSilu;
@@ -556,6 +561,13 @@ Expansion Expander::run() {
     }
     if (t.spec.ffn == Ffn::kDense) dense_mlp(layer_key);
     if (t.spec.ffn == Ffn::kMoe) moe(layer_key);
+    if (point_.tp > 1) {
+      // The row-parallel projections (attention output, MLP down) end in an all-reduce.
+      const auto ar = add_layer("tp_all_reduce", layer_key);
+      use(ar, CommKernel{CommKind::kAllReduce, c_.hidden_size,
+                         "after the row-parallel attention output and MLP down projections",
+                         point_.tp});
+    }
     if (has_ffn && c_.sandwich_norms) {
       const auto post = add_layer("post_feedforward_layernorm", layer_key);
       use(post, norm(c_.hidden_size, false, "post_feedforward_layernorm"));
@@ -568,6 +580,13 @@ Expansion Expander::run() {
   use(out_.modules.size() - 1, norm(c_.hidden_size, true, "final norm"));
   add("lm_head", root, false, 1);
   use(out_.modules.size() - 1, gemm(c_.vocab_size, c_.hidden_size, Parallel::kColumn, "lm_head"));
+  if (point_.tp > 1 && c_.vocab_size % point_.tp == 0) {
+    // The vocab-parallel lm_head's logits are gathered before sampling.
+    add("logits_all_gather", root, false, 1);
+    use(out_.modules.size() - 1,
+        CommKernel{CommKind::kAllGather, c_.vocab_size / point_.tp,
+                   "lm_head logits, one vocabulary shard per rank", point_.tp});
+  }
   add("sampler", root, false, 1);
   // SGLang's sampler: top-k / top-p renormalization and min-p sampling besides FlashInfer's
   // top-k / top-p samplers.
