@@ -33,6 +33,7 @@
 
 #include "fib/tensor/numeric.h"
 #include "reference/kernels.h"
+#include "reference/routing.h"
 
 namespace fib::reference::detail {
 
@@ -49,26 +50,6 @@ struct Pick {
   float w_in;
   float w_out;
 };
-
-float sigmoid(float x) { return 1.0f / (1.0f + std::exp(-x)); }
-
-// torch.topk order: descending, NaN counted as the largest; equal values keep the lower index
-// first (torch leaves tie order unspecified; this makes it deterministic).
-bool ranks_before(const float* v, std::int64_t a, std::int64_t b) {
-  const float x = v[a], y = v[b];
-  if (std::isnan(x) || std::isnan(y)) return std::isnan(x) && (!std::isnan(y) || a < b);
-  return x > y || (x == y && a < b);
-}
-
-std::vector<std::int64_t> top_k(const float* v, std::int64_t n, std::int64_t k) {
-  std::vector<std::int64_t> idx(static_cast<std::size_t>(n));
-  std::iota(idx.begin(), idx.end(), std::int64_t{0});
-  k = std::min(k, n);
-  std::partial_sort(idx.begin(), idx.begin() + k, idx.end(),
-                    [v](std::int64_t a, std::int64_t b) { return ranks_before(v, a, b); });
-  idx.resize(static_cast<std::size_t>(k));
-  return idx;
-}
 
 // Eight independent partial sums: vectorizable without -ffast-math, and closer to the blocked
 // sums BLAS uses than one serial chain.
@@ -414,41 +395,16 @@ class Moe final : public Kernel {
       route_deepseek(ctx, args, logits, t_count, e_count, k, local_experts, picks);
       return picks;
     }
-    std::vector<float> s(static_cast<std::size_t>(e_count));
     for (std::int64_t t = 0; t < t_count; ++t) {
       const float* row = logits.data() + t * e_count;
-      switch (routing) {
-        case Routing::kRenormalize: {
-          const std::vector<std::int64_t> idx = top_k(row, e_count, k);
-          const float m = row[idx[0]];
-          std::vector<float> p(static_cast<std::size_t>(k));
-          float sum = 0.f;
-          for (std::int64_t j = 0; j < k; ++j) {
-            p[static_cast<std::size_t>(j)] = std::exp(row[idx[static_cast<std::size_t>(j)]] - m);
-            sum += p[static_cast<std::size_t>(j)];
-          }
-          // PyTorch's CPU softmax multiplies by the reciprocal of the sum.
-          const float inv = 1.0f / sum;
-          for (std::int64_t j = 0; j < k; ++j) {
-            const std::int64_t e = idx[static_cast<std::size_t>(j)];
-            if (e < local_experts)
-              picks.push_back({t, e, j, 1.0f, p[static_cast<std::size_t>(j)] * inv});
-          }
-          break;
-        }
-        case Routing::kLlama4: {
-          for (std::int64_t e = 0; e < e_count; ++e)
-            s[static_cast<std::size_t>(e)] = sigmoid(row[e]);
-          const std::vector<std::int64_t> idx = top_k(s.data(), e_count, k);
-          for (std::int64_t j = 0; j < k; ++j) {
-            const std::int64_t e = idx[static_cast<std::size_t>(j)];
-            if (e < local_experts) picks.push_back({t, e, j, s[static_cast<std::size_t>(e)], 1.0f});
-          }
-          break;
-        }
-        case Routing::kDeepSeek:
-        case Routing::kPrecomputed:
-          break;
+      // Llama-4 scales the expert input by the unnormalized sigmoid score.
+      const bool llama4 = routing == Routing::kLlama4;
+      const std::vector<RoutedExpert> r = llama4 ? route_sigmoid_topk(row, e_count, k, false)
+                                                 : route_topk_renormalized(row, e_count, k);
+      for (std::int64_t j = 0; j < k; ++j) {
+        const RoutedExpert& p = r[static_cast<std::size_t>(j)];
+        if (p.expert >= local_experts) continue;
+        picks.push_back({t, p.expert, j, llama4 ? p.weight : 1.0f, llama4 ? 1.0f : p.weight});
       }
     }
     return picks;
@@ -464,14 +420,12 @@ class Moe final : public Kernel {
       auto it = consts.find(name);
       return it == consts.end() ? std::int64_t{1} : static_cast<std::int64_t>(it->second);
     };
-    const std::int64_t n_group = constant("N_GROUP"), topk_group = constant("TOPK_GROUP");
-    const std::int64_t group = e_count / n_group;
-    if (n_group > 1 && (group * n_group != e_count || group < 2 || topk_group < 1 ||
-                        topk_group > n_group || topk_group * group < k)) {
+    const DeepSeekGroups g{constant("N_GROUP"), constant("TOPK_GROUP")};
+    if (!deepseek_groups_fit(g, e_count, k)) {
       throw Error(
           def.name,
           fmt::format("cannot split {} experts into {} groups and keep top {} groups for top-{}",
-                      e_count, n_group, topk_group, k));
+                      e_count, g.n_group, g.topk_group, k));
     }
     const std::vector<float> bias = as_floats(args.tensor("routing_bias"));
     const float rsf = static_cast<float>(args.scalar_double("routed_scaling_factor"));
@@ -479,43 +433,12 @@ class Moe final : public Kernel {
     // Some references add 1e-20 to the weight sum, others clamp it from below: the same for
     // any sum of sigmoids above ~1e-13, but kept as written.
     const bool clamp = def.reference.find(".clamp(min=") != std::string::npos;
-
-    std::vector<float> s(static_cast<std::size_t>(e_count)), sb(s.size());
-    std::vector<float> score(static_cast<std::size_t>(n_group));
     for (std::int64_t t = 0; t < t_count; ++t) {
-      const float* row = logits.data() + t * e_count;
-      for (std::int64_t e = 0; e < e_count; ++e) {
-        s[static_cast<std::size_t>(e)] = sigmoid(row[e]);
-        sb[static_cast<std::size_t>(e)] =
-            s[static_cast<std::size_t>(e)] + bias[static_cast<std::size_t>(e)];
-      }
-      if (n_group > 1) {
-        // Group score: the sum of the group's two largest biased scores; experts outside the
-        // top groups drop to finfo(float32).min.
-        for (std::int64_t g = 0; g < n_group; ++g) {
-          const std::vector<std::int64_t> two = top_k(sb.data() + g * group, group, 2);
-          score[static_cast<std::size_t>(g)] = sb[static_cast<std::size_t>(g * group + two[0])] +
-                                               sb[static_cast<std::size_t>(g * group + two[1])];
-        }
-        std::vector<bool> kept(static_cast<std::size_t>(n_group), false);
-        for (std::int64_t g : top_k(score.data(), n_group, topk_group))
-          kept[static_cast<std::size_t>(g)] = true;
-        for (std::int64_t e = 0; e < e_count; ++e) {
-          if (!kept[static_cast<std::size_t>(e / group)]) {
-            sb[static_cast<std::size_t>(e)] = std::numeric_limits<float>::lowest();
-          }
-        }
-      }
-      std::vector<std::int64_t> idx = top_k(sb.data(), e_count, k);
-      // Weights use the unbiased s: s * M / sum(s * M), the sum taken in expert order.
-      std::sort(idx.begin(), idx.end());
-      float sum = 0.f;
-      for (std::int64_t e : idx) sum += s[static_cast<std::size_t>(e)];
-      sum = clamp ? std::max(sum, 1e-20f) : sum + 1e-20f;
-      for (std::int64_t e : idx) {
-        const std::int64_t le = e - offset;
+      for (const RoutedExpert& p : detail::route_deepseek(logits.data() + t * e_count, bias.data(),
+                                                          e_count, k, g, rsf, clamp)) {
+        const std::int64_t le = p.expert - offset;
         if (le < 0 || le >= local_experts) continue;  // another EP rank's expert
-        picks.push_back({t, le, 0, 1.0f, s[static_cast<std::size_t>(e)] / sum * rsf});
+        picks.push_back({t, le, 0, 1.0f, p.weight});
       }
     }
   }

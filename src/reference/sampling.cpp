@@ -1,4 +1,5 @@
-// sampling: top_k / top_p / top_k_top_p sampling from probabilities. The corpus references draw
+// sampling: top_k / top_p / top_k_top_p / min_p sampling from probabilities, and top_k / top_p
+// renormalization (the filtered distribution itself, deterministic). The corpus references draw
 // with torch.multinomial from the global torch RNG, so no implementation can reproduce their
 // samples; this kernel applies exactly their masks (see fib/reference/sampling.h) and draws from
 // the resulting distribution with its own generator, seeded by CallContext::seed: the same seed
@@ -22,16 +23,30 @@ namespace {
 struct Filters {
   const Tensor* top_k = nullptr;
   const Tensor* top_p = nullptr;
+  const Tensor* min_p = nullptr;
 };
 
-bool is_sampling(const Definition& def) {
+bool per_row(const TensorSpec* t) { return !t || (t->shape && t->shape->size() == 1); }
+
+// probs [batch, vocab] with per-row top_k and/or top_p, or min_p alone.
+bool has_filters(const Definition& def) {
   const TensorSpec* probs = def.input("probs");
-  const TensorSpec* samples = def.output("samples");
   const TensorSpec* k = def.input("top_k");
   const TensorSpec* p = def.input("top_p");
+  const TensorSpec* m = def.input("min_p");
   return def.op_type == "sampling" && probs && probs->shape && probs->shape->size() == 2 &&
-         samples && samples->shape && samples->shape->size() == 1 && (k || p) &&
-         (!k || (k->shape && k->shape->size() == 1)) && (!p || (p->shape && p->shape->size() == 1));
+         ((k || p) != (m != nullptr)) && per_row(k) && per_row(p) && per_row(m);
+}
+
+bool is_sampling(const Definition& def) {
+  const TensorSpec* samples = def.output("samples");
+  return has_filters(def) && samples && samples->shape && samples->shape->size() == 1;
+}
+
+// top_k_renorm_probs / top_p_renorm_probs: the filtered distribution itself.
+bool is_renorm(const Definition& def) {
+  const TensorSpec* out = def.output("renormalized");
+  return has_filters(def) && !def.input("min_p") && out && out->shape && out->shape->size() == 2;
 }
 
 // Descending probability; equal probabilities keep the lower token index first.
@@ -66,6 +81,13 @@ std::vector<float> filter_row(const float* probs, std::int64_t vocab, const Filt
     }
   }
   std::vector<std::int64_t> order(static_cast<std::size_t>(vocab));
+  if (f.min_p) {
+    // row >= p * row.max(), in float32 as the reference compares.
+    const float cut =
+        static_cast<float>(f.min_p->get(r)) * *std::max_element(row.begin(), row.end());
+    for (float& x : row) x = x >= cut ? x : 0.0f;
+    renormalize(row, where);
+  }
   if (f.top_k) {
     const auto k = static_cast<std::int64_t>(f.top_k->get(r));
     if (0 < k && k < vocab) {
@@ -125,14 +147,15 @@ Filters filters_of(const Arguments& args) {
   Filters f;
   if (args.tensors.count("top_k")) f.top_k = &args.tensor("top_k");
   if (args.tensors.count("top_p")) f.top_p = &args.tensor("top_p");
+  if (args.tensors.count("min_p")) f.min_p = &args.tensor("min_p");
   return f;
 }
 
 void check_rows(const Definition& def, const Tensor& probs, const Filters& f) {
   if (probs.rank() != 2) throw Error(def.name, "probs must be [batch_size, vocab_size]");
-  for (const Tensor* t : {f.top_k, f.top_p}) {
+  for (const Tensor* t : {f.top_k, f.top_p, f.min_p}) {
     if (t && (t->rank() != 1 || t->dim(0) != probs.dim(0))) {
-      throw Error(def.name, fmt::format("top_k/top_p have shape {}, probs has {} rows",
+      throw Error(def.name, fmt::format("top_k/top_p/min_p have shape {}, probs has {} rows",
                                         shape_to_string(t->shape()), probs.dim(0)));
     }
   }
@@ -201,11 +224,49 @@ class Sampling final : public Kernel {
   }
 };
 
+// top_k_renorm_probs / top_p_renorm_probs: each row's distribution after the sampler's masks.
+class Renorm final : public Kernel {
+ public:
+  std::string_view id() const override { return "sampling.renorm"; }
+
+  bool supports(const Definition& def, std::string* why) const override {
+    if (def.op_type != "sampling" || !def.output("renormalized")) return false;
+    if (!is_renorm(def)) {
+      *why =
+          "expects probs [batch_size, vocab_size], top_k or top_p [batch_size] -> renormalized "
+          "[batch_size, vocab_size]";
+      return false;
+    }
+    return true;
+  }
+
+  Outputs run(const CallContext& ctx, const Arguments& args) const override {
+    const Tensor& probs_t = args.tensor("probs");
+    const Filters f = filters_of(args);
+    check_rows(ctx.definition, probs_t, f);
+    const std::vector<float> probs = detail::as_floats(probs_t);
+    const std::int64_t batch = probs_t.dim(0), vocab = probs_t.dim(1);
+    Tensor out = detail::make_output(ctx, "renormalized");
+    float* o = out.data<float>();
+    detail::parallel_for(batch, ctx.threads, 1, [&](std::int64_t r0, std::int64_t r1) {
+      for (std::int64_t r = r0; r < r1; ++r) {
+        const std::vector<float> d =
+            filter_row(probs.data() + r * vocab, vocab, f, r, ctx.definition.name);
+        std::copy(d.begin(), d.end(), o + r * vocab);
+      }
+    });
+    Outputs outs;
+    outs.emplace("renormalized", std::move(out));
+    return outs;
+  }
+};
+
 }  // namespace
 
 Tensor sampling_distribution(const Definition& def, const Arguments& args) {
   if (!is_sampling(def))
-    throw Error(def.name, "not a sampling definition (probs, top_k and/or top_p -> samples)");
+    throw Error(def.name,
+                "not a sampling definition (probs, top_k and/or top_p, or min_p -> samples)");
   const Tensor& probs_t = args.tensor("probs");
   const Filters f = filters_of(args);
   check_rows(def, probs_t, f);
@@ -225,8 +286,11 @@ Tensor sampling_distribution(const Definition& def, const Arguments& args) {
 }
 
 namespace detail {
-// top_k, top_p, top_k_top_p.
-void add_sampling(KernelList& list) { list.push_back(std::make_unique<Sampling>()); }
+// top_k, top_p, top_k_top_p, min_p sampling; top_k and top_p renormalization.
+void add_sampling(KernelList& list) {
+  list.push_back(std::make_unique<Sampling>());
+  list.push_back(std::make_unique<Renorm>());
+}
 }  // namespace detail
 
 }  // namespace fib::reference

@@ -559,7 +559,12 @@ class Sampling final : public Kernel {
  public:
   std::string_view id() const override { return "cuda:sampling"; }
   bool supports(const Definition& def, std::string* why) const override {
-    return cpu_supports("sampling", def, why);
+    if (!cpu_supports("sampling", def, why)) return false;
+    if (def.input("min_p")) {
+      *why = "min_p sampling has no CUDA kernel (the CPU reference runs it)";
+      return false;
+    }
+    return true;
   }
 
   DeviceOutputs run(const CallContext& ctx, const DeviceArguments& args) const override {

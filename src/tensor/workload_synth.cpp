@@ -73,6 +73,14 @@ std::vector<Workload> synthesize_workloads(const Definition& def, const SynthOpt
   const std::int64_t max_kv = std::max(o.max_kv_len, min_kv);
   // Decode-shaped definitions (one query per sequence) take decode lengths even in "prefill".
   const bool is_decode_def = def.name.find("decode") != std::string::npos || !def.axis("total_q");
+  // moe_align_block_size's output sizes, sgl-kernel's contract: every (token, slot) pair plus
+  // up to block_size - 1 padding entries per expert, and one expert id per block of that.
+  const auto aligned_size = [&](std::string_view name, std::int64_t tokens) {
+    const std::int64_t bs = std::max<std::int64_t>(1, constant("block_size").value_or(1));
+    const std::int64_t padded =
+        tokens * constant("top_k").value_or(1) + constant("num_experts").value_or(0) * (bs - 1);
+    return name == "max_num_tokens_padded" ? padded : (padded + bs - 1) / bs;
+  };
   std::vector<Workload> out;
   for (int n = 0; n < o.count; ++n) {
     WorkloadPreset preset = o.preset;
@@ -129,6 +137,10 @@ std::vector<Workload> synthesize_workloads(const Definition& def, const SynthOpt
         v = std::max<std::int64_t>(max_kv, 16);
       else if (name == "num_qo_heads" || name == "num_kv_heads")
         v = pick(rng, {8, 16, 32});
+      else if (name == "world_size")
+        v = pick(rng, {2, 4, 8});  // a collective's ranks (tensor or expert parallel sizes)
+      else if (name == "max_num_tokens_padded" || name == "max_num_m_blocks")
+        v = aligned_size(name, tokens);
       else {
         throw Error(def.name,
                     fmt::format("cannot size var axis '{}': no synthesis rule for it", name),

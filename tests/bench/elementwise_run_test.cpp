@@ -31,24 +31,27 @@ struct OpCase {
   std::string wrong;
 };
 
-const std::vector<OpCase>& cases() {
-  static const std::vector<OpCase> list = {
-      {onboard::ActivationKernel{onboard::ActivationKind::kSilu, 64, "", 0},
-       "def run(input, output):\n"
-       "    d = input.shape[1] // 2\n"
-       "    x = input.float()\n"
-       "    output.copy_(F.silu(x[:, :d]) * x[:, d:])\n",
-       // The halves swapped: silu applied to the up projection.
-       "def run(input, output):\n"
-       "    d = input.shape[1] // 2\n"
-       "    x = input.float()\n"
-       "    output.copy_(F.silu(x[:, d:]) * x[:, :d])\n"},
-      {onboard::EmbeddingKernel{500, 64},
-       "def run(input_ids, weight, output):\n"
-       "    output.copy_(weight[input_ids])\n",
-       // Off by one row.
-       "def run(input_ids, weight, output):\n"
-       "    output.copy_(weight[(input_ids + 1) % weight.shape[0]])\n"},
+// Built by push_back: GCC 12 needs tens of GB to compile a braced list of aggregates holding the
+// KernelSpec variant.
+std::vector<OpCase> make_cases() {
+  std::vector<OpCase> list;
+  list.push_back({onboard::ActivationKernel{onboard::ActivationKind::kSilu, 64, "", 0},
+                  "def run(input, output):\n"
+                  "    d = input.shape[1] // 2\n"
+                  "    x = input.float()\n"
+                  "    output.copy_(F.silu(x[:, :d]) * x[:, d:])\n",
+                  // The halves swapped: silu applied to the up projection.
+                  "def run(input, output):\n"
+                  "    d = input.shape[1] // 2\n"
+                  "    x = input.float()\n"
+                  "    output.copy_(F.silu(x[:, d:]) * x[:, :d])\n"});
+  list.push_back({onboard::EmbeddingKernel{500, 64},
+                  "def run(input_ids, weight, output):\n"
+                  "    output.copy_(weight[input_ids])\n",
+                  // Off by one row.
+                  "def run(input_ids, weight, output):\n"
+                  "    output.copy_(weight[(input_ids + 1) % weight.shape[0]])\n"});
+  list.push_back(
       {onboard::MergeStateKernel{4, 32, 1},
        "def run(v_a, s_a, v_b, s_b, v_merged, s_merged):\n"
        "    m = torch.maximum(s_a, s_b)\n"
@@ -64,28 +67,32 @@ const std::vector<OpCase>& cases() {
        "    v = (v_a.float() * wa[..., None] + v_b.float() * wb[..., None]) / (wa + wb)[..., "
        "None]\n"
        "    v_merged.copy_(v)\n"
-       "    s_merged.copy_(m + torch.log(wa + wb))\n"},
-      {onboard::ConcatMlaQKernel{4, 64, 16, 1},
-       "def run(q_nope, q_pe, q):\n"
-       "    q.copy_(torch.cat([q_nope, q_pe], dim=-1))\n",
-       // The rotary part first.
-       "def run(q_nope, q_pe, q):\n"
-       "    q.copy_(torch.cat([q_pe, q_nope], dim=-1))\n"},
-      {onboard::HadamardKernel{64},
-       "def run(x, output):\n"
-       "    d = x.shape[1]\n"
-       "    h = torch.ones(1, 1)\n"
-       "    while h.shape[0] < d:\n"
-       "        h = torch.cat([torch.cat([h, h], 1), torch.cat([h, -h], 1)], 0)\n"
-       "    output.copy_((x.float() @ h) * d ** -0.5)\n",
-       // The scale forgotten.
-       "def run(x, output):\n"
-       "    d = x.shape[1]\n"
-       "    h = torch.ones(1, 1)\n"
-       "    while h.shape[0] < d:\n"
-       "        h = torch.cat([torch.cat([h, h], 1), torch.cat([h, -h], 1)], 0)\n"
-       "    output.copy_(x.float() @ h)\n"},
-  };
+       "    s_merged.copy_(m + torch.log(wa + wb))\n"});
+  list.push_back({onboard::ConcatMlaQKernel{4, 64, 16, 1},
+                  "def run(q_nope, q_pe, q):\n"
+                  "    q.copy_(torch.cat([q_nope, q_pe], dim=-1))\n",
+                  // The rotary part first.
+                  "def run(q_nope, q_pe, q):\n"
+                  "    q.copy_(torch.cat([q_pe, q_nope], dim=-1))\n"});
+  list.push_back({onboard::HadamardKernel{64},
+                  "def run(x, output):\n"
+                  "    d = x.shape[1]\n"
+                  "    h = torch.ones(1, 1)\n"
+                  "    while h.shape[0] < d:\n"
+                  "        h = torch.cat([torch.cat([h, h], 1), torch.cat([h, -h], 1)], 0)\n"
+                  "    output.copy_((x.float() @ h) * d ** -0.5)\n",
+                  // The scale forgotten.
+                  "def run(x, output):\n"
+                  "    d = x.shape[1]\n"
+                  "    h = torch.ones(1, 1)\n"
+                  "    while h.shape[0] < d:\n"
+                  "        h = torch.cat([torch.cat([h, h], 1), torch.cat([h, -h], 1)], 0)\n"
+                  "    output.copy_(x.float() @ h)\n"});
+  return list;
+}
+
+const std::vector<OpCase>& cases() {
+  static const std::vector<OpCase> list = make_cases();
   return list;
 }
 

@@ -243,5 +243,80 @@ TEST(OpFamily, ElementwiseFamiliesDemandTheBytesTheyMove) {
   EXPECT_EQ(demand(onboard::HadamardKernel{16}, {{"num_tokens", 3}}), 2 * 3 * 16.0 * 2);
 }
 
+Tensor ints(Shape shape, const std::vector<int>& v) {
+  Tensor t(DType::kInt32, std::move(shape));
+  for (std::size_t i = 0; i < v.size(); ++i) t.set(static_cast<std::int64_t>(i), v[i]);
+  return t;
+}
+
+CallVerdict judge(const Definition& def, const Outputs& expected, const Outputs& got) {
+  const OutputEvals evals = resolve_eval_outputs(builtin_eval_config(), nullptr, {}, def);
+  return compare_outputs(def, policy_for(def), evals, expected, got);
+}
+
+TEST(OpFamily, SamplingRenormIsElementwiseAndMinPDraws) {
+  const onboard::GenContext ctx{"test", "Test"};
+  const Definition renorm = onboard::generate_definition(
+      onboard::SamplingKernel{onboard::SamplingKind::kTopPRenorm, 100}, ctx);
+  EXPECT_EQ(policy_for(renorm).kind, PolicyKind::kElementwise);
+  EXPECT_FALSE(samples_draws(renorm));
+  NamedTensors none;
+  append_reference_extras(renorm, {}, Json::object(), &none);
+  EXPECT_TRUE(none.empty());
+  const Definition min_p =
+      onboard::generate_definition(onboard::SamplingKernel{onboard::SamplingKind::kMinP, 100}, ctx);
+  EXPECT_EQ(policy_for(min_p).kind, PolicyKind::kSampling);
+  EXPECT_TRUE(samples_draws(min_p));
+  EXPECT_FALSE(samples_draws(gemm_def("bfloat16")));
+}
+
+TEST(OpFamily, MoeAlignComparesEachExpertsRunAsASet) {
+  const Definition def =
+      onboard::generate_definition(onboard::MoeAlignKernel{4, 2, 4}, {"test", "Test"});
+  EXPECT_EQ(policy_for(def).kind, PolicyKind::kCanonical);
+  // The reference's runs (padding value 6): expert 0 {3}, expert 1 {0, 2, 5}, expert 3 {1, 4}.
+  const Outputs ref = {
+      {"sorted_token_ids", ints({18}, {3, 6, 6, 6, 0, 2, 5, 6, 1, 4, 6, 6, 6, 6, 6, 6, 6, 6})},
+      {"expert_ids", ints({5}, {0, 1, 3, -1, -1})},
+      {"num_tokens_post_pad", ints({1}, {12})}};
+  // Another order within each run, and garbage past the padded total (sgl-kernel leaves it).
+  const Outputs reordered = {
+      {"sorted_token_ids", ints({18}, {6, 6, 3, 6, 5, 6, 0, 2, 6, 4, 6, 1, 9, 9, 9, 9, 9, 9})},
+      {"expert_ids", ints({5}, {0, 1, 3, 7, 0})},
+      {"num_tokens_post_pad", ints({1}, {12})}};
+  const CallVerdict ok = judge(def, ref, reordered);
+  EXPECT_TRUE(ok.passed()) << ok.log;
+  EXPECT_EQ(ok.extra["policy"], "canonical");
+  // Token 5 moved from expert 1's run to expert 3's: the runs differ as sets.
+  const Outputs moved = {
+      {"sorted_token_ids", ints({18}, {3, 6, 6, 6, 0, 2, 6, 6, 1, 4, 5, 6, 6, 6, 6, 6, 6, 6})},
+      {"expert_ids", ints({5}, {0, 1, 3, -1, -1})},
+      {"num_tokens_post_pad", ints({1}, {12})}};
+  const CallVerdict bad = judge(def, ref, moved);
+  EXPECT_EQ(bad.status, EvaluationStatus::kIncorrectNumerical);
+  EXPECT_NE(bad.log.find("sorted_token_ids"), std::string::npos) << bad.log;
+  // The caller's outputs are left as they were.
+  EXPECT_EQ(reordered.at("sorted_token_ids").get(0), 6);
+}
+
+TEST(OpFamily, MoeRoutingPairsMoveWithTheirIds) {
+  const Definition def = onboard::generate_definition(
+      onboard::MoeRoutingKernel{onboard::GateKind::kTopkSoftmax, 4, 2, 1, 1, false},
+      {"test", "Test"});
+  Tensor w(DType::kFloat32, {1, 2}), w_swapped(DType::kFloat32, {1, 2});
+  w.set(0, 0.5);
+  w.set(1, 0.25);
+  w_swapped.set(0, 0.25);
+  w_swapped.set(1, 0.5);
+  const Outputs ref = {{"topk_weights", w}, {"topk_ids", ints({1, 2}, {2, 1})}};
+  // The same pairs in the other order pass; the ids swapped without their weights do not.
+  const CallVerdict ok =
+      judge(def, ref, {{"topk_weights", w_swapped}, {"topk_ids", ints({1, 2}, {1, 2})}});
+  EXPECT_TRUE(ok.passed()) << ok.log;
+  const CallVerdict bad =
+      judge(def, ref, {{"topk_weights", w}, {"topk_ids", ints({1, 2}, {1, 2})}});
+  EXPECT_EQ(bad.status, EvaluationStatus::kIncorrectNumerical);
+}
+
 }  // namespace
 }  // namespace fib::bench

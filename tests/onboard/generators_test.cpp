@@ -316,4 +316,43 @@ TEST(Generators, QuantizationKernelsGiveValuesAndScales) {
 }
 
 }  // namespace
+TEST(Generators, MoeGateKernelsNameTheirRoutingAndReadTheirConstants) {
+  const GenContext ctx{"deepseek-v3", "DeepSeek V3"};
+  const MoeRoutingKernel fused{GateKind::kFusedGate, 256, 8, 8, 4, false};
+  EXPECT_EQ(definition_name(fused), "moe_fused_gate_e256_k8_ng8_kg4");
+  EXPECT_EQ(definition_name(MoeRoutingKernel{GateKind::kTopkSoftmax, 64, 6, 1, 1, true}),
+            "topk_softmax_e64_k6_renorm");
+  EXPECT_EQ(definition_name(MoeRoutingKernel{GateKind::kTopkSigmoid, 16, 1, 1, 1, false}),
+            "topk_sigmoid_e16_k1");
+  const auto d = generate_definition(fused, ctx);
+  EXPECT_EQ(d.op_type, "moe_routing");
+  EXPECT_EQ(d.input_names(), (std::vector<std::string>{"input", "bias", "routed_scaling_factor"}));
+  EXPECT_EQ(*d.output("topk_ids")->shape, (std::vector<std::string>{"num_tokens", "top_k"}));
+  EXPECT_EQ(d.output("topk_ids")->dtype, DType::kInt32);
+  EXPECT_EQ(d.axis("num_experts")->value, 256);
+  EXPECT_THAT(d.reference, HasSubstr("N_GROUP = 8\nTOPK_GROUP = 4\n"));
+  EXPECT_THAT(d.tags, Contains("sgl_api:sgl_kernel.moe_fused_gate"));
+  const auto softmax =
+      generate_definition(MoeRoutingKernel{GateKind::kTopkSoftmax, 64, 6, 1, 1, false}, ctx);
+  EXPECT_EQ(softmax.input_names(), std::vector<std::string>{"gating_output"});
+  EXPECT_THAT(softmax.reference, HasSubstr("SIGMOID = 0\nRENORMALIZE = 0\n"));
+}
+
+TEST(Generators, MoeAlignBlockSizeHasSglKernelsOutputSizes) {
+  const GenContext ctx{"deepseek-v3", "DeepSeek V3"};
+  const MoeAlignKernel k{32, 8, 64};
+  EXPECT_EQ(definition_name(k), "moe_align_block_size_e32_k8_bs64");
+  const auto d = generate_definition(k, ctx);
+  EXPECT_EQ(d.op_type, "moe_align");
+  EXPECT_EQ(d.var_axes(),
+            (std::vector<std::string>{"num_tokens", "max_num_tokens_padded", "max_num_m_blocks"}));
+  EXPECT_THAT(d.constraints,
+              Contains("max_num_tokens_padded == num_tokens * top_k + num_experts * (block_size - "
+                       "1)"));
+  EXPECT_EQ(*d.output("sorted_token_ids")->shape,
+            std::vector<std::string>{"max_num_tokens_padded"});
+  EXPECT_EQ(*d.output("num_tokens_post_pad")->shape, std::vector<std::string>{"one"});
+  EXPECT_THAT(d.reference, HasSubstr("block_size = 64"));
+}
+
 }  // namespace fib::onboard

@@ -8,7 +8,9 @@
 //   (the same inputs with the limit lifted give other outputs), so the clamp is exercised;
 // - GPT-J (interleaved) RoPE, full and partial rotary;
 // - the elementwise op types (activation, embedding, cascade_merge, concat_mla, hadamard);
-// - int8_scaled_mm (gemm_int8), bit for bit.
+// - int8_scaled_mm (gemm_int8), bit for bit;
+// - the MoE gate kernels (moe_routing) and moe_align_block_size (moe_align), where both sides
+//   order an expert's entries the same way (ascending), so outputs compare as they are.
 // Tolerances as in reference_parity_test.cpp: atol 1e-2 + rtol 8e-3 (one bfloat16 rounding; both
 // compute in fp32 and round once, summation order may differ).
 #include <fmt/format.h>
@@ -189,6 +191,69 @@ TEST(NativeParity, Int8GemmMatchesTheNativeReferenceBitForBit) {
       EXPECT_GT(sum / static_cast<double>(native.numel()), 0.1) << "outputs of order one";
     }
   }
+}
+
+TEST(NativeParity, RenormalizedProbabilitiesMatchTheNativeReference) {
+  FIB_REQUIRE_TORCH(python);
+  const GenContext ctx{"test", "Test"};
+  ft::PythonReferenceBatch batch;
+  std::vector<Case> cases;
+  for (const auto kind : {SamplingKind::kTopKRenorm, SamplingKind::kTopPRenorm}) {
+    for (auto& c : cases_for(generate_definition(SamplingKernel{kind, 1000}, ctx), 2, 8, batch))
+      cases.push_back(std::move(c));
+  }
+  batch.run();
+  expect_parity(cases, batch);
+}
+
+TEST(NativeParity, BatchedGemmMatchesTheNativeReference) {
+  FIB_REQUIRE_TORCH(python);
+  const GenContext ctx{"test", "Test"};
+  ft::PythonReferenceBatch batch;
+  std::vector<Case> cases;
+  for (const auto& k : {BmmKernel{4, 64, 32, "test", 1}, BmmKernel{2, 16, 96, "test", 1}}) {
+    for (auto& c : cases_for(generate_definition(k, ctx), 2, 9, batch))
+      cases.push_back(std::move(c));
+  }
+  batch.run();
+  expect_parity(cases, batch);
+}
+
+TEST(NativeParity, CollectivesMatchTheNativeReference) {
+  FIB_REQUIRE_TORCH(python);
+  const GenContext ctx{"test", "Test"};
+  ft::PythonReferenceBatch batch;
+  std::vector<Case> cases;
+  for (const auto kind : {CommKind::kAllReduce, CommKind::kAllGather, CommKind::kReduceScatter,
+                          CommKind::kAllToAll}) {
+    for (auto& c :
+         cases_for(generate_definition(CommKernel{kind, 64, "test", 4}, ctx), 2, 6, batch))
+      cases.push_back(std::move(c));
+  }
+  batch.run();
+  expect_parity(cases, batch);
+}
+
+TEST(NativeParity, MoeGateAndAlignMatchTheNativeReference) {
+  FIB_REQUIRE_TORCH(python);
+  const GenContext ctx{"test", "Test"};
+  ft::PythonReferenceBatch batch;
+  std::vector<Case> cases;
+  // DeepSeek-V3's gate, Qwen-MoE's and Mixtral's softmax top-k, Llama-4's sigmoid top-1, and
+  // the align of 32 local experts (DeepSeek-V3 at EP 8) in blocks of 16.
+  const KernelSpec kernels[] = {
+      MoeRoutingKernel{GateKind::kFusedGate, 256, 8, 8, 4, false},
+      MoeRoutingKernel{GateKind::kTopkSoftmax, 60, 4, 1, 1, false},
+      MoeRoutingKernel{GateKind::kTopkSoftmax, 8, 2, 1, 1, true},
+      MoeRoutingKernel{GateKind::kTopkSigmoid, 16, 1, 1, 1, false},
+      MoeAlignKernel{32, 8, 16},
+  };
+  for (const auto& k : kernels) {
+    for (auto& c : cases_for(generate_definition(k, ctx), 2, 40, batch))
+      cases.push_back(std::move(c));
+  }
+  batch.run();
+  expect_parity(cases, batch);
 }
 
 }  // namespace fib::onboard

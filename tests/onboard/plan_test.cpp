@@ -47,17 +47,30 @@ TEST(Parallelism, GemmShapes) {
 TEST(Plan, Llama8bMatchesTheDatasetKernelSet) {
   const auto r = generate(request("llama-3.1-8b"));
   EXPECT_FALSE(r.has_errors());
-  EXPECT_TRUE(contains_all(
-      names(r),
-      {"gemm_n6144_k4096", "gemm_n4096_k4096", "gemm_n28672_k4096", "gemm_n4096_k14336",
-       "gemm_n128256_k4096", "rmsnorm_h4096", "fused_add_rmsnorm_h4096",
-       "gqa_paged_decode_h32_kv8_d128_ps1", "gqa_paged_decode_h32_kv8_d128_ps64",
-       "gqa_paged_prefill_causal_h32_kv8_d128_ps1", "gqa_paged_prefill_causal_h32_kv8_d128_ps64",
-       "gqa_ragged_prefill_causal_h32_kv8_d128", "rope_with_cos_sin_cache_neox_style_d128_rd128",
-       "top_k_sampling_from_probs_v128256", "top_p_sampling_from_probs_v128256",
-       "top_k_top_p_sampling_from_probs_v128256", "embedding_v128256_h4096",
-       "silu_and_mul_h28672"}));
-  EXPECT_EQ(r.outcomes.size(), 18u);
+  EXPECT_TRUE(contains_all(names(r), {"gemm_n6144_k4096",
+                                      "gemm_n4096_k4096",
+                                      "gemm_n28672_k4096",
+                                      "gemm_n4096_k14336",
+                                      "gemm_n128256_k4096",
+                                      "rmsnorm_h4096",
+                                      "fused_add_rmsnorm_h4096",
+                                      "gqa_paged_decode_h32_kv8_d128_ps1",
+                                      "gqa_paged_decode_h32_kv8_d128_ps64",
+                                      "gqa_paged_prefill_causal_h32_kv8_d128_ps1",
+                                      "gqa_paged_prefill_causal_h32_kv8_d128_ps64",
+                                      "gqa_ragged_prefill_causal_h32_kv8_d128",
+                                      "rope_with_cos_sin_cache_neox_style_d128_rd128",
+                                      "top_k_sampling_from_probs_v128256",
+                                      "top_p_sampling_from_probs_v128256",
+                                      "top_k_top_p_sampling_from_probs_v128256",
+                                      "embedding_v128256_h4096",
+                                      "silu_and_mul_h28672",
+                                      "min_p_sampling_from_probs_v128256",
+                                      "top_k_renorm_probs_v128256",
+                                      "top_p_renorm_probs_v128256"}));
+  // The dataset's 16, the embedding and the activation, and SGLang's min-p sampler and top-k /
+  // top-p renormalization.
+  EXPECT_EQ(r.outcomes.size(), 21u);
 }
 
 TEST(Plan, TensorParallelSplitsAttentionNotNorms) {
@@ -135,6 +148,37 @@ TEST(Plan, FlagQuantizesALlamaAndNamesWhatHasNoOpType) {
   EXPECT_TRUE(noted);
   req.options.quantization = Quantization::kFp8PerTensor;
   EXPECT_THAT(names(generate(req)), Contains("fp8_scaled_mm_n28672_k4096"));
+}
+
+TEST(Plan, MlaWeightAbsorptionIsTwoBatchedGemmsPerRank) {
+  // DeepSeek-V3 at TP 8: 16 heads per rank; q_nope (128) into the latent (512), and back to
+  // v_head_dim (128).
+  const auto r = generate(request("deepseek-v3", {8}, {8}));
+  EXPECT_TRUE(contains_all(names(r), {"bmm_bf16_b16_n512_k128", "bmm_bf16_b16_n128_k512"}));
+  for (const auto& u : r.unsupported) EXPECT_NE(u.component, "MLA weight absorption");
+}
+
+TEST(Plan, CollectivesWhereTensorOrExpertParallel) {
+  // TP 8: an all-reduce per layer and the lm_head's 129280 / 8 vocabulary shards gathered; EP 8:
+  // the MoE all-to-all. At TP 1 and EP 1, none.
+  EXPECT_TRUE(contains_all(names(generate(request("deepseek-v3", {8}, {8}))),
+                           {"all_reduce_h7168", "all_gather_h16160", "all_to_all_h7168"}));
+  for (const auto& n : names(generate(request("deepseek-v3", {1}, {1}))))
+    EXPECT_EQ(n.find("all_"), std::string::npos) << n;
+}
+
+TEST(Plan, MoeLayersPlanTheirGateAndAlignKernels) {
+  // DeepSeek-V3 at EP 8: the fused gate over all 256 experts, the align over the 32 local ones.
+  EXPECT_TRUE(contains_all(names(generate(request("deepseek-v3", {8}, {8}))),
+                           {"moe_fused_gate_e256_k8_ng8_kg4", "moe_align_block_size_e32_k8_bs64"}));
+  // Mixtral renormalizes over its top 2; Llama-4 takes sigmoid scores as they are.
+  EXPECT_TRUE(contains_all(names(generate(request("mixtral-8x7b-v0.1", {1}, {1}))),
+                           {"topk_softmax_e8_k2_renorm", "moe_align_block_size_e8_k2_bs64"}));
+  EXPECT_THAT(names(generate(request("llama-4-scout-17b-16e", {1}, {1}))),
+              Contains("topk_sigmoid_e16_k1"));
+  // DeepSeek-V2-Lite: greedy softmax top-k, the weights not renormalized.
+  EXPECT_THAT(names(generate(request("deepseek-v2-lite", {1}, {1}))),
+              Contains("topk_softmax_e64_k6"));
 }
 
 TEST(Plan, HybridModelsHaveOneLayerTypePerStructure) {
@@ -341,9 +385,13 @@ TEST(ModuleGraph, LayerTypesGetTheirOwnModules) {
   ASSERT_NE(node(g, "DeepseekV3DecoderLayer.dense"), nullptr);
   EXPECT_EQ(node(g, "DeepseekV3DecoderLayer.dense")->count, 3);
   EXPECT_EQ(node(g, "DeepseekV3DecoderLayer.moe")->count, 58);
-  EXPECT_THAT(node(g, "experts.moe")->definitions,
-              ElementsAre("moe_fp8_block_scale_ds_routing_topk8_ng8_kg4_e32_h7168_i2048",
-                          "per_token_group_quant_fp8_k7168_g128"));
+  // The fused MoE with its input's fp8 quantization, the align that prepares its grouped GEMM,
+  // and EP 8's token all-to-all.
+  const auto& experts = node(g, "experts.moe")->definitions;
+  EXPECT_EQ(experts.size(), 4u);
+  EXPECT_TRUE(contains_all(experts, {"moe_fp8_block_scale_ds_routing_topk8_ng8_kg4_e32_h7168_i2048",
+                                     "per_token_group_quant_fp8_k7168_g128",
+                                     "moe_align_block_size_e32_k8_bs64", "all_to_all_h7168"}));
   EXPECT_EQ(node(g, "gate_up_proj.dense")->parent, "mlp.dense");
   EXPECT_THAT(node(g, "input_layernorm.dense")->definitions, Contains("rmsnorm_h7168"));
   EXPECT_THAT(node(g, "input_layernorm.moe")->definitions, Not(Contains("rmsnorm_h7168")));

@@ -82,6 +82,27 @@ struct GemmInt8Kernel {
   int tp = 0;
 };
 
+// C[b] = A[b] @ B[b], bf16, one product per batch entry: MLA's weight absorption multiplies each
+// head's q_nope by its W_UK and its latent output by its W_UV.
+struct BmmKernel {
+  std::int64_t batch = 0;  // heads per rank
+  std::int64_t n = 0;
+  std::int64_t k = 0;
+  std::string role;  // "attn.w_uk", for descriptions
+  int tp = 1;
+};
+
+// A collective of tensor or expert parallelism, as its math over world_size shards: the world
+// size is a var axis, so each workload records it.
+enum class CommKind : std::uint8_t { kAllReduce, kAllGather, kReduceScatter, kAllToAll };
+
+struct CommKernel {
+  CommKind kind = CommKind::kAllReduce;
+  std::int64_t hidden = 0;  // the width of each rank's rows
+  std::string role;         // "attn.o_proj output", for descriptions
+  int tp = 1;               // the serving point's TP (or EP for all_to_all), for tags
+};
+
 struct RmsNormKernel {
   std::int64_t hidden = 0;
   double eps = 1e-6;
@@ -195,6 +216,30 @@ struct MoeKernel {
   double swiglu_alpha = 1.702;
 };
 
+// moe_align_block_size: the (token, slot) pairs of topk_ids sorted by expert, each expert's run
+// padded to a multiple of block_size (the fused MoE's M tile).
+struct MoeAlignKernel {
+  std::int64_t num_experts = 0;  // the ids this rank's fused MoE sees
+  std::int64_t top_k = 0;
+  std::int64_t block_size = 64;
+};
+
+// The MoE gate on its own: router logits -> top-k expert ids and weights.
+enum class GateKind : std::uint8_t {
+  kFusedGate,    // moe_fused_gate: DeepSeek-V3 grouped top-k (sigmoid + correction bias)
+  kTopkSoftmax,  // topk_softmax: softmax over the experts, top-k (Mixtral, Qwen-MoE)
+  kTopkSigmoid,  // topk_sigmoid: sigmoid scores, top-k (Llama-4)
+};
+
+struct MoeRoutingKernel {
+  GateKind kind = GateKind::kFusedGate;
+  std::int64_t num_experts = 0;  // the router's width: every expert, whatever the EP
+  std::int64_t top_k = 0;
+  std::int64_t n_group = 1;     // kFusedGate
+  std::int64_t topk_group = 1;  // kFusedGate
+  bool renormalize = false;     // kTopkSoftmax, kTopkSigmoid: weights divided by their sum
+};
+
 struct RopeKernel {
   std::int64_t head_size = 0;
   std::int64_t rotary_dim = 0;
@@ -213,7 +258,10 @@ struct QuantizationKernel {
   std::string role;
 };
 
-enum class SamplingKind : std::uint8_t { kTopK, kTopP, kTopKTopP };
+// The *_sampling_from_probs kinds draw samples; the renorm kinds return the filtered,
+// renormalized probabilities (FlashInfer's top_k_renorm_probs / top_p_renorm_probs, SGLang's
+// top_k_renorm_prob / top_p_renorm_prob).
+enum class SamplingKind : std::uint8_t { kTopK, kTopP, kTopKTopP, kMinP, kTopKRenorm, kTopPRenorm };
 
 struct SamplingKernel {
   SamplingKind kind = SamplingKind::kTopK;
@@ -221,11 +269,12 @@ struct SamplingKernel {
 };
 
 using KernelSpec =
-    std::variant<GemmKernel, GemmFp8Kernel, GemmInt8Kernel, RmsNormKernel, GqaPagedKernel,
-                 GqaRaggedKernel, MlaPagedKernel, MlaRaggedKernel, DsaAttentionKernel,
-                 DsaIndexerKernel, GdnKernel, MambaKernel, MoeKernel, QuantizationKernel,
-                 RopeKernel, SamplingKernel, ActivationKernel, EmbeddingKernel, MergeStateKernel,
-                 ConcatMlaQKernel, HadamardKernel>;
+    std::variant<BmmKernel, CommKernel, GemmKernel, GemmFp8Kernel, GemmInt8Kernel, RmsNormKernel,
+                 GqaPagedKernel, GqaRaggedKernel, MlaPagedKernel, MlaRaggedKernel,
+                 DsaAttentionKernel, DsaIndexerKernel, GdnKernel, MambaKernel, MoeKernel,
+                 MoeAlignKernel, MoeRoutingKernel, QuantizationKernel, RopeKernel, SamplingKernel,
+                 ActivationKernel, EmbeddingKernel, MergeStateKernel, ConcatMlaQKernel,
+                 HadamardKernel>;
 
 // The op_type a kernel's definition will carry ("gemm", "gqa_paged", ...).
 std::string_view op_type_of(const KernelSpec& k);

@@ -16,7 +16,8 @@ namespace fib::reference {
 // - top_p (when 0 < p < 1): tokens in descending order of probability up to and including the
 //   first whose cumulative sum exceeds p, renormalized; p <= 0 is a one-hot at the argmax (the
 //   first maximal index); p >= 1 keeps everything;
-// - top_k_top_p: top_k first, then top_p on the renormalized row.
+// - top_k_top_p: top_k first, then top_p on the renormalized row;
+// - min_p: the tokens with probability >= min_p * max (float32), renormalized.
 // Ties in probability are broken by the lower token index first (the reference's sort leaves
 // tie order implementation-defined). The cumulative sum is accumulated in double and rounded
 // to float32 per element, as PyTorch's CPU cumsum does. Throws fib::Error when `def` is not a

@@ -465,6 +465,8 @@ std::string_view policy_name(PolicyKind k) {
       return "topk_set";
     case PolicyKind::kSampling:
       return "sampling";
+    case PolicyKind::kCanonical:
+      return "canonical";
   }
   return "elementwise";
 }
@@ -636,6 +638,16 @@ CallVerdict compare_tensor(std::string_view name, const ResolvedEval& cfg, const
 
 // ---- One call ----------------------------------------------------------------------------
 
+namespace {
+// Deep copies of the outputs (the caller's stay as they are), in the family's canonical form.
+Outputs canonical_copy(const Definition& def, const EvalPolicy& policy, const Outputs& outputs) {
+  Outputs copy;
+  for (const auto& [name, t] : outputs) copy.emplace(name, t.clone());
+  policy.canonicalize(def, copy);
+  return copy;
+}
+}  // namespace
+
 CallVerdict compare_outputs(const Definition& def, const EvalPolicy& policy,
                             const OutputEvals& evals, const Outputs& expected, const Outputs& got,
                             const CompareOptions& options) {
@@ -647,6 +659,14 @@ CallVerdict compare_outputs(const Definition& def, const EvalPolicy& policy,
   CallVerdict v = check_output_structure(def, policy, expected, got);
   v.extra["policy"] = std::string(policy_name(policy.kind));
   if (!v.passed()) return v;
+  if (policy.kind == PolicyKind::kCanonical && policy.canonicalize != nullptr) {
+    Outputs e = canonical_copy(def, policy, expected), g = canonical_copy(def, policy, got);
+    EvalPolicy plain = policy;
+    plain.kind = PolicyKind::kElementwise;
+    CallVerdict c = compare_outputs(def, plain, evals, e, g, options);
+    c.extra["policy"] = std::string(policy_name(policy.kind));
+    return c;
+  }
 
   std::vector<std::pair<std::string, CallVerdict>> results;
   for (const auto& spec : def.outputs) {

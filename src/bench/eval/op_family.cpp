@@ -83,6 +83,11 @@ const OpFamily& op_family(const Definition& def) {
   return f != nullptr ? *f : families::unknown();
 }
 
+bool samples_draws(const Definition& def) {
+  const OpFamily& f = op_family(def);
+  return f.samples != nullptr && f.samples(def);
+}
+
 RooflineDemand roofline_demand(const Definition& def, const Workload& w) {
   const OpFamily& f = op_family(def);
   if (f.roofline == nullptr) return {};

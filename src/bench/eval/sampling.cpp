@@ -105,6 +105,7 @@ SamplingExpectation sampling_expectation(const Definition& def, const reference:
   const std::int64_t batch = probs.dim(0), vocab = probs.dim(1);
   const Tensor* top_k = args.has("top_k") ? &args.tensor("top_k") : nullptr;
   const Tensor* top_p = args.has("top_p") ? &args.tensor("top_p") : nullptr;
+  const Tensor* min_p = args.has("min_p") ? &args.tensor("min_p") : nullptr;
   const double eps = cfg.extra_number("sampling_top_p_epsilon", 1e-3);
   out.allowed = Tensor(DType::kBool, {batch, vocab});
   auto* allowed = out.allowed.data<std::uint8_t>();
@@ -153,6 +154,13 @@ SamplingExpectation sampling_expectation(const Definition& def, const reference:
       for (std::size_t i = 0; i < n; ++i) a[order[i]] = 1;
     } else {
       for (auto t : kept) a[t] = 1;
+    }
+    if (min_p) {
+      // Min-p: at least min_p times the row's maximum, give or take a relative epsilon at the
+      // cut (a kernel may compare in another precision).
+      const double top = *std::max_element(p, p + vocab);
+      const double cut = min_p->get(r) * top * (1.0 - eps);
+      for (std::int64_t t = 0; t < vocab; ++t) a[t] = p[t] > 0 && static_cast<double>(p[t]) >= cut;
     }
     for (std::int64_t t = 0; t < vocab; ++t)
       if (dist[r * vocab + t] > 0) a[t] = 1;

@@ -96,7 +96,7 @@ bool python_reference_usable(const Definition& def, PythonLookup& python, std::s
     *why = "it has no PyTorch reference";
     return false;
   }
-  if (op_family(def).samples) {
+  if (samples_draws(def)) {
     // The judge holds draws against the distribution the native reference computes; a PyTorch
     // sampling reference gives one draw, not the distribution.
     *why =

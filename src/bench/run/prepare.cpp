@@ -170,7 +170,7 @@ PreparedWorkload prepare_workload(const PrepareSettings& settings, const Definit
   const ResolvedEval& cfg = p.eval;
   p.dir = dir;
   p.trials = std::max(1, cfg.num_trials);
-  p.sampling = op_family(def).samples;
+  p.sampling = samples_draws(def);
   // The sampling family's built-in layer always sets it; a user layer may raise or lower it.
   if (p.sampling) p.sampling_draws = cfg.extra.at("sampling_validation_trials").get<int>();
   fs::create_directories(dir);

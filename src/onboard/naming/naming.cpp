@@ -24,6 +24,12 @@ std::string_view sampling_kind_name(SamplingKind k) {
       return "top_p";
     case SamplingKind::kTopKTopP:
       return "top_k_top_p";
+    case SamplingKind::kMinP:
+      return "min_p";
+    case SamplingKind::kTopKRenorm:
+      return "top_k_renorm";
+    case SamplingKind::kTopPRenorm:
+      return "top_p_renorm";
   }
   return "?";
 }

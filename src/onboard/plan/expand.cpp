@@ -91,6 +91,7 @@ class Expander {
   void mamba(const std::string& parent);
   void dense_mlp(const std::string& parent);
   void moe(const std::string& parent);
+  void moe_routing(std::size_t gate);
 
   const ModelPlan& plan_;
   const ModelConfig& c_;
@@ -288,10 +289,16 @@ void Expander::mla(const std::string& parent) {
   const auto kvb = add_layer("kv_b_proj", attn_key);
   linear(kvb, h * (m.qk_nope_head_dim + m.v_head_dim), m.kv_lora_rank, Parallel::kColumn,
          "attn.kv_b_proj");
-  unsupported(kvb, "MLA weight absorption",
-              "decode multiplies q_nope by W_UK and the latent output by W_UV per head (batched "
-              "GEMMs, no op family)",
-              Severity::kInfo);
+  // Weight absorption (decode): each head's q_nope times its W_UK into the latent space, and
+  // its latent attention output times its W_UV back to v_head_dim.
+  if (ok) {
+    const auto absorb = add_layer("w_kc", attn_key);
+    use(absorb, BmmKernel{hs.per_rank, m.kv_lora_rank, m.qk_nope_head_dim,
+                          "attn.w_kc, q_nope @ W_UK", point_.tp});
+    const auto vc = add_layer("w_vc", attn_key);
+    use(vc, BmmKernel{hs.per_rank, m.v_head_dim, m.kv_lora_rank, "attn.w_vc, latent output @ W_UV",
+                      point_.tp});
+  }
   if (c_.rope) {
     const auto r = add_layer("rotary_emb", attn_key);
     use(r, RopeKernel{m.qk_rope_head_dim, m.qk_rope_head_dim, c_.rope->style});
@@ -450,6 +457,32 @@ void Expander::dense_mlp(const std::string& parent) {
   linear(down, H, I, Parallel::kRow, "mlp.down_proj");
 }
 
+// The top-k kernel after the router GEMM (sgl-kernel's moe_fused_gate, topk_softmax,
+// topk_sigmoid), over every expert whatever the EP: the router is replicated.
+void Expander::moe_routing(std::size_t gate) {
+  const auto& m = *c_.moe;
+  MoeRoutingKernel r{GateKind::kFusedGate, m.num_experts, m.top_k, m.n_group, m.topk_group, false};
+  switch (m.routing) {
+    case Routing::kDeepSeek:
+      break;
+    case Routing::kRenormalize:
+    case Routing::kSoftmaxTopK:
+      r = {
+          GateKind::kTopkSoftmax, m.num_experts, m.top_k, 1, 1, m.routing == Routing::kRenormalize};
+      break;
+    case Routing::kLlama4:
+      r = {GateKind::kTopkSigmoid, m.num_experts, m.top_k, 1, 1, false};
+      break;
+    case Routing::kSoftmaxGroupTopK:
+      unsupported(gate, "group-limited softmax top-k",
+                  "DeepSeek-V2's grouped softmax routing has no gate kernel (SGLang runs it in "
+                  "PyTorch)",
+                  Severity::kInfo);
+      return;
+  }
+  use(gate, r);
+}
+
 void Expander::moe(const std::string& parent) {
   const auto& m = *c_.moe;
   const std::string mlp_key = key("mlp");
@@ -457,9 +490,18 @@ void Expander::moe(const std::string& parent) {
   const std::int64_t H = c_.hidden_size;
   const auto gate = add_layer("gate", mlp_key);
   use(gate, gemm(m.num_experts, H, Parallel::kReplicated, "moe.gate"));
+  moe_routing(gate);
   const auto experts = add_layer("experts", mlp_key);
   const Split es = split_experts(m.num_experts, point_.ep);
   const bool ok = check(es);
+  // sgl-kernel's moe_align_block_size prepares the Triton fused MoE's grouped GEMM (M tile 64,
+  // its default config's) over this rank's experts.
+  if (ok) use(experts, MoeAlignKernel{es.per_rank, m.top_k, 64});
+  if (ok && point_.ep > 1) {
+    // Expert parallelism: tokens go to the ranks of their experts and come back (dispatch and
+    // combine).
+    use(experts, CommKernel{CommKind::kAllToAll, H, "MoE token dispatch and combine", point_.ep});
+  }
   MoeKernel k{MoeFormat::kFp8BlockScale, m.routing, m.num_experts, es.per_rank,  H,
               m.intermediate_size,       m.top_k,   m.n_group,     m.topk_group, point_.ep};
   const bool plain_swiglu = !m.expert_bias && !m.swiglu_limit && c_.activation == Activation::kSilu;
@@ -597,6 +639,13 @@ Expansion Expander::run() {
     }
     if (t.spec.ffn == Ffn::kDense) dense_mlp(layer_key);
     if (t.spec.ffn == Ffn::kMoe) moe(layer_key);
+    if (point_.tp > 1) {
+      // The row-parallel projections (attention output, MLP down) end in an all-reduce.
+      const auto ar = add_layer("tp_all_reduce", layer_key);
+      use(ar, CommKernel{CommKind::kAllReduce, c_.hidden_size,
+                         "after the row-parallel attention output and MLP down projections",
+                         point_.tp});
+    }
     if (has_ffn && c_.sandwich_norms) {
       const auto post = add_layer("post_feedforward_layernorm", layer_key);
       use(post, norm(c_.hidden_size, false, "post_feedforward_layernorm"));
@@ -609,8 +658,19 @@ Expansion Expander::run() {
   use(out_.modules.size() - 1, norm(c_.hidden_size, true, "final norm"));
   add("lm_head", root, false, 1);
   use(out_.modules.size() - 1, gemm(c_.vocab_size, c_.hidden_size, Parallel::kColumn, "lm_head"));
+  if (point_.tp > 1 && c_.vocab_size % point_.tp == 0) {
+    // The vocab-parallel lm_head's logits are gathered before sampling.
+    add("logits_all_gather", root, false, 1);
+    use(out_.modules.size() - 1,
+        CommKernel{CommKind::kAllGather, c_.vocab_size / point_.tp,
+                   "lm_head logits, one vocabulary shard per rank", point_.tp});
+  }
   add("sampler", root, false, 1);
-  for (SamplingKind s : {SamplingKind::kTopK, SamplingKind::kTopP, SamplingKind::kTopKTopP}) {
+  // SGLang's sampler: top-k / top-p renormalization and min-p sampling besides FlashInfer's
+  // top-k / top-p samplers.
+  for (SamplingKind s :
+       {SamplingKind::kTopK, SamplingKind::kTopP, SamplingKind::kTopKTopP, SamplingKind::kMinP,
+        SamplingKind::kTopKRenorm, SamplingKind::kTopPRenorm}) {
     use(out_.modules.size() - 1, SamplingKernel{s, c_.vocab_size});
   }
   if (c_.num_mtp_layers > 0) {

@@ -1,4 +1,4 @@
-// Inputs of sampling: probability rows that sum to 1, per-row top_k and top_p.
+// Inputs of sampling: probability rows that sum to 1, per-row top_k, top_p and min_p.
 #include <cmath>
 
 #include "tensor/recipes/recipe.h"
@@ -35,6 +35,13 @@ void sampling(RecipeContext& ctx) {
     std::vector<std::int64_t> k(static_cast<std::size_t>(rows));
     for (auto& x : k) x = std::min(vocab, kChoices[rng.randint(0, std::size(kChoices))]);
     ctx.put_ints("top_k", k);
+  }
+  if (ctx.wants("min_p")) {
+    // From a loose to a strict cut (a few to most tokens of a flat row removed).
+    Rng rng = ctx.rng("min_p");
+    std::vector<double> p(static_cast<std::size_t>(shape_numel(ctx.shape_of("min_p"))));
+    for (auto& x : p) x = rng.uniform(0.01, 0.3);
+    ctx.put_doubles("min_p", p);
   }
   if (ctx.wants("top_p")) {
     Rng rng = ctx.rng("top_p");

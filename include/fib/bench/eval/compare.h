@@ -31,6 +31,7 @@ enum class PolicyKind : std::uint8_t {
   kMatchedRatio,  // the same, but a fraction of elements may miss (low-bit MoE)
   kTopkSet,       // index outputs compared row by row as sets (ties by score allowed)
   kSampling,      // support membership plus a distribution test over many draws
+  kCanonical,     // both sides brought to the op family's canonical form, then elementwise
 };
 std::string_view policy_name(PolicyKind k);  // "elementwise", "matched_ratio", ...
 
@@ -40,13 +41,17 @@ struct EvalPolicy {
   std::vector<std::string> optional_outputs;  // a solution may leave these out
   // kMatchedRatio: the ratio used when the config sets none (upstream's LowBit default).
   std::optional<double> default_matched_ratio;
+  // kCanonical: rewrites one side's outputs (already of the definition's shapes and dtypes)
+  // into a form where every correct solution agrees with the reference elementwise: an order
+  // the interface leaves open sorted, entries it leaves unspecified set to a fixed value.
+  void (*canonicalize)(const Definition& def, Outputs& outputs) = nullptr;
 };
 
 // The policy of a definition: its op type's entry in the op family registry decides
 // (fib/bench/eval/op_family.h; src/bench/eval/families/<op_type>.cpp). Today: sampling ->
 // kSampling; dsa_paged's top-k indexer (integer outputs) -> kTopkSet on its integer outputs, its
-// sparse attention -> kElementwise with `lse` optional; moe -> kMatchedRatio (default 0.95); every
-// other op type, known or not -> kElementwise.
+// sparse attention -> kElementwise with `lse` optional; moe -> kMatchedRatio (default 0.95);
+// moe_routing and moe_align -> kCanonical; every other op type, known or not -> kElementwise.
 EvalPolicy policy_for(const Definition& def);
 
 // ---- Verdicts ----------------------------------------------------------------------------

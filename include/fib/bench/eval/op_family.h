@@ -60,10 +60,13 @@ struct OpFamily {
   // the draws are tested against); null: none.
   void (*reference_extras)(const Definition& def, const reference::Arguments& args,
                            const Json& eval_extra, NamedTensors* outputs) = nullptr;
-  // Whether a solution's outputs are random draws, judged by many draws on one input set
-  // rather than call by call.
-  bool samples = false;
+  // Whether a definition's outputs are random draws, judged by many draws on one input set
+  // rather than call by call; null: never.
+  bool (*samples)(const Definition& def) = nullptr;
 };
+
+// Whether def's outputs are draws (its family's `samples` says so).
+bool samples_draws(const Definition& def);
 
 // The entry of def.op_type; the elementwise family (op_type "") for op types fib does not know.
 const OpFamily& op_family(const Definition& def);

@@ -1,15 +1,19 @@
-// sampling (top_k / top_p / top_k_top_p from probabilities): the outputs are random draws, so
-// each checked call's draws must lie in the reference's support, and many draws on one input set
+// sampling (top_k / top_p / top_k_top_p / min_p from probabilities): the outputs are random draws,
+// so each checked call's draws must lie in the reference's support, and many draws on one input set
 // must follow its distribution (check_sampling). The reference side adds that distribution to
-// its outputs for the judge.
+// its outputs for the judge. The renorm interfaces (top_k_renorm_probs, top_p_renorm_probs)
+// return the filtered distribution: elementwise within the default tolerances.
 #include "families/families.h"
 
 namespace fib::bench::families {
 
 namespace {
-EvalPolicy policy(const Definition& /*def*/) {
+// top_k_renorm_probs / top_p_renorm_probs return the filtered distribution, not draws.
+bool draws(const Definition& def) { return def.output("samples") != nullptr; }
+
+EvalPolicy policy(const Definition& def) {
   EvalPolicy p;
-  p.kind = PolicyKind::kSampling;
+  if (draws(def)) p.kind = PolicyKind::kSampling;
   return p;
 }
 
@@ -25,6 +29,7 @@ EvalSettings builtin_eval() {
 
 void reference_extras(const Definition& def, const reference::Arguments& args,
                       const Json& eval_extra, NamedTensors* outputs) {
+  if (!draws(def)) return;
   ResolvedEval cfg;
   cfg.extra = eval_extra;
   SamplingExpectation e = sampling_expectation(def, args, cfg);
@@ -38,7 +43,7 @@ const OpFamily& sampling() {
                           .policy = policy,
                           .builtin_eval = builtin_eval,
                           .reference_extras = reference_extras,
-                          .samples = true};
+                          .samples = draws};
   return f;
 }
 
