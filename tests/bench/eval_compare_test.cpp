@@ -363,7 +363,12 @@ TEST(EvalPolicy, ChosenByOpTypeAndInterface) {
   const auto kind = [](const std::string& name, const std::string& op) {
     return policy_for(def(name, op, {spec("out", DType::kInt32)})).kind;
   };
-  EXPECT_EQ(kind("top_k_sampling_from_probs_v128256", "sampling"), PolicyKind::kSampling);
+  // A sampling definition draws when it outputs samples; a renormalization is elementwise.
+  EXPECT_EQ(policy_for(def("top_k_sampling_from_probs_v128256", "sampling",
+                           {spec("samples", DType::kInt64)}))
+                .kind,
+            PolicyKind::kSampling);
+  EXPECT_EQ(kind("top_k_renorm_probs_v128256", "sampling"), PolicyKind::kElementwise);
   EXPECT_EQ(kind("dsa_topk_indexer_fp8_h64_d128_topk2048_ps64", "dsa_paged"), PolicyKind::kTopkSet);
   EXPECT_EQ(kind("moe_fp8_block_scale_renorm_topk8_e128_h2048_i768", "moe"),
             PolicyKind::kMatchedRatio);
