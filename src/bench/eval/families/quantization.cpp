@@ -6,8 +6,9 @@
 // values often lands exactly halfway between two e4m3 values, so the fp32 rounding of the scale
 // decides; a reciprocal multiply moves about 1e-5 of NMSE that way. max_nmse 1e-4 allows that
 // with a margin and fails systematic errors: truncating instead of rounding (a few 1e-3), or
-// scales a few percent off (on the scales, and on every value of their groups). A call reads the input and writes the values and
-// scales once, with no arithmetic to speak of: the roofline's demand is bytes only.
+// scales a few percent off (on the scales, and on every value of their groups). A call reads the
+// input and writes the values and scales once, with no arithmetic to speak of: the roofline's
+// demand is bytes only.
 #include "families/families.h"
 
 namespace fib::bench::families {
