@@ -39,6 +39,13 @@ std::optional<double> whole_output_bytes(const Definition& def, const AxisValues
   return whole_bytes(def, def.outputs, bound);
 }
 
+RooflineDemand inputs_and_outputs_whole(const Definition& def, const AxisValues& bound) {
+  RooflineDemand d;
+  const auto in = whole_input_bytes(def, bound), out = whole_output_bytes(def, bound);
+  if (in && out) d.bytes = *in + *out;
+  return d;
+}
+
 // The default family of the op types op_types.def gives none of their own: elementwise within
 // the default tolerances, no built-in eval layer, no roofline demand (op_types.def says why for
 // each).

@@ -5,20 +5,11 @@
 
 namespace fib::bench::families {
 
-namespace {
-RooflineDemand roofline(const Definition& def, const AxisValues& bound) {
-  RooflineDemand d;
-  const auto in = whole_input_bytes(def, bound), out = whole_output_bytes(def, bound);
-  if (in && out) d.bytes = *in + *out;
-  return d;
-}
-}  // namespace
-
 const OpFamily& concat_mla() {
   static const OpFamily f{.op_type = "concat_mla",
                           .policy = elementwise_policy,
                           .builtin_eval = no_builtin_eval,
-                          .roofline = roofline};
+                          .roofline = inputs_and_outputs_whole};
   return f;
 }
 

@@ -22,5 +22,7 @@ EvalSettings no_builtin_eval();
 std::optional<double> whole_input_bytes(const Definition& def, const AxisValues& bound);
 // The bytes of every output written whole; nullopt when a shape is unbound.
 std::optional<double> whole_output_bytes(const Definition& def, const AxisValues& bound);
+// A memory-bound kernel's demand: every input read whole and every output written whole.
+RooflineDemand inputs_and_outputs_whole(const Definition& def, const AxisValues& bound);
 
 }  // namespace fib::bench::families
