@@ -1,5 +1,6 @@
 // fib models: the bundled models (name, family, layers, parameters, definitions at the default
-// serving setup); with a slug, that model's layer plan and definitions.
+// serving setup); with a slug, that model's layer plan and definitions, or (--kernels) its
+// kernel inventory: every definition with the engine kernels that compute it.
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
@@ -7,6 +8,7 @@
 
 #include "cli/commands.h"
 #include "fib/base/json.h"
+#include "fib/onboard/inventory.h"
 #include "fib/onboard/model_registry.h"
 #include "fib/onboard/onboard.h"
 
@@ -17,6 +19,8 @@ namespace {
 struct ModelsArgs {
   std::string slug;
   bool json = false;
+  bool kernels = false;
+  std::string quantization;  // empty: the model's serving setup
 };
 
 struct Row {
@@ -53,6 +57,25 @@ Json row_json(const Row& r) {
   return j;
 }
 
+int print_kernels(const Row& row, bool json) {
+  const auto inventory = onboard::kernel_inventory(*row.result);
+  if (json) {
+    Json j = row_json(row);
+    j["quantization"] = std::string(onboard::quantization_name(
+        row.result->options.quantization.value_or(row.result->plan.config.quantization)));
+    j["inventory"] = onboard::inventory_to_json(inventory);
+    std::cout << dump_json_pretty(j);
+    return kExitOk;
+  }
+  const auto& m = *row.model;
+  std::cout << fmt::format("{} ({}): kernel inventory at tp {}; ep {}; linear layers {}\n\n",
+                           m.display_name, m.slug, fmt::join(m.tp, ","), fmt::join(m.ep, ","),
+                           onboard::quantization_name(row.result->options.quantization.value_or(
+                               row.result->plan.config.quantization)));
+  std::cout << onboard::render_inventory_text(inventory);
+  return kExitOk;
+}
+
 int run_models(const ModelsArgs& a) {
   Diagnostics diag;
   const auto dir = onboard::models_dir();
@@ -65,11 +88,22 @@ int run_models(const ModelsArgs& a) {
                                fmt::join(onboard::closest_models(models, a.slug), ", "));
       return kExitUsage;
     }
-    const Row row = evaluate(*m);
+    onboard::BundledModel served = *m;
+    if (!a.quantization.empty()) {
+      const auto q = onboard::parse_quantization(a.quantization);
+      if (!q) {
+        std::cerr << fmt::format("fib models: --quantization '{}' is not one of {}\n",
+                                 a.quantization, fmt::join(onboard::quantization_names(), ", "));
+        return kExitUsage;
+      }
+      served.quantization = *q;
+    }
+    const Row row = evaluate(served);
     if (!row.result) {
       std::cerr << row.error;
       return kExitUsage;
     }
+    if (a.kernels) return print_kernels(row, a.json);
     if (a.json) {
       Json j = row_json(row);
       j["plan"] = onboard::plan_to_json(row.result->plan);
@@ -140,6 +174,13 @@ void register_models(CLI::App& app, Runner& run) {
   cmd->add_option("model", args->slug,
                   "A bundled model slug or alias: show its plan and definitions");
   cmd->add_flag("--json", args->json, "Print JSON");
+  cmd->add_flag("--kernels", args->kernels,
+                "With a model: its kernel inventory (definitions, the engine kernels computing "
+                "each per library and backend, calls per forward; the engine kernels it does "
+                "not call)");
+  cmd->add_option("--quantization", args->quantization,
+                  "With a model: serve its linear layers as none, fp8-block, fp8-per-tensor or "
+                  "w8a8-int8 (default: its serving setup)");
   cmd->callback([&run, args] { run = [args] { return run_models(*args); }; });
 }
 

@@ -51,6 +51,42 @@ function definitionsTable(list) {
   );
 }
 
+// The kernel inventory: each definition with the engine kernels computing it and its calls per
+// forward, then the catalogue's kernels this model does not call and what configuration does.
+function inventoryPanels(inventory, held) {
+  const engine = (k) => el("div", {}, el("code", {}, k.kernel), el("span", { class: "muted" }, ` · ${k.library} · ${k.backend}`));
+  const called = Fib.panel(
+    "Kernel inventory",
+    `${inventory.kernels.length} definitions at the default serving setup (fib models SLUG --kernels)`,
+    Fib.table(
+      [
+        ["Category", (r) => r.category],
+        ["Definition", (r) => definitionChip(r.definition, held)],
+        ["Calls per forward", (r) => r.calls_per_forward, "num"],
+        ["Engine kernels (library · backend)", (r) => (r.kernels.length ? r.kernels.map(engine) : el("span", { class: "muted" }, "none catalogued"))],
+      ],
+      inventory.kernels,
+      { id: "model-inventory" },
+    ),
+  );
+  const idle = inventory.not_called.length
+    ? Fib.panel(
+        "Engine kernels not called at this serving setup",
+        null,
+        Fib.table(
+          [
+            ["Kernel", (k) => el("code", {}, k.kernel)],
+            ["Library", (k) => k.library],
+            ["Runs with", (k) => k.reason.replace(/^not called at this serving setup; runs with /, "")],
+          ],
+          inventory.not_called,
+          { id: "model-not-called" },
+        ),
+      )
+    : null;
+  return [called, idle];
+}
+
 Fib.run("models.html", async (content) => {
   const id = Fib.param("id");
   if (!id) throw new Error("Give a model: model.html?id=SLUG (see Models).");
@@ -106,5 +142,6 @@ Fib.run("models.html", async (content) => {
     ),
   );
   const definitions = Fib.panel("Definitions", `${m.definition_list.length}`, definitionsTable(m.definition_list));
-  Fib.append(content, [facts, tree, definitions, unsupported]);
+  const inventory = m.inventory ? inventoryPanels(m.inventory, held) : [];
+  Fib.append(content, [facts, tree, ...inventory, definitions, unsupported]);
 });

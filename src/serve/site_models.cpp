@@ -9,6 +9,7 @@
 #include <set>
 
 #include "fib/base/diagnostics.h"
+#include "fib/onboard/inventory.h"
 #include "fib/onboard/model_registry.h"
 #include "fib/onboard/onboard.h"
 #include "serve/site_api.h"
@@ -125,6 +126,7 @@ Json bundled_page(const onboard::BundledModel& m, const TraceSet& set) {
                                {"severity", severity_name(u.severity)}});
   }
   j["unsupported"] = std::move(unsupported);
+  j["inventory"] = onboard::inventory_to_json(onboard::kernel_inventory(*r));
   return j;
 }
 

@@ -527,6 +527,23 @@ def check_kernel(driver, base, dataset, op, name):
     print(f"kernel {name}: axes, {len(expected)} solutions and {len(rows)} traces shown")
 
 
+def check_model_inventory(driver, base, token):
+    """The model page's kernel inventory: a row per definition of `fib models SLUG --kernels`,
+    each naming its engine kernels; the catalogue's other kernels with the setup that calls them."""
+    api = json.loads(api_get(base, token, "/api/models/deepseek-v3")[0])
+    load(driver, f"{base}/ui/model.html?id=deepseek-v3")
+    rows = driver.find_elements(By.CSS_SELECTOR, "#model-inventory tbody tr")
+    check(len(rows) == len(api["inventory"]["kernels"]) == api["definitions"],
+          f"inventory rows: {len(rows)} shown, {len(api['inventory']['kernels'])} in the API")
+    table = driver.find_element(By.ID, "model-inventory").text
+    for kernel in ("cutlass_mla_decode", "fp8_blockwise_scaled_mm", "moe_fused_gate"):
+        check(kernel in table, f"the inventory does not name {kernel}")
+    idle = driver.find_element(By.ID, "model-not-called").text
+    check("topk_softmax" in idle and "softmax top-k routing" in idle,
+          "the not-called table does not say what runs topk_softmax")
+    print(f"model deepseek-v3: {len(rows)} inventory rows")
+
+
 def crawl(driver, base, token, starts):
     """Follows every link from the start pages; site pages must render, others answer 200."""
     seen, queue, pages, others = set(), list(starts), 0, 0
@@ -668,6 +685,7 @@ def main():
         for op, name in DEFINITIONS:
             check_kernel(driver, base, dataset, op, name)
         check_task(driver, base, token, dataset)
+        check_model_inventory(driver, base, token)
         starts = [f"{base}/ui/{p}" for p in
                   ("index.html", "kernels.html", "models.html", "trace.html", "task.html")]
         check(crawl(driver, base, token, starts) > len(starts), "the crawl found no links")
