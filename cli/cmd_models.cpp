@@ -20,6 +20,7 @@ struct ModelsArgs {
   std::string slug;
   bool json = false;
   bool kernels = false;
+  bool mtp = false;
   std::string quantization;  // empty: the model's serving setup
 };
 
@@ -89,6 +90,7 @@ int run_models(const ModelsArgs& a) {
       return kExitUsage;
     }
     onboard::BundledModel served = *m;
+    served.mtp = a.mtp;
     if (!a.quantization.empty()) {
       const auto q = onboard::parse_quantization(a.quantization);
       if (!q) {
@@ -178,6 +180,9 @@ void register_models(CLI::App& app, Runner& run) {
                 "With a model: its kernel inventory (definitions, the engine kernels computing "
                 "each per library and backend, calls per forward; the engine kernels it does "
                 "not call)");
+  cmd->add_flag("--mtp", args->mtp,
+                "With a model: also its multi-token-prediction draft layers (speculative "
+                "decoding)");
   cmd->add_option("--quantization", args->quantization,
                   "With a model: serve its linear layers as none, fp8-block, fp8-per-tensor or "
                   "w8a8-int8 (default: its serving setup)");

@@ -30,6 +30,7 @@ struct OnboardArgs {
   std::vector<std::int64_t> page_sizes;
   std::vector<std::string> stages;
   bool include_quantized = false;
+  bool mtp = false;
   std::vector<std::string> op_types;
   std::string gemm_shapes = "dataset";
   std::string quantization;  // empty: the model config's quantization_config
@@ -147,6 +148,7 @@ int run_onboard(const OnboardArgs& a) {
     }
   }
   o.include_quantized = a.include_quantized;
+  o.mtp = a.mtp;
   const auto known = onboard::generated_op_types();
   for (const auto& t : a.op_types) {
     if (std::find(known.begin(), known.end(), t) == known.end()) {
@@ -216,6 +218,9 @@ void register_onboard(CLI::App& app, Runner& run) {
   cmd->add_flag(
       "--include-quantized", args->include_quantized,
       "Also emit the TRT-LLM FP4 block-scale, FP4 routed and FP8 per-tensor MoE variants");
+  cmd->add_flag("--mtp", args->mtp,
+                "Also the config's multi-token-prediction draft layers (num_nextn_predict_layers), "
+                "as served with speculative decoding (SGLang's NEXTN/EAGLE)");
   cmd->add_option("--op-types", args->op_types,
                   "Only these op types (gemm, rmsnorm, gqa_paged, ...)")
       ->delimiter(',');

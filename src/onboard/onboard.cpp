@@ -160,6 +160,7 @@ std::optional<OnboardResult> generate_bundled(const BundledModel& model, std::st
   req.options.tp = model.tp;
   req.options.ep = model.ep;
   req.options.quantization = model.quantization;
+  req.options.mtp = model.mtp;
   return generate(req);
 }
 

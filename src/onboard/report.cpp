@@ -23,6 +23,7 @@ Json serving_json(const ServingOptions& o) {
   j["page_sizes"] = o.page_sizes;
   j["stages"] = stage_names(o.stages);
   j["include_quantized"] = o.include_quantized;
+  j["mtp"] = o.mtp;
   j["gemm_shapes"] = std::string(gemm_shapes_name(o.gemm_shapes));
   // null: the model config's quantization_config decides.
   j["quantization"] =
@@ -137,11 +138,11 @@ std::string render_report_text(const OnboardResult& r) {
   std::vector<std::string> page_sizes;
   for (auto p : o.page_sizes) page_sizes.push_back(std::to_string(p));
   out += fmt::format(
-      "serving: tp {}; ep {}; page sizes {}; stages {}; gemm shapes {}; linear layers {}{}{}\n",
+      "serving: tp {}; ep {}; page sizes {}; stages {}; gemm shapes {}; linear layers {}{}{}{}\n",
       fmt::join(o.tp, ","), fmt::join(o.ep, ","), fmt::join(page_sizes, ","),
       fmt::join(stage_names(o.stages), ","), gemm_shapes_name(o.gemm_shapes),
       quantization_name(o.quantization.value_or(r.plan.config.quantization)),
-      o.include_quantized ? "; quantized MoE variants" : "",
+      o.include_quantized ? "; quantized MoE variants" : "", o.mtp ? "; MTP draft layers" : "",
       o.op_types.empty() ? "" : fmt::format("; op types {}", fmt::join(o.op_types, ",")));
   if (!r.dataset.empty()) {
     out +=

@@ -228,6 +228,40 @@ TEST(Plan, UnsupportedPartsAreListedNeverDropped) {
   EXPECT_THAT(components(nemo), Contains("Mamba-2 chunked scan (prefill)"));
 }
 
+TEST(Plan, MtpPlansTheDraftLayerOnRequest) {
+  const auto plain = generate(request("deepseek-v3", {8}, {8}));
+  EXPECT_EQ(node(plain.graph, "mtp"), nullptr);
+  auto req = request("deepseek-v3", {8}, {8});
+  req.options.mtp = true;
+  const auto r = generate(req);
+  EXPECT_FALSE(r.has_errors()) << r.diagnostics.to_string();
+  // Only eh_proj's GEMM (2 x 7168 -> 7168, bf16 and replicated) is new: the draft decoder layer
+  // is shaped as the last (MoE) layer and its head as the lm_head.
+  std::vector<std::string> added;
+  for (const auto& n : names(r))
+    if (!::testing::Value(names(plain), Contains(n))) added.push_back(n);
+  EXPECT_THAT(added, ElementsAre("gemm_n7168_k14336"));
+  const auto* mtp = node(r.graph, "mtp");
+  ASSERT_NE(mtp, nullptr);
+  EXPECT_EQ(mtp->count, 1);
+  EXPECT_EQ(mtp->parent, "DeepseekV3ForCausalLM");
+  EXPECT_THAT(node(r.graph, "mtp.eh_proj")->definitions, ElementsAre("gemm_n7168_k14336"));
+  EXPECT_THAT(node(r.graph, "mtp.enorm")->definitions, ElementsAre("rmsnorm_h7168"));
+  // The draft layer starts without a residual: its first norm is plain.
+  EXPECT_THAT(node(r.graph, "mtp.input_layernorm")->definitions, ElementsAre("rmsnorm_h7168"));
+  EXPECT_NE(node(r.graph, "mtp.mlp"), nullptr);
+  EXPECT_THAT(node(r.graph, "mtp.experts")->definitions,
+              Contains("moe_fp8_block_scale_ds_routing_topk8_ng8_kg4_e32_h7168_i2048"));
+  EXPECT_THAT(node(r.graph, "mtp.shared_head.lm_head")->definitions,
+              ElementsAre("gemm_n129280_k7168"));
+  // A model whose config ships no draft layers says so and plans as without the flag.
+  auto llama = request("llama-3.1-8b");
+  llama.options.mtp = true;
+  const auto l = generate(llama);
+  EXPECT_EQ(names(l), names(generate(request("llama-3.1-8b"))));
+  EXPECT_THAT(l.diagnostics.to_string(), HasSubstr("ships no multi-token-prediction"));
+}
+
 TEST(Plan, AttentionSinksGetTheirOwnKernels) {
   const auto r = generate(request("gpt-oss-120b", {4}));
   EXPECT_TRUE(contains_all(names(r), {"gqa_paged_decode_attn_sink_h16_kv2_d64_ps1",

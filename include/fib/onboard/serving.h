@@ -48,7 +48,8 @@ struct ServingOptions {
   std::vector<int> ep = {1};
   std::vector<std::int64_t> page_sizes = {1, 64};
   std::vector<Stage> stages = {Stage::kPrefill, Stage::kDecode, Stage::kMtp};
-  bool include_quantized = false;     // also the TRT-LLM FP4 / FP8-per-tensor MoE variants
+  bool include_quantized = false;  // also the TRT-LLM FP4 / FP8-per-tensor MoE variants
+  bool mtp = false;  // also the config's multi-token-prediction draft layers (speculative decoding)
   std::vector<std::string> op_types;  // empty: all
   GemmShapes gemm_shapes = GemmShapes::kDataset;
   // Unset: what the model's config says (ModelConfig::quantization).

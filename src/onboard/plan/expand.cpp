@@ -25,8 +25,9 @@ class Expander {
 
  private:
   // Module keys carry the layer type when a model has several, so keys stay unique.
+  // The draft (MTP) layers' modules carry "mtp." so they never merge with the main layers'.
   std::string key(const std::string& base) const {
-    return multi_ ? fmt::format("{}.{}", base, type_->id) : base;
+    return prefix_ + (multi_ ? fmt::format("{}.{}", base, type_->id) : base);
   }
   ModuleNode& add(std::string k, std::string parent, bool block, std::int64_t count) {
     out_.modules.push_back({std::move(k), std::move(parent), block, count, {}});
@@ -92,6 +93,9 @@ class Expander {
   void dense_mlp(const std::string& parent);
   void moe(const std::string& parent);
   void moe_routing(std::size_t gate);
+  void decoder_layer(const LayerType& t, const std::string& parent);
+  void model_head(const std::string& parent, const std::string& prefix);
+  void mtp_layers();
 
   const ModelPlan& plan_;
   const ModelConfig& c_;
@@ -104,6 +108,7 @@ class Expander {
   bool multi_ = false;
   std::int64_t count_ = 1;
   bool first_layer_ = false;
+  std::string prefix_;
 };
 
 void Expander::linear(std::size_t node, std::int64_t n, std::int64_t k, Parallel p,
@@ -151,8 +156,10 @@ void Expander::unquantized_activations(std::size_t node, std::string_view kernel
 void Expander::layer_norm_in(const std::string& parent, const std::string& base) {
   const auto n = add_layer(base, parent);
   // Layer 0 has no residual yet; every later layer fuses the residual add into its first norm.
+  // Each draft (MTP) layer starts without one.
   if (first_layer_) use(n, norm(c_.hidden_size, false, "input_layernorm"));
-  use(n, norm(c_.hidden_size, true, "input_layernorm"));
+  const bool draft = !prefix_.empty();
+  if (!draft) use(n, norm(c_.hidden_size, true, "input_layernorm"));
 }
 
 void Expander::attention(const std::string& parent) {
@@ -586,6 +593,106 @@ void Expander::moe(const std::string& parent) {
   }
 }
 
+// One decoder layer of type `t` (count_ of them) under `parent`.
+void Expander::decoder_layer(const LayerType& t, const std::string& parent) {
+  const std::string layer_key = key(plan_.layer_class);
+  add(layer_key, parent, true, count_);
+  const bool has_mixer = t.spec.mixer != Mixer::kNone;
+  const bool has_ffn = t.spec.ffn != Ffn::kNone;
+  if (has_mixer && has_ffn) {
+    layer_norm_in(layer_key, "input_layernorm");
+  } else {
+    layer_norm_in(layer_key, "norm");
+  }
+  switch (t.spec.mixer) {
+    case Mixer::kAttention:
+      attention(layer_key);
+      break;
+    case Mixer::kLinearAttention:
+      gdn(layer_key);
+      break;
+    case Mixer::kMamba:
+      mamba(layer_key);
+      break;
+    case Mixer::kLightning: {
+      const auto n = add_layer("self_attn", layer_key);
+      unsupported(n, "lightning attention", "MiniMax linear attention has no op family");
+      break;
+    }
+    case Mixer::kNone:
+      break;
+  }
+  if (has_mixer && has_ffn) {
+    if (c_.sandwich_norms) {
+      const auto post = add_layer("post_attention_layernorm", layer_key);
+      use(post, norm(c_.hidden_size, false, "post_attention_layernorm"));
+      const auto pre = add_layer("pre_feedforward_layernorm", layer_key);
+      use(pre, norm(c_.hidden_size, true, "pre_feedforward_layernorm"));
+    } else {
+      const auto post = add_layer("post_attention_layernorm", layer_key);
+      use(post, norm(c_.hidden_size, true, "post_attention_layernorm"));
+    }
+  }
+  if (t.spec.ffn == Ffn::kDense) dense_mlp(layer_key);
+  if (t.spec.ffn == Ffn::kMoe) moe(layer_key);
+  if (point_.tp > 1) {
+    // The row-parallel projections (attention output, MLP down) end in an all-reduce.
+    const auto ar = add_layer("tp_all_reduce", layer_key);
+    use(ar,
+        CommKernel{CommKind::kAllReduce, c_.hidden_size,
+                   "after the row-parallel attention output and MLP down projections", point_.tp});
+  }
+  if (has_ffn && c_.sandwich_norms) {
+    const auto post = add_layer("post_feedforward_layernorm", layer_key);
+    use(post, norm(c_.hidden_size, false, "post_feedforward_layernorm"));
+  }
+}
+
+// The lm_head (vocabulary-parallel) and, with tp > 1, the gather of its logits.
+void Expander::model_head(const std::string& parent, const std::string& prefix) {
+  add(prefix + "lm_head", parent, false, count_);
+  use(out_.modules.size() - 1, gemm(c_.vocab_size, c_.hidden_size, Parallel::kColumn, "lm_head"));
+  if (point_.tp > 1 && c_.vocab_size % point_.tp == 0) {
+    add(prefix + "logits_all_gather", parent, false, count_);
+    use(out_.modules.size() - 1,
+        CommKernel{CommKind::kAllGather, c_.vocab_size / point_.tp,
+                   "lm_head logits, one vocabulary shard per rank", point_.tp});
+  }
+}
+
+// The multi-token-prediction draft layers (SGLang's NextN / EAGLE draft model of DeepSeek V3
+// and GLM-4.5): the next token's embedding and the main model's last hidden state, each
+// RMSNorm'd (enorm, hnorm), concatenated and projected back to the hidden size by eh_proj (a
+// bf16 linear layer, replicated), then one decoder layer shaped as the model's last, its shared
+// head's norm and lm_head. The draft layer starts without a residual, so its first norm is
+// plain.
+void Expander::mtp_layers() {
+  const LayerType* last = nullptr;
+  for (const auto& t : plan_.layer_types)
+    if (!t.layers.empty() && t.layers.back() == c_.num_layers - 1) last = &t;
+  if (!last) return;
+  const std::string block = "mtp";
+  count_ = c_.num_mtp_layers;
+  add(block, plan_.root_class, true, count_);
+  for (const char* n : {"enorm", "hnorm"}) {
+    add(fmt::format("mtp.{}", n), block, false, count_);
+    use(out_.modules.size() - 1, norm(c_.hidden_size, false, n));
+  }
+  add("mtp.eh_proj", block, false, count_);
+  use(out_.modules.size() - 1,
+      gemm(c_.hidden_size, 2 * c_.hidden_size, Parallel::kReplicated, "mtp.eh_proj"));
+  type_ = last;
+  first_layer_ = true;
+  prefix_ = "mtp.";
+  decoder_layer(*last, block);
+  type_ = nullptr;
+  prefix_.clear();
+  add("mtp.shared_head.norm", block, false, count_);
+  use(out_.modules.size() - 1, norm(c_.hidden_size, true, "mtp shared head norm"));
+  model_head(block, "mtp.shared_head.");
+  count_ = 1;
+}
+
 Expansion Expander::run() {
   const std::string root = plan_.root_class;
   const std::string model = plan_.model_class;
@@ -599,72 +706,14 @@ Expansion Expander::run() {
     type_ = &t;
     count_ = static_cast<std::int64_t>(t.layers.size());
     first_layer_ = !t.layers.empty() && t.layers.front() == 0;
-    const std::string layer_key = key(plan_.layer_class);
-    add(layer_key, "layers", true, count_);
-    const bool has_mixer = t.spec.mixer != Mixer::kNone;
-    const bool has_ffn = t.spec.ffn != Ffn::kNone;
-    if (has_mixer && has_ffn) {
-      layer_norm_in(layer_key, "input_layernorm");
-    } else {
-      layer_norm_in(layer_key, "norm");
-    }
-    switch (t.spec.mixer) {
-      case Mixer::kAttention:
-        attention(layer_key);
-        break;
-      case Mixer::kLinearAttention:
-        gdn(layer_key);
-        break;
-      case Mixer::kMamba:
-        mamba(layer_key);
-        break;
-      case Mixer::kLightning: {
-        const auto n = add_layer("self_attn", layer_key);
-        unsupported(n, "lightning attention", "MiniMax linear attention has no op family");
-        break;
-      }
-      case Mixer::kNone:
-        break;
-    }
-    if (has_mixer && has_ffn) {
-      if (c_.sandwich_norms) {
-        const auto post = add_layer("post_attention_layernorm", layer_key);
-        use(post, norm(c_.hidden_size, false, "post_attention_layernorm"));
-        const auto pre = add_layer("pre_feedforward_layernorm", layer_key);
-        use(pre, norm(c_.hidden_size, true, "pre_feedforward_layernorm"));
-      } else {
-        const auto post = add_layer("post_attention_layernorm", layer_key);
-        use(post, norm(c_.hidden_size, true, "post_attention_layernorm"));
-      }
-    }
-    if (t.spec.ffn == Ffn::kDense) dense_mlp(layer_key);
-    if (t.spec.ffn == Ffn::kMoe) moe(layer_key);
-    if (point_.tp > 1) {
-      // The row-parallel projections (attention output, MLP down) end in an all-reduce.
-      const auto ar = add_layer("tp_all_reduce", layer_key);
-      use(ar, CommKernel{CommKind::kAllReduce, c_.hidden_size,
-                         "after the row-parallel attention output and MLP down projections",
-                         point_.tp});
-    }
-    if (has_ffn && c_.sandwich_norms) {
-      const auto post = add_layer("post_feedforward_layernorm", layer_key);
-      use(post, norm(c_.hidden_size, false, "post_feedforward_layernorm"));
-    }
+    decoder_layer(t, "layers");
   }
   type_ = nullptr;
   multi_ = false;
   count_ = 1;
   add("norm", model, false, 1);
   use(out_.modules.size() - 1, norm(c_.hidden_size, true, "final norm"));
-  add("lm_head", root, false, 1);
-  use(out_.modules.size() - 1, gemm(c_.vocab_size, c_.hidden_size, Parallel::kColumn, "lm_head"));
-  if (point_.tp > 1 && c_.vocab_size % point_.tp == 0) {
-    // The vocab-parallel lm_head's logits are gathered before sampling.
-    add("logits_all_gather", root, false, 1);
-    use(out_.modules.size() - 1,
-        CommKernel{CommKind::kAllGather, c_.vocab_size / point_.tp,
-                   "lm_head logits, one vocabulary shard per rank", point_.tp});
-  }
+  model_head(root, "");
   add("sampler", root, false, 1);
   // SGLang's sampler: top-k / top-p renormalization and min-p sampling besides FlashInfer's
   // top-k / top-p samplers.
@@ -673,10 +722,16 @@ Expansion Expander::run() {
         SamplingKind::kTopKRenorm, SamplingKind::kTopPRenorm}) {
     use(out_.modules.size() - 1, SamplingKernel{s, c_.vocab_size});
   }
-  if (c_.num_mtp_layers > 0) {
+  if (opt_.mtp && c_.num_mtp_layers > 0) {
+    mtp_layers();
+  } else if (opt_.mtp) {
+    out_.diagnostics.info("", "",
+                          "--mtp: the model's config ships no multi-token-prediction "
+                          "draft layers (num_nextn_predict_layers); nothing to plan");
+  } else if (c_.num_mtp_layers > 0) {
     out_.unsupported.push_back(
         {"", "", "multi-token-prediction layers",
-         fmt::format("{} draft layer(s) for speculative decoding are not planned",
+         fmt::format("{} draft layer(s) for speculative decoding are planned with --mtp",
                      c_.num_mtp_layers),
          Severity::kInfo});
   }

@@ -265,8 +265,9 @@ ModelPlan build_plan(const ModelConfig& cfg) {
       "sampling", fmt::format("top-k, top-p, top-k-top-p over {} tokens", cfg.vocab_size));
   if (cfg.num_mtp_layers > 0) {
     plan.model_parts.emplace_back(
-        "mtp",
-        fmt::format("{} multi-token-prediction draft layer(s), not planned", cfg.num_mtp_layers));
+        "mtp", fmt::format("{} multi-token-prediction draft layer(s) (enorm, hnorm, eh_proj, a "
+                           "decoder layer like the last, shared head), planned with --mtp",
+                           cfg.num_mtp_layers));
   }
   return plan;
 }
