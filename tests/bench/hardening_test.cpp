@@ -90,10 +90,13 @@ FIB_EXPORT_SOLUTION(run, run_);
 
 // One run of every attack solution (and the honest one), each evaluation in a fresh worker so
 // that no patch reaches another solution.
-RunResult run_attacks(const fs::path& root, const fs::path& worker, std::string* messages) {
+// `only`: just that solution.
+RunResult run_attacks(const fs::path& root, const fs::path& worker, std::string* messages,
+                      const std::string& only = {}) {
   testing::copy_tree(kSource / "examples" / "dataset", root / "dataset");
   std::vector<std::string> names;
   for (const auto& [name, code] : attack_solutions()) {
+    if (!only.empty() && name != only) continue;
     Solution s;
     s.name = name;
     s.definition = "rmsnorm_h2048";
@@ -272,17 +275,27 @@ TEST_F(Hardening, AUserfaultfdStallMovingTheWorkOutOfTheCallsIsCaughtAndDenied) 
   // stalls, and the outputs are right: only the CPU time shows it.
   // The stall does not always take (a registration can answer EBUSY; a fault can land inside
   // the next timed call, where the work is timed): an evaluation where it did not is PASSED and
-  // says so, and at least one of the two shows the attack caught.
-  std::size_t caught = 0;
-  for (const Trace* t : traces_of(*unhardened_, "userfaultfd_stall")) {
-    const Evaluation& e = *t->evaluation;
-    EXPECT_NE(e.log.find("ATTACK TOOK"), std::string::npos) << e.log;
-    if (e.status == EvaluationStatus::kPassed) continue;
-    EXPECT_EQ(e.status, EvaluationStatus::kRuntimeError) << e.log;
-    EXPECT_EQ(e.log.rfind("CPU_MISMATCH", 0), 0u) << e.log;
-    const Json& cpu = e.environment.extra["cpu_check"];
-    EXPECT_GT(cpu["cpu_ms"].get<double>(), cpu["allowed_ms"].get<double>()) << cpu.dump();
-    ++caught;
+  // says so. How often it takes depends on scheduling (a loaded machine can time all the work),
+  // so the attack is run again, at most three more times, until an evaluation shows it caught.
+  auto caught_in = [](const RunResult& r) {
+    std::size_t caught = 0;
+    for (const Trace* t : traces_of(r, "userfaultfd_stall")) {
+      const Evaluation& e = *t->evaluation;
+      EXPECT_NE(e.log.find("ATTACK TOOK"), std::string::npos) << e.log;
+      if (e.status == EvaluationStatus::kPassed) continue;
+      EXPECT_EQ(e.status, EvaluationStatus::kRuntimeError) << e.log;
+      EXPECT_EQ(e.log.rfind("CPU_MISMATCH", 0), 0u) << e.log;
+      const Json& cpu = e.environment.extra["cpu_check"];
+      EXPECT_GT(cpu["cpu_ms"].get<double>(), cpu["allowed_ms"].get<double>()) << cpu.dump();
+      ++caught;
+    }
+    return caught;
+  };
+  std::size_t caught = caught_in(*unhardened_);
+  for (int again = 0; caught == 0 && again < 3; ++again) {
+    std::string news;
+    caught += caught_in(run_attacks(tmp_->path() / ("uffd-again-" + std::to_string(again)),
+                                    FIB_UNHARDENED_WORKER_EXE, &news, "userfaultfd_stall"));
   }
   EXPECT_GE(caught, 1u);
   expect_blocked("userfaultfd_stall");
