@@ -81,10 +81,21 @@ function solutionsPanel(k) {
   const ranking = k.ranking;
   const series = new Map(k.fast_p.series.map((s) => [s.name, s]));
   const pIndex = k.fast_p.p.indexOf(1);
-  const candidates = ranking ? ranking.candidates : [];
+  const all = ranking ? ranking.candidates : [];
+  // Filters by language, author and hardware (the solution's spec), applied to the table and to
+  // the chart's curves.
+  const specs = new Map((k.solutions || []).map((s) => [s.name, s]));
+  const facets = {
+    language: (c) => [((specs.get(c.solution) || {}).spec || {}).language || "unknown"],
+    author: (c) => [c.author || "unknown"],
+    hardware: (c) => ((specs.get(c.solution) || {}).spec || {}).target_hardware || ["unknown"],
+  };
+  const picked = { language: "", author: "", hardware: "" };
+  const keep = (c) => Object.entries(picked).every(([f, v]) => !v || facets[f](c).includes(v));
+  let candidates = all;
   // Ranks are counted over the whole list, so that page 2 goes on from page 1.
   const ranks = new Map();
-  candidates.filter((c) => c.eligible).forEach((c, i) => ranks.set(c, i + 1));
+  all.filter((c) => c.eligible).forEach((c, i) => ranks.set(c, i + 1));
   const columns = [
     ["#", (c) => ranks.get(c) || "–", "num"],
     [
@@ -142,10 +153,30 @@ function solutionsPanel(k) {
     const rows = candidates.slice((page - 1) * solutionsPageSize, page * solutionsPageSize);
     body.replaceChildren();
     Fib.append(body, [
-      candidates.length ? Fib.table(columns, rows, { id: "solutions-table" }) : el("p", { class: "muted" }, "No solutions yet."),
+      candidates.length
+        ? Fib.table(columns, rows, { id: "solutions-table" })
+        : el("p", { class: "muted" }, all.length ? "No solution matches the filters." : "No solutions yet."),
       pager,
     ]);
   };
+  const filterBar = el("div", { class: "toolbar", id: "solution-filters" });
+  const applyFilters = () => {
+    candidates = all.filter(keep);
+    showPage(1);
+    if (redrawChart) redrawChart();
+  };
+  for (const facet of Object.keys(facets)) {
+    const values = [...new Set(all.flatMap(facets[facet]))].sort();
+    if (values.length < 2) continue;
+    const select = el(
+      "select",
+      { id: `solution-filter-${facet}`, onchange: (e) => ((picked[facet] = e.target.value), applyFilters()) },
+      el("option", { value: "" }, `every ${facet}`),
+      values.map((v) => el("option", { value: v }, v)),
+    );
+    filterBar.appendChild(select);
+  }
+  let redrawChart = null;
   showPage(1);
   const basis = ranking ? el("p", { class: "muted" }, `Basis: ${ranking.basis_description}. Ranking: ${k.best_rule}.`) : null;
   // Only solutions that passed on some workload: a curve at 0 everywhere says nothing.
@@ -153,9 +184,13 @@ function solutionsPanel(k) {
   // best 50 at p = 1 (thousands of series make the page slow and say nothing more); the first
   // ten are drawn, the legend shows or hides the others.
   const atP1 = (s) => (pIndex >= 0 ? s.fast_p[pIndex].fast_p : 0);
-  const passed = k.fast_p.series
-    .filter((s) => s.comparisons > 0 && s.steps.fast_p.some((v) => v > 0))
-    .sort((a, b) => atP1(b) - atP1(a));
+  const candidateOf = new Map(all.map((c) => [c.solution, c]));
+  const shownSeries = () =>
+    k.fast_p.series
+      .filter((s) => s.comparisons > 0 && s.steps.fast_p.some((v) => v > 0))
+      .filter((s) => !candidateOf.has(s.name) || keep(candidateOf.get(s.name)))
+      .sort((a, b) => atP1(b) - atP1(a));
+  const passed = shownSeries();
   const chartSeries = passed.slice(0, maxChartSeries);
   let chart = null;
   if (chartSeries.length) {
@@ -170,19 +205,22 @@ function solutionsPanel(k) {
       el("div", { class: "chart-box", style: "height:280px" }, canvas),
       legendBox,
     ];
-    requestAnimationFrame(() => {
+    const draw = (series) => {
       window.fibCharts = window.fibCharts || {};
+      if (window.fibCharts.kernel) window.fibCharts.kernel.destroy();
       window.fibCharts.kernel = FibCharts.fastP(
         canvas,
         k.fast_p.p_max,
-        chartSeries.map((s) => ({ label: s.name, steps: s.steps })),
+        series.map((s) => ({ label: s.name, steps: s.steps })),
         true,
         10,
       );
       legendBox.replaceChildren(FibCharts.legend(window.fibCharts.kernel, "kernel-fastp-legend") || "");
-    });
+    };
+    redrawChart = () => draw(shownSeries().slice(0, maxChartSeries));
+    requestAnimationFrame(() => draw(chartSeries));
   }
-  return Fib.panel("Solutions", "ranked by geometric-mean speedup over the basis", body, basis, chart);
+  return Fib.panel("Solutions", "ranked by geometric-mean speedup over the basis", filterBar, body, basis, chart);
 }
 
 let kernelName = "";

@@ -122,6 +122,31 @@ function rankingPanel(summary) {
   );
 }
 
+// Each author's traces by status (`fib report summary`'s correctness per author): the statuses
+// some author reached are the columns.
+function correctnessPanel(summary) {
+  const authors = summary.authors || [];
+  if (!authors.some((a) => a.traces.total)) return null;
+  const statuses = Object.keys(authors[0].traces.by_status).filter((s) => authors.some((a) => a.traces.by_status[s]));
+  const name = (a) => a.author || "(unknown solution)";
+  const columns = [
+    ["Author", (a) => el("strong", {}, name(a))],
+    ["Solutions", (a) => a.solutions, "num"],
+    ["Traces", (a) => a.traces.total, "num"],
+    ...statuses.map((s) => [
+      s,
+      (a) => Fib.numberCell(a.traces.by_status[s], a.traces.by_status[s] || "·", `status:${name(a)}:${s}`),
+      "num",
+    ]),
+    ["Passed", (a) => Fib.percent(a.traces.total ? a.traces.passed / a.traces.total : 0), "num"],
+  ];
+  return Fib.panel(
+    "Correctness per author",
+    "every trace of the author's solutions, by status",
+    Fib.table(columns, authors.filter((a) => a.traces.total), { id: "correctness-table" }),
+  );
+}
+
 function basisPanel(fastP) {
   const columns = [
     ["Definition", (d) => Fib.kernelLink(d.definition)],
@@ -134,7 +159,8 @@ function basisPanel(fastP) {
 
 Fib.run("index.html", async (content) => {
   const data = await Fib.api("/api/leaderboard");
-  content.replaceChildren(
+  content.replaceChildren();
+  Fib.append(content, [
     el("h1", {}, "Leaderboard"),
     el(
       "p",
@@ -145,6 +171,7 @@ Fib.run("index.html", async (content) => {
     totals(data.summary, data.baseline_author),
     fastPPanel(data.fast_p),
     rankingPanel(data.summary),
+    correctnessPanel(data.summary),
     basisPanel(data.fast_p),
-  );
+  ]);
 });

@@ -75,6 +75,30 @@ std::string failed_breakdown(const StatusCounts& s) {
   return fmt::format("{}", fmt::join(parts, ", "));
 }
 
+// Every evaluated trace counted under its solution's author.
+std::vector<AuthorCorrectness> correctness_by_author(const TraceSet& set) {
+  std::map<std::string, AuthorCorrectness> by;
+  for (const auto& name : definition_names(set)) {
+    std::map<std::string, std::string> author_of;
+    for (const auto& s : set.solutions(name)) {
+      author_of[s.value.name] = s.value.author;
+      AuthorCorrectness& a = by[s.value.author];
+      a.author = s.value.author;
+      ++a.solutions;
+    }
+    for (const auto& t : set.traces(name)) {
+      if (!t.value.evaluation || !t.value.solution) continue;
+      const auto it = author_of.find(*t.value.solution);
+      const std::string author = it == author_of.end() ? std::string() : it->second;
+      by[author].author = author;
+      by[author].traces.add(t.value.evaluation->status);
+    }
+  }
+  std::vector<AuthorCorrectness> out;
+  for (auto& [author, a] : by) out.push_back(std::move(a));
+  return out;
+}
+
 }  // namespace
 
 void StatusCounts::add(EvaluationStatus s) {
@@ -107,6 +131,7 @@ SummaryReport summarize(const TraceSet& set, const SummaryOptions& options) {
     ds.name = name;
     if (const Definition* d = set.definition(name)) {
       ds.op_type = d->op_type;
+      ds.tags = d->tags;
     } else {
       ds.has_definition = false;
     }
@@ -205,6 +230,7 @@ SummaryReport summarize(const TraceSet& set, const SummaryOptions& options) {
     rep.notes.push_back(fmt::format("{} unverified trace(s) counted in the totals, not ranked: {}",
                                     rep.unranked_traces, kUnverifiedRule));
   }
+  rep.per_author = correctness_by_author(set);
   return rep;
 }
 
@@ -224,6 +250,7 @@ Json to_json(const SummaryReport& r) {
     dj["name"] = d.name;
     dj["op_type"] = d.has_definition ? Json(d.op_type) : Json(nullptr);
     dj["has_definition"] = d.has_definition;
+    dj["tags"] = d.tags;
     dj["workloads"] = d.workloads;
     dj["solutions"] = d.solutions;
     dj["traces"] = status_json(d.traces);
@@ -252,9 +279,47 @@ Json to_json(const SummaryReport& r) {
     ranks.push_back(std::move(aj));
   }
   j["rankings"] = std::move(ranks);
+  Json authors = Json::array();
+  for (const auto& a : r.per_author) {
+    authors.push_back(Json{{"author", a.author.empty() ? Json(nullptr) : Json(a.author)},
+                           {"solutions", a.solutions},
+                           {"traces", status_json(a.traces)}});
+  }
+  j["authors"] = std::move(authors);
   j["notes"] = r.notes;
   return j;
 }
+
+namespace {
+
+// Each author's traces by status; statuses no author reached are left out.
+std::string render_correctness(const std::vector<AuthorCorrectness>& authors) {
+  std::vector<std::size_t> seen;
+  for (std::size_t i = 0; i < std::size(kAllStatuses); ++i) {
+    for (const auto& a : authors) {
+      if (a.traces.by_status[i] == 0) continue;
+      seen.push_back(i);
+      break;
+    }
+  }
+  if (seen.empty()) return {};
+  std::vector<std::string> head = {"author", "solutions", "traces"};
+  std::vector<bool> right = {false, true, true};
+  for (std::size_t i : seen) {
+    head.emplace_back(status_name(kAllStatuses[i]));
+    right.push_back(true);
+  }
+  detail::TextTable t(head, right);
+  for (const auto& a : authors) {
+    std::vector<std::string> row = {a.author.empty() ? "(unknown solution)" : a.author,
+                                    std::to_string(a.solutions), std::to_string(a.traces.total)};
+    for (std::size_t i : seen) row.push_back(std::to_string(a.traces.by_status[i]));
+    t.add(row);
+  }
+  return "\nCorrectness per author (traces by status):\n" + t.render();
+}
+
+}  // namespace
 
 std::string render_text(const SummaryReport& r) {
   using detail::TextTable;
@@ -317,6 +382,7 @@ std::string render_text(const SummaryReport& r) {
   if (r.rankings.empty()) {
     out += "\nNo author ranking: no solution could be compared with a baseline or the reference.\n";
   }
+  out += render_correctness(r.per_author);
   if (!r.notes.empty()) {
     out += "\nNotes:\n";
     for (const auto& n : r.notes) out += fmt::format("  - {}\n", n);

@@ -90,6 +90,40 @@ TEST(Summary, GoldenTotalsAndRanking) {
   EXPECT_EQ(j["rankings"][3]["basis"], "reference");
 }
 
+TEST(Summary, CorrectnessPerAuthorCountsEveryTraceByStatus) {
+  fib::testing::TempDir dir;
+  DatasetBuilder b(dir.path());
+  testing::build_golden(b);
+  b.solution("b_bad", "gemm_b", "bob");
+  b.trace("gemm_b", "b_bad", "v1", "COMPILE_ERROR", 0);
+  b.trace("gemm_b", "b_bad", "v2", "INCORRECT_NUMERICAL", 0);
+  const SummaryReport r = summarize(b.load());
+  ASSERT_EQ(r.per_author.size(), 4u);  // alice, baseline, bob, carol
+  const AuthorCorrectness& alice = r.per_author[0];
+  EXPECT_EQ(alice.author, "alice");
+  EXPECT_EQ(alice.solutions, 2u);
+  EXPECT_EQ(alice.traces.total, 5u);
+  EXPECT_EQ(alice.traces.passed(), 5u);
+  const AuthorCorrectness& bob = r.per_author[2];
+  EXPECT_EQ(bob.author, "bob");
+  EXPECT_EQ(bob.solutions, 2u);
+  EXPECT_EQ(bob.traces.total, 4u);
+  EXPECT_EQ(bob.traces.passed(), 1u);
+  EXPECT_EQ(bob.traces.of(EvaluationStatus::kRuntimeError), 1u);
+  EXPECT_EQ(bob.traces.of(EvaluationStatus::kCompileError), 1u);
+  EXPECT_EQ(bob.traces.of(EvaluationStatus::kIncorrectNumerical), 1u);
+
+  const Json j = to_json(r);
+  EXPECT_EQ(j["authors"][2]["author"], "bob");
+  EXPECT_EQ(j["authors"][2]["traces"]["by_status"]["COMPILE_ERROR"], 1);
+  EXPECT_EQ(j["definitions"][0]["tags"], Json::array());
+  const std::string text = render_text(r);
+  EXPECT_NE(text.find("Correctness per author (traces by status):"), std::string::npos) << text;
+  // Only the statuses some author reached are columns.
+  EXPECT_NE(text.find("INCORRECT_NUMERICAL"), std::string::npos) << text;
+  EXPECT_EQ(text.find("TIMEOUT"), std::string::npos) << text;
+}
+
 TEST(Summary, NoBaselineAuthorRanksAgainstTheReference) {
   fib::testing::TempDir dir;
   DatasetBuilder b(dir.path());

@@ -25,7 +25,8 @@ struct StatusCounts {
 
 struct DefinitionSummary {
   std::string name;
-  std::string op_type;  // empty for an orphan (traces or solutions, no definition file)
+  std::string op_type;            // empty for an orphan (traces or solutions, no definition file)
+  std::vector<std::string> tags;  // the definition's (model:, tp:, ep:, status:, ...)
   bool has_definition = true;
   std::size_t workloads = 0;
   std::size_t solutions = 0;
@@ -47,6 +48,13 @@ struct AuthorScore {
   std::vector<std::pair<std::string, std::string>> best_solutions;  // (definition, solution)
 };
 
+// How an author's traces ended, over every definition: the correctness breakdown by status.
+struct AuthorCorrectness {
+  std::string author;  // "" for traces of solutions the dataset does not hold
+  std::size_t solutions = 0;
+  StatusCounts traces;
+};
+
 struct SummaryOptions {
   std::string baseline_author = "baseline";
   TrustPolicy trust{};
@@ -63,7 +71,8 @@ struct SummaryReport {
   // Ranked within each basis: vs the baseline author first, then vs the reference (for the
   // definitions without a baseline solution); each by avg_speedup descending, then author.
   std::vector<AuthorScore> rankings;
-  std::vector<std::string> notes;  // what was left out of the ranking and why
+  std::vector<AuthorCorrectness> per_author;  // by author name
+  std::vector<std::string> notes;             // what was left out of the ranking and why
 };
 
 SummaryReport summarize(const TraceSet& set, const SummaryOptions& options = {});

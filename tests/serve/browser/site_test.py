@@ -236,7 +236,73 @@ def check_leaderboard(driver, base, summary, fast_p):
     check(canvas_has_ink(driver, "fastp-chart"), "the fast_p chart's canvas is blank")
     for _, definition in DEFINITIONS:
         check_definition_curves(driver, fast_p, definition)
+    check_correctness_per_author(driver, summary)
     print(f"leaderboard: {len(summary['rankings'])} ranked authors, {len(shown)} fast_p cells match")
+
+
+def check_correctness_per_author(driver, summary):
+    """The per-author correctness table equals `fib report summary`'s authors, status by status;
+    the red-team author's failures are shown as failures."""
+    shown = cells(driver, "status:")
+    expected = {}
+    for a in summary["authors"]:
+        for status, n in a["traces"]["by_status"].items():
+            if any(b["traces"]["by_status"][status] for b in summary["authors"]):
+                expected[f"status:{a['author']}:{status}"] = n
+    check(shown.keys() == expected.keys(), f"correctness cells {sorted(shown)} vs {sorted(expected)}")
+    for key, n in expected.items():
+        check(shown[key][0] == n, f"{key}: page {shown[key][0]}, fib report {n}")
+    mallory = [a for a in summary["authors"] if a["author"] == "mallory"]
+    check(mallory and mallory[0]["traces"]["passed"] == 0, f"mallory passed: {mallory}")
+
+
+def check_kernels_list(driver, base, summary):
+    """The kernels list: one tab per op type filters it, a heading click sorts it, and the
+    serving tags are shown and filter it."""
+    load(driver, base + "/ui/kernels.html")
+    rows = lambda: [r.find_element(By.TAG_NAME, "td").text
+                    for r in driver.find_elements(By.CSS_SELECTOR, "#kernels-table tbody tr")]
+    everything = rows()
+    check(len(everything) == len(summary["definitions"]), f"kernels rows {everything}")
+    driver.find_element(By.CSS_SELECTOR, '#op-type-tabs button[data-op-type="gemm"]').click()
+    gemm = [d["name"] for d in summary["definitions"] if d["op_type"] == "gemm"]
+    check(rows() == sorted(gemm), f"gemm tab shows {rows()}, expected {gemm}")
+    driver.find_element(By.CSS_SELECTOR, '#op-type-tabs button[data-op-type=""]').click()
+    driver.find_element(By.CSS_SELECTOR, '#kernels-table th[data-column="Traces"]').click()
+    by_traces = sorted(summary["definitions"], key=lambda d: -d["traces"]["total"])
+    check(rows()[0] == by_traces[0]["name"], f"sorted by traces: {rows()}")
+    driver.find_element(By.CSS_SELECTOR, '#kernels-table th[data-column="Definition"]').click()
+    check(rows() == sorted(everything), f"sorted by name: {rows()}")
+    tags = sorted({t for d in summary["definitions"] for t in d["tags"] if t.startswith("model:")})
+    if tags:
+        options = [o.get_attribute("value") for o in driver.find_elements(By.CSS_SELECTOR, "#kernel-tag option")]
+        check(tags[0] in options, f"tag {tags[0]} not among {options}")
+        driver.execute_script(
+            "const s = document.getElementById('kernel-tag'); s.value = arguments[0];"
+            "s.dispatchEvent(new Event('change'));", tags[0])
+        tagged = sorted(d["name"] for d in summary["definitions"] if tags[0] in d["tags"])
+        check(rows() == tagged, f"tag {tags[0]}: {rows()} vs {tagged}")
+    print(f"kernels list: op-type tabs, sorting and {len(tags)} model tag(s) filter as fib reports")
+
+
+def check_solution_filters(driver, base, definition):
+    """The kernel page's author filter keeps that author's solutions in the table and the chart."""
+    load(driver, f"{base}/ui/kernel.html?name={definition}")
+    row_cells = lambda: [[c.text for c in r.find_elements(By.TAG_NAME, "td")]
+                         for r in driver.find_elements(By.CSS_SELECTOR, "#solutions-table tbody tr")]
+    before = row_cells()
+    alice = [r[1] for r in before if r[2] == "alice"]
+    check(alice and len(alice) < len(before), f"solutions before filtering: {before}")
+    driver.execute_script(
+        "const s = document.getElementById('solution-filter-author'); s.value = 'alice';"
+        "s.dispatchEvent(new Event('change'));")
+    after = row_cells()
+    check([r[1] for r in after] == alice, f"author filter: {after} vs alice's {alice}")
+    labels = driver.execute_script(
+        "const c = window.fibCharts && window.fibCharts.kernel;"
+        "return c ? c.data.datasets.map(d => d.label) : [];")
+    check(labels and set(labels) <= set(alice), f"chart after the author filter: {labels}")
+    print(f"kernel {definition}: the author filter keeps alice's {len(alice)} of {len(before)}")
 
 
 def check_definition_curves(driver, fast_p, definition):
@@ -686,6 +752,8 @@ def main():
             check_kernel(driver, base, dataset, op, name)
         check_task(driver, base, token, dataset)
         check_model_inventory(driver, base, token)
+        check_kernels_list(driver, base, summary)
+        check_solution_filters(driver, base, "rmsnorm_h2048")
         starts = [f"{base}/ui/{p}" for p in
                   ("index.html", "kernels.html", "models.html", "trace.html", "task.html")]
         check(crawl(driver, base, token, starts) > len(starts), "the crawl found no links")
