@@ -125,6 +125,10 @@ std::vector<EngineKernel> build_catalogue() {
        "per_token_quant_fp8",
        "per-token fp8 activation scales (W8A8-FP8 checkpoints); fp8 block-scale serving "
        "quantizes per token group instead (sgl_per_token_group_quant_fp8)"},
+      {"sgl_per_tensor_quant_fp8", "sgl-kernel", "fp8 per-tensor linear", "quantization",
+       "per_tensor_quant_fp8",
+       "fp8 checkpoints with per-tensor scales and dynamic activation scales (--quantization "
+       "fp8-per-tensor)"},
       {"scaled_fp4_quant", "sgl-kernel", "nvfp4 linear", "", "",
        "NVFP4 checkpoints (e.g. DeepSeek-R1-FP4); fib has no fp4 quantization op type yet"},
       {"rmsnorm", "sgl-kernel", "every backend", "rmsnorm", "rmsnorm", "RMSNorm layers"},

@@ -313,6 +313,13 @@ TEST(Generators, QuantizationKernelsGiveValuesAndScales) {
   EXPECT_EQ(token.name, "per_token_quant_fp8_k4096");
   EXPECT_EQ(token.axis("num_groups"), nullptr);
   EXPECT_EQ(*token.output("output_s")->shape, (std::vector<std::string>{"M"}));
+  const auto tensor =
+      generate_definition(QuantizationKernel{QuantKind::kPerTensorFp8, 4096, 0, ""}, ctx);
+  EXPECT_EQ(tensor.name, "per_tensor_quant_fp8_k4096");
+  EXPECT_EQ(*tensor.output("output_s")->shape, (std::vector<std::string>{"one"}));
+  EXPECT_EQ(tensor.axis("one")->value.value_or(0), 1);
+  EXPECT_THAT(tensor.reference, HasSubstr("x.abs().amax().clamp(min=EPS)"));
+  EXPECT_THAT(*tensor.description, HasSubstr("sgl_per_tensor_quant_fp8"));
 }
 
 }  // namespace

@@ -147,7 +147,10 @@ TEST(Plan, FlagQuantizesALlamaAndNamesWhatHasNoOpType) {
     noted = noted || u.component == "per-token INT8 activation quantization";
   EXPECT_TRUE(noted);
   req.options.quantization = Quantization::kFp8PerTensor;
-  EXPECT_THAT(names(generate(req)), Contains("fp8_scaled_mm_n28672_k4096"));
+  // Per-tensor fp8: each GEMM's input quantized with one dynamic scale first.
+  EXPECT_TRUE(contains_all(
+      names(generate(req)),
+      {"fp8_scaled_mm_n28672_k4096", "per_tensor_quant_fp8_k4096", "per_tensor_quant_fp8_k14336"}));
 }
 
 TEST(Plan, MlaWeightAbsorptionIsTwoBatchedGemmsPerRank) {

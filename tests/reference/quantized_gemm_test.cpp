@@ -73,13 +73,32 @@ TEST(QuantizationReference, PerTokenUsesOneScalePerRowAndRoundsTiesToEven) {
   EXPECT_EQ(values(out.at("output_q")), (std::vector<double>{-448, 144, 8, 6}));
 }
 
+TEST(QuantizationReference, PerTensorUsesOneScaleForTheWholeTensor) {
+  const Definition def = parse(R"({"name": "quant_t", "op_type": "quantization",
+    "axes": {"M": {"type": "var"}, "K": {"type": "const", "value": 2},
+             "one": {"type": "const", "value": 1}},
+    "inputs": {"input": {"shape": ["M", "K"], "dtype": "bfloat16"}},
+    "outputs": {"output_q": {"shape": ["M", "K"], "dtype": "float8_e4m3fn"},
+                "output_s": {"shape": ["one"], "dtype": "float32"}},
+    "reference": "def run(input):\n    return input, input\n"})");
+  reference::Arguments args;
+  // The tensor's amax 7 (row 1) gives the scale 7/448 = 2^-6 exactly: row 0's 0.5 becomes 32 and
+  // -0.25 becomes -16, row 1's -7 the extreme -448 and 3.5 224, all with that one scale.
+  args.tensors.emplace("input", bf16({2, 2}, {0.5, -0.25, -7, 3.5}));
+  const auto out = reference::run(def, {{"M", 2}}, args);
+  EXPECT_EQ(out.at("output_s").shape(), (Shape{1}));
+  EXPECT_EQ(out.at("output_s").get(0), 1.0 / 64);
+  EXPECT_EQ(values(out.at("output_q")), (std::vector<double>{32, -16, -448, 224}));
+}
+
 TEST(QuantizationReference, RefusesAnotherScaleLayout) {
   const Definition def = edited_definition(quant_definition(true), [](Json& j) {
     j["outputs"]["output_s"]["shape"] = Json::array({"num_groups", "M"});
   });
   std::string why;
   EXPECT_EQ(reference::find_kernel(def, &why), nullptr);
-  EXPECT_NE(why.find("output_s [M, num_groups] (per token group) or [M] (per token)"),
+  EXPECT_NE(why.find("output_s [M, num_groups] (per token group), [M] (per token) or [one] (per "
+                     "tensor)"),
             std::string::npos)
       << why;
 }

@@ -248,8 +248,9 @@ struct RopeKernel {
 
 // Activation quantization to fp8 e4m3, feeding the fp8 GEMMs: one scale per group of
 // `group_size` values of a row (sgl_per_token_group_quant_fp8) or per row
-// (sgl_per_token_quant_fp8).
-enum class QuantKind : std::uint8_t { kPerTokenGroupFp8, kPerTokenFp8 };
+// (sgl_per_token_quant_fp8), or one for the whole tensor (sgl_per_tensor_quant_fp8, dynamic: the
+// activations of per-tensor fp8 checkpoints).
+enum class QuantKind : std::uint8_t { kPerTokenGroupFp8, kPerTokenFp8, kPerTensorFp8 };
 
 struct QuantizationKernel {
   QuantKind kind = QuantKind::kPerTokenGroupFp8;

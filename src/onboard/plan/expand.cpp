@@ -133,7 +133,7 @@ void Expander::linear(std::size_t node, std::int64_t n, std::int64_t k, Parallel
       use(node, GemmFp8Kernel{Fp8Scaling::kBlock, g.n, g.k, std::move(g.role), g.tp});
       return;
     case Quantization::kFp8PerTensor:
-      unquantized_activations(node, "per-tensor FP8 activation quantization (scaled_fp8_quant)");
+      use(node, QuantizationKernel{QuantKind::kPerTensorFp8, g.k, 0, g.role});
       use(node, GemmFp8Kernel{Fp8Scaling::kPerTensor, g.n, g.k, std::move(g.role), g.tp});
       return;
     case Quantization::kInt8:
