@@ -263,6 +263,10 @@ void register_run(CLI::App& app, Runner& run) {
                   "On CUDA devices with --inputs-on device: a workload whose input set is this "
                   "large or larger has its checked sets share their weights (inputs with no "
                   "variable axis), activations fresh per set (default 1024; 0: never)");
+  cmd->add_option("--build-jobs", a->options.build_jobs,
+                  "Solutions built ahead of the evaluations on this many threads (default 0: one "
+                  "per core; 1: each when first evaluated). CPU lanes time nothing until the "
+                  "builds are done");
   cmd->add_flag("--prepare-ahead,!--no-prepare-ahead", a->options.prepare_ahead,
                 "On CUDA devices: make the next workload's inputs while the current one is "
                 "evaluated (default on; --no-prepare-ahead: one thing at a time)");

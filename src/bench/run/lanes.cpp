@@ -13,6 +13,7 @@
 #include <string>
 #include <thread>
 
+#include "builds_ahead.h"
 #include "evaluate.h"
 #include "fib/bench/run/test_hooks.h"
 #include "inputs_ahead.h"
@@ -68,11 +69,14 @@ class LaneLoop {
     for (auto& lane : lanes_) {
       lane->reference = std::make_unique<ReferenceStage>(reference_setup(*lane));
     }
+    start_builds_ahead();
   }
 
   void go();
 
  private:
+  void start_builds_ahead();
+  void wait_for_builds_before_timing(const Lane& lane);
   void loop(Lane& lane);
   void run_item(Lane& lane, std::size_t k);
   std::optional<ReadyWorkload> ready_workload(Lane& lane, const WorkItem& item, std::size_t k);
@@ -102,6 +106,10 @@ class LaneLoop {
   // builds, so the other lanes wait for that build instead of making their own.
   std::mutex builds_mu_;
   std::map<std::string, BuildResult> builds_;  // solution@architectures -> its build
+  // The run's builds made ahead on several cores, for the architecture set every lane shares
+  // (lanes of other GPUs build their own as they meet them).
+  std::unique_ptr<BuildsAhead> ahead_;
+  std::vector<std::string> ahead_architectures_;
   // A timeout on any lane keeps its solution from the later items of every lane.
   std::mutex timeouts_mu_;
   std::map<std::string, std::string> timed_out_on_;  // solution -> workload uuid
@@ -125,8 +133,35 @@ void LaneLoop::go() {
   if (failure_) std::rethrow_exception(failure_);
 }
 
+// Every solution of the run, in the order the lanes meet them, built on `build_jobs` host
+// threads (0: one per core). Without a shared architecture set, or with one job, each lane
+// builds when it meets a solution, one build at a time.
+void LaneLoop::start_builds_ahead() {
+  const unsigned jobs = run_.options.build_jobs ? run_.options.build_jobs
+                                                : std::max(1u, std::thread::hardware_concurrency());
+  if (jobs <= 1 || lanes_.empty()) return;
+  for (const auto& lane : lanes_)
+    if (lane->cuda_architectures != lanes_.front()->cuda_architectures) return;
+  std::vector<const Solution*> order;
+  for (const WorkItem& item : items_)
+    for (const Solution* s : item.pending) order.push_back(s);
+  if (order.empty()) return;
+  BuildOptions bo = run_.build;
+  bo.cuda_architectures = ahead_architectures_ = lanes_.front()->cuda_architectures;
+  ahead_ = std::make_unique<BuildsAhead>(std::move(order), std::move(bo), jobs);
+  run_.activity(fmt::format("building the run's solutions on {} threads", ahead_->jobs()));
+}
+
+// A CPU lane times nothing (references included) while compilers run on the host's cores.
+void LaneLoop::wait_for_builds_before_timing(const Lane& lane) {
+  if (!ahead_ || lane.device.is_cuda()) return;
+  run_.activity("waiting for the builds ahead");
+  ahead_->wait_idle();
+}
+
 void LaneLoop::loop(Lane& lane) {
   try {
+    wait_for_builds_before_timing(lane);
     while (true) {
       std::size_t k;
       {
@@ -247,11 +282,23 @@ bool LaneLoop::skipped_after_timeout(Lane& lane, const Solution& s, const Defini
   return true;
 }
 
-// Builds are cached per solution and architecture set; one lane builds while the others wait
-// for it (build_solution itself is safe across processes).
+// Builds are cached per solution and architecture set: made ahead by the pool, or by the first
+// lane that needs one while the others wait for it (build_solution is safe across processes).
 const BuildResult& LaneLoop::build_for(Lane& lane, const Solution& s) {
-  std::lock_guard<std::mutex> lock(builds_mu_);
   const std::string key = s.name + "@" + fmt::format("{}", fmt::join(lane.cuda_architectures, ","));
+  {
+    std::lock_guard<std::mutex> lock(builds_mu_);
+    if (const auto it = builds_.find(key); it != builds_.end()) return it->second;
+  }
+  if (ahead_ && lane.cuda_architectures == ahead_architectures_ && ahead_->scheduled(s.name)) {
+    BuildResult built = ahead_->take(s.name);  // waits without holding the other lanes up
+    const double seconds = built.seconds;
+    std::lock_guard<std::mutex> lock(builds_mu_);
+    const auto [it, first] = builds_.emplace(key, std::move(built));
+    if (first) lane.totals.update([&](Totals& t) { t.timing.build_seconds += seconds; });
+    return it->second;
+  }
+  std::lock_guard<std::mutex> lock(builds_mu_);
   auto it = builds_.find(key);
   if (it == builds_.end()) {
     BuildOptions bo = run_.build;

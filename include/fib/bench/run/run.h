@@ -121,6 +121,10 @@ struct RunOptions {
   // while the current one is evaluated. An A/B on one H200 found no effect on the medians'
   // run-to-run spread (docs/benchmarks.md).
   bool prepare_ahead = true;
+  // Solutions built ahead of the lanes on this many host threads, in the order the lanes meet
+  // them (0: one per core; 1: each built when a lane meets it). CPU lanes start timing once the
+  // builds are done, so that no compiler shares the cores with a timed call.
+  unsigned build_jobs = 0;
   // Judge each evaluation on a host thread while the lane goes on with the next (up to four at
   // once per lane; traces are still recorded in the order the lane ran them). Unset: on GPU
   // lanes only, since a judge on every core would disturb a CPU lane's timing.
