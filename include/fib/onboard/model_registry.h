@@ -23,7 +23,7 @@ struct BundledModel {
   std::vector<int> ep;
   // The linear layers' format it is served with (serving.quantization); unset: its config's.
   std::optional<Quantization> quantization;
-  bool mtp = false;  // with its multi-token-prediction draft layers (ServingOptions::mtp)
+  bool mtp = false;        // with its multi-token-prediction draft layers (ServingOptions::mtp)
   std::string provenance;  // where the architecture facts come from
   std::filesystem::path path;
   Json config;  // the architecture fields, in HF spelling
