@@ -161,5 +161,27 @@ TEST(RunCli, TheBundledExampleEndToEnd) {
   EXPECT_EQ(statuses["rmsnorm_h2048_hangs"], (std::vector<std::string>{"TIMEOUT", "TIMEOUT"}));
 }
 
+// A solution that does not compile answers without its workloads' inputs or reference runs:
+// with only it to run, the run prepares no workload and runs no reference, and each workload
+// still gets its COMPILE_ERROR trace with the compiler's diagnostics.
+TEST(RunCli, ACompileErrorAnswersWithoutInputsOrReference) {
+  TempDir dir;
+  const fs::path root = dir.path() / "dataset";
+  copy_tree(source_dir() / "examples" / "dataset", root);
+  auto args = short_run(root, dir.path() / "cache");
+  for (const char* a : {"--definitions", "rmsnorm_h2048", "--solutions",
+                        "rmsnorm_h2048_compile_error", "--build-jobs", "2", "--json"})
+    args.push_back(a);
+  const CommandResult r = run_fib(args);
+  ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
+  const Json summary = Json::parse(r.out);
+  EXPECT_EQ(summary["evaluations"], 2);
+  EXPECT_EQ(summary["workloads_prepared"], 0) << summary.dump(2);
+  EXPECT_EQ(summary["reference_seconds"], 0.0) << summary.dump(2);
+  const auto statuses = statuses_by_solution(TraceSet::load(root));
+  EXPECT_EQ(statuses.at("rmsnorm_h2048_compile_error"),
+            (std::vector<std::string>{"COMPILE_ERROR", "COMPILE_ERROR"}));
+}
+
 }  // namespace
 }  // namespace fib::testing

@@ -58,6 +58,12 @@ BuildResult BuildsAhead::take(const std::string& solution) {
   return e.result;
 }
 
+bool BuildsAhead::failed(const std::string& solution) const {
+  std::lock_guard<std::mutex> lock(mu_);
+  const auto it = entries_.find(solution);
+  return it != entries_.end() && it->second.done && !it->second.error && !it->second.result.ok();
+}
+
 void BuildsAhead::wait_idle() {
   std::unique_lock<std::mutex> lock(mu_);
   changed_.wait(lock, [&] { return running_ == 0 && (next_ >= queue_.size() || stopping_); });

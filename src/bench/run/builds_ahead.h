@@ -32,6 +32,8 @@ class BuildsAhead {
   bool scheduled(const std::string& solution) const;
   // The solution's build, waiting for it; rethrows what its build threw.
   BuildResult take(const std::string& solution);
+  // Whether the solution's build is done and failed (never waits).
+  bool failed(const std::string& solution) const;
   // Waits until no build is running or queued (a CPU lane times nothing beside a compiler).
   void wait_idle();
 

@@ -89,4 +89,19 @@ InputMaker::Taken InputMaker::take(std::size_t k) {
   return taken;
 }
 
+void InputMaker::discard(std::size_t k) {
+  std::future<PreparedItem> made_ahead;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (auto it = ahead_.find(k); it != ahead_.end()) {
+      made_ahead = std::move(it->second);
+      ahead_.erase(it);
+    }
+  }
+  if (!made_ahead.valid()) return;
+  const PreparedItem item = made_ahead.get();
+  std::error_code ec;
+  if (item.workload) std::filesystem::remove_all(item.workload->dir, ec);
+}
+
 }  // namespace fib::bench::detail

@@ -43,6 +43,9 @@ class InputMaker {
   // Item k's inputs: those made ahead (waiting for them), or made now with every core.
   Taken take(std::size_t k);
 
+  // Item k's inputs are not needed (its solutions answered without them): those made ahead go.
+  void discard(std::size_t k);
+
   void wait_all();  // for inputs still in the making
 
  private:

@@ -83,6 +83,9 @@ class LaneLoop {
   bool skipped_after_timeout(Lane& lane, const Solution& s, const Definition& def,
                              const Workload& w);
   const BuildResult& build_for(Lane& lane, const Solution& s);
+  bool build_failed_already(const Lane& lane, const Solution& s);
+  void record_build_failure(Lane& lane, const WorkItem& item, const Solution& s,
+                            const BuildResult& b);
   void evaluate_solution(Lane& lane, const WorkItem& item, const Solution& s, ReadyWorkload& ready);
   void count(Lane& lane, const Evaluated& e, const Solution& s, const Workload& w);
   void judge_beside(Lane& lane, const WorkItem& item, const Solution& s,
@@ -189,18 +192,43 @@ void LaneLoop::loop(Lane& lane) {
   }
 }
 
+// Whether the solution's build is known to have failed without waiting for one: its trace
+// needs neither the workload's inputs nor the reference.
+bool LaneLoop::build_failed_already(const Lane& lane, const Solution& s) {
+  const std::string key = s.name + "@" + fmt::format("{}", fmt::join(lane.cuda_architectures, ","));
+  {
+    std::lock_guard<std::mutex> lock(builds_mu_);
+    if (const auto it = builds_.find(key); it != builds_.end()) return !it->second.ok();
+  }
+  return ahead_ && lane.cuda_architectures == ahead_architectures_ && ahead_->failed(s.name);
+}
+
 void LaneLoop::run_item(Lane& lane, std::size_t k) {
   const WorkItem& item = items_[k];
+  // Solutions that failed to build get their traces at once (a compile error answers without
+  // the workload's inputs or its reference run); only the others wait for them.
+  std::vector<const Solution*> runnable;
+  for (const Solution* s : item.pending) {
+    if (!build_failed_already(lane, *s)) {
+      runnable.push_back(s);
+    } else if (!skipped_after_timeout(lane, *s, *item.def, item.workload->workload)) {
+      record_build_failure(lane, item, *s, build_for(lane, *s));
+    }
+  }
+  if (runnable.empty()) {
+    inputs_.discard(k);
+    return;
+  }
   std::optional<ReadyWorkload> ready = ready_workload(lane, item, k);
   if (!ready) {
-    lane.totals.update([&](Totals& t) { t.done += item.pending.size(); });
+    lane.totals.update([&](Totals& t) { t.done += runnable.size(); });
     return;
   }
   // Workers of solutions this item has none of (another definition's) are ended.
   std::vector<std::string> names;
-  for (const Solution* s : item.pending) names.push_back(s->name);
+  for (const Solution* s : runnable) names.push_back(s->name);
   lane.keep_parked_only(names);
-  for (const Solution* s : item.pending) {
+  for (const Solution* s : runnable) {
     if (skipped_after_timeout(lane, *s, *item.def, item.workload->workload)) continue;
     evaluate_solution(lane, item, *s, *ready);
   }
@@ -353,23 +381,32 @@ ReferenceSetup LaneLoop::reference_setup(const Lane& lane) const {
   return setup;
 }
 
+// The trace of a solution that could not be built: a compile error, or a runtime error where
+// nothing was compiled (a language or binding this host cannot run is no compile error).
+void LaneLoop::record_build_failure(Lane& lane, const WorkItem& item, const Solution& s,
+                                    const BuildResult& b) {
+  Outcome failed;
+  failed.status = b.status == BuildStatus::kUnsupported ? EvaluationStatus::kRuntimeError
+                                                        : EvaluationStatus::kCompileError;
+  failed.log = fmt::format("{}\n{}", b.message, b.log);
+  failed.environment = Json{{"build", Json{{"key", b.key},
+                                           {"toolchain", b.toolchain},
+                                           {"sandbox", b.sandboxed ? "bubblewrap" : "none"}}}};
+  if (failed.status == EvaluationStatus::kCompileError) add_compiler_messages(failed, s, b);
+  settle(lane);  // the judgements before it first: traces are recorded in the order they ran
+  record(lane,
+         make_trace(run_.trace_context(), lane, *item.def, item.workload->workload, s,
+                    std::move(failed)),
+         *item.def, s);
+}
+
 void LaneLoop::evaluate_solution(Lane& lane, const WorkItem& item, const Solution& s,
                                  ReadyWorkload& ready) {
   const Definition& def = *item.def;
   const Workload& w = item.workload->workload;
   const BuildResult& b = build_for(lane, s);
   if (!b.ok()) {
-    Outcome failed;
-    // Nothing was compiled for an unsupported language or binding: the solution could not run
-    // here (a runtime it needs is missing), which is no compile error.
-    failed.status = b.status == BuildStatus::kUnsupported ? EvaluationStatus::kRuntimeError
-                                                          : EvaluationStatus::kCompileError;
-    failed.log = fmt::format("{}\n{}", b.message, b.log);
-    failed.environment = Json{{"build", Json{{"key", b.key},
-                                             {"toolchain", b.toolchain},
-                                             {"sandbox", b.sandboxed ? "bubblewrap" : "none"}}}};
-    if (failed.status == EvaluationStatus::kCompileError) add_compiler_messages(failed, s, b);
-    record(lane, make_trace(run_.trace_context(), lane, def, w, s, std::move(failed)), def, s);
+    record_build_failure(lane, item, s, b);
     return;
   }
   const std::string name = fmt::format("solution-{}", progress() + (evaluation_counter_++ << 20));
