@@ -306,6 +306,10 @@ void register_serve(CLI::App& app, Runner& run) {
   cmd->add_option("--threads", o.run.threads, "CPU threads per worker (default: all cores)");
   cmd->add_option("--build-cache", o.run.build_cache,
                   "Build cache folder (default: $FIB_CACHE_DIR or ~/.cache/fib/build)");
+  cmd->add_option("--build-jobs", o.run.build_jobs,
+                  "Submissions built while they wait in their queue (default 0: on half the "
+                  "cores, and one that does not compile answers first; 1: each built when its "
+                  "queue runs it)");
   cmd->add_option("--signing-key", a->signing_key,
                   "Ed25519 key the traces are signed with (default: as fib run)");
   cmd->add_flag("--reevaluate", o.reevaluate,

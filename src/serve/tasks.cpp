@@ -4,6 +4,7 @@
 #include <fmt/ranges.h>
 #include <openssl/rand.h>
 
+#include <algorithm>
 #include <chrono>
 #include <ctime>
 #include <iostream>
@@ -147,6 +148,9 @@ void TaskService::start() {
     Queue* queue = q.get();
     q->thread = std::thread([this, queue] { serve_queue(*queue); });
   }
+  const unsigned builders =
+      options_.run.build_jobs == 1 ? 0 : std::max(1u, std::thread::hardware_concurrency() / 2);
+  for (unsigned i = 0; i < builders; ++i) prebuilders_.emplace_back([this] { prebuild_loop(); });
 }
 
 void TaskService::stop() {
@@ -156,9 +160,12 @@ void TaskService::stop() {
   }
   work_.notify_all();
   finished_.notify_all();
+  prebuild_work_.notify_all();
   for (auto& q : queues_) {
     if (q->thread.joinable()) q->thread.join();
   }
+  for (auto& t : prebuilders_) t.join();
+  prebuilders_.clear();
 }
 
 bool TaskService::has_cpu_queue() const {
@@ -204,9 +211,77 @@ std::optional<std::string> TaskService::submit(const Submission& s, const Identi
   {
     std::lock_guard<std::mutex> lock(mu_);
     pending_.push_back(Queued{t.id, t.gpu});
+    if (!prebuilders_.empty()) prebuild_queue_.push_back(Queued{t.id, t.gpu});
   }
   work_.notify_all();
+  prebuild_work_.notify_one();
   return t.id;
+}
+
+void TaskService::prebuild_loop() {
+  std::unique_lock<std::mutex> lock(mu_);
+  while (true) {
+    auto next = prebuild_queue_.end();
+    // Where a CPU queue times, no compiler runs beside it.
+    const bool host_free_of_timing = !has_cpu_queue();
+    prebuild_work_.wait(lock, [&] {
+      next = prebuild_queue_.begin();
+      return stopping_ ||
+             (next != prebuild_queue_.end() && (host_free_of_timing || cpu_evaluating_ == 0));
+    });
+    if (stopping_) return;
+    const Queued q = *next;
+    prebuild_queue_.erase(next);
+    // A task a queue took already builds in its own run.
+    const bool waiting = std::any_of(pending_.begin(), pending_.end(),
+                                     [&](const Queued& p) { return p.id == q.id; });
+    if (!waiting) continue;
+    ++prebuilds_running_;
+    lock.unlock();
+    prebuild(q.id);
+    lock.lock();
+    --prebuilds_running_;
+    work_.notify_all();
+  }
+}
+
+bool TaskService::builds_pending() const {
+  return prebuilds_running_ > 0 || !prebuild_queue_.empty();
+}
+
+// The task's build, as its run would make it (RunOptions::build_only); a build that fails moves
+// the task to the front of its queue. A failure of the engine itself is left to the run.
+void TaskService::prebuild(const std::string& id) {
+  const std::optional<Task> task = store_.get(id);
+  if (!task) return;
+  const auto queue = std::find_if(queues_.begin(), queues_.end(),
+                                  [&](const auto& q) { return q->gpu == task->gpu; });
+  if (queue == queues_.end()) return;
+  bench::RunOptions o = options_.run;
+  o.dataset = context_.dataset_root();
+  o.loaded_dataset = context_.traces();
+  o.device = (*queue)->device;
+  o.definitions = {task->definition};
+  o.solutions = {task->solution};
+  o.workloads = task->workloads;
+  o.resume = false;
+  o.save_traces = false;
+  o.build_only = true;
+  o.build_jobs = 1;
+  bench::RunResult r;
+  try {
+    r = bench::run_benchmark(o, {});
+  } catch (const std::exception&) {
+    return;
+  }
+  if (r.counts.builds_failed == 0) return;
+  std::lock_guard<std::mutex> lock(mu_);
+  const auto it =
+      std::find_if(pending_.begin(), pending_.end(), [&](const Queued& q) { return q.id == id; });
+  if (it == pending_.end()) return;
+  const Queued q = *it;
+  pending_.erase(it);
+  pending_.push_front(q);
 }
 
 std::optional<TaskService::Queued> TaskService::next_task(const Queue& queue) {
@@ -215,17 +290,24 @@ std::optional<TaskService::Queued> TaskService::next_task(const Queue& queue) {
   work_.wait(lock, [&] {
     mine = std::find_if(pending_.begin(), pending_.end(),
                         [&](const Queued& q) { return q.gpu == queue.gpu; });
-    return stopping_ || mine != pending_.end();
+    return stopping_ || (mine != pending_.end() && (queue.gpu || !builds_pending()));
   });
   if (stopping_) return std::nullopt;
   Queued q = *mine;
   pending_.erase(mine);
+  cpu_evaluating_ += queue.gpu ? 0 : 1;
   return q;
 }
 
 void TaskService::serve_queue(Queue& queue) {
   while (std::optional<Queued> q = next_task(queue)) {
     if (std::optional<Task> task = store_.get(q->id)) evaluate(queue, *task);
+    if (queue.gpu) continue;
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      --cpu_evaluating_;
+    }
+    prebuild_work_.notify_all();
   }
 }
 

@@ -83,6 +83,14 @@ class TaskService {
   void finish(const std::string& id, TaskStatus status, const Json& traces,
               const std::string& error);
   void write_solution_file(const Submission& s);
+  // Builds of submitted tasks, made on host threads while the tasks wait in their queues (the
+  // build cache keeps them for the evaluation); a task whose build fails goes to the front of
+  // its queue, since it answers without running. On a server with CPU queues no compiler runs
+  // beside a CPU timed call: a build waits for the CPU evaluation in progress, and the CPU queues
+  // take their next task once the builds waiting or running are done.
+  void prebuild_loop();
+  void prebuild(const std::string& id);
+  bool builds_pending() const;  // with mu_ held
 
   ServeContext& context_;
   const ServeOptions& options_;
@@ -94,6 +102,11 @@ class TaskService {
   std::deque<Queued> pending_;
   bool stopping_ = false;
   std::size_t waiting_ = 0, max_waiting_ = 1;  // long polls now, and at most
+  std::deque<Queued> prebuild_queue_;          // guarded by mu_, as the counts below
+  std::size_t prebuilds_running_ = 0;
+  std::size_t cpu_evaluating_ = 0;
+  std::condition_variable prebuild_work_;
+  std::vector<std::thread> prebuilders_;
   std::mutex solution_files_mu_;
   std::mutex submit_mu_;  // a token's quota check and its task's insert, together
 };

@@ -5,6 +5,7 @@
 #include <sqlite3.h>
 
 #include <fstream>
+#include <map>
 #include <regex>
 #include <thread>
 
@@ -190,6 +191,39 @@ TEST_F(ServeTasks, BadRequestsSayWhatIsWrong) {
 
 // --reevaluate: the same solution is evaluated by every task (else the queued ones would be
 // answered from the first one's trace at once).
+// Submissions are built while they wait (RunOptions::build_only on a host thread): one that
+// does not compile goes to the front of its queue and answers first, with its COMPILE_ERROR,
+// ahead of the correct ones submitted before it; on a CPU queue the builds are all done before
+// the queue times anything.
+TEST_F(ServeTasks, ASubmissionThatDoesNotCompileIsBuiltWhileQueuedAndAnswersFirst) {
+  auto server = start({"--reevaluate"});
+  auto c = server->client();
+  auto variant = [](const std::string& name, const std::string& extra) {
+    Json j = rmsnorm_solution_json(name);
+    j["sources"][0]["content"] = j["sources"][0]["content"].get<std::string>() + extra;
+    return j;
+  };
+  const std::string first = submit(*c, Json{{"solution", variant("first", "// first\n")}});
+  const std::string second = submit(*c, Json{{"solution", variant("second", "// second\n")}});
+  const std::string broken =
+      submit(*c, Json{{"solution", variant("broken", "static int broken = ;\n")}});
+  std::map<std::string, Json> done;
+  for (const std::string& id : {first, second, broken}) {
+    done[id] = body_json(c->Get(("/tasks/" + id + "?timeout=180").c_str()));
+    ASSERT_EQ(done[id]["status"], "completed") << done[id].dump(2) << server->log();
+  }
+  EXPECT_EQ(done[broken]["traces"][0]["evaluation"]["status"], "COMPILE_ERROR");
+  EXPECT_EQ(done[first]["traces"][0]["evaluation"]["status"], "PASSED");
+  // When each finished, from the task list.
+  std::map<std::string, double> finished;
+  const Json listed = body_json(c->Get("/tasks"));
+  for (const Json& t : listed["tasks"])
+    finished[t["task_id"].get<std::string>()] = t["updated"].get<double>();
+  ASSERT_EQ(finished.size(), 3u) << listed.dump(2);
+  EXPECT_LT(finished[broken], finished[first]);
+  EXPECT_LT(finished[first], finished[second]);
+}
+
 TEST_F(ServeTasks, RestartKeepsResultsAndResumesQueuedTasks) {
   auto server = start({"--reevaluate"});
   auto c = server->client();

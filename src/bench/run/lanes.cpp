@@ -9,6 +9,7 @@
 #include <functional>
 #include <map>
 #include <mutex>
+#include <set>
 #include <span>
 #include <string>
 #include <thread>
@@ -508,6 +509,31 @@ void LaneLoop::record(Lane& lane, Trace t, const Definition& def, const Solution
 }
 
 }  // namespace
+
+std::size_t build_solutions(RunState& run, const std::vector<std::unique_ptr<Lane>>& lanes,
+                            const std::vector<WorkItem>& items) {
+  std::vector<const Solution*> order;
+  for (const WorkItem& item : items)
+    for (const Solution* s : item.pending) order.push_back(s);
+  std::set<std::vector<std::string>> architectures;
+  for (const auto& lane : lanes) architectures.insert(lane->cuda_architectures);
+  const unsigned jobs = run.options.build_jobs ? run.options.build_jobs
+                                               : std::max(1u, std::thread::hardware_concurrency());
+  std::size_t failed = 0;
+  for (const auto& archs : architectures) {
+    BuildOptions bo = run.build;
+    bo.cuda_architectures = archs;
+    BuildsAhead pool(order, std::move(bo), jobs);
+    std::set<std::string> seen;
+    for (const Solution* s : order) {
+      if (!seen.insert(s->name).second) continue;
+      const BuildResult b = pool.take(s->name);
+      run.result.timing.build_seconds += b.seconds;
+      failed += b.ok() ? 0 : 1;
+    }
+  }
+  return failed;
+}
 
 void run_lanes(RunState& run, std::vector<std::unique_ptr<Lane>>& lanes,
                const std::vector<WorkItem>& items, TraceSet& set) {

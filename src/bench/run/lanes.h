@@ -16,6 +16,11 @@ namespace fib::bench::detail {
 
 // Runs every item of the plan on the lanes, then stops their workers. Rethrows the first
 // failure a lane met (after every lane stopped and its judgements in flight were made).
+// Builds every pending solution of `items` once per architecture set of `lanes` (the build
+// cache keeps them for the run that evaluates them); the number that could not be built.
+std::size_t build_solutions(RunState& run, const std::vector<std::unique_ptr<Lane>>& lanes,
+                            const std::vector<WorkItem>& items);
+
 void run_lanes(RunState& run, std::vector<std::unique_ptr<Lane>>& lanes,
                const std::vector<WorkItem>& items, TraceSet& set);
 

@@ -174,6 +174,11 @@ RunResult run_benchmark(const RunOptions& options, const RunCallbacks& callbacks
         run.scratch->make_box(fmt::format("python-reference-{}", i), -1);
   }
 
+  if (options.build_only) {
+    run.result.counts.builds_failed = detail::build_solutions(run, lanes, plan.items);
+    run.result.timing.wall_seconds = std::chrono::duration<double>(Clock::now() - wall0).count();
+    return std::move(run.result);
+  }
   run.reference_cache = open_reference_cache(run, [&run](const std::string& m) { run.message(m); });
 
   detail::run_lanes(run, lanes, plan.items, set);

@@ -125,6 +125,10 @@ struct RunOptions {
   // them (0: one per core; 1: each built when a lane meets it). CPU lanes start timing once the
   // builds are done, so that no compiler shares the cores with a timed call.
   unsigned build_jobs = 0;
+  // Plan the run and build what it would evaluate (on the lanes' architecture sets, sandboxed as
+  // its builds are), then stop: no inputs, references or evaluations. `fib serve` builds a
+  // submission so, while the task waits in its queue.
+  bool build_only = false;
   // Judge each evaluation on a host thread while the lane goes on with the next (up to four at
   // once per lane; traces are still recorded in the order the lane ran them). Unset: on GPU
   // lanes only, since a judge on every core would disturb a CPU lane's timing.
@@ -190,6 +194,8 @@ struct RunCounts {
   std::size_t reference_failures = 0;
   // Records the run would have used that failed to load (skipped, each reported).
   std::size_t broken_records = 0;
+  // build_only: the solutions that could not be built (their evaluations would answer at once).
+  std::size_t builds_failed = 0;
 };
 
 // Where the run's time went, summed over its lanes (seconds).
