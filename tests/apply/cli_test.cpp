@@ -7,6 +7,7 @@
 #include <string>
 
 #include "apply/apply_fixture.h"
+#include "support/test_paths.h"
 
 namespace fib::apply {
 namespace {
@@ -19,9 +20,11 @@ struct Result {
   std::string output;  // stdout and stderr
 };
 
-Result fib_cli(const fs::path& home, const std::string& args) {
+// Runs fib with its home at `home` and no trusted-keys file but the one there; `env` adds
+// variables ("NAME='value'").
+Result fib_cli(const fs::path& home, const std::string& args, const std::string& env = "") {
   const std::string command =
-      "FIB_HOME='" + home.string() + "' FIB_TRUSTED_KEYS= '" FIB_EXE "' " + args + " 2>&1";
+      env + " FIB_HOME='" + home.string() + "' FIB_TRUSTED_KEYS= '" FIB_EXE "' " + args + " 2>&1";
   Result r;
   FILE* pipe = ::popen(command.c_str(), "r");
   if (pipe == nullptr) return r;
@@ -101,6 +104,36 @@ TEST(ApplyCli, BadLimitsAndMissingKeysAreUsageErrors) {
   EXPECT_EQ(keys.status, 2);
   EXPECT_NE(keys.output.find("no such trusted-keys file or folder"), std::string::npos)
       << keys.output;
+}
+
+// The loop on real traces: `fib run` signs the solution's digest and build key into its traces,
+// and `fib apply table` then takes the solution with its built library from the build cache.
+TEST(ApplyCli, TheTracesFibRunWritesMakeATable) {
+  fib::testing::TempDir dir;
+  fib::testing::copy_tree(fib::testing::source_dir() / "examples/dataset", dir.path() / "ds");
+  const std::string env = "FIB_CACHE_DIR='" + (dir.path() / "build").string() + "'";
+  const std::string dataset = " --dataset '" + (dir.path() / "ds").string() + "'";
+  const Result run = fib_cli(dir.path() / "home",
+                             "run" + dataset +
+                                 " --definitions rmsnorm_h2048 --solutions rmsnorm_h2048_fast "
+                                 "--reference-cache off",
+                             env);
+  ASSERT_EQ(run.status, 0) << run.output;
+  const Result table = fib_cli(dir.path() / "home", "apply table --json --no-cache" + dataset, env);
+  ASSERT_EQ(table.status, 0) << table.output;
+  Diagnostics diag;
+  const auto j = parse_json(table.output.substr(table.output.find('{')), "(stdout)", diag);
+  ASSERT_TRUE(j) << table.output;
+  const Json& d = (*j)["definitions"]["rmsnorm_h2048"];
+  ASSERT_EQ(d["entries"].size(), 2u) << table.output;  // the example's two workloads' axes
+  const TraceSet set = TraceSet::load(dir.path() / "ds");
+  for (const Json& e : d["entries"]) {
+    EXPECT_EQ(e["solution"], "rmsnorm_h2048_fast");
+    EXPECT_EQ(e["digest"], solution_digest(set.solution("rmsnorm_h2048_fast")->value));
+    EXPECT_EQ(e["artifact"]["kind"], "shared_object");
+    EXPECT_TRUE(fs::is_regular_file(e["artifact"]["path"].get<std::string>()));
+  }
+  EXPECT_EQ((*j)["skipped"]["no_digest"], 0);
 }
 
 }  // namespace
