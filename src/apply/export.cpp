@@ -94,6 +94,7 @@ ExportResult export_trace_apply(const ApplyTable& table, const TraceSet& set, co
   ExportResult result;
   try {
     for (const auto& [name, d] : table.definitions) {
+      if (d.entries.empty()) continue;  // every solution excluded: the engine keeps its own
       if (!d.fallback) {
         throw Error(name, "the table has no choice over all axes for it (made with fallback off)",
                     "make the table with the fallback on (the default)");

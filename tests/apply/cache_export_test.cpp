@@ -191,6 +191,19 @@ TEST(ApplyExport, WritesOneSolutionPerDefinitionInTraceApplysLayout) {
   }
 }
 
+TEST(ApplyExport, LeavesOutADefinitionWhoseSolutionsWereAllExcluded) {
+  Fixture f;
+  f.b.trace("gemm_b", "b_py", "v2", 2, "TIMEOUT");
+  const TraceSet set = f.b.load();
+  const ApplyTable t = build_table(set, f.options);
+  EXPECT_TRUE(t.definitions.at("gemm_b").entries.empty());
+  const ExportResult r = export_trace_apply(t, set, f.dir.path() / "fi");
+  EXPECT_EQ(r.definitions, 1u);
+  EXPECT_EQ(r.files,
+            (std::vector<std::string>{"definitions/gemm/gemm_a.json", "fib-apply-export.json",
+                                      "solutions/alice/gemm/gemm_a/a_fast.json"}));
+}
+
 TEST(ApplyExport, RefusesAFolderThatIsNoExport) {
   Fixture f;
   const TraceSet set = f.b.load();

@@ -23,10 +23,11 @@ struct ExportResult {
 
 // Writes each definition's fallback choice (its best over all axes) with its definition:
 // DIR/definitions/<op_type>/<definition>.json, DIR/solutions/<author>/<op_type>/<definition>/
-// <solution>.json and the manifest. The whole folder is made beside DIR and swapped in at once,
-// so a reader sees the old export or the new one. Each solution's record is checked against its
-// digest again. Throws fib::Error when the table has no fallback for a definition (made with
-// fallback off), DIR holds something else, or a write fails.
+// <solution>.json and the manifest; a definition whose solutions were all excluded is left out. The
+// whole folder is made beside DIR and swapped in at once, so a reader sees the old export or the
+// new one. Each solution's record is checked against its digest again. Throws fib::Error when the
+// table has no fallback for a definition (made with fallback off), DIR holds something else, or a
+// write fails.
 ExportResult export_trace_apply(const ApplyTable& table, const TraceSet& set,
                                 const std::filesystem::path& dir);
 
