@@ -9,6 +9,7 @@
 #include "fib/base/timestamp.h"
 #include "fib/bench/builder/compiler_messages.h"
 #include "fib/tensor/inputs.h"
+#include "fib/trace/solution_digest.h"
 #include "fib/version.h"
 
 namespace fib::bench::detail {
@@ -48,6 +49,8 @@ Trace make_trace(const TraceContext& context, const Lane& lane, const Definition
   extra["defences"] = kDefenceVersion;                // which harness defences held
   extra["worker"] = context.isolated ? "isolated" : "persistent";
   extra["isolation"] = context.isolation;
+  // Signed with the rest: which solution record was measured (docs/apply.md).
+  extra[std::string(kSolutionDigestField)] = solution_digest(s);
   for (auto it = outcome.environment.begin(); it != outcome.environment.end(); ++it) {
     extra[it.key()] = *it;
   }
