@@ -31,6 +31,10 @@ FileReport error_report(FileReport report, const Diagnostics& diag) {
   for (const Diagnostic& d : diag) {
     if (d.severity != Severity::kError) continue;
     std::string line = d.path.empty() ? d.message : fmt::format("{}: {}", d.path, d.message);
+    // A file inside a call folder ("metadata.jsonl:3") is named; the dump file itself is not.
+    const std::string inside = report.file + "/";
+    if (d.file.starts_with(inside))
+      line = fmt::format("{}: {}", d.file.substr(inside.size()), line);
     if (!d.hint.empty()) line += fmt::format(" ({})", d.hint);
     report.notes.push_back(std::move(line));
   }
