@@ -110,10 +110,12 @@ TEST(ImportWorkloads, BrokenCallsAreReportedOneByOne) {
   const FileReport& malformed = entry(r, "rmsnorm_call0001");
   EXPECT_EQ(malformed.outcome, Outcome::kError);
   ASSERT_FALSE(malformed.notes.empty());
-  EXPECT_NE(malformed.notes[0].find("line 1, column"), std::string::npos) << malformed.notes[0];
+  EXPECT_EQ(malformed.notes[0].rfind("metadata.jsonl:3: line 1, column ", 0), 0u)
+      << malformed.notes[0];
   const FileReport& truncated = entry(r, "rmsnorm_call0002");
   EXPECT_EQ(truncated.outcome, Outcome::kError);
   ASSERT_FALSE(truncated.notes.empty());
+  EXPECT_EQ(truncated.notes[0].rfind("inputs.safetensors: ", 0), 0u) << truncated.notes[0];
   const FileReport& dtype = entry(r, "rmsnorm_call0003");
   EXPECT_EQ(dtype.outcome, Outcome::kError);
   EXPECT_EQ(dtype.notes, std::vector<std::string>{
@@ -162,9 +164,9 @@ TEST(ImportWorkloads, PickleDumpsAreReadInTheSandbox) {
   const FileReport& refused = entry(r, "rmsnorm_call0009");
   EXPECT_EQ(refused.outcome, Outcome::kError);
   ASSERT_EQ(refused.notes.size(), 1u);
-  EXPECT_EQ(refused.notes[0].rfind("not a weights-only torch.save file: ", 0), 0u)
+  EXPECT_EQ(refused.notes[0].rfind("inputs.pt: not a weights-only torch.save file: ", 0), 0u)
       << refused.notes[0];
-  fs::remove_all(evil);
+  EXPECT_NE(refused.notes[0].find("posix.system"), std::string::npos) << refused.notes[0];
   expect_valid(dir.path());
 }
 
