@@ -130,6 +130,18 @@ TEST(ImportWorkloads, BrokenCallsAreReportedOneByOne) {
   EXPECT_FALSE(fs::exists(dir.path() / "blob"));
 }
 
+TEST(ImportWorkloads, CudaGraphFlushesAreSkippedAndSaid) {
+  TempDir dir;
+  import_all_definitions(dir);
+  const fs::path calls = dir.path() / "calls";
+  fs::create_directories(calls / "graph_flushes" / "flush_0001");
+  const Report r = import_workloads(calls, dir.path(), {});
+  ASSERT_EQ(r.files.size(), 1u);
+  EXPECT_EQ(r.files[0].outcome, Outcome::kSkipped);
+  EXPECT_EQ(r.files[0].notes, std::vector<std::string>{"CUDA-graph replay snapshots are not "
+                                                       "read; dump with CUDA graphs off"});
+}
+
 // .pt dumps need bubblewrap and Debian's Python with torch; without them the test says so.
 bool pt_reader_available() {
   return fs::exists("/usr/bin/bwrap") &&
