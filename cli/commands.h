@@ -32,6 +32,8 @@ void register_serve(CLI::App& app, Runner& run);
 void register_trace(CLI::App& app, Runner& run);
 // `fib apply table|export`: the solutions to substitute in an engine (docs/apply.md).
 void register_apply(CLI::App& app, Runner& run);
+// `fib import flashinfer-defs|flashinfer-calls`: FlashInfer's dumps into dataset records.
+void register_import(CLI::App& app, Runner& run);
 // `fib mcp`: the MCP server on stdio.
 void register_mcp(CLI::App& app, Runner& run);
 // `fib completion bash|zsh`: reads the whole tree of `app`, so it is registered last.

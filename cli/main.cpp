@@ -43,6 +43,7 @@ int main(int argc, char** argv) {
   fib::cli::register_key(app, run);
   fib::cli::register_trace(app, run);
   fib::cli::register_apply(app, run);
+  fib::cli::register_import(app, run);
   fib::cli::register_mcp(app, run);
 #ifdef FIB_HAVE_SERVE
   fib::cli::register_serve(app, run);
