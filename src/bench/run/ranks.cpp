@@ -78,7 +78,7 @@ class Coordinator {
   void plan();
   void handle(const RankMessage& m);
   void take_result(int rank, const Json& j);
-  void record(Trace t);
+  void record(std::vector<Trace> traces);
   void hand_out(int rank);
   void find_lost();
   bool finished() const { return done_ == plan_.items.size(); }
@@ -187,6 +187,7 @@ void Coordinator::take_result(int rank, const Json& j) {
   result_.counts.reference_failures += j.at("reference_failures").get<std::size_t>();
   for (const auto& [name, n] : j.at("skipped").items()) skipped_[name] += n.get<int>();
   Diagnostics diag;
+  std::vector<Trace> traces;
   for (const Json& t : j.at("traces")) {
     ReadContext ctx{fmt::format("rank {}", rank), &diag};
     std::optional<Trace> trace = trace_from_json(t, ctx);
@@ -195,26 +196,32 @@ void Coordinator::take_result(int rank, const Json& j) {
                           diag.empty() ? std::string("?") : diag.to_string()));
       continue;
     }
-    record(std::move(*trace));
+    traces.push_back(std::move(*trace));
   }
+  record(std::move(traces));
 }
 
-// Signed and appended here, once: the dataset has one writer however many ranks evaluate.
-void Coordinator::record(Trace t) {
-  if (o_.signing_key) sign_trace(t, *o_.signing_key);
-  if (o_.save_traces) append_traces(set_, std::span<const Trace>(&t, 1));
-  ++result_.counts.evaluations;
-  result_.traces.push_back(std::move(t));
-  if (!cb_.on_evaluation) return;
-  const Trace& back = result_.traces.back();
-  EvaluationEvent e;
-  e.done = result_.traces.size();
-  e.total = plan_.evaluations;
-  e.trace = &back;
-  e.definition = back.definition;
-  e.solution = back.solution.value_or("");
-  e.workload = back.workload.uuid;
-  cb_.on_evaluation(e);
+// Signed and appended here, once: the dataset has one writer however many ranks evaluate. An
+// item's traces go in one append per file (one lock, one write).
+void Coordinator::record(std::vector<Trace> traces) {
+  if (o_.signing_key) {
+    for (Trace& t : traces) sign_trace(t, *o_.signing_key);
+  }
+  if (o_.save_traces) append_traces(set_, traces);
+  for (Trace& t : traces) {
+    ++result_.counts.evaluations;
+    result_.traces.push_back(std::move(t));
+    if (!cb_.on_evaluation) continue;
+    const Trace& back = result_.traces.back();
+    EvaluationEvent e;
+    e.done = result_.traces.size();
+    e.total = plan_.evaluations;
+    e.trace = &back;
+    e.definition = back.definition;
+    e.solution = back.solution.value_or("");
+    e.workload = back.workload.uuid;
+    cb_.on_evaluation(e);
+  }
 }
 
 void Coordinator::hand_out(int rank) {
