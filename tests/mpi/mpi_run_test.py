@@ -139,6 +139,8 @@ def main():
             sys.exit(f"3 ranks: {sorted(triples(many))}\none process: {expected}")
         if "(3 ranks)" not in r.stdout:
             sys.exit(f"no summary from rank 0:\n{r.stdout}")
+        if "several ranks evaluate on the CPU of" not in r.stdout + r.stderr:
+            sys.exit(f"no warning that two CPU ranks share a host:\n{r.stderr}")
 
         # --enable-recovery: the job outlives the killed rank; its item runs on another one.
         kept = case.dataset("recovered")

@@ -78,6 +78,7 @@ class Coordinator {
   void plan();
   void handle(const RankMessage& m);
   void take_result(int rank, const Json& j);
+  void warn_shared_cores(const std::string& host);
   void record(std::vector<Trace> traces);
   void hand_out(int rank);
   void find_lost();
@@ -98,6 +99,7 @@ class Coordinator {
   std::vector<RankState> ranks_;
   std::size_t done_ = 0;  // items whose result came back
   std::map<std::string, int> skipped_;
+  std::map<std::string, int> ranks_on_host_;  // evaluating ranks per host
 };
 
 void Coordinator::plan() {
@@ -167,6 +169,7 @@ void Coordinator::handle(const RankMessage& m) {
   switch (m.tag) {
     case RankTag::kReady:
       r.host = j.value("host", "");
+      warn_shared_cores(r.host);
       hand_out(m.source);
       break;
     case RankTag::kResult:
@@ -176,6 +179,15 @@ void Coordinator::handle(const RankMessage& m) {
     default:
       break;  // heartbeats only refresh `heard`
   }
+}
+
+// CPU lanes time on the host's cores: a second evaluating rank on the host disturbs them.
+void Coordinator::warn_shared_cores(const std::string& host) {
+  if (o_.device != "cpu" || ++ranks_on_host_[host] != 2) return;
+  message(fmt::format(
+      "warning: several ranks evaluate on the CPU of {}: their timings share its cores (one "
+      "rank per host: mpirun --map-by ppr:1:node, or srun --ntasks-per-node=1; docs/mpi.md)",
+      host));
 }
 
 void Coordinator::take_result(int rank, const Json& j) {
