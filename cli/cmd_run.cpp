@@ -14,6 +14,7 @@
 #include "cli/commands.h"
 #include "fib/bench/run/run.h"
 #include "fib/dataset/keys.h"
+#include "fib/distributed/launch.h"
 
 #ifndef FIB_ABI_INCLUDE_DIR
 #define FIB_ABI_INCLUDE_DIR ""
@@ -37,6 +38,7 @@ struct RunArgs {
   std::string reference = "auto", gpu_timer = "events", inputs_on = "device", reference_cache;
   bool json = false;
   bool no_save = false;
+  double rank_lost_after = 60;  // seconds without a heartbeat (docs/mpi.md)
 };
 
 std::string format_duration(double seconds) {
@@ -143,6 +145,53 @@ std::filesystem::path abi_include_dir() {
   return FIB_ABI_INCLUDE_DIR;
 }
 
+std::string host_name() {
+  char name[256] = {};
+  ::gethostname(name, sizeof(name) - 1);
+  return name;
+}
+
+// One of many ranks (mpirun, srun): rank 0 plans, hands out items and writes every trace; the
+// others evaluate on their share of the host's devices (docs/mpi.md).
+int run_over_ranks(RunArgs& a, const distributed::Launch& launch, Progress& progress,
+                   const bench::RunCallbacks& cb) {
+  if (a.local.size() != 1) {
+    throw Error("--local", "a run over ranks takes one dataset", "run each in turn");
+  }
+  std::unique_ptr<distributed::MpiLink> link = distributed::open_mpi();
+  if (link->size() != launch.size) {
+    throw Error("MPI_COMM_WORLD",
+                fmt::format("{} started {} ranks, but MPI sees {}", launch.launcher, launch.size,
+                            link->size()),
+                "under Slurm, launch with srun --mpi=pmix (or mpirun inside the allocation)");
+  }
+  bench::RunOptions& o = a.options;
+  o.dataset = dataset_path(a.local.front());
+  bench::RankSettings settings{.lost_after_seconds = a.rank_lost_after, .host = host_name()};
+  if (link->rank() != 0) {
+    o.device = distributed::local_device(o.device, link->local_index());
+    progress.stop();
+    if (bench::run_rank_worker(o, *link, settings)) link->finalize();
+    return kExitOk;
+  }
+  bool all_alive = true;
+  const bench::RunResult r = bench::run_coordinator(o, cb, *link, settings, &all_alive);
+  progress.stop();
+  if (a.json) {
+    Json j = bench::summary_to_json(r);
+    j["dataset"] = o.dataset.string();
+    j["ranks"] = link->size();
+    std::cout << j.dump(2) << "\n";
+  } else {
+    std::cout << fmt::format("== fib run --dataset {} ({} ranks)\n", o.dataset.string(),
+                             link->size())
+              << bench::render_summary(r);
+  }
+  std::cout << std::flush;
+  if (all_alive) link->finalize();  // MPI_Finalize would wait forever on a lost rank
+  return r.counts.reference_failures > 0 || r.counts.broken_records > 0 ? kExitFindings : kExitOk;
+}
+
 int run_cmd(RunArgs& a) {
   if (a.local.empty()) a.local.push_back(dataset_path(""));
   bench::RunOptions& o = a.options;
@@ -186,6 +235,10 @@ int run_cmd(RunArgs& a) {
   cb.on_evaluation = [&](const bench::EvaluationEvent& e) { progress.evaluation(e); };
   cb.on_message = [&](const std::string& m) { progress.message(m); };
   cb.on_activity = [&](const std::string& what) { progress.activity(what); };
+  if (const auto launch =
+          distributed::detect_launch([](const char* n) { return std::getenv(n); })) {
+    return run_over_ranks(a, *launch, progress, cb);
+  }
   Json all = Json::array();
   bool any_failed = false;
   for (const auto& root : a.local) {
@@ -295,6 +348,10 @@ void register_run(CLI::App& app, Runner& run) {
                   "Ed25519 key the traces are signed with, made on first use (default: "
                   "$FIB_SIGNING_KEY, else signing-key.pem in $FIB_HOME, $XDG_CONFIG_HOME/fib or "
                   "~/.config/fib)");
+  cmd->add_option("--rank-lost-after", a->rank_lost_after,
+                  "Under mpirun/srun: seconds without a heartbeat after which a rank is lost and "
+                  "its item goes to another (default 60; docs/mpi.md)")
+      ->check(CLI::Range(1.0, 86400.0));
   cmd->add_flag("--json", a->json, "Print the run summary as JSON (no progress output)");
   cmd->callback([&run, a] { run = [a] { return run_cmd(*a); }; });
 }

@@ -14,6 +14,7 @@ packages=(
   libssl-dev           # SHA-256 for content addressing
   libcpp-httplib-dev   # fib serve
   libsqlite3-dev       # fib serve's task store
+  libopenmpi-dev openmpi-bin  # fib run over MPI ranks (optional at build time; docs/mpi.md)
   libgtest-dev libgmock-dev googletest
   libbenchmark-dev
   python3
