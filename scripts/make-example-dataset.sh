@@ -42,12 +42,15 @@ DS="$WORK/dataset"
   --dataset "$DS" --quiet >/dev/null
 # The example keeps to the kernels it was made with, so that its runs stay small and the counts
 # its tests and docs give stay put: not the embedding (a 0.5 GB table in every workload's
-# inputs), nor the min-p sampler and the top-k / top-p renormalizations onboarding plans since.
+# inputs), nor the min-p sampler, the top-k / top-p renormalizations and the KV cache appends
+# onboarding plans since.
 rm "$DS/definitions/embedding/embedding_v128256_h2048.json" \
   "$DS/definitions/sampling/min_p_sampling_from_probs_v128256.json" \
   "$DS/definitions/sampling/top_k_renorm_probs_v128256.json" \
-  "$DS/definitions/sampling/top_p_renorm_probs_v128256.json"
-rmdir "$DS/definitions/embedding"
+  "$DS/definitions/sampling/top_p_renorm_probs_v128256.json" \
+  "$DS/definitions/page_append/append_paged_kv_cache_kv8_d64_ps1.json" \
+  "$DS/definitions/page_append/append_paged_kv_cache_kv8_d64_ps64.json"
+rmdir "$DS/definitions/embedding" "$DS/definitions/page_append"
 
 # 1b. Hand-written definitions (silu_and_mul_h16384, written before onboarding planned the
 # activation; it replaces onboarding's definition of the same name).

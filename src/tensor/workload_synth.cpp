@@ -117,8 +117,12 @@ std::vector<Workload> synthesize_workloads(const Definition& def, const SynthOpt
       std::int64_t v;
       if (name == "batch_size" || name == "num_seqs")
         v = batch;
-      else if (name == "len_indptr" || name == "len_cu_seqlens")
+      else if (name == "len_indptr" || name == "len_cu_seqlens" || name == "batch_size_plus_1")
         v = batch + 1;
+      else if (name == "nnz_kv")  // page_append: the step's new tokens, inside their sequences
+        v = tokens;
+      else if (name == "page_size")  // a var page size (MLA append): pages of one token
+        v = page_size;
       else if (name == "total_q" || name == "total_seq_len" || name == "M" || name == "num_tokens")
         v = tokens;
       else if (name == "seq_len")

@@ -1,8 +1,9 @@
 // End to end on the CPU: `fib run` (run_benchmark) of onboarding's definitions of the elementwise
-// op types (activation, embedding, cascade_merge, concat_mla, hadamard) at small sizes, on
-// synthesized workloads, each with a correct and a wrong Python solution; judged once against fib's
-// native references and once against the definitions' own PyTorch references, with the same
-// verdicts. Skipped visibly where no python3 imports torch.
+// op types (activation, embedding, cascade_merge, concat_mla, hadamard) and of page_append (a
+// copy into a paged cache) at small sizes, on synthesized workloads, each with a correct and a
+// wrong Python solution; judged once against fib's native references and once against the
+// definitions' own PyTorch references, with the same verdicts. Skipped visibly where no python3
+// imports torch.
 #include <gtest/gtest.h>
 
 #include <fstream>
@@ -88,6 +89,20 @@ std::vector<OpCase> make_cases() {
                   "    while h.shape[0] < d:\n"
                   "        h = torch.cat([torch.cat([h, h], 1), torch.cat([h, -h], 1)], 0)\n"
                   "    output.copy_(x.float() @ h)\n"});
+  const std::string append_head =
+      "def run(append_key, append_value, batch_indices, positions, k_cache, v_cache, "
+      "kv_indices, kv_indptr, kv_last_page_len, new_k_cache, new_v_cache):\n"
+      "    ps = k_cache.shape[1]\n"
+      "    b, p = batch_indices.long(), positions.long()\n"
+      "    page = kv_indices.long()[kv_indptr.long()[b] + p // ps]\n"
+      "    new_k_cache.copy_(k_cache)\n"
+      "    new_v_cache.copy_(v_cache)\n";
+  list.push_back({onboard::PageAppendKernel{false, 2, 16, 0, 0, 4, 1},
+                  append_head + "    new_k_cache[page, p % ps] = append_key\n"
+                                "    new_v_cache[page, p % ps] = append_value\n",
+                  // The next slot of the page written.
+                  append_head + "    new_k_cache[page, (p + 1) % ps] = append_key\n"
+                                "    new_v_cache[page, (p + 1) % ps] = append_value\n"});
   return list;
 }
 
@@ -187,7 +202,7 @@ TEST_F(ElementwiseRun, NativeAndPyTorchReferencesPassTheRightSolutionsAndCatchTh
   const auto python = statuses(run(ReferenceChoice::kPython), &python_refs);
   EXPECT_EQ(native_refs,
             (std::set<std::string>{"native:activation", "native:embedding", "native:cascade_merge",
-                                   "native:concat_mla", "native:hadamard"}));
+                                   "native:concat_mla", "native:hadamard", "native:page_append"}));
   EXPECT_EQ(python_refs, std::set<std::string>{"python"});
   const std::vector<std::string> passed = {"PASSED"}, wrong = {"INCORRECT_NUMERICAL"};
   for (const auto& name : names_) {

@@ -236,6 +236,39 @@ TEST(Generators, EmbeddingGathersFromTheWholeVocabulary) {
   EXPECT_THAT(d.reference, HasSubstr("return weight[input_ids.to(torch.int64)]"));
 }
 
+TEST(Generators, PageAppendModelsTheCachesAsInputsAndNewOutputs) {
+  const GenContext ctx{"m", "M"};
+  const PageAppendKernel gqa{false, 8, 128, 0, 0, 16, 4};
+  EXPECT_EQ(definition_name(gqa), "append_paged_kv_cache_kv8_d128_ps16");
+  const auto d = generate_definition(gqa, ctx);
+  EXPECT_EQ(d.op_type, "page_append");
+  EXPECT_EQ(d.input_names(),
+            (std::vector<std::string>{"append_key", "append_value", "batch_indices", "positions",
+                                      "k_cache", "v_cache", "kv_indices", "kv_indptr",
+                                      "kv_last_page_len"}));
+  ASSERT_EQ(d.outputs.size(), 2u);
+  EXPECT_EQ(d.outputs[0].name, "new_k_cache");
+  EXPECT_EQ(d.outputs[1].name, "new_v_cache");
+  EXPECT_EQ(*d.output("new_k_cache")->shape,
+            (std::vector<std::string>{"num_pages", "page_size", "num_kv_heads", "head_dim"}));
+  EXPECT_EQ(d.axis("page_size")->value, 16);
+  EXPECT_EQ(d.input("positions")->dtype, DType::kInt32);
+  EXPECT_THAT(d.tags, Contains("tp:4"));
+  EXPECT_THAT(d.tags, Contains("fi_api:flashinfer.page.append_paged_kv_cache"));
+  EXPECT_THAT(d.reference, HasSubstr("assert page_size == 16"));
+  EXPECT_THAT(d.reference, HasSubstr("new_k_cache[page, pos % page_size] = append_key[i]"));
+
+  const PageAppendKernel mla{true, 0, 0, 512, 64, 1, 1};
+  EXPECT_EQ(definition_name(mla), "append_paged_mla_kv_cache_ckv512_kpe64");
+  const auto m = generate_definition(mla, ctx);
+  EXPECT_EQ(m.axis("page_size")->kind, AxisKind::kVar);
+  EXPECT_EQ(m.axis("head_dim_ckv")->value, 512);
+  ASSERT_EQ(m.outputs.size(), 2u);
+  EXPECT_EQ(m.outputs[0].name, "new_ckv_cache");
+  EXPECT_EQ(m.outputs[1].name, "new_kpe_cache");
+  EXPECT_THAT(m.reference, HasSubstr("assert head_dim_kpe == 64"));
+}
+
 TEST(Generators, MergeStateTakesBaseTwoLses) {
   const GenContext ctx{"m", "M"};
   EXPECT_EQ(definition_name(MergeStateKernel{16, 128, 8}), "merge_state_h16_d128");

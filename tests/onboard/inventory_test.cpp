@@ -73,7 +73,7 @@ std::vector<std::string> seed_kernels(const fs::path& seeds) {
 
 TEST(KernelInventory, DeepSeekV3RowsNameTheirEngineKernelsAndCallsPerForward) {
   const auto inv = inventory_of("deepseek-v3");
-  EXPECT_EQ(inv.rows.size(), 45u);
+  EXPECT_EQ(inv.rows.size(), 46u);
   const auto& decode = row(inv, "mla_paged_decode_h16_ckv512_kpe64_ps64");
   EXPECT_EQ(decode.category, "Attention");
   EXPECT_EQ(decode.calls_per_forward, 61);
@@ -89,6 +89,14 @@ TEST(KernelInventory, DeepSeekV3RowsNameTheirEngineKernelsAndCallsPerForward) {
   EXPECT_EQ(row(inv, "per_token_group_quant_fp8_k7168_g128").calls_per_forward, 180);
   EXPECT_EQ(row(inv, "moe_fused_gate_e256_k8_ng8_kg4").category, "MoE TopK");
   EXPECT_EQ(row(inv, "embedding_v129280_h7168").calls_per_forward, 1);
+  // Every layer writes its compressed kv and k_pe rows into its paged caches.
+  const auto& append = row(inv, "append_paged_mla_kv_cache_ckv512_kpe64");
+  EXPECT_EQ(append.category, "KV cache");
+  EXPECT_EQ(append.calls_per_forward, 61);
+  kernels.clear();
+  for (const auto* k : append.kernels) kernels.push_back(std::string(k->kernel));
+  EXPECT_EQ(kernels,
+            (std::vector<std::string>{"set_mla_kv_buffer_triton", "append_paged_mla_kv_cache"}));
 }
 
 TEST(KernelInventory, AKernelNotCalledSaysWhichConfigurationCallsIt) {

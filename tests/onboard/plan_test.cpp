@@ -67,10 +67,12 @@ TEST(Plan, Llama8bMatchesTheDatasetKernelSet) {
                                       "silu_and_mul_h28672",
                                       "min_p_sampling_from_probs_v128256",
                                       "top_k_renorm_probs_v128256",
-                                      "top_p_renorm_probs_v128256"}));
-  // The dataset's 16, the embedding and the activation, and SGLang's min-p sampler and top-k /
-  // top-p renormalization.
-  EXPECT_EQ(r.outcomes.size(), 21u);
+                                      "top_p_renorm_probs_v128256",
+                                      "append_paged_kv_cache_kv8_d128_ps1",
+                                      "append_paged_kv_cache_kv8_d128_ps64"}));
+  // The dataset's 16, the embedding and the activation, SGLang's min-p sampler and top-k /
+  // top-p renormalization, and the KV cache append of each page size.
+  EXPECT_EQ(r.outcomes.size(), 23u);
 }
 
 TEST(Plan, TensorParallelSplitsAttentionNotNorms) {

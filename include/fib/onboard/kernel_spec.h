@@ -28,6 +28,18 @@ struct EmbeddingKernel {
   std::int64_t hidden = 0;
 };
 
+// The write of a step's new K/V rows into an attention layer's paged cache (FlashInfer's
+// append_paged_kv_cache; MLA: append_paged_mla_kv_cache of the compressed kv and k_pe).
+struct PageAppendKernel {
+  bool mla = false;
+  std::int64_t kv_heads = 0;  // per rank (GQA)
+  std::int64_t head_dim = 0;  // GQA
+  std::int64_t ckv = 0;       // MLA: kv_lora_rank
+  std::int64_t kpe = 0;       // MLA: qk_rope_head_dim
+  std::int64_t page_size = 1;
+  int tp = 1;
+};
+
 // Cascade attention's merge of two partial states (v, base-2 lse) of the same queries: MLA's
 // chunked-prefix prefill merges the prefix's and the new tokens' attention.
 struct MergeStateKernel {
@@ -275,7 +287,7 @@ using KernelSpec =
                  DsaAttentionKernel, DsaIndexerKernel, GdnKernel, MambaKernel, MoeKernel,
                  MoeAlignKernel, MoeRoutingKernel, QuantizationKernel, RopeKernel, SamplingKernel,
                  ActivationKernel, EmbeddingKernel, MergeStateKernel, ConcatMlaQKernel,
-                 HadamardKernel>;
+                 HadamardKernel, PageAppendKernel>;
 
 // The op_type a kernel's definition will carry ("gemm", "gqa_paged", ...).
 std::string_view op_type_of(const KernelSpec& k);

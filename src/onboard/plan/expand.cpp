@@ -241,6 +241,9 @@ void Expander::gqa(const std::string& parent) {
     for (auto ps : opt_.page_sizes)
       use(attn, GqaPagedKernel{Stage::kPrefill, heads, ps}, Stage::kPrefill);
     use(attn, GqaRaggedKernel{heads}, Stage::kPrefill);
+    // Each step writes its new keys and values into the layer's paged cache first.
+    for (auto ps : opt_.page_sizes)
+      use(attn, PageAppendKernel{false, kvs.per_rank, d, 0, 0, ps, point_.tp});
   }
   if (type_->spec.sliding_window && c_.sliding_window) {
     unsupported(
@@ -338,6 +341,9 @@ void Expander::mla(const std::string& parent) {
     }
     const auto attn = add_layer("attn_mqa", attn_key);
     if (ok) {
+      // Each step writes its compressed kv and k_pe rows into the layer's paged caches (one
+      // latent per token, the same on every rank).
+      use(attn, PageAppendKernel{true, 0, 0, m.kv_lora_rank, m.qk_rope_head_dim, 1, 1});
       for (auto ps : opt_.page_sizes) {
         use(attn, DsaAttentionKernel{hs.per_rank, h, point_.tp, m.kv_lora_rank, m.qk_rope_head_dim,
                                      m.qk_nope_head_dim, ix.topk, ps});
@@ -346,6 +352,9 @@ void Expander::mla(const std::string& parent) {
   } else {
     const auto attn = add_layer("attn_mqa", attn_key);
     if (ok) {
+      // Each step writes its compressed kv and k_pe rows into the layer's paged caches (one
+      // latent per token, the same on every rank).
+      use(attn, PageAppendKernel{true, 0, 0, m.kv_lora_rank, m.qk_rope_head_dim, 1, 1});
       for (auto ps : opt_.page_sizes) {
         use(attn,
             MlaPagedKernel{Stage::kDecode, hs.per_rank, h, point_.tp, m.kv_lora_rank,
