@@ -55,7 +55,7 @@ TEST(OnboardCli, ModelsListsEveryBundledModel) {
   EXPECT_THAT(
       r.output,
       HasSubstr(
-          "llama-3.1-8b                 llama              32              8.03B          21"));
+          "llama-3.1-8b                 llama              32              8.03B          23"));
   const auto one = run_fib("models qwen3-next");
   EXPECT_EQ(one.exit_code, 0) << one.output;
   EXPECT_THAT(one.output, HasSubstr("layer type linear_attention"));
@@ -108,8 +108,10 @@ TEST(OnboardCli, OnboardsFromAConfigFileWithReportAndGraph) {
                          (dir.path() / "graph.json").string());
   EXPECT_EQ(r.exit_code, 0) << r.output;
   // 22 GEMM, norm, attention, RoPE and sampling kernels, the embedding, the SiLU-and-mul, SGLang's
-  // min-p sampler and top-k / top-p renormalization, and TP 2's all-reduce and logits all-gather.
-  EXPECT_THAT(r.output, HasSubstr("29 definitions: 29 created"));
+  // min-p sampler and top-k / top-p renormalization, TP 2's all-reduce and logits all-gather, and
+  // the paged KV append per page size and KV heads per rank.
+  EXPECT_THAT(r.output, HasSubstr("33 definitions: 33 created"));
+  EXPECT_THAT(r.output, HasSubstr("\n  page_append/append_paged_kv_cache_kv4_d128_ps64\n"));
   EXPECT_THAT(r.output, HasSubstr("\n  embedding/embedding_v151936_h2048\n"));
   EXPECT_THAT(r.output, HasSubstr("\n  activation/silu_and_mul_h12288\n"));
   EXPECT_THAT(r.output, HasSubstr("\n  gemm/gemm_n151936_k2048\n"));
