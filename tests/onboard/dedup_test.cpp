@@ -66,14 +66,14 @@ TEST(Dedup, NewDatasetIsCreatedAndASecondRunIsANoOp) {
   ::fib::testing::TempDir dir;
   const fs::path root = dir.path() / "fresh";
   const auto first = onboard(request("llama-3.1-8b"), root, false);
-  EXPECT_EQ(first.count(Action::kCreate), 21u);
+  EXPECT_EQ(first.count(Action::kCreate), 23u);
   EXPECT_TRUE(fs::exists(root / layout::definition_file("gemm", "gemm_n6144_k4096")));
   const auto loaded = TraceSet::load(root);
-  EXPECT_EQ(loaded.definitions().size(), 21u);
+  EXPECT_EQ(loaded.definitions().size(), 23u);
   EXPECT_FALSE(loaded.load_diagnostics().has_errors()) << loaded.load_diagnostics().to_string();
   const auto before = snapshot(root);
   const auto second = onboard(request("llama-3.1-8b"), root, false);
-  EXPECT_EQ(second.count(Action::kSkip), 21u);
+  EXPECT_EQ(second.count(Action::kSkip), 23u);
   EXPECT_EQ(snapshot(root), before);
 }
 

@@ -411,7 +411,8 @@ TEST(ModuleGraph, LlamaHasTheWebUiStructure) {
   EXPECT_THAT(node(g, "qkv_proj")->definitions, ElementsAre("gemm_n6144_k4096"));
   EXPECT_THAT(node(g, "input_layernorm")->definitions,
               ElementsAre("fused_add_rmsnorm_h4096", "rmsnorm_h4096"));
-  EXPECT_EQ(node(g, "attn")->definitions.size(), 5u);
+  // Decode and prefill per page size, the ragged prefill, and the KV append per page size.
+  EXPECT_EQ(node(g, "attn")->definitions.size(), 7u);
   const Json j = module_graph_to_json(g);
   EXPECT_EQ(j["modules"]["qkv_proj"]["parent"], "self_attn");
   EXPECT_EQ(j["modules"]["qkv_proj"]["type"], "layer");
