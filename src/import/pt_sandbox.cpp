@@ -13,6 +13,7 @@
 #include <sstream>
 
 #include "call_dump.h"
+#include "fib/bench/builder/bwrap.h"
 
 namespace fib::import {
 namespace {
@@ -56,50 +57,36 @@ for folder in sys.argv[1:]:
             f.write(error + "\n")
 )py";
 
+// fib's common sandbox (fib/bench/builder/bwrap.h: every namespace, private /proc, /dev and
+// /tmp, its own session, dies with fib), seeing /usr read-only, the dump read-only at /in and an
+// empty folder at /out.
 std::vector<std::string> bwrap_arguments(const fs::path& dump_dir, const fs::path& out_dir,
                                          const std::string& python, const std::string& bwrap) {
-  return {bwrap,
-          "--ro-bind",
-          "/usr",
-          "/usr",
-          "--symlink",
-          "usr/lib",
-          "/lib",
-          "--symlink",
-          "usr/lib64",
-          "/lib64",
-          "--symlink",
-          "usr/bin",
-          "/bin",
-          "--ro-bind-try",
-          "/etc/alternatives",
-          "/etc/alternatives",
-          "--ro-bind-try",
-          "/etc/ld.so.cache",
-          "/etc/ld.so.cache",
-          "--ro-bind",
-          dump_dir.string(),
-          "/in",
-          "--bind",
-          out_dir.string(),
-          "/out",
-          "--proc",
-          "/proc",
-          "--dev",
-          "/dev",
-          "--tmpfs",
-          "/tmp",
-          "--unshare-all",
-          "--die-with-parent",
-          "--new-session",
-          "--clearenv",
-          "--setenv",
-          "HOME",
-          "/tmp",
-          python,
-          "-I",
-          "-c",
-          kScript};
+  std::vector<std::string> a = bench::bwrap_base_arguments(bwrap, 65534, "fib-import");
+  a.insert(a.end(), {"--ro-bind",
+                     "/usr",
+                     "/usr",
+                     "--ro-bind-try",
+                     "/etc/alternatives",
+                     "/etc/alternatives",
+                     "--ro-bind-try",
+                     "/etc/ld.so.cache",
+                     "/etc/ld.so.cache",
+                     "--ro-bind",
+                     dump_dir.string(),
+                     "/in",
+                     "--bind",
+                     out_dir.string(),
+                     "/out",
+                     "--clearenv",
+                     "--setenv",
+                     "HOME",
+                     "/tmp",
+                     python,
+                     "-I",
+                     "-c",
+                     kScript});
+  return a;
 }
 
 // Runs argv with stdout and stderr into `log`; returns the exit status (-1: could not start).
