@@ -56,6 +56,11 @@ struct ReadyWorkload {
   std::shared_ptr<RemoveWhenDone> files;
 };
 
+// A build is made per solution and architecture set.
+std::string build_key(const Lane& lane, const Solution& s) {
+  return s.name + "@" + fmt::format("{}", fmt::join(lane.cuda_architectures, ","));
+}
+
 class LaneLoop {
  public:
   LaneLoop(RunState& run, std::vector<std::unique_ptr<Lane>>& lanes,
@@ -196,7 +201,7 @@ void LaneLoop::loop(Lane& lane) {
 // Whether the solution's build is known to have failed without waiting for one: its trace
 // needs neither the workload's inputs nor the reference.
 bool LaneLoop::build_failed_already(const Lane& lane, const Solution& s) {
-  const std::string key = s.name + "@" + fmt::format("{}", fmt::join(lane.cuda_architectures, ","));
+  const std::string key = build_key(lane, s);
   {
     std::lock_guard<std::mutex> lock(builds_mu_);
     if (const auto it = builds_.find(key); it != builds_.end()) return !it->second.ok();
@@ -314,7 +319,7 @@ bool LaneLoop::skipped_after_timeout(Lane& lane, const Solution& s, const Defini
 // Builds are cached per solution and architecture set: made ahead by the pool, or by the first
 // lane that needs one while the others wait for it (build_solution is safe across processes).
 const BuildResult& LaneLoop::build_for(Lane& lane, const Solution& s) {
-  const std::string key = s.name + "@" + fmt::format("{}", fmt::join(lane.cuda_architectures, ","));
+  const std::string key = build_key(lane, s);
   {
     std::lock_guard<std::mutex> lock(builds_mu_);
     if (const auto it = builds_.find(key); it != builds_.end()) return it->second;
