@@ -15,6 +15,7 @@
 
 #include "fib/base/json.h"
 #include "fib/dataset/trace_set.h"
+#include "python_solutions.h"
 #include "reference/python_reference.h"
 #include "run_fib.h"
 #include "support/temp_dir.h"
@@ -74,33 +75,12 @@ std::vector<Case> cases() {
   };
 }
 
-void write_solution(const fs::path& root, const Case& c) {
-  Json j = {{"name", c.name},
-            {"definition", c.definition},
-            {"author", "test"},
-            {"spec",
-             {{"language", "python"},
-              {"target_hardware", Json::array({"cpu"})},
-              {"entry_point", "main.py::run"},
-              {"destination_passing_style", false}}},
-            {"sources", Json::array({{{"path", "main.py"}, {"content", c.source}}})}};
-  const fs::path dir = root / "solutions" / "test" / c.op_type / c.definition;
-  fs::create_directories(dir);
-  std::ofstream(dir / (c.name + ".json")) << j.dump(2);
-}
-
-// Each solution's status: PASSED only if every workload passed.
+// Each case's solution's status.
 std::map<std::string, std::string> statuses(const fs::path& root) {
   std::map<std::string, std::string> out;
-  const TraceSet set = TraceSet::load(root);
   for (const Case& c : cases()) {
-    for (const auto& t : set.traces(c.definition)) {
-      if (t.value.is_workload_trace() || !t.value.evaluation || t.value.solution != c.name)
-        continue;
-      auto& s = out[c.name];
-      const std::string st(status_name(t.value.evaluation->status));
-      if (s.empty() || st != "PASSED") s = st;
-    }
+    const auto all = solution_statuses(root, c.definition);
+    if (const auto it = all.find(c.name); it != all.end()) out[c.name] = it->second;
   }
   return out;
 }
@@ -136,7 +116,8 @@ TEST_P(ForwardOpsRun, CorrectAndWrongSolutionsOfBmmCommAndTheNewSamplers) {
     ASSERT_EQ(w.exit_code, 0) << w.out << w.err;
   }
   std::string names;
-  for (const Case& c : cases()) write_solution(root, c);
+  for (const Case& c : cases())
+    write_python_solution(root, c.op_type, c.definition, c.name, c.source);
   for (const auto& d : definitions) names += (names.empty() ? "" : ",") + d;
   const CommandResult r = run_fib({"run",
                                    "--local",

@@ -13,6 +13,7 @@
 
 #include "fib/base/json.h"
 #include "fib/dataset/trace_set.h"
+#include "python_solutions.h"
 #include "reference/python_reference.h"
 #include "run_fib.h"
 #include "support/temp_dir.h"
@@ -25,23 +26,6 @@ namespace fs = std::filesystem;
 
 constexpr const char* kGate = "moe_fused_gate_e256_k8_ng8_kg4";
 constexpr const char* kAlign = "moe_align_block_size_e32_k8_bs64";
-
-// A python solution of `definition` whose run is `source`.
-void write_solution(const fs::path& root, const std::string& op_type, const std::string& definition,
-                    const std::string& name, const std::string& source) {
-  Json j = {{"name", name},
-            {"definition", definition},
-            {"author", "test"},
-            {"spec",
-             {{"language", "python"},
-              {"target_hardware", Json::array({"cpu"})},
-              {"entry_point", "main.py::run"},
-              {"destination_passing_style", false}}},
-            {"sources", Json::array({{{"path", "main.py"}, {"content", source}}})}};
-  const fs::path dir = root / "solutions" / "test" / op_type / definition;
-  fs::create_directories(dir);
-  std::ofstream(dir / (name + ".json")) << j.dump(2);
-}
 
 // The fused gate with ids in selection order (sgl-kernel's), not the reference's ascending
 // order; `wrong` drops the correction bias from the selection.
@@ -90,18 +74,6 @@ def run(topk_ids):
 )";
 }
 
-std::map<std::string, std::string> statuses(const fs::path& root, const std::string& def) {
-  std::map<std::string, std::string> out;
-  const TraceSet set = TraceSet::load(root);
-  for (const auto& t : set.traces(def)) {
-    if (t.value.is_workload_trace() || !t.value.evaluation) continue;
-    auto& s = out[t.value.solution.value_or("?")];
-    const std::string st(status_name(t.value.evaluation->status));
-    if (s.empty() || st != "PASSED") s = st;
-  }
-  return out;
-}
-
 TEST(MoeGateRun, CorrectAndWrongSolutionsOfTheGateAndTheAlign) {
   FIB_REQUIRE_TORCH(python);
   TempDir dir;
@@ -116,20 +88,20 @@ TEST(MoeGateRun, CorrectAndWrongSolutionsOfTheGateAndTheAlign) {
                                      "--definition", def, "--count", "2", "--max-tokens", "64"});
     ASSERT_EQ(w.exit_code, 0) << w.out << w.err;
   }
-  write_solution(root, "moe_routing", kGate, "gate_ok", gate_source(false));
-  write_solution(root, "moe_routing", kGate, "gate_no_bias", gate_source(true));
-  write_solution(root, "moe_align", kAlign, "align_ok", align_source(false));
-  write_solution(root, "moe_align", kAlign, "align_unpadded", align_source(true));
+  write_python_solution(root, "moe_routing", kGate, "gate_ok", gate_source(false));
+  write_python_solution(root, "moe_routing", kGate, "gate_no_bias", gate_source(true));
+  write_python_solution(root, "moe_align", kAlign, "align_ok", align_source(false));
+  write_python_solution(root, "moe_align", kAlign, "align_unpadded", align_source(true));
   const CommandResult r =
       run_fib({"run", "--local", root.string(), "--definitions", std::string(kGate) + "," + kAlign,
                "--warmup-runs", "0", "--iterations", "1", "--num-trials", "2", "--timeout", "60",
                "--seed", "3", "--build-cache", (dir.path() / "cache").string()});
   ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
-  EXPECT_EQ(statuses(root, kGate),
+  EXPECT_EQ(solution_statuses(root, kGate),
             (std::map<std::string, std::string>{{"gate_ok", "PASSED"},
                                                 {"gate_no_bias", "INCORRECT_NUMERICAL"}}))
       << r.out;
-  EXPECT_EQ(statuses(root, kAlign),
+  EXPECT_EQ(solution_statuses(root, kAlign),
             (std::map<std::string, std::string>{{"align_ok", "PASSED"},
                                                 {"align_unpadded", "INCORRECT_NUMERICAL"}}))
       << r.out;
